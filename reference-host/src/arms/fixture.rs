@@ -1,0 +1,87 @@
+//! The `conformance:arm` fixture: a scripted worker (SPEC §4 `fixtures`).
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{Escalation, RunError, RunReport, RunRequest, Worker};
+use crate::domain::refs::ArmFixture;
+use crate::future::BoxFuture;
+
+#[derive(Debug, Clone)]
+pub struct FixtureArm {
+    script: ArmFixture,
+}
+
+impl FixtureArm {
+    pub fn new(script: ArmFixture) -> FixtureArm {
+        FixtureArm { script }
+    }
+}
+
+impl Worker for FixtureArm {
+    fn run(&self, request: RunRequest) -> BoxFuture<'_, Result<RunReport, RunError>> {
+        Box::pin(async move {
+            if self.script.run_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(self.script.run_ms)).await;
+            }
+            if self.script.fail_on == Some(request.iteration) {
+                return Err(RunError(format!(
+                    "scripted failure on run {}",
+                    request.iteration
+                )));
+            }
+            let escalation =
+                (self.script.escalate_on == Some(request.iteration)).then(|| Escalation {
+                    kind: "confidence".to_string(),
+                    reason: format!("scripted escalation on run {}", request.iteration),
+                });
+            Ok(RunReport {
+                output: json!({ "run": request.run_id.as_str(), "iteration": request.iteration }),
+                cost: self.script.cost,
+                escalation,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arms::Remaining;
+    use crate::domain::{ArmRef, ArmSpec, GoalId, MicroUsd, Objective, RunId};
+
+    fn arm(text: &str) -> FixtureArm {
+        match ArmRef::parse(text, true).expect("valid").spec() {
+            ArmSpec::Fixture(script) => FixtureArm::new(script.clone()),
+        }
+    }
+
+    fn request(iteration: u64) -> RunRequest {
+        RunRequest {
+            goal_id: GoalId::generate(),
+            run_id: RunId::generate(),
+            iteration,
+            objective: Objective::new("o".into()),
+            remaining: Remaining {
+                iterations: None,
+                cost: None,
+                deadline: None,
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn runs_cost_escalate_and_fail_as_scripted() {
+        let arm = arm("conformance:arm?costUsd=0.4&escalateOn=2&failOn=3");
+        let first = arm.run(request(1)).await.expect("runs");
+        assert_eq!(first.cost, MicroUsd::from_micros(400_000));
+        assert_eq!(first.escalation, None);
+        let second = arm.run(request(2)).await.expect("runs");
+        assert_eq!(
+            second.escalation.map(|e| e.kind),
+            Some("confidence".to_string())
+        );
+        assert!(arm.run(request(3)).await.is_err());
+    }
+}

@@ -1,0 +1,75 @@
+//! Arms: what performs a run. The engine sees only the [`Worker`] trait.
+
+mod fixture;
+mod noop;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::domain::{ArmRef, ArmSpec, GoalId, MicroUsd, Objective, RunId, Timestamp};
+use crate::future::BoxFuture;
+
+pub use fixture::FixtureArm;
+pub use noop::NoopWorker;
+
+/// What the worker is told about the run: the attention projection (SPEC §4
+/// webhooks), never more.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRequest {
+    pub goal_id: GoalId,
+    pub run_id: RunId,
+    pub iteration: u64,
+    pub objective: Objective,
+    pub remaining: Remaining,
+}
+
+/// What is left of the goal's bounds when the run starts; `None` = unbounded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Remaining {
+    pub iterations: Option<u64>,
+    pub cost: Option<MicroUsd>,
+    pub deadline: Option<Timestamp>,
+}
+
+/// An RFC 0044 confidence-escalation interrupt raised by a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escalation {
+    pub kind: String,
+    pub reason: String,
+}
+
+/// How a run finished when it finished at all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    pub output: Value,
+    pub cost: MicroUsd,
+    pub escalation: Option<Escalation>,
+}
+
+/// The run failed (error, timeout, malformed answer): an environmental
+/// failure for the iteration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("run failed: {0}")]
+pub struct RunError(pub String);
+
+pub trait Worker: Send + Sync {
+    fn run(&self, request: RunRequest) -> BoxFuture<'_, Result<RunReport, RunError>>;
+}
+
+/// Chooses the worker for a goal's `armRef`.
+#[derive(Debug, Clone, Default)]
+pub struct Arms {}
+
+impl Arms {
+    pub fn new() -> Arms {
+        Arms {}
+    }
+
+    pub fn worker_for(&self, arm: Option<&ArmRef>) -> Arc<dyn Worker> {
+        match arm.map(ArmRef::spec) {
+            None => Arc::new(NoopWorker),
+            Some(ArmSpec::Fixture(script)) => Arc::new(FixtureArm::new(script.clone())),
+        }
+    }
+}

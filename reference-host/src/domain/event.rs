@@ -1,0 +1,38 @@
+//! Goal events. Payloads carry ids, flags and counts only: never objective
+//! text or run output.
+
+use super::goal::GoalState;
+use super::ids::{GoalId, RunId};
+use super::timestamp::Timestamp;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventPayload {
+    Evaluated {
+        goal_id: GoalId,
+        satisfied: bool,
+        confidence: f64,
+        run_id: RunId,
+        iterations: u64,
+    },
+    Closed {
+        goal_id: GoalId,
+        final_state: GoalState,
+    },
+}
+
+impl EventPayload {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventPayload::Evaluated { .. } => "goal.evaluated",
+            EventPayload::Closed { .. } => "goal.closed",
+        }
+    }
+}
+
+/// An event as stored: its per-goal sequence and time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub sequence: u64,
+    pub at: Timestamp,
+    pub payload: EventPayload,
+}

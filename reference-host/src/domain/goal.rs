@@ -1,0 +1,202 @@
+//! The goal aggregate and its enumerations.
+
+use super::bounds::Bounds;
+use super::ids::{GoalId, Objective, RunId, Tenant};
+use super::money::MicroUsd;
+use super::refs::{ArmRef, VerifierRef};
+use super::timestamp::Timestamp;
+use super::verdict::LastVerdict;
+
+/// How long a `schedule` arm waits between runs when its ref names no
+/// interval.
+pub const DEFAULT_INTERVAL_MS: u64 = 60_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GoalState {
+    Active,
+    Satisfied,
+    Escalated,
+    Abandoned,
+    BoundExceeded,
+}
+
+impl GoalState {
+    pub const ALL: [GoalState; 5] = [
+        GoalState::Active,
+        GoalState::Satisfied,
+        GoalState::Escalated,
+        GoalState::Abandoned,
+        GoalState::BoundExceeded,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GoalState::Active => "active",
+            GoalState::Satisfied => "satisfied",
+            GoalState::Escalated => "escalated",
+            GoalState::Abandoned => "abandoned",
+            GoalState::BoundExceeded => "bound-exceeded",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<GoalState> {
+        GoalState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == text)
+    }
+
+    /// Terminal states accept no transition and no edit, ever.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            GoalState::Satisfied | GoalState::Abandoned | GoalState::BoundExceeded
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    Verifier,
+    Host,
+}
+
+impl Check {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Check::Verifier => "verifier",
+            Check::Host => "host",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Check> {
+        match text {
+            "verifier" => Some(Check::Verifier),
+            "host" => Some(Check::Host),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Schedule,
+    Commitment,
+    Heartbeat,
+    Manual,
+}
+
+impl Mode {
+    /// The modes this host runs, in the order discovery lists them.
+    pub const SUPPORTED: [Mode; 2] = [Mode::Manual, Mode::Schedule];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Schedule => "schedule",
+            Mode::Commitment => "commitment",
+            Mode::Heartbeat => "heartbeat",
+            Mode::Manual => "manual",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Mode> {
+        [
+            Mode::Schedule,
+            Mode::Commitment,
+            Mode::Heartbeat,
+            Mode::Manual,
+        ]
+        .into_iter()
+        .find(|mode| mode.as_str() == text)
+    }
+
+    pub fn is_supported(self) -> bool {
+        Mode::SUPPORTED.contains(&self)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub check: Check,
+    pub verifier_ref: Option<VerifierRef>,
+    pub last_verdict: Option<LastVerdict>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Continuation {
+    pub mode: Mode,
+    pub arm_ref: Option<ArmRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Progress {
+    pub iterations: u64,
+    pub contributing_run_ids: Vec<RunId>,
+}
+
+/// `GET {base}/{id}/attention`: pause is attention, not state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attention {
+    Active,
+    Paused,
+    Stopped,
+}
+
+impl Attention {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Attention::Active => "active",
+            Attention::Paused => "paused",
+            Attention::Stopped => "stopped",
+        }
+    }
+}
+
+/// A standing goal. The wire fields are public for reading; the host-private
+/// ones (`paused`, `spent`, `next_fire_at`, `version`) never leave the host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Goal {
+    pub id: GoalId,
+    pub objective: Objective,
+    pub state: GoalState,
+    pub completion: Completion,
+    pub continuation: Continuation,
+    pub bounds: Bounds,
+    pub owner: Tenant,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub progress: Progress,
+    /// Continuation disarmed by a person (`pause`); `state` stays `active`.
+    pub paused: bool,
+    /// Accumulated cost of every finished run, escalated ones included.
+    pub spent: MicroUsd,
+    /// When a `schedule` arm fires next; `None` means as soon as it can.
+    pub next_fire_at: Option<Timestamp>,
+    /// Grows by one on every stored change; the `ETag`.
+    pub version: u64,
+}
+
+impl Goal {
+    pub fn deadline(&self) -> Option<Timestamp> {
+        self.bounds.deadline(self.created_at)
+    }
+
+    pub fn attention(&self) -> Attention {
+        match (self.state, self.paused) {
+            (GoalState::Active, false) => Attention::Active,
+            (GoalState::Active, true) => Attention::Paused,
+            _ => Attention::Stopped,
+        }
+    }
+
+    pub fn interval_ms(&self) -> u64 {
+        self.continuation
+            .arm_ref
+            .as_ref()
+            .and_then(ArmRef::interval_ms)
+            .unwrap_or(DEFAULT_INTERVAL_MS)
+    }
+
+    pub fn etag(&self) -> String {
+        format!("\"{}\"", self.version)
+    }
+}

@@ -1,0 +1,121 @@
+//! Identifiers and names, each parsed once at the boundary.
+
+use std::fmt;
+
+use uuid::Uuid;
+
+macro_rules! prefixed_id {
+    ($name:ident, $prefix:literal) => {
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            pub const PREFIX: &'static str = $prefix;
+
+            pub fn generate() -> $name {
+                $name(format!("{}{}", $prefix, Uuid::new_v4()))
+            }
+
+            /// Only ids this host could have minted: the prefix and a UUID.
+            /// Anything else cannot name a stored record.
+            pub fn parse(text: &str) -> Option<$name> {
+                let rest = text.strip_prefix($prefix)?;
+                let uuid = Uuid::try_parse(rest).ok()?;
+                // Canonical form only, so one id has one spelling.
+                (uuid.hyphenated().to_string() == rest).then(|| $name(text.to_string()))
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+prefixed_id!(GoalId, "goal-");
+prefixed_id!(RunId, "run-");
+
+/// The tenant a credential maps to; owns goals.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tenant(String);
+
+impl Tenant {
+    /// A tenant name is configured by the operator: non-empty, printable, no
+    /// surrounding space.
+    pub fn parse(text: &str) -> Option<Tenant> {
+        let ok = !text.is_empty()
+            && text.trim() == text
+            && text.len() <= 200
+            && !text.chars().any(char::is_control);
+        ok.then(|| Tenant(text.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Tenant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The goal's objective text. It is content: it goes to the worker and back
+/// to the owner, and never into events or evaluations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Objective(String);
+
+impl Objective {
+    pub fn new(text: String) -> Objective {
+        Objective(text)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_parse_back() {
+        let id = GoalId::generate();
+        assert_eq!(GoalId::parse(id.as_str()), Some(id.clone()));
+        assert!(id.as_str().starts_with("goal-"));
+        let run = RunId::generate();
+        assert_eq!(RunId::parse(run.as_str()), Some(run));
+    }
+
+    #[test]
+    fn foreign_ids_do_not_parse() {
+        for text in [
+            "",
+            "goal-",
+            "goal-1",
+            "run-6f1c1a52-4a8e-4d5c-9a41-8f9c7b1f2e3d",
+            "goal-6F1C1A52-4A8E-4D5C-9A41-8F9C7B1F2E3D",
+            "goal-6f1c1a524a8e4d5c9a418f9c7b1f2e3d",
+            "goal-6f1c1a52-4a8e-4d5c-9a41-8f9c7b1f2e3d/",
+        ] {
+            assert_eq!(GoalId::parse(text), None, "{text:?}");
+        }
+        assert!(GoalId::parse("goal-6f1c1a52-4a8e-4d5c-9a41-8f9c7b1f2e3d").is_some());
+    }
+
+    #[test]
+    fn tenants_are_plain_names() {
+        assert!(Tenant::parse("acme").is_some());
+        assert!(Tenant::parse("").is_none());
+        assert!(Tenant::parse(" acme").is_none());
+        assert!(Tenant::parse("ac\nme").is_none());
+    }
+}

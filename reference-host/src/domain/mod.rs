@@ -1,0 +1,38 @@
+//! The goal domain: values parsed at the boundary, the state machine and
+//! SPEC §3's decision order as pure functions. No I/O here.
+
+pub mod bounds;
+pub mod decide;
+pub mod event;
+pub mod goal;
+pub mod ids;
+pub mod money;
+pub mod refs;
+pub mod request;
+pub mod timestamp;
+pub mod transition;
+pub mod verdict;
+pub mod wire;
+
+#[cfg(test)]
+mod decide_tests;
+#[cfg(test)]
+pub(crate) mod fixture;
+#[cfg(test)]
+mod request_tests;
+#[cfg(test)]
+mod transition_tests;
+
+pub use bounds::{Bounds, CostCap};
+pub use decide::{decide, exhausted, may_dispatch, Bound, Decision, Refusal};
+pub use event::{Event, EventPayload};
+pub use goal::{Attention, Check, Completion, Continuation, Goal, GoalState, Mode, Progress};
+pub use ids::{GoalId, Objective, RunId, Tenant};
+pub use money::MicroUsd;
+pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec};
+pub use request::{parse_create, parse_patch, GoalPatch, NewGoal, RequestContext, RequestError};
+pub use timestamp::Timestamp;
+pub use transition::{Change, FinishedRun, TransitionError};
+pub use verdict::{
+    Criterion, Evaluation, FailureClass, Judgement, LastVerdict, RunOutcome, Verdict,
+};

@@ -1,0 +1,66 @@
+//! Fields that create and patch share.
+
+use serde_json::Value;
+
+use super::reader::{invalid, nullable_string, string};
+use super::{RequestContext, RequestError};
+use crate::domain::goal::{Check, Mode};
+use crate::domain::ids::Objective;
+use crate::domain::refs::{ArmRef, VerifierRef};
+
+pub(super) fn objective(value: &Value, pointer: &str) -> Result<Objective, RequestError> {
+    string(value, pointer).map(|text| Objective::new(text.to_string()))
+}
+
+/// A known check this host judges with; `host` is known but not offered.
+pub(super) fn check(value: &Value, pointer: &str) -> Result<Check, RequestError> {
+    let text = string(value, pointer)?;
+    match Check::parse(text) {
+        Some(Check::Verifier) => Ok(Check::Verifier),
+        Some(Check::Host) => Err(RequestError::UnsupportedJudge {
+            check: text.to_string(),
+        }),
+        None => Err(invalid(pointer, "must be one of verifier, host")),
+    }
+}
+
+/// A known mode this host runs; known modes it does not run are 422.
+pub(super) fn mode(value: &Value, pointer: &str) -> Result<Mode, RequestError> {
+    let text = string(value, pointer)?;
+    match Mode::parse(text) {
+        Some(mode) if mode.is_supported() => Ok(mode),
+        Some(_) => Err(RequestError::UnsupportedContinuation {
+            mode: text.to_string(),
+        }),
+        None => Err(invalid(
+            pointer,
+            "must be one of schedule, commitment, heartbeat, manual",
+        )),
+    }
+}
+
+pub(super) fn verifier_ref(
+    value: &Value,
+    pointer: &str,
+    context: RequestContext,
+) -> Result<Option<VerifierRef>, RequestError> {
+    nullable_string(value, pointer)?
+        .map(|text| {
+            VerifierRef::parse(text, context.fixtures_enabled)
+                .map_err(|error| RequestError::from_verifier_ref(error, pointer))
+        })
+        .transpose()
+}
+
+pub(super) fn arm_ref(
+    value: &Value,
+    pointer: &str,
+    context: RequestContext,
+) -> Result<Option<ArmRef>, RequestError> {
+    nullable_string(value, pointer)?
+        .map(|text| {
+            ArmRef::parse(text, context.fixtures_enabled)
+                .map_err(|error| RequestError::from_arm_ref(error, pointer))
+        })
+        .transpose()
+}

@@ -1,0 +1,116 @@
+//! Create and patch bodies parsed from JSON with precise refusals: the only
+//! way a request body becomes domain values.
+
+mod create;
+mod fields;
+mod patch;
+mod reader;
+
+pub use create::{parse_create, NewGoal};
+pub use patch::{parse_patch, GoalPatch};
+
+use super::refs::RefError;
+
+/// What the boundary needs to know to judge a body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestContext {
+    /// `conformance:` refs are accepted only with the fixtures seam on.
+    pub fixtures_enabled: bool,
+}
+
+/// Why a body was refused. `pointer`s are RFC 6901 pointers into the body.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// Wrong type, unknown key, out-of-range value, malformed fixture ref.
+    #[error("{pointer}: {message}")]
+    Invalid { pointer: String, message: String },
+    /// A body names a field only the judge may set.
+    #[error("{field} is owned by the judge")]
+    JudgeOwned {
+        field: &'static str,
+        pointer: String,
+    },
+    /// A patch names a field that never changes after create.
+    #[error("{field} cannot be changed after create")]
+    Immutable {
+        field: &'static str,
+        pointer: String,
+    },
+    #[error("bounds are required")]
+    BoundsRequired,
+    #[error("continuation mode {mode:?} is not supported by this host")]
+    UnsupportedContinuation { mode: String },
+    #[error("completion check {check:?} is not supported by this host")]
+    UnsupportedJudge { check: String },
+    #[error("{pointer}: fixture refs need the host's conformance seams")]
+    FixturesDisabled { pointer: String },
+    #[error("{pointer}: unknown verifier {reference:?}")]
+    UnknownVerifier { pointer: String, reference: String },
+    #[error("{pointer}: unknown arm {reference:?}")]
+    UnknownArm { pointer: String, reference: String },
+}
+
+impl RequestError {
+    fn from_verifier_ref(error: RefError, pointer: &str) -> RequestError {
+        match error {
+            RefError::FixturesDisabled => RequestError::FixturesDisabled {
+                pointer: pointer.to_string(),
+            },
+            RefError::Malformed(message) => RequestError::Invalid {
+                pointer: pointer.to_string(),
+                message,
+            },
+            RefError::Unknown(reference) => RequestError::UnknownVerifier {
+                pointer: pointer.to_string(),
+                reference,
+            },
+        }
+    }
+
+    fn from_arm_ref(error: RefError, pointer: &str) -> RequestError {
+        match error {
+            RefError::FixturesDisabled => RequestError::FixturesDisabled {
+                pointer: pointer.to_string(),
+            },
+            RefError::Malformed(message) => RequestError::Invalid {
+                pointer: pointer.to_string(),
+                message,
+            },
+            RefError::Unknown(reference) => RequestError::UnknownArm {
+                pointer: pointer.to_string(),
+                reference,
+            },
+        }
+    }
+}
+
+/// Fields only the judge (or the server) sets, as dotted names and pointers.
+const JUDGE_OWNED_TOP: [&str; 4] = ["id", "state", "progress", "owner"];
+const LAST_VERDICT: &str = "completion.lastVerdict";
+const LAST_VERDICT_POINTER: &str = "/completion/lastVerdict";
+
+/// Refuses the first judge-owned field the body names.
+fn refuse_judge_owned(
+    body: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), RequestError> {
+    if let Some(field) = JUDGE_OWNED_TOP
+        .into_iter()
+        .find(|key| body.contains_key(*key))
+    {
+        return Err(RequestError::JudgeOwned {
+            field,
+            pointer: format!("/{field}"),
+        });
+    }
+    let names_last_verdict = body
+        .get("completion")
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|completion| completion.contains_key("lastVerdict"));
+    if names_last_verdict {
+        return Err(RequestError::JudgeOwned {
+            field: LAST_VERDICT,
+            pointer: LAST_VERDICT_POINTER.to_string(),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! Every change a goal can go through, as pure functions returning the new
+//! goal and the events it emits. Storage applies a [`Change`] atomically.
+
+use super::decide::{decide, exhausted, Decision};
+use super::event::EventPayload;
+use super::goal::{Goal, GoalState};
+use super::ids::RunId;
+use super::money::MicroUsd;
+use super::request::GoalPatch;
+use super::timestamp::Timestamp;
+use super::verdict::{Evaluation, LastVerdict, RunOutcome};
+
+/// A stored change of one goal: the goal after it (version already bumped),
+/// the events to append and the evaluation to record, all in one transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub goal: Goal,
+    pub events: Vec<EventPayload>,
+    pub evaluation: Option<Evaluation>,
+}
+
+/// Why a person's transition was refused (nothing changes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TransitionError {
+    #[error("the goal is in a terminal state")]
+    Terminal,
+    #[error("the goal is escalated")]
+    Escalated,
+}
+
+/// A run that the host dispatched and that has now finished.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedRun {
+    pub run_id: RunId,
+    pub cost: MicroUsd,
+    pub outcome: RunOutcome,
+}
+
+struct Draft {
+    goal: Goal,
+    events: Vec<EventPayload>,
+    evaluation: Option<Evaluation>,
+}
+
+impl Draft {
+    fn from(goal: &Goal) -> Draft {
+        Draft {
+            goal: goal.clone(),
+            events: Vec::new(),
+            evaluation: None,
+        }
+    }
+
+    fn close(&mut self, state: GoalState) {
+        self.goal.state = state;
+        self.events.push(EventPayload::Closed {
+            goal_id: self.goal.id.clone(),
+            final_state: state,
+        });
+    }
+
+    fn finish(mut self, now: Timestamp) -> Change {
+        self.goal.version += 1;
+        self.goal.updated_at = now;
+        Change {
+            goal: self.goal,
+            events: self.events,
+            evaluation: self.evaluation,
+        }
+    }
+}
+
+fn refuse_terminal(goal: &Goal) -> Result<(), TransitionError> {
+    if goal.state.is_terminal() {
+        Err(TransitionError::Terminal)
+    } else {
+        Ok(())
+    }
+}
+
+/// Disarms continuation; `state` stays `active`. `Ok(None)` when already
+/// paused.
+pub fn pause(goal: &Goal, now: Timestamp) -> Result<Option<Change>, TransitionError> {
+    refuse_terminal(goal)?;
+    if goal.state == GoalState::Escalated {
+        return Err(TransitionError::Escalated);
+    }
+    if goal.paused {
+        return Ok(None);
+    }
+    let mut draft = Draft::from(goal);
+    draft.goal.paused = true;
+    Ok(Some(draft.finish(now)))
+}
+
+/// Re-arms continuation (a `schedule` arm fires at once), or brings an
+/// escalated goal back to `active` keeping its progress and spent cost. A
+/// goal whose bounds are used up closes as `bound-exceeded` at once.
+/// `Ok(None)` when the goal is already active and armed.
+pub fn resume(goal: &Goal, now: Timestamp) -> Result<Option<Change>, TransitionError> {
+    refuse_terminal(goal)?;
+    if goal.state == GoalState::Active && !goal.paused {
+        return Ok(None);
+    }
+    let mut draft = Draft::from(goal);
+    draft.goal.state = GoalState::Active;
+    draft.goal.paused = false;
+    draft.goal.next_fire_at = None;
+    if exhausted(&draft.goal, now).is_some() {
+        draft.close(GoalState::BoundExceeded);
+    }
+    Ok(Some(draft.finish(now)))
+}
+
+/// Closes an active or escalated goal as `abandoned`.
+pub fn abandon(goal: &Goal, now: Timestamp) -> Result<Change, TransitionError> {
+    refuse_terminal(goal)?;
+    let mut draft = Draft::from(goal);
+    draft.close(GoalState::Abandoned);
+    Ok(draft.finish(now))
+}
+
+/// Applies a person's edit. `Ok(None)` when it changes nothing.
+pub fn patch(
+    goal: &Goal,
+    edit: &GoalPatch,
+    now: Timestamp,
+) -> Result<Option<Change>, TransitionError> {
+    refuse_terminal(goal)?;
+    let mut draft = Draft::from(goal);
+    if let Some(objective) = &edit.objective {
+        draft.goal.objective = objective.clone();
+    }
+    if let Some(verifier_ref) = &edit.verifier_ref {
+        draft.goal.completion.verifier_ref = verifier_ref.clone();
+    }
+    if let Some(mode) = edit.mode {
+        draft.goal.continuation.mode = mode;
+    }
+    if let Some(arm_ref) = &edit.arm_ref {
+        draft.goal.continuation.arm_ref = arm_ref.clone();
+    }
+    if draft.goal == *goal {
+        return Ok(None);
+    }
+    Ok(Some(draft.finish(now)))
+}
+
+/// Closes an active goal whose bounds are used up (the deadline passed, or a
+/// budget is spent). `None` when there is nothing to close. Escalated goals
+/// are left for a person.
+pub fn close_if_exhausted(goal: &Goal, now: Timestamp) -> Option<Change> {
+    if goal.state != GoalState::Active {
+        return None;
+    }
+    exhausted(goal, now)?;
+    let mut draft = Draft::from(goal);
+    draft.close(GoalState::BoundExceeded);
+    Some(draft.finish(now))
+}
+
+/// Records a finished run: counts the iteration, records the verdict (one
+/// `goal.evaluated`), then decides (SPEC §3). `None` when the goal is no
+/// longer active (it was closed while the run was in flight): nothing is
+/// recorded after a goal closed.
+pub fn record_run(goal: &Goal, run: &FinishedRun, now: Timestamp) -> Option<Change> {
+    if goal.state != GoalState::Active {
+        return None;
+    }
+    let mut draft = Draft::from(goal);
+    let progress = &mut draft.goal.progress;
+    progress.iterations = progress.iterations.saturating_add(1);
+    progress.contributing_run_ids.push(run.run_id.clone());
+    let iterations = progress.iterations;
+    draft.goal.spent = draft.goal.spent.saturating_add(run.cost);
+    if let RunOutcome::Judged(verdict) = &run.outcome {
+        draft.goal.completion.last_verdict = Some(LastVerdict {
+            satisfied: verdict.satisfied(),
+            confidence: verdict.confidence(),
+            run_id: run.run_id.clone(),
+        });
+        draft.events.push(EventPayload::Evaluated {
+            goal_id: draft.goal.id.clone(),
+            satisfied: verdict.satisfied(),
+            confidence: verdict.confidence(),
+            run_id: run.run_id.clone(),
+            iterations,
+        });
+        draft.evaluation = Some(Evaluation {
+            run_id: run.run_id.clone(),
+            iteration: iterations,
+            verdict: verdict.clone(),
+            cost: run.cost,
+            at: now,
+        });
+    }
+    match decide(&draft.goal, &run.outcome, now) {
+        Decision::Continue => {
+            draft.goal.next_fire_at = Some(now.saturating_add_ms(draft.goal.interval_ms()));
+        }
+        closing => {
+            if let Some(state) = closing.closing_state() {
+                draft.close(state);
+            }
+        }
+    }
+    Some(draft.finish(now))
+}

@@ -1,0 +1,26 @@
+//! Why a use case did not happen. `http` maps these to statuses and codes.
+
+use crate::domain::RequestError;
+use crate::storage::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// No such goal for this caller (another tenant's goal included).
+    #[error("goal not found")]
+    NotFound,
+    #[error("the goal is in a terminal state")]
+    Terminal,
+    #[error("the goal is escalated and waits for a person")]
+    Escalated,
+    #[error("the goal is paused")]
+    Paused,
+    /// `If-Match` did not match the goal's current `ETag`.
+    #[error("the goal has changed since the given ETag")]
+    PreconditionFailed,
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}

@@ -1,0 +1,330 @@
+//! One iteration, exactly as DESIGN "Engine" describes it: under the goal's
+//! lock, re-read and check the goal may run (fail closed), reserve the run
+//! (iteration and run id written first), dispatch it, judge it, and record
+//! verdict, events and decision in one transaction.
+
+use std::sync::Arc;
+
+use super::goals::MAX_ATTEMPTS;
+use super::{ContinueOutcome, Engine, EngineError};
+use crate::arms::{Remaining, RunRequest};
+use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
+use crate::domain::{
+    may_dispatch, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId, RunOutcome, Tenant,
+    Timestamp, Verdict,
+};
+use crate::judge::VerifyRequest;
+use crate::storage::{RunReservation, Written};
+
+/// What a scheduled fire did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FireOutcome {
+    /// A run was dispatched and its verdict (or escalation) recorded.
+    Ran { iteration: u64 },
+    /// The goal was not due, not active, paused or gone: nothing dispatched.
+    Skipped,
+    /// The goal's bounds were used up: it was closed without a run.
+    Closed,
+    /// The run finished after the goal closed; nothing was recorded.
+    Discarded,
+}
+
+/// Who asked for the iteration.
+#[derive(Debug, Clone)]
+enum Trigger {
+    /// `POST {base}/{id}/continue` by the goal's owner.
+    Continue(Tenant),
+    /// The scheduler found the goal due.
+    Schedule,
+}
+
+enum Iteration {
+    Recorded {
+        goal: Box<Goal>,
+        evaluation: Option<Evaluation>,
+        iteration: u64,
+    },
+    Discarded,
+    Closed,
+    Skipped,
+}
+
+/// The outcome of the fail-closed check.
+enum Reserved {
+    /// The goal may run: this run is reserved for it.
+    Run(Box<Goal>, RunReservation),
+    /// The goal's bounds were used up: it was closed instead.
+    Closed,
+    /// A scheduled fire that is no longer due (or whose goal is gone).
+    Skip,
+}
+
+fn due(goal: &Goal, now: Timestamp) -> bool {
+    goal.continuation.mode == Mode::Schedule
+        && !goal.paused
+        && goal.next_fire_at.is_none_or(|at| at <= now)
+}
+
+fn remaining(goal: &Goal) -> Remaining {
+    Remaining {
+        iterations: goal
+            .bounds
+            .max_loop_iterations()
+            .map(|max| max.saturating_sub(goal.progress.iterations)),
+        cost: goal
+            .bounds
+            .max_cost()
+            .map(|cap| cap.micros().saturating_sub(goal.spent)),
+        deadline: goal.deadline(),
+    }
+}
+
+impl Engine {
+    /// Runs exactly one iteration now (the `continue` seam). The iteration
+    /// runs in its own task, so a caller that goes away (timeout, closed
+    /// connection) cannot leave a dispatched run unrecorded.
+    pub async fn continue_once(
+        self: &Arc<Self>,
+        tenant: &Tenant,
+        id: &GoalId,
+    ) -> Result<ContinueOutcome, EngineError> {
+        let engine = Arc::clone(self);
+        let trigger = Trigger::Continue(tenant.clone());
+        let id = id.clone();
+        let task = tokio::spawn(async move { engine.iterate(&id, trigger).await });
+        let iteration = task
+            .await
+            .map_err(|error| EngineError::Internal(format!("iteration task failed: {error}")))??;
+        match iteration {
+            Iteration::Recorded {
+                goal, evaluation, ..
+            } => Ok(ContinueOutcome {
+                goal: *goal,
+                evaluation,
+            }),
+            // Closed under the run (abandoned) or just now (bounds used up).
+            Iteration::Discarded | Iteration::Closed => Err(EngineError::Terminal),
+            Iteration::Skipped => Err(EngineError::Internal("a continue was skipped".into())),
+        }
+    }
+
+    /// A scheduled fire of a goal the scheduler found due. Re-checks
+    /// everything under the goal's lock: a stale fire never produces a run.
+    pub async fn fire(&self, id: &GoalId) -> Result<FireOutcome, EngineError> {
+        Ok(match self.iterate(id, Trigger::Schedule).await {
+            Ok(Iteration::Recorded { iteration, .. }) => FireOutcome::Ran { iteration },
+            Ok(Iteration::Discarded) => FireOutcome::Discarded,
+            Ok(Iteration::Closed) => FireOutcome::Closed,
+            Ok(Iteration::Skipped) => FireOutcome::Skipped,
+            Err(
+                EngineError::NotFound
+                | EngineError::Terminal
+                | EngineError::Escalated
+                | EngineError::Paused,
+            ) => FireOutcome::Skipped,
+            Err(error) => return Err(error),
+        })
+    }
+
+    /// Closes a goal past its deadline. Skips a goal whose iteration is under
+    /// way: that iteration decides (and closes) when its run finishes.
+    pub async fn close_if_past_deadline(&self, id: &GoalId) -> Result<bool, EngineError> {
+        let Some(_guard) = self.locks.try_lock(id) else {
+            return Ok(false);
+        };
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(goal) = self.load(id).await? else {
+                return Ok(false);
+            };
+            let now = self.clock.now();
+            let Some(change) = close_if_exhausted(&goal, now) else {
+                return Ok(false);
+            };
+            if let Written::Done(_) = self.write(change, goal.version, now).await? {
+                return Ok(true);
+            }
+        }
+        Err(EngineError::Internal(format!(
+            "goal {id} kept changing under a close"
+        )))
+    }
+
+    /// Records every run left in flight by a crash or shutdown as an
+    /// environmental failure (it was dispatched, so it gets its one verdict),
+    /// or discards it when its goal closed meanwhile. Call once at start.
+    pub async fn recover(&self) -> Result<usize, EngineError> {
+        let runs = self.db(|store| store.runs_in_flight()).await?;
+        let count = runs.len();
+        for run in runs {
+            let _guard = self.locks.lock(&run.goal_id).await;
+            let finished = FinishedRun {
+                run_id: run.run_id.clone(),
+                cost: MicroUsd::ZERO,
+                outcome: RunOutcome::Judged(Verdict::environmental()),
+            };
+            self.record(&run.goal_id, &finished).await?;
+        }
+        Ok(count)
+    }
+
+    async fn iterate(&self, id: &GoalId, trigger: Trigger) -> Result<Iteration, EngineError> {
+        let _guard = self.locks.lock(id).await;
+        match self.reserve(id, &trigger).await? {
+            Reserved::Run(goal, reservation) => {
+                let finished = self.dispatch(&goal, &reservation).await;
+                self.record(id, &finished).await
+            }
+            Reserved::Closed => Ok(Iteration::Closed),
+            Reserved::Skip => Ok(Iteration::Skipped),
+        }
+    }
+
+    /// The fail-closed check and the reservation, retried if the goal
+    /// changes in between.
+    async fn reserve(&self, id: &GoalId, trigger: &Trigger) -> Result<Reserved, EngineError> {
+        for _ in 0..MAX_ATTEMPTS {
+            let goal = match trigger {
+                Trigger::Continue(tenant) => self.load_owned(tenant, id).await?,
+                Trigger::Schedule => match self.load(id).await? {
+                    Some(goal) => goal,
+                    None => return Ok(Reserved::Skip),
+                },
+            };
+            let now = self.clock.now();
+            if matches!(trigger, Trigger::Schedule) && !due(&goal, now) {
+                return Ok(Reserved::Skip);
+            }
+            match may_dispatch(&goal, now) {
+                Ok(()) => {}
+                Err(Refusal::Exhausted(_)) => {
+                    let Some(change) = close_if_exhausted(&goal, now) else {
+                        continue;
+                    };
+                    match self.write(change, goal.version, now).await? {
+                        Written::Done(_) => return Ok(Reserved::Closed),
+                        Written::Conflict => continue,
+                    }
+                }
+                Err(Refusal::Terminal) => return Err(EngineError::Terminal),
+                Err(Refusal::Escalated) => return Err(EngineError::Escalated),
+                Err(Refusal::Paused) => return Err(EngineError::Paused),
+            }
+            let reservation = RunReservation {
+                run_id: RunId::generate(),
+                goal_id: goal.id.clone(),
+                iteration: goal.progress.iterations.saturating_add(1),
+                started_at: now,
+            };
+            let stored = reservation.clone();
+            let version = goal.version;
+            match self
+                .db(move |store| store.reserve_run(&stored, version))
+                .await?
+            {
+                Written::Done(()) => return Ok(Reserved::Run(Box::new(goal), reservation)),
+                Written::Conflict => continue,
+            }
+        }
+        Err(EngineError::Internal(format!(
+            "goal {id} kept changing before a dispatch"
+        )))
+    }
+
+    /// Runs the worker, then the judge. Never fails: every failure is an
+    /// environmental verdict for this run.
+    async fn dispatch(&self, goal: &Goal, reservation: &RunReservation) -> FinishedRun {
+        let worker = self.arms.worker_for(goal.continuation.arm_ref.as_ref());
+        let request = RunRequest {
+            goal_id: goal.id.clone(),
+            run_id: reservation.run_id.clone(),
+            iteration: reservation.iteration,
+            objective: goal.objective.clone(),
+            remaining: remaining(goal),
+        };
+        let environmental = |cost| FinishedRun {
+            run_id: reservation.run_id.clone(),
+            cost,
+            outcome: RunOutcome::Judged(Verdict::environmental()),
+        };
+        let report = match tokio::time::timeout(self.settings.run_limit, worker.run(request)).await
+        {
+            Ok(Ok(report)) => report,
+            Ok(Err(error)) => {
+                tracing::info!(goal = %goal.id, run = %reservation.run_id, %error, "run failed");
+                return environmental(MicroUsd::ZERO);
+            }
+            Err(_) => {
+                tracing::info!(goal = %goal.id, run = %reservation.run_id, "run timed out");
+                return environmental(MicroUsd::ZERO);
+            }
+        };
+        if report.escalation.is_some() {
+            return FinishedRun {
+                run_id: reservation.run_id.clone(),
+                cost: report.cost,
+                outcome: RunOutcome::Escalated,
+            };
+        }
+        let Some(verifier) = self
+            .judges
+            .verifier_for(goal.completion.verifier_ref.as_ref())
+        else {
+            return environmental(report.cost);
+        };
+        let request = VerifyRequest {
+            goal_id: goal.id.clone(),
+            run_id: reservation.run_id.clone(),
+            iteration: reservation.iteration,
+            output: report.output,
+        };
+        match tokio::time::timeout(self.settings.judge_limit, verifier.verify(request)).await {
+            Ok(Ok(judgement)) => FinishedRun {
+                run_id: reservation.run_id.clone(),
+                cost: report.cost,
+                outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
+            },
+            Ok(Err(error)) => {
+                tracing::info!(goal = %goal.id, run = %reservation.run_id, %error, "judge failed");
+                environmental(report.cost)
+            }
+            Err(_) => {
+                tracing::info!(goal = %goal.id, run = %reservation.run_id, "judge timed out");
+                environmental(report.cost)
+            }
+        }
+    }
+
+    /// Records a finished run on a fresh read of the goal, retried if a
+    /// person changed the goal meanwhile (a pause or an edit does not undo
+    /// the run; an abandon does: nothing is recorded after a close).
+    async fn record(&self, id: &GoalId, finished: &FinishedRun) -> Result<Iteration, EngineError> {
+        for _ in 0..MAX_ATTEMPTS {
+            let now = self.clock.now();
+            let goal = self.load(id).await?;
+            let change = goal
+                .as_ref()
+                .and_then(|goal| record_run(goal, finished, now));
+            let (Some(goal), Some(change)) = (goal, change) else {
+                let run = finished.run_id.clone();
+                self.db(move |store| store.discard_run(&run, now)).await?;
+                return Ok(Iteration::Discarded);
+            };
+            let run = finished.run_id.clone();
+            let expected = goal.version;
+            let stored = change.clone();
+            let written = self
+                .db(move |store| store.apply(&stored, expected, Some(&run), now))
+                .await?;
+            if let Written::Done(_) = written {
+                return Ok(Iteration::Recorded {
+                    iteration: change.goal.progress.iterations,
+                    goal: Box::new(change.goal),
+                    evaluation: change.evaluation,
+                });
+            }
+        }
+        Err(EngineError::Internal(format!(
+            "goal {id} kept changing under a record"
+        )))
+    }
+}

@@ -1,0 +1,139 @@
+//! A running host: the HTTP server and the scheduler loop on the current
+//! tokio runtime. This is what `main` and the suite start.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+use crate::engine::{Engine, EngineError, EngineSettings};
+use crate::http::{app, AppState, TokenError, Tokens};
+use crate::scheduler::Scheduler;
+use crate::storage::{SqliteStore, Store, StoreError};
+
+/// How long shutdown waits for scheduled runs in flight.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("invalid credentials: {0}")]
+    Tokens(#[from] TokenError),
+    #[error(transparent)]
+    Storage(#[from] StoreError),
+    #[error("cannot recover runs left in flight: {0}")]
+    Recovery(#[from] EngineError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the storage task failed: {0}")]
+    Task(String),
+}
+
+pub struct RunningHost {
+    addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    server: JoinHandle<std::io::Result<()>>,
+    scheduler: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for RunningHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningHost")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunningHost {
+    /// Opens the database (recording runs a previous process left in flight
+    /// as environmental failures), binds, and spawns the server and the
+    /// scheduler loop on the current runtime.
+    pub async fn start(config: Config) -> Result<RunningHost, HostError> {
+        let tokens = Tokens::new(&config.tokens)?;
+        if tokens.is_empty() {
+            tracing::warn!("no tokens configured: every goal endpoint will answer 401");
+        }
+        let location = config.db.clone();
+        let store = tokio::task::spawn_blocking(move || SqliteStore::open(&location))
+            .await
+            .map_err(|error| HostError::Task(error.to_string()))??;
+        let store: Arc<dyn Store> = Arc::new(store);
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let settings = EngineSettings {
+            conformance_seams: config.conformance_seams,
+            ..EngineSettings::default()
+        };
+        let engine = Arc::new(Engine::new(store, Arc::clone(&clock), settings));
+        let recovered = engine.recover().await?;
+        if recovered > 0 {
+            tracing::warn!(
+                recovered,
+                "runs left in flight were recorded as environmental failures"
+            );
+        }
+
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| HostError::Bind {
+                    addr: config.listen,
+                    source,
+                })?;
+        let addr = listener.local_addr().map_err(|source| HostError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+
+        let (shutdown, signal) = watch::channel(false);
+        let router = app(AppState::new(Arc::clone(&engine), tokens));
+        let mut server_signal = signal.clone();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    // An error means the sender is gone: shut down too.
+                    let _ = server_signal.wait_for(|stop| *stop).await;
+                })
+                .await
+        });
+        let scheduler = Arc::new(Scheduler::new(engine));
+        let scheduler = tokio::spawn(scheduler.run(clock, config.tick, SHUTDOWN_GRACE, signal));
+        tracing::info!(%addr, db = %config.db, seams = config.conformance_seams, "goalpost-host listening");
+        Ok(RunningHost {
+            addr,
+            shutdown,
+            server,
+            scheduler,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://IP:PORT`, without a trailing slash.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting connections, lets requests in flight finish, stops
+    /// the scheduler and waits for both.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        match self.server.await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::error!(%error, "server failed"),
+            Err(error) => tracing::error!(%error, "server task failed"),
+        }
+        if let Err(error) = self.scheduler.await {
+            tracing::error!(%error, "scheduler task failed");
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Bearer tokens → tenants. A goal endpoint without a known token is 401.
+
+use std::collections::HashMap;
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+
+use super::error::ApiError;
+use super::AppState;
+use crate::domain::Tenant;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TokenError {
+    #[error("a token must be non-empty visible ASCII without spaces")]
+    BadToken,
+    #[error("tenant {0:?} is not a valid tenant name")]
+    BadTenant(String),
+    #[error("a token is configured twice")]
+    Duplicate,
+}
+
+/// The configured credentials.
+#[derive(Clone, Default)]
+pub struct Tokens {
+    tenants: HashMap<String, Tenant>,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the tokens themselves.
+        f.debug_struct("Tokens")
+            .field("count", &self.tenants.len())
+            .finish()
+    }
+}
+
+impl Tokens {
+    /// `(token, tenant)` pairs.
+    pub fn new(pairs: &[(String, String)]) -> Result<Tokens, TokenError> {
+        let mut tenants = HashMap::new();
+        for (token, tenant) in pairs {
+            let valid = !token.is_empty() && token.bytes().all(|byte| byte.is_ascii_graphic());
+            if !valid {
+                return Err(TokenError::BadToken);
+            }
+            let tenant =
+                Tenant::parse(tenant).ok_or_else(|| TokenError::BadTenant(tenant.clone()))?;
+            if tenants.insert(token.clone(), tenant).is_some() {
+                return Err(TokenError::Duplicate);
+            }
+        }
+        Ok(Tokens { tenants })
+    }
+
+    pub fn tenant(&self, token: &str) -> Option<&Tenant> {
+        self.tenants.get(token)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tenants.is_empty()
+    }
+}
+
+/// The tenant of the request's bearer token.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Tenant);
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, ApiError> {
+        let header = parts
+            .headers
+            .get(AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .ok_or_else(ApiError::unauthorized)?;
+        let (scheme, token) = header
+            .trim()
+            .split_once(' ')
+            .ok_or_else(ApiError::unauthorized)?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(ApiError::unauthorized());
+        }
+        state
+            .tokens
+            .tenant(token.trim())
+            .cloned()
+            .map(Caller)
+            .ok_or_else(ApiError::unauthorized)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(token: &str, tenant: &str) -> (String, String) {
+        (token.to_string(), tenant.to_string())
+    }
+
+    #[test]
+    fn tokens_map_to_tenants() {
+        let tokens = Tokens::new(&[pair("tok-a", "acme"), pair("tok-b", "globex")]).expect("valid");
+        assert_eq!(tokens.tenant("tok-a").map(Tenant::as_str), Some("acme"));
+        assert_eq!(tokens.tenant("tok-c"), None);
+    }
+
+    #[test]
+    fn bad_configuration_is_refused() {
+        assert_eq!(
+            Tokens::new(&[pair("", "acme")]).err(),
+            Some(TokenError::BadToken)
+        );
+        assert_eq!(
+            Tokens::new(&[pair("a b", "acme")]).err(),
+            Some(TokenError::BadToken)
+        );
+        assert!(matches!(
+            Tokens::new(&[pair("t", "")]),
+            Err(TokenError::BadTenant(_))
+        ));
+        assert_eq!(
+            Tokens::new(&[pair("t", "a"), pair("t", "b")]).err(),
+            Some(TokenError::Duplicate)
+        );
+    }
+}

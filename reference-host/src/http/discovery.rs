@@ -1,0 +1,42 @@
+//! `GET /.well-known/openwop`: public, no credential.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value};
+
+use super::json::json;
+use super::{AppState, GOALS_BASE};
+use crate::domain::Mode;
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/.well-known/openwop", get(discovery))
+}
+
+async fn discovery(State(state): State<AppState>) -> Response {
+    json(StatusCode::OK, state.discovery.as_ref().clone())
+}
+
+/// The discovery document; `conformanceSeams` only with the seams on.
+pub fn document(seams: bool) -> Value {
+    let modes: Vec<&str> = Mode::SUPPORTED.iter().map(|mode| mode.as_str()).collect();
+    let mut document = json!({
+        "protocol": "openwop",
+        "host": { "name": "goalpost-host", "version": env!("CARGO_PKG_VERSION") },
+        "agents": { "goals": { "judge": "verifier", "continuation": modes, "requiresBounds": true } },
+    });
+    if seams {
+        if let Some(root) = document.as_object_mut() {
+            root.insert(
+                "conformanceSeams".into(),
+                json!({ "goals": {
+                    "basePath": GOALS_BASE,
+                    "continue": true, "events": true, "fixtures": true, "webhooks": false
+                } }),
+            );
+        }
+    }
+    document
+}

@@ -1,0 +1,107 @@
+//! Request bodies in and JSON responses out, with our envelope for every
+//! refusal (malformed JSON, wrong content type, too large).
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::header::{HeaderValue, CONTENT_TYPE, ETAG, LOCATION};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::error::ApiError;
+use crate::domain::Goal;
+
+/// A JSON request body as a `Value`; typing it is the domain's job.
+#[derive(Debug, Clone)]
+pub struct JsonBody(pub Value);
+
+/// `application/json` or any `application/*+json`, parameters allowed. A
+/// request without a content type is read as JSON.
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(CONTENT_TYPE) else {
+        return true;
+    };
+    let Ok(text) = value.to_str() else {
+        return false;
+    };
+    let essence = text
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || essence
+            .strip_prefix("application/")
+            .is_some_and(|subtype| subtype.ends_with("+json"))
+}
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<JsonBody, ApiError> {
+        if !is_json(request.headers()) {
+            return Err(ApiError::unsupported_media_type());
+        }
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::payload_too_large()
+                } else {
+                    ApiError::malformed_json(format!("cannot read the body: {rejection}"))
+                }
+            })?;
+        serde_json::from_slice(&bytes)
+            .map(JsonBody)
+            .map_err(|error| ApiError::malformed_json(format!("the body is not JSON: {error}")))
+    }
+}
+
+/// A JSON response.
+pub fn json(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+/// A goal-carrying response with the goal's `ETag`.
+pub fn with_etag(status: StatusCode, goal: &Goal, body: Value) -> Response {
+    let mut response = json(status, body);
+    if let Ok(etag) = HeaderValue::from_str(&goal.etag()) {
+        response.headers_mut().insert(ETAG, etag);
+    }
+    response
+}
+
+/// `201 Created` with `Location` and `ETag`.
+pub fn created(location: &str, goal: &Goal, body: Value) -> Response {
+    let mut response = with_etag(StatusCode::CREATED, goal, body);
+    if let Ok(location) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(LOCATION, location);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(content_type: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_str(content_type).expect("valid header"),
+        );
+        headers
+    }
+
+    #[test]
+    fn json_content_types() {
+        assert!(is_json(&HeaderMap::new()));
+        assert!(is_json(&headers("application/json")));
+        assert!(is_json(&headers("Application/JSON; charset=utf-8")));
+        assert!(is_json(&headers("application/merge-patch+json")));
+        assert!(!is_json(&headers("text/plain")));
+        assert!(!is_json(&headers("application/x-www-form-urlencoded")));
+        assert!(!is_json(&headers("application/jsonp")));
+    }
+}

@@ -1,0 +1,108 @@
+//! The HTTP surface. Only this module knows axum: handlers turn requests
+//! into engine calls and engine answers into wire JSON.
+
+mod auth;
+mod discovery;
+mod envelope;
+mod error;
+mod goals;
+mod json;
+mod seams;
+mod transitions;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::header::IF_MATCH;
+use axum::http::{HeaderMap, StatusCode};
+use axum::Router;
+use serde_json::Value;
+use tower_http::timeout::TimeoutLayer;
+
+use crate::domain::GoalId;
+use crate::engine::{Engine, IfMatch};
+
+pub use auth::{TokenError, Tokens};
+pub use discovery::document as discovery_document;
+pub use error::ApiError;
+
+/// The goals collection path `{base}`.
+pub const GOALS_BASE: &str = "/v1/host/sample/goals";
+/// Request bodies above this are refused with 413.
+pub const BODY_LIMIT: usize = 64 * 1024;
+/// A request still unanswered after this is 408. Longer than an iteration
+/// can take (run and judge limits), so `continue` answers in time.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(45);
+
+#[derive(Clone)]
+pub struct AppState {
+    engine: Arc<Engine>,
+    tokens: Arc<Tokens>,
+    seams: bool,
+    discovery: Arc<Value>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("seams", &self.seams)
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// The seams are on exactly when the engine runs with
+    /// `conformance_seams`.
+    pub fn new(engine: Arc<Engine>, tokens: Tokens) -> AppState {
+        let seams = engine.settings().conformance_seams;
+        AppState {
+            engine,
+            tokens: Arc::new(tokens),
+            seams,
+            discovery: Arc::new(discovery::document(seams)),
+        }
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+}
+
+/// The whole service. Every 4xx/5xx it answers is an error envelope.
+pub fn app(state: AppState) -> Router {
+    let mut routes = Router::new()
+        .merge(discovery::routes())
+        .merge(goals::routes())
+        .merge(transitions::routes());
+    if state.seams {
+        routes = routes.merge(seams::routes());
+    }
+    routes
+        .method_not_allowed_fallback(envelope::method_not_allowed)
+        .fallback(envelope::not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
+        .layer(axum::middleware::map_response(envelope::ensure_envelope))
+        .with_state(state)
+}
+
+/// A path id that this host could not have minted names nothing.
+fn goal_id(text: &str) -> Result<GoalId, ApiError> {
+    GoalId::parse(text).ok_or_else(ApiError::not_found)
+}
+
+fn if_match(headers: &HeaderMap) -> Result<Option<IfMatch>, ApiError> {
+    headers
+        .get(IF_MATCH)
+        .map(|value| {
+            value.to_str().map(IfMatch::parse).map_err(|_| {
+                ApiError::invalid_input("header", "If-Match", "If-Match must be visible ASCII")
+            })
+        })
+        .transpose()
+}

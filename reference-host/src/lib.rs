@@ -1,0 +1,35 @@
+//! goalpost-host: the reference host for RFC 0097 standing goals.
+//!
+//! `http → engine → domain (state machine, decision order) → judge / arms →
+//! storage`, with a scheduler driving `schedule` goals and deadlines. See
+//! docs/DESIGN.md "Reference host behaviour".
+//!
+//! Embedding (what the suite does):
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), goalpost_host::HostError> {
+//! use goalpost_host::{Config, RunningHost};
+//! let host = RunningHost::start(Config::conformance_in_memory(vec![
+//!     ("token-a".into(), "tenant-a".into()),
+//! ])).await?;
+//! println!("{}", host.base_url());
+//! host.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+pub mod arms;
+pub mod clock;
+pub mod config;
+pub mod domain;
+pub mod engine;
+pub mod future;
+pub mod host;
+pub mod http;
+pub mod judge;
+pub mod scheduler;
+pub mod storage;
+
+pub use config::Config;
+pub use host::{HostError, RunningHost};
+pub use http::{app, AppState, Tokens};
+pub use storage::DbLocation;

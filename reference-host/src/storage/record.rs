@@ -1,0 +1,331 @@
+//! How domain values are laid out in the database's JSON `record` columns,
+//! and the checked way back. Stored refs are re-parsed with fixtures on: a
+//! goal keeps working whatever seams the host restarts with.
+
+use serde::{Deserialize, Serialize};
+
+use super::StoreError;
+use crate::domain::{
+    ArmRef, Bounds, Check, Completion, Continuation, CostCap, Criterion, Evaluation, EventPayload,
+    FailureClass, Goal, GoalId, GoalState, LastVerdict, MicroUsd, Mode, Objective, Progress, RunId,
+    Tenant, Timestamp, Verdict, VerifierRef,
+};
+
+fn corrupt(what: impl Into<String>) -> StoreError {
+    StoreError::Corrupt(what.into())
+}
+
+fn goal_id(text: &str) -> Result<GoalId, StoreError> {
+    GoalId::parse(text).ok_or_else(|| corrupt(format!("goal id {text:?}")))
+}
+
+fn run_id(text: &str) -> Result<RunId, StoreError> {
+    RunId::parse(text).ok_or_else(|| corrupt(format!("run id {text:?}")))
+}
+
+fn timestamp(ms: i64) -> Result<Timestamp, StoreError> {
+    Timestamp::from_unix_ms(ms).ok_or_else(|| corrupt(format!("timestamp {ms}")))
+}
+
+fn state(text: &str) -> Result<GoalState, StoreError> {
+    GoalState::parse(text).ok_or_else(|| corrupt(format!("state {text:?}")))
+}
+
+fn failure_class(text: Option<&str>) -> Result<Option<FailureClass>, StoreError> {
+    text.map(|text| {
+        FailureClass::parse(text).ok_or_else(|| corrupt(format!("failure class {text:?}")))
+    })
+    .transpose()
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct LastVerdictRecord {
+    satisfied: bool,
+    confidence: f64,
+    run_id: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct GoalRecord {
+    id: String,
+    objective: String,
+    state: String,
+    check: String,
+    verifier_ref: Option<String>,
+    last_verdict: Option<LastVerdictRecord>,
+    mode: String,
+    arm_ref: Option<String>,
+    max_loop_iterations: Option<u64>,
+    run_timeout_ms: Option<u64>,
+    max_cost_usd: Option<serde_json::Number>,
+    tenant: String,
+    created_ms: i64,
+    updated_ms: i64,
+    iterations: u64,
+    run_ids: Vec<String>,
+    paused: bool,
+    spent_micros: u64,
+    next_fire_ms: Option<i64>,
+    version: u64,
+}
+
+impl GoalRecord {
+    pub(super) fn from_goal(goal: &Goal) -> GoalRecord {
+        GoalRecord {
+            id: goal.id.as_str().to_string(),
+            objective: goal.objective.as_str().to_string(),
+            state: goal.state.as_str().to_string(),
+            check: goal.completion.check.as_str().to_string(),
+            verifier_ref: goal
+                .completion
+                .verifier_ref
+                .as_ref()
+                .map(|r| r.as_str().to_string()),
+            last_verdict: goal
+                .completion
+                .last_verdict
+                .as_ref()
+                .map(|verdict| LastVerdictRecord {
+                    satisfied: verdict.satisfied,
+                    confidence: verdict.confidence,
+                    run_id: verdict.run_id.as_str().to_string(),
+                }),
+            mode: goal.continuation.mode.as_str().to_string(),
+            arm_ref: goal
+                .continuation
+                .arm_ref
+                .as_ref()
+                .map(|r| r.as_str().to_string()),
+            max_loop_iterations: goal.bounds.max_loop_iterations(),
+            run_timeout_ms: goal.bounds.run_timeout_ms(),
+            max_cost_usd: goal.bounds.max_cost().map(|cap| cap.written().clone()),
+            tenant: goal.owner.as_str().to_string(),
+            created_ms: goal.created_at.unix_ms(),
+            updated_ms: goal.updated_at.unix_ms(),
+            iterations: goal.progress.iterations,
+            run_ids: goal
+                .progress
+                .contributing_run_ids
+                .iter()
+                .map(|run| run.as_str().to_string())
+                .collect(),
+            paused: goal.paused,
+            spent_micros: goal.spent.micros(),
+            next_fire_ms: goal.next_fire_at.map(Timestamp::unix_ms),
+            version: goal.version,
+        }
+    }
+
+    pub(super) fn into_goal(self) -> Result<Goal, StoreError> {
+        let verifier_ref = self
+            .verifier_ref
+            .map(|text| VerifierRef::parse(&text, true).map_err(|error| corrupt(error.to_string())))
+            .transpose()?;
+        let arm_ref = self
+            .arm_ref
+            .map(|text| ArmRef::parse(&text, true).map_err(|error| corrupt(error.to_string())))
+            .transpose()?;
+        let last_verdict = self
+            .last_verdict
+            .map(|verdict| -> Result<LastVerdict, StoreError> {
+                Ok(LastVerdict {
+                    satisfied: verdict.satisfied,
+                    confidence: verdict.confidence,
+                    run_id: run_id(&verdict.run_id)?,
+                })
+            })
+            .transpose()?;
+        let max_cost = self
+            .max_cost_usd
+            .map(|number| CostCap::from_number(number).ok_or_else(|| corrupt("cost cap")))
+            .transpose()?;
+        let bounds = Bounds::new(self.max_loop_iterations, self.run_timeout_ms, max_cost)
+            .ok_or_else(|| corrupt("bounds"))?;
+        Ok(Goal {
+            id: goal_id(&self.id)?,
+            objective: Objective::new(self.objective),
+            state: state(&self.state)?,
+            completion: Completion {
+                check: Check::parse(&self.check).ok_or_else(|| corrupt("check"))?,
+                verifier_ref,
+                last_verdict,
+            },
+            continuation: Continuation {
+                mode: Mode::parse(&self.mode).ok_or_else(|| corrupt("mode"))?,
+                arm_ref,
+            },
+            bounds,
+            owner: Tenant::parse(&self.tenant).ok_or_else(|| corrupt("tenant"))?,
+            created_at: timestamp(self.created_ms)?,
+            updated_at: timestamp(self.updated_ms)?,
+            progress: Progress {
+                iterations: self.iterations,
+                contributing_run_ids: self
+                    .run_ids
+                    .iter()
+                    .map(|run| run_id(run))
+                    .collect::<Result<_, _>>()?,
+            },
+            paused: self.paused,
+            spent: MicroUsd::from_micros(self.spent_micros),
+            next_fire_at: self.next_fire_ms.map(timestamp).transpose()?,
+            version: self.version,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub(super) enum EventRecord {
+    #[serde(rename = "goal.evaluated")]
+    Evaluated {
+        goal_id: String,
+        satisfied: bool,
+        confidence: f64,
+        run_id: String,
+        iterations: u64,
+    },
+    #[serde(rename = "goal.closed")]
+    Closed {
+        goal_id: String,
+        final_state: String,
+    },
+}
+
+impl EventRecord {
+    pub(super) fn from_payload(payload: &EventPayload) -> EventRecord {
+        match payload {
+            EventPayload::Evaluated {
+                goal_id,
+                satisfied,
+                confidence,
+                run_id,
+                iterations,
+            } => EventRecord::Evaluated {
+                goal_id: goal_id.as_str().to_string(),
+                satisfied: *satisfied,
+                confidence: *confidence,
+                run_id: run_id.as_str().to_string(),
+                iterations: *iterations,
+            },
+            EventPayload::Closed {
+                goal_id,
+                final_state,
+            } => EventRecord::Closed {
+                goal_id: goal_id.as_str().to_string(),
+                final_state: final_state.as_str().to_string(),
+            },
+        }
+    }
+
+    pub(super) fn into_payload(self) -> Result<EventPayload, StoreError> {
+        Ok(match self {
+            EventRecord::Evaluated {
+                goal_id: goal,
+                satisfied,
+                confidence,
+                run_id: run,
+                iterations,
+            } => EventPayload::Evaluated {
+                goal_id: goal_id(&goal)?,
+                satisfied,
+                confidence,
+                run_id: run_id(&run)?,
+                iterations,
+            },
+            EventRecord::Closed {
+                goal_id: goal,
+                final_state,
+            } => EventPayload::Closed {
+                goal_id: goal_id(&goal)?,
+                final_state: state(&final_state)?,
+            },
+        })
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct CriterionRecord {
+    id: String,
+    pass: bool,
+    failure_class: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct EvaluationRecord {
+    run_id: String,
+    iteration: u64,
+    satisfied: bool,
+    confidence: f64,
+    criteria: Option<Vec<CriterionRecord>>,
+    failure_class: Option<String>,
+    cost_micros: u64,
+    at_ms: i64,
+}
+
+impl EvaluationRecord {
+    pub(super) fn from_evaluation(evaluation: &Evaluation) -> EvaluationRecord {
+        let verdict = &evaluation.verdict;
+        EvaluationRecord {
+            run_id: evaluation.run_id.as_str().to_string(),
+            iteration: evaluation.iteration,
+            satisfied: verdict.satisfied(),
+            confidence: verdict.confidence(),
+            criteria: verdict.criteria().map(|criteria| {
+                criteria
+                    .iter()
+                    .map(|criterion| CriterionRecord {
+                        id: criterion.id.clone(),
+                        pass: criterion.pass,
+                        failure_class: criterion
+                            .failure_class
+                            .map(|class| class.as_str().to_string()),
+                    })
+                    .collect()
+            }),
+            failure_class: verdict
+                .failure_class()
+                .map(|class| class.as_str().to_string()),
+            cost_micros: evaluation.cost.micros(),
+            at_ms: evaluation.at.unix_ms(),
+        }
+    }
+
+    pub(super) fn into_evaluation(self) -> Result<Evaluation, StoreError> {
+        let criteria = self
+            .criteria
+            .map(|criteria| {
+                criteria
+                    .into_iter()
+                    .map(|criterion| -> Result<Criterion, StoreError> {
+                        Ok(Criterion {
+                            id: criterion.id,
+                            pass: criterion.pass,
+                            failure_class: failure_class(criterion.failure_class.as_deref())?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        Ok(Evaluation {
+            run_id: run_id(&self.run_id)?,
+            iteration: self.iteration,
+            verdict: Verdict::restore(
+                self.satisfied,
+                self.confidence,
+                criteria,
+                failure_class(self.failure_class.as_deref())?,
+            ),
+            cost: MicroUsd::from_micros(self.cost_micros),
+            at: timestamp(self.at_ms)?,
+        })
+    }
+}
+
+pub(super) fn to_json<T: Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|error| corrupt(error.to_string()))
+}
+
+pub(super) fn from_json<T: for<'de> Deserialize<'de>>(text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|error| corrupt(error.to_string()))
+}

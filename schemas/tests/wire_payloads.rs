@@ -1,0 +1,385 @@
+//! The goalpost-specific wire shapes: create request, error envelope, events
+//! seam (envelopes, evaluations), continue response, lists and attention.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::{assert_invalid_at, assert_valid, with, without};
+
+fn goal() -> Value {
+    json!({
+        "id": "goal-1",
+        "objective": "goalpost n1 ship it",
+        "state": "active",
+        "completion": { "check": "verifier", "verifierRef": "conformance:verifier?satisfyOn=2" },
+        "continuation": { "mode": "manual", "armRef": null },
+        "bounds": { "maxLoopIterations": 3 },
+        "progress": { "iterations": 0, "contributingRunIds": [] },
+        "owner": { "tenant": "acme" },
+        "createdAt": "2026-06-13T00:00:00.000Z",
+        "updatedAt": "2026-06-13T00:00:00.000Z"
+    })
+}
+
+fn create() -> Value {
+    json!({
+        "objective": "goalpost n1 ship it",
+        "completion": { "check": "verifier" },
+        "continuation": { "mode": "manual" },
+        "bounds": { "maxLoopIterations": 3 }
+    })
+}
+
+fn evaluation() -> Value {
+    json!({
+        "runId": "run-1", "iteration": 1, "satisfied": false, "confidence": 0.9,
+        "costUsd": 0.4, "at": "2026-06-13T00:00:01.000Z"
+    })
+}
+
+#[test]
+fn create_request_from_design_is_valid() {
+    assert_valid("create-request", &create());
+    assert_valid("create-request", &without(&create(), "/bounds"));
+    assert_valid("create-request", &with(&create(), "/bounds", json!({})));
+    let refs = with(&create(), "/completion/verifierRef", json!(null));
+    assert_valid(
+        "create-request",
+        &with(
+            &refs,
+            "/continuation/armRef",
+            json!("conformance:arm?costUsd=0.4"),
+        ),
+    );
+}
+
+#[test]
+fn create_request_refuses_server_owned_fields_and_unknown_keys() {
+    for (key, value) in [
+        ("state", json!("satisfied")),
+        ("id", json!("goal-9")),
+        ("owner", json!({ "tenant": "evil" })),
+        ("progress", json!({ "iterations": 5 })),
+        ("createdAt", json!("2026-06-13T00:00:00Z")),
+        ("colour", json!("blue")),
+    ] {
+        assert_invalid_at(
+            "create-request",
+            &with(&create(), &format!("/{key}"), value),
+            "",
+        );
+    }
+    let verdict = json!({ "satisfied": true, "confidence": 1, "runId": "r" });
+    assert_invalid_at(
+        "create-request",
+        &with(&create(), "/completion/lastVerdict", verdict),
+        "/completion",
+    );
+    assert_invalid_at(
+        "create-request",
+        &with(&create(), "/bounds/maxRuns", json!(3)),
+        "/bounds",
+    );
+}
+
+#[test]
+fn create_request_needs_the_client_parts_with_valid_values() {
+    for field in ["objective", "completion", "continuation"] {
+        assert_invalid_at(
+            "create-request",
+            &without(&create(), &format!("/{field}")),
+            "",
+        );
+    }
+    let cases = [
+        ("/bounds/maxLoopIterations", json!(0)),
+        ("/bounds/maxLoopIterations", json!(2.5)),
+        ("/bounds/maxCostUsd", json!(-1)),
+        ("/bounds/runTimeoutMs", json!(-5)),
+        ("/continuation/mode", json!("whenever")),
+        ("/completion/check", json!("vibes")),
+        ("/objective", json!(["ship"])),
+    ];
+    for (pointer, value) in cases {
+        assert_invalid_at("create-request", &with(&create(), pointer, value), pointer);
+    }
+}
+
+#[test]
+fn error_envelope() {
+    let error = json!({ "error": "bounds_required", "message": "a goal needs bounds" });
+    assert_valid("error", &error);
+    assert_valid(
+        "error",
+        &with(&error, "/details", json!({ "pointer": "/bounds" })),
+    );
+    assert_valid("error", &with(&error, "/error", json!("e2e_failure_9")));
+    for code in [
+        "BoundsRequired",
+        "bounds-required",
+        "_private",
+        "9lives",
+        "",
+    ] {
+        assert_invalid_at("error", &with(&error, "/error", json!(code)), "/error");
+    }
+    assert_invalid_at(
+        "error",
+        &with(&error, "/details", json!("see logs")),
+        "/details",
+    );
+    assert_invalid_at("error", &with(&error, "/message", json!(null)), "/message");
+    assert_invalid_at("error", &without(&error, "/message"), "");
+    assert_invalid_at("error", &without(&error, "/error"), "");
+    assert_invalid_at("error", &with(&error, "/status", json!(422)), "");
+}
+
+#[test]
+fn evaluation_shape() {
+    assert_valid("evaluation", &evaluation());
+    let criteria = json!([
+        { "id": "c1", "verdict": "pass", "failureClass": null },
+        { "id": "c2", "verdict": "fail", "failureClass": "logical" },
+        { "id": "c3", "verdict": "fail" }
+    ]);
+    let with_criteria = with(&evaluation(), "/criteria", criteria);
+    assert_valid("evaluation", &with_criteria);
+    assert_valid(
+        "evaluation",
+        &with(&evaluation(), "/failureClass", json!("environmental")),
+    );
+    assert_valid(
+        "evaluation",
+        &with(&evaluation(), "/failureClass", json!(null)),
+    );
+    for field in [
+        "runId",
+        "iteration",
+        "satisfied",
+        "confidence",
+        "costUsd",
+        "at",
+    ] {
+        assert_invalid_at(
+            "evaluation",
+            &without(&evaluation(), &format!("/{field}")),
+            "",
+        );
+    }
+    let cases = [
+        ("/iteration", json!(0)),
+        ("/confidence", json!(1.2)),
+        ("/costUsd", json!(-0.1)),
+        ("/failureClass", json!("flaky")),
+        ("/at", json!("soon")),
+        ("/runId", json!("")),
+    ];
+    for (pointer, value) in cases {
+        assert_invalid_at("evaluation", &with(&evaluation(), pointer, value), pointer);
+    }
+    assert_invalid_at(
+        "evaluation",
+        &with(&with_criteria, "/criteria/1/verdict", json!("maybe")),
+        "/criteria/1/verdict",
+    );
+    assert_invalid_at(
+        "evaluation",
+        &with(&with_criteria, "/criteria/1/weight", json!(1)),
+        "/criteria/1",
+    );
+    assert_invalid_at(
+        "evaluation",
+        &with(&evaluation(), "/objective", json!("x")),
+        "",
+    );
+}
+
+#[test]
+fn a_passing_criterion_or_satisfied_verdict_carries_no_failure() {
+    let passing = json!([{ "id": "c1", "verdict": "pass", "failureClass": "logical" }]);
+    assert_invalid_at(
+        "evaluation",
+        &with(&evaluation(), "/criteria", passing),
+        "/criteria/0/failureClass",
+    );
+    let satisfied = with(&evaluation(), "/satisfied", json!(true));
+    assert_valid("evaluation", &satisfied);
+    assert_invalid_at(
+        "evaluation",
+        &with(&satisfied, "/failureClass", json!("environmental")),
+        "/failureClass",
+    );
+    let one_fails = json!([{ "id": "c1", "verdict": "pass" }, { "id": "c2", "verdict": "fail" }]);
+    assert_invalid_at(
+        "evaluation",
+        &with(&satisfied, "/criteria", one_fails),
+        "/criteria/1/verdict",
+    );
+}
+
+#[test]
+fn evaluation_list() {
+    let list =
+        json!({ "evaluations": [evaluation(), with(&evaluation(), "/iteration", json!(2))] });
+    assert_valid("evaluation-list", &list);
+    assert_valid("evaluation-list", &json!({ "evaluations": [] }));
+    assert_invalid_at(
+        "evaluation-list",
+        &with(&list, "/evaluations/1/iteration", json!(0)),
+        "/evaluations/1/iteration",
+    );
+    assert_invalid_at("evaluation-list", &json!({}), "");
+    assert_invalid_at("evaluation-list", &with(&list, "/next", json!(3)), "");
+}
+
+fn evaluated_event() -> Value {
+    json!({
+        "sequence": 1, "type": "goal.evaluated", "at": "2026-06-13T00:00:01.000Z",
+        "payload": { "goalId": "goal-1", "satisfied": false, "confidence": 0.9, "runId": "run-1", "iterations": 1 }
+    })
+}
+
+fn closed_event() -> Value {
+    json!({
+        "sequence": 2, "type": "goal.closed", "at": "2026-06-13T00:00:02.000Z",
+        "payload": { "goalId": "goal-1", "finalState": "bound-exceeded" }
+    })
+}
+
+#[test]
+fn event_envelopes_carry_the_payload_of_their_type() {
+    assert_valid("event-envelope", &evaluated_event());
+    assert_valid("event-envelope", &closed_event());
+    let swapped = with(
+        &closed_event(),
+        "/payload",
+        evaluated_event()["payload"].clone(),
+    );
+    assert_invalid_at("event-envelope", &swapped, "/payload");
+    let swapped = with(
+        &evaluated_event(),
+        "/payload",
+        closed_event()["payload"].clone(),
+    );
+    assert_invalid_at("event-envelope", &swapped, "/payload");
+    let leaky = with(
+        &evaluated_event(),
+        "/payload/objective",
+        json!("goalpost n1 ship it"),
+    );
+    assert_invalid_at("event-envelope", &leaky, "/payload");
+    let open = with(&closed_event(), "/payload/finalState", json!("active"));
+    assert_invalid_at("event-envelope", &open, "/payload/finalState");
+}
+
+#[test]
+fn event_envelope_fields() {
+    let other = json!({ "sequence": 3, "type": "goal.created", "at": "2026-06-13T00:00:00Z", "payload": { "goalId": "g" } });
+    assert_valid("event-envelope", &other);
+    for field in ["sequence", "type", "at", "payload"] {
+        assert_invalid_at(
+            "event-envelope",
+            &without(&evaluated_event(), &format!("/{field}")),
+            "",
+        );
+    }
+    let cases = [
+        ("/sequence", json!(0)),
+        ("/sequence", json!(1.5)),
+        ("/type", json!("")),
+        ("/at", json!("later")),
+        ("/payload", json!("goal-1")),
+    ];
+    for (pointer, value) in cases {
+        assert_invalid_at(
+            "event-envelope",
+            &with(&evaluated_event(), pointer, value),
+            pointer,
+        );
+    }
+    assert_invalid_at(
+        "event-envelope",
+        &with(&evaluated_event(), "/goalId", json!("goal-1")),
+        "",
+    );
+}
+
+#[test]
+fn event_list_checks_every_event() {
+    let list = json!({ "events": [evaluated_event(), closed_event()] });
+    assert_valid("event-list", &list);
+    assert_valid("event-list", &json!({ "events": [] }));
+    assert_invalid_at(
+        "event-list",
+        &with(&list, "/events/1/payload/finalState", json!("active")),
+        "/events/1/payload/finalState",
+    );
+    assert_invalid_at("event-list", &json!({ "events": {} }), "/events");
+}
+
+#[test]
+fn continue_response() {
+    let response = json!({ "goal": goal(), "evaluation": evaluation() });
+    assert_valid("continue-response", &response);
+    assert_valid(
+        "continue-response",
+        &with(&response, "/evaluation", json!(null)),
+    );
+    assert_invalid_at("continue-response", &without(&response, "/evaluation"), "");
+    assert_invalid_at(
+        "continue-response",
+        &with(&response, "/goal/state", json!("done")),
+        "/goal/state",
+    );
+    assert_invalid_at(
+        "continue-response",
+        &with(&response, "/evaluation/iteration", json!(0)),
+        "/evaluation/iteration",
+    );
+    assert_invalid_at(
+        "continue-response",
+        &with(&response, "/run", json!("run-1")),
+        "",
+    );
+}
+
+#[test]
+fn goal_list() {
+    let list = json!({ "goals": [goal()] });
+    assert_valid("goal-list", &list);
+    assert_valid("goal-list", &json!({ "goals": [] }));
+    assert_invalid_at(
+        "goal-list",
+        &with(&list, "/goals/0/owner/tenant", json!("")),
+        "/goals/0/owner/tenant",
+    );
+    assert_invalid_at("goal-list", &with(&list, "/total", json!(1)), "");
+    assert_invalid_at("goal-list", &json!([goal()]), "");
+}
+
+#[test]
+fn attention() {
+    for status in ["active", "paused", "stopped"] {
+        assert_valid(
+            "attention",
+            &json!({ "goalId": "goal-1", "status": status }),
+        );
+    }
+    let attention = json!({ "goalId": "goal-1", "status": "active" });
+    assert_invalid_at(
+        "attention",
+        &with(&attention, "/status", json!("asleep")),
+        "/status",
+    );
+    assert_invalid_at(
+        "attention",
+        &with(&attention, "/goalId", json!("")),
+        "/goalId",
+    );
+    assert_invalid_at("attention", &without(&attention, "/goalId"), "");
+    assert_invalid_at(
+        "attention",
+        &with(&attention, "/state", json!("active")),
+        "",
+    );
+}

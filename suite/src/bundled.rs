@@ -1,0 +1,41 @@
+//! Starting the reference host in-process when no `--host` is given. The
+//! only place the suite touches `goalpost-host`.
+
+/// The two tenants the bundled host knows.
+pub const TENANT_A: &str = "tenant-a";
+pub const TENANT_B: &str = "tenant-b";
+pub const DEFAULT_TOKEN_A: &str = "goalpost-a";
+pub const DEFAULT_TOKEN_B: &str = "goalpost-b";
+
+/// A running bundled host; shut it down when the run ends.
+pub struct BundledHost {
+    base_url: String,
+    host: goalpost_host::RunningHost,
+}
+
+impl BundledHost {
+    /// Starts the host on 127.0.0.1:0 with an in-memory database and the
+    /// conformance seams on, knowing `token_a` as tenant A and `token_b` as
+    /// tenant B. Must run inside the run's tokio runtime.
+    pub async fn start(token_a: &str, token_b: &str) -> Result<BundledHost, String> {
+        let config = goalpost_host::Config::conformance_in_memory(vec![
+            (token_a.to_string(), TENANT_A.to_string()),
+            (token_b.to_string(), TENANT_B.to_string()),
+        ]);
+        let host = goalpost_host::RunningHost::start(config)
+            .await
+            .map_err(|error| error.to_string())?;
+        Ok(BundledHost {
+            base_url: host.base_url(),
+            host,
+        })
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    pub async fn shutdown(self) {
+        self.host.shutdown().await;
+    }
+}

@@ -1,0 +1,265 @@
+//! Resolving the command line into the one configuration a run uses: every
+//! default decided, every path found, before anything starts.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use time::OffsetDateTime;
+
+use crate::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B};
+use crate::cli::RunArgs;
+use crate::error::StartError;
+use crate::loader::REQUIREMENTS_FILE;
+
+/// Trials run at once unless `--test-threads` says otherwise. Scenarios
+/// spend their time waiting on the host, not computing, so this is more
+/// than the cores of a small machine.
+pub const DEFAULT_TEST_THREADS: usize = 8;
+
+/// The workspace root this binary was built in; the fallback for finding
+/// `scenarios/` when the current directory is outside the workspace.
+/// The profile of the stricter readings: never selected by default.
+pub const STRICT: &str = "strict";
+
+const BUILD_ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostChoice {
+    /// Start the reference host in-process.
+    Bundled,
+    /// A host already running at this base URL.
+    Remote(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub host: HostChoice,
+    pub token_a: String,
+    pub token_b: Option<String>,
+    /// `--profile` values; `None`: every profile that has scenarios or
+    /// requirements, except `strict`.
+    pub profiles: Option<BTreeSet<String>>,
+    /// `--strict`: add the `strict` profile to the selection.
+    pub strict: bool,
+    pub scenarios_dir: PathBuf,
+    /// `None`: the embedded schemas.
+    pub schemas_dir: Option<PathBuf>,
+    pub report_dir: PathBuf,
+    pub timeout_scale: f64,
+    pub harness: libtest_mimic::Arguments,
+    /// Wall clock for the report's timestamps.
+    pub now: fn() -> OffsetDateTime,
+}
+
+impl RunConfig {
+    /// The configuration for a run against the bundled host with every
+    /// default, as the reference-host test and `goalpost run` without
+    /// options use it.
+    pub fn bundled(
+        scenarios_dir: PathBuf,
+        report_dir: PathBuf,
+        harness: libtest_mimic::Arguments,
+    ) -> RunConfig {
+        RunConfig {
+            host: HostChoice::Bundled,
+            token_a: DEFAULT_TOKEN_A.to_string(),
+            token_b: Some(DEFAULT_TOKEN_B.to_string()),
+            profiles: None,
+            strict: false,
+            scenarios_dir,
+            schemas_dir: None,
+            report_dir,
+            timeout_scale: 1.0,
+            harness: with_default_threads(harness),
+            now: OffsetDateTime::now_utc,
+        }
+    }
+
+    /// The profiles this run certifies, given those the catalog has.
+    pub fn selected_profiles(&self, available: &BTreeSet<String>) -> BTreeSet<String> {
+        let mut selected = match &self.profiles {
+            Some(explicit) => explicit.clone(),
+            None => available
+                .iter()
+                .filter(|profile| *profile != STRICT)
+                .cloned()
+                .collect(),
+        };
+        if self.strict {
+            selected.insert(STRICT.to_string());
+        }
+        selected
+    }
+
+    /// Resolves parsed arguments; `cwd` anchors the search for `scenarios/`.
+    pub fn resolve(
+        args: RunArgs,
+        harness: libtest_mimic::Arguments,
+        cwd: &Path,
+    ) -> Result<RunConfig, StartError> {
+        let host = match args.host {
+            Some(url) => HostChoice::Remote(check_url(&url)?),
+            None => HostChoice::Bundled,
+        };
+        let (token_a, token_b) = match (&host, args.token) {
+            (HostChoice::Remote(_), None) => {
+                return Err(StartError::Config(
+                    "--token is required with --host (tenant A's bearer token)".to_string(),
+                ))
+            }
+            (HostChoice::Remote(_), Some(token)) => (token, args.token_b),
+            // The bundled host is told whatever tokens were given.
+            (HostChoice::Bundled, token) => (
+                token.unwrap_or_else(|| DEFAULT_TOKEN_A.to_string()),
+                Some(args.token_b.unwrap_or_else(|| DEFAULT_TOKEN_B.to_string())),
+            ),
+        };
+        if token_b.as_deref() == Some(token_a.as_str()) {
+            return Err(StartError::Config(
+                "--token and --token-b must be different tenants' tokens".to_string(),
+            ));
+        }
+        let root = workspace_root(cwd);
+        let scenarios_dir = match args.scenarios {
+            Some(dir) => cwd.join(dir),
+            None => root
+                .as_ref()
+                .map(|root| root.join("scenarios"))
+                .ok_or_else(|| {
+                    StartError::Config(format!(
+                        "no scenarios/{REQUIREMENTS_FILE} found above {}; pass --scenarios DIR",
+                        cwd.display()
+                    ))
+                })?,
+        };
+        let report_dir = match args.report_dir {
+            Some(dir) => cwd.join(dir),
+            None => root
+                .unwrap_or_else(|| cwd.to_path_buf())
+                .join("reports")
+                .join("latest"),
+        };
+        let profiles: BTreeSet<String> = args.profiles.into_iter().collect();
+        let profiles = (!profiles.is_empty()).then_some(profiles);
+        Ok(RunConfig {
+            host,
+            token_a,
+            token_b,
+            profiles,
+            strict: args.strict,
+            scenarios_dir,
+            schemas_dir: args.schemas.map(|dir| cwd.join(dir)),
+            report_dir,
+            timeout_scale: args.timeout_scale,
+            harness: with_default_threads(harness),
+            now: OffsetDateTime::now_utc,
+        })
+    }
+}
+
+fn with_default_threads(mut harness: libtest_mimic::Arguments) -> libtest_mimic::Arguments {
+    harness.test_threads = harness.test_threads.or(Some(DEFAULT_TEST_THREADS));
+    harness
+}
+
+fn check_url(url: &str) -> Result<String, StartError> {
+    let trimmed = url.trim_end_matches('/');
+    let rest = trimmed
+        .strip_prefix("http://")
+        .or_else(|| trimmed.strip_prefix("https://"));
+    match rest {
+        Some(authority) if !authority.is_empty() => Ok(trimmed.to_string()),
+        _ => Err(StartError::Config(format!(
+            "--host must be an http:// or https:// base URL, got `{url}`"
+        ))),
+    }
+}
+
+/// The nearest ancestor of `cwd` holding `scenarios/requirements.json`, else
+/// the workspace this binary was built in if it still has one.
+pub fn workspace_root(cwd: &Path) -> Option<PathBuf> {
+    let has_scenarios = |dir: &Path| dir.join("scenarios").join(REQUIREMENTS_FILE).is_file();
+    cwd.ancestors()
+        .find(|dir| has_scenarios(dir))
+        .map(Path::to_path_buf)
+        .or_else(|| {
+            let built = PathBuf::from(BUILD_ROOT);
+            has_scenarios(&built).then(|| built.canonicalize().unwrap_or(built))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(args: RunArgs) -> Result<RunConfig, StartError> {
+        let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        RunConfig::resolve(args, libtest_mimic::Arguments::default(), &scenarios)
+    }
+
+    fn set(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn strict_is_opt_in() {
+        let available = set(&["behavior", "core", "strict"]);
+        let config = resolve(RunArgs::default()).unwrap();
+        assert_eq!(
+            config.selected_profiles(&available),
+            set(&["behavior", "core"])
+        );
+        let strict = resolve(RunArgs {
+            strict: true,
+            ..RunArgs::default()
+        })
+        .unwrap();
+        assert_eq!(strict.selected_profiles(&available), available);
+        let only = resolve(RunArgs {
+            profiles: vec!["core".to_string()],
+            strict: true,
+            ..RunArgs::default()
+        })
+        .unwrap();
+        assert_eq!(only.selected_profiles(&available), set(&["core", "strict"]));
+    }
+
+    #[test]
+    fn the_bundled_host_gets_default_or_given_tokens() {
+        let config = resolve(RunArgs::default()).unwrap();
+        assert_eq!(config.host, HostChoice::Bundled);
+        assert_eq!(config.token_a, DEFAULT_TOKEN_A);
+        assert_eq!(config.token_b.as_deref(), Some(DEFAULT_TOKEN_B));
+        assert_eq!(config.harness.test_threads, Some(DEFAULT_TEST_THREADS));
+        let given = resolve(RunArgs {
+            token: Some("mine".to_string()),
+            ..RunArgs::default()
+        })
+        .unwrap();
+        assert_eq!(given.token_a, "mine");
+    }
+
+    #[test]
+    fn a_remote_host_needs_a_token_and_an_http_url() {
+        let remote = |host: &str, token: Option<&str>| {
+            resolve(RunArgs {
+                host: Some(host.to_string()),
+                token: token.map(str::to_string),
+                ..RunArgs::default()
+            })
+        };
+        let config = remote("http://h:8080/", Some("t")).unwrap();
+        assert_eq!(config.host, HostChoice::Remote("http://h:8080".to_string()));
+        assert_eq!(config.token_b, None);
+        assert!(remote("http://h", None).is_err());
+        assert!(remote("h:8080", Some("t")).is_err());
+        assert!(remote("http://", Some("t")).is_err());
+    }
+
+    #[test]
+    fn defaults_are_found_from_the_workspace() {
+        let config = resolve(RunArgs::default()).unwrap();
+        assert!(config.scenarios_dir.join(REQUIREMENTS_FILE).is_file());
+        assert!(config.report_dir.ends_with("reports/latest"));
+    }
+}

@@ -1,0 +1,151 @@
+//! The host's discovery document, read once before trials are built: it
+//! decides `{base}`, which scenarios can run and which skip, and its hash
+//! goes into the report so two reports can be told apart by host build.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::error::RunError;
+use crate::http::{Http, Outgoing};
+
+pub const DISCOVERY_PATH: &str = "/.well-known/openwop";
+/// `{base}` when the host does not name one in `conformanceSeams`.
+pub const DEFAULT_BASE_PATH: &str = "/v1/host/sample/goals";
+
+/// What the host says it can do, as far as gating scenarios goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `agents.goals` is present.
+    pub goals: bool,
+    /// `agents.goals.continuation`.
+    pub continuation: BTreeSet<String>,
+    /// Seams whose flag in `conformanceSeams.goals` is `true`.
+    pub seams: BTreeSet<String>,
+    pub base_path: String,
+}
+
+impl Capabilities {
+    /// Reads what it can from a discovery document; anything malformed reads
+    /// as "not advertised" (the discovery scenarios judge the shape itself).
+    pub fn from_document(document: Option<&Value>) -> Capabilities {
+        let goals = document.and_then(|doc| doc.pointer("/agents/goals"));
+        let seams = document.and_then(|doc| doc.pointer("/conformanceSeams/goals"));
+        let strings = |value: Option<&Value>| -> BTreeSet<String> {
+            value
+                .and_then(Value::as_array)
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Capabilities {
+            goals: goals.is_some_and(Value::is_object),
+            continuation: strings(goals.and_then(|g| g.get("continuation"))),
+            seams: seams
+                .and_then(Value::as_object)
+                .map(|flags| {
+                    flags
+                        .iter()
+                        .filter(|(_, flag)| flag.as_bool() == Some(true))
+                        .map(|(name, _)| name.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            base_path: seams
+                .and_then(|s| s.get("basePath"))
+                .and_then(Value::as_str)
+                .filter(|path| path.starts_with('/'))
+                .unwrap_or(DEFAULT_BASE_PATH)
+                .trim_end_matches('/')
+                .to_string(),
+        }
+    }
+}
+
+/// The discovery document as fetched.
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    pub status: u16,
+    /// Hex SHA-256 of the body bytes exactly as received.
+    pub sha256: String,
+    /// `None` when the body is not JSON.
+    pub document: Option<Value>,
+    pub capabilities: Capabilities,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// Fetches the document. Only a transport failure is an error: a host that
+/// answers badly is still tested (and fails the discovery scenarios).
+pub async fn fetch(http: &Http, base_url: &str) -> Result<Discovery, RunError> {
+    let exchange = http
+        .send(&Outgoing {
+            method: "GET".to_string(),
+            url: format!("{}{DISCOVERY_PATH}", base_url.trim_end_matches('/')),
+            headers: Vec::new(),
+            body: None,
+        })
+        .await?;
+    let document = if exchange.status == 200 {
+        exchange.json().ok().cloned()
+    } else {
+        None
+    };
+    Ok(Discovery {
+        status: exchange.status,
+        sha256: sha256_hex(&exchange.body),
+        capabilities: Capabilities::from_document(document.as_ref()),
+        document,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_modes_seams_and_base_path() {
+        let document = json!({
+            "agents": {"goals": {"judge": "verifier", "continuation": ["manual", "schedule"]}},
+            "conformanceSeams": {"goals": {"basePath": "/x/goals/", "continue": true,
+                                           "events": true, "fixtures": false}}
+        });
+        let caps = Capabilities::from_document(Some(&document));
+        assert!(caps.goals);
+        assert_eq!(
+            caps.continuation,
+            ["manual", "schedule"].map(String::from).into()
+        );
+        assert_eq!(caps.seams, ["continue", "events"].map(String::from).into());
+        assert_eq!(caps.base_path, "/x/goals");
+    }
+
+    #[test]
+    fn a_bare_host_advertises_nothing() {
+        let caps = Capabilities::from_document(Some(&json!({"protocol": "openwop"})));
+        assert!(!caps.goals);
+        assert!(caps.seams.is_empty());
+        assert_eq!(caps.base_path, DEFAULT_BASE_PATH);
+        assert_eq!(Capabilities::from_document(None), caps);
+    }
+
+    #[test]
+    fn hashes_are_hex_sha256() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

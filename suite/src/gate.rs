@@ -1,0 +1,131 @@
+//! Deciding, before a scenario runs, whether it can run against this host
+//! with these credentials and this selection.
+
+use std::collections::BTreeSet;
+
+use crate::discovery::Capabilities;
+use crate::ledger::SkipReason;
+use crate::model::Scenario;
+
+/// `None` when the scenario can run; otherwise why it is skipped. Reasons
+/// are checked in a fixed order so the same host always gets the same one.
+pub fn gate(
+    scenario: &Scenario,
+    capabilities: &Capabilities,
+    selected: &BTreeSet<String>,
+    second_tenant: bool,
+) -> Option<SkipReason> {
+    let needs = &scenario.needs;
+    if !selected.contains(&scenario.profile) {
+        Some(SkipReason::OptedOut)
+    } else if !capabilities.goals
+        || needs
+            .continuation
+            .iter()
+            .any(|mode| !capabilities.continuation.contains(mode))
+    {
+        Some(SkipReason::NotAdvertised)
+    } else if needs
+        .seams
+        .iter()
+        .any(|seam| !capabilities.seams.contains(seam))
+    {
+        Some(SkipReason::SeamAbsent)
+    } else if needs.tenants >= 2 && !second_tenant {
+        Some(SkipReason::NeedsSecondTenant)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Needs;
+    use std::path::PathBuf;
+
+    fn scenario(profile: &str, needs: Needs) -> Scenario {
+        Scenario {
+            name: format!("{profile}::x"),
+            profile: profile.to_string(),
+            path: PathBuf::from("x.json"),
+            title: "x".to_string(),
+            requirements: Vec::new(),
+            needs,
+            checks: 1,
+            steps: Vec::new(),
+        }
+    }
+
+    fn full_host() -> Capabilities {
+        Capabilities {
+            goals: true,
+            continuation: ["manual", "schedule"].map(String::from).into(),
+            seams: ["continue", "events", "fixtures"].map(String::from).into(),
+            base_path: "/g".to_string(),
+        }
+    }
+
+    fn needs(seams: &[&str], modes: &[&str], tenants: u8) -> Needs {
+        Needs {
+            seams: seams.iter().map(|s| s.to_string()).collect(),
+            continuation: modes.iter().map(|s| s.to_string()).collect(),
+            tenants,
+        }
+    }
+
+    fn selected(profiles: &[&str]) -> BTreeSet<String> {
+        profiles.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn runs_when_every_need_is_met() {
+        let s = scenario("behavior", needs(&["continue"], &["schedule"], 2));
+        assert_eq!(gate(&s, &full_host(), &selected(&["behavior"]), true), None);
+    }
+
+    #[test]
+    fn unselected_profiles_are_opted_out_first() {
+        let s = scenario("behavior", needs(&["webhooks"], &[], 2));
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["core"]), false),
+            Some(SkipReason::OptedOut)
+        );
+    }
+
+    #[test]
+    fn missing_goals_family_or_mode_is_not_advertised() {
+        let s = scenario("core", needs(&[], &[], 1));
+        let bare = Capabilities {
+            goals: false,
+            ..full_host()
+        };
+        assert_eq!(
+            gate(&s, &bare, &selected(&["core"]), true),
+            Some(SkipReason::NotAdvertised)
+        );
+        let s = scenario("behavior", needs(&["continue"], &["heartbeat"], 1));
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["behavior"]), true),
+            Some(SkipReason::NotAdvertised)
+        );
+    }
+
+    #[test]
+    fn missing_seam_is_seam_absent() {
+        let s = scenario("behavior", needs(&["continue", "webhooks"], &[], 1));
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["behavior"]), true),
+            Some(SkipReason::SeamAbsent)
+        );
+    }
+
+    #[test]
+    fn two_tenants_need_token_b() {
+        let s = scenario("core", needs(&[], &[], 2));
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["core"]), false),
+            Some(SkipReason::NeedsSecondTenant)
+        );
+    }
+}

@@ -1,0 +1,263 @@
+//! The one HTTP client of a run and the exchanges it records.
+//!
+//! The host under test is untrusted: every request has a total deadline,
+//! redirects are never followed (a redirect is an answer to check, not an
+//! instruction), and bodies are read chunk by chunk up to a cap so a hostile
+//! host cannot exhaust memory.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::error::RunError;
+
+/// Bodies above this many bytes end the exchange with an error.
+pub const DEFAULT_BODY_CAP: usize = 4 * 1024 * 1024;
+/// Total time for one request, before `--timeout-scale`.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Longest body excerpt quoted in a message.
+pub const EXCERPT_CHARS: usize = 500;
+
+#[derive(Debug, Clone)]
+pub struct Http {
+    client: reqwest::Client,
+    timeout: Duration,
+    body_cap: usize,
+}
+
+/// A request ready to send: every template already rendered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outgoing {
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<OutgoingBody>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutgoingBody {
+    pub bytes: Vec<u8>,
+    pub content_type: String,
+}
+
+/// One request and the host's complete answer.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub method: String,
+    pub url: String,
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    json: Result<Value, String>,
+}
+
+impl Exchange {
+    pub fn new(method: &str, url: &str, status: u16, headers: HeaderMap, body: Vec<u8>) -> Self {
+        let json = if body.is_empty() {
+            Err("empty body".to_string())
+        } else {
+            serde_json::from_slice(&body).map_err(|error| error.to_string())
+        };
+        Exchange {
+            method: method.to_string(),
+            url: url.to_string(),
+            status,
+            headers,
+            body,
+            json,
+        }
+    }
+
+    /// The body as JSON, or the error that says it is not.
+    pub fn json(&self) -> Result<&Value, RunError> {
+        self.json.as_ref().map_err(|reason| RunError::NotJson {
+            method: self.method.clone(),
+            url: self.url.clone(),
+            status: self.status,
+            reason: reason.clone(),
+            excerpt: self.excerpt(),
+        })
+    }
+
+    /// Every value of a header, joined the way HTTP allows (`, `); `None`
+    /// when the header is missing or not text.
+    pub fn header(&self, name: &str) -> Option<String> {
+        let values: Vec<&str> = self
+            .headers
+            .get_all(name)
+            .iter()
+            .map(|value| value.to_str())
+            .collect::<Result<_, _>>()
+            .ok()?;
+        if values.is_empty() {
+            None
+        } else {
+            Some(values.join(", "))
+        }
+    }
+
+    /// At most [`EXCERPT_CHARS`] characters of the body, for messages.
+    pub fn excerpt(&self) -> String {
+        excerpt(&self.body)
+    }
+}
+
+pub fn excerpt(body: &[u8]) -> String {
+    if body.is_empty() {
+        return "(empty body)".to_string();
+    }
+    let text = String::from_utf8_lossy(body);
+    let mut out: String = text.chars().take(EXCERPT_CHARS).collect();
+    if text.chars().nth(EXCERPT_CHARS).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+impl Http {
+    /// `timeout_scale` stretches the per-request deadline for slow hosts.
+    pub fn new(timeout_scale: f64, body_cap: usize) -> Result<Http, String> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|error| error.to_string())?;
+        Ok(Http {
+            client,
+            timeout: DEFAULT_REQUEST_TIMEOUT.mul_f64(timeout_scale),
+            body_cap,
+        })
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    pub fn with_timeout(mut self, timeout: Duration) -> Http {
+        self.timeout = timeout;
+        self
+    }
+
+    pub async fn send(&self, outgoing: &Outgoing) -> Result<Exchange, RunError> {
+        let scenario_error = |message: String| RunError::Scenario(message);
+        let method = Method::from_bytes(outgoing.method.as_bytes())
+            .map_err(|_| scenario_error(format!("invalid method `{}`", outgoing.method)))?;
+        let mut headers = HeaderMap::new();
+        if let Some(body) = &outgoing.body {
+            let value = HeaderValue::from_str(&body.content_type).map_err(|_| {
+                scenario_error(format!("invalid content type `{}`", body.content_type))
+            })?;
+            headers.insert(CONTENT_TYPE, value);
+        }
+        for (name, value) in &outgoing.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| scenario_error(format!("invalid header name `{name}`")))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|_| scenario_error(format!("invalid value for header `{name}`")))?;
+            headers.insert(name, value);
+        }
+        let mut builder = self
+            .client
+            .request(method, &outgoing.url)
+            .headers(headers)
+            .timeout(self.timeout);
+        if let Some(body) = &outgoing.body {
+            builder = builder.body(body.bytes.clone());
+        }
+        let (method, url) = (outgoing.method.clone(), outgoing.url.clone());
+        let classify = |error: reqwest::Error| {
+            if error.is_timeout() {
+                RunError::Timeout {
+                    method: method.clone(),
+                    url: url.clone(),
+                    after: self.timeout,
+                }
+            } else {
+                RunError::Transport {
+                    method: method.clone(),
+                    url: url.clone(),
+                    message: error_chain(&error),
+                }
+            }
+        };
+        let mut response = builder.send().await.map_err(classify)?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(classify)? {
+            if body.len() + chunk.len() > self.body_cap {
+                return Err(RunError::BodyTooLarge {
+                    method,
+                    url,
+                    cap: self.body_cap,
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Exchange::new(&method, &url, status, headers, body))
+    }
+}
+
+/// reqwest's top-level message ("error sending request for url (...)")
+/// repeats the URL; the causes ("Connection refused") are what a person
+/// needs.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut causes = Vec::new();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        causes.push(cause.to_string());
+        source = cause.source();
+    }
+    if causes.is_empty() {
+        error.to_string()
+    } else {
+        causes.join(": ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_are_capped() {
+        let long = "x".repeat(EXCERPT_CHARS + 10);
+        let cut = excerpt(long.as_bytes());
+        assert_eq!(cut.chars().count(), EXCERPT_CHARS + 1);
+        assert!(cut.ends_with('…'));
+        assert_eq!(excerpt(b"short"), "short");
+        assert_eq!(excerpt(b""), "(empty body)");
+    }
+
+    #[test]
+    fn json_errors_say_why() {
+        let exchange = Exchange::new(
+            "GET",
+            "http://h/x",
+            200,
+            HeaderMap::new(),
+            b"<html>".to_vec(),
+        );
+        let error = exchange.json().unwrap_err();
+        assert!(
+            matches!(error, RunError::NotJson { status: 200, .. }),
+            "{error:?}"
+        );
+        let empty = Exchange::new("GET", "http://h/x", 204, HeaderMap::new(), Vec::new());
+        assert!(empty.json().unwrap_err().to_string().contains("empty body"));
+    }
+
+    #[test]
+    fn repeated_headers_are_joined() {
+        let mut headers = HeaderMap::new();
+        headers.append("x-a", HeaderValue::from_static("1"));
+        headers.append("x-a", HeaderValue::from_static("2"));
+        let exchange = Exchange::new("GET", "http://h/x", 200, headers, Vec::new());
+        assert_eq!(exchange.header("X-A").as_deref(), Some("1, 2"));
+        assert_eq!(exchange.header("x-b"), None);
+    }
+}

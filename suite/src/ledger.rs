@@ -1,0 +1,459 @@
+//! The disposition ledger: scenario outcomes in, one disposition per
+//! requirement and a verdict per profile out.
+//!
+//! Pure: trials record into it (behind a mutex owned by the runner) and the
+//! report is computed from it once every trial has finished.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::Duration;
+
+use crate::model::{Requirement, Scenario};
+
+/// Why a scenario or a requirement was not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SkipReason {
+    /// The host does not advertise `agents.goals`, or a needed mode.
+    NotAdvertised,
+    /// A needed seam is not in `conformanceSeams.goals`.
+    SeamAbsent,
+    /// The scenario needs `--token-b`.
+    NeedsSecondTenant,
+    /// Its profile was not selected, or a filter left it out.
+    OptedOut,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::NotAdvertised => "not-advertised",
+            SkipReason::SeamAbsent => "seam-absent",
+            SkipReason::NeedsSecondTenant => "needs-second-tenant",
+            SkipReason::OptedOut => "opted-out",
+        }
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How one scenario ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Pass,
+    /// The host broke a claim; the message says which.
+    Fail(String),
+    Skip(SkipReason),
+    /// The host could not be used (transport, timeout, garbage body).
+    Error(String),
+}
+
+impl Outcome {
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail(_) => "fail",
+            Outcome::Skip(_) => "skip",
+            Outcome::Error(_) => "error",
+        }
+    }
+
+    pub fn message(&self) -> Option<String> {
+        match self {
+            Outcome::Pass => None,
+            Outcome::Fail(message) | Outcome::Error(message) => Some(message.clone()),
+            Outcome::Skip(reason) => Some(reason.to_string()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioResult {
+    pub name: String,
+    pub outcome: Outcome,
+    /// Checks made (0 when not run).
+    pub checks: u32,
+    pub duration: Duration,
+    /// Time spent in `quietMs` steps.
+    pub quiet: Duration,
+}
+
+impl ScenarioResult {
+    pub fn skipped(name: &str, reason: SkipReason) -> ScenarioResult {
+        ScenarioResult {
+            name: name.to_string(),
+            outcome: Outcome::Skip(reason),
+            checks: 0,
+            duration: Duration::ZERO,
+            quiet: Duration::ZERO,
+        }
+    }
+}
+
+/// The disposition of one requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    Pass,
+    Fail,
+    Skip(SkipReason),
+    Error,
+}
+
+impl Disposition {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Disposition::Pass => "pass",
+            Disposition::Fail => "fail",
+            Disposition::Skip(_) => "skip",
+            Disposition::Error => "error",
+        }
+    }
+
+    pub fn reason(self) -> Option<SkipReason> {
+        match self {
+            Disposition::Skip(reason) => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequirementResult {
+    pub requirement: Requirement,
+    pub disposition: Disposition,
+    /// Names of the scenarios that name it, sorted.
+    pub scenarios: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProfileSummary {
+    pub selected: bool,
+    pub certified: bool,
+    pub pass: u32,
+    pub fail: u32,
+    pub skip: u32,
+    pub error: u32,
+}
+
+/// Scenario outcomes as they arrive, keyed by scenario name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ledger {
+    results: BTreeMap<String, ScenarioResult>,
+}
+
+impl Ledger {
+    /// Records an outcome; a later record for the same scenario replaces the
+    /// earlier one (a skip recorded when trials are built is replaced if the
+    /// harness runs the trial anyway, e.g. with `--include-ignored`).
+    pub fn record(&mut self, result: ScenarioResult) {
+        self.results.insert(result.name.clone(), result);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ScenarioResult> {
+        self.results.get(name)
+    }
+
+    /// Results in name order.
+    pub fn results(&self) -> impl Iterator<Item = &ScenarioResult> {
+        self.results.values()
+    }
+
+    /// Whether any scenario failed or errored.
+    pub fn any_failed_or_errored(&self) -> bool {
+        self.results
+            .values()
+            .any(|r| matches!(r.outcome, Outcome::Fail(_) | Outcome::Error(_)))
+    }
+}
+
+/// One disposition per requirement, over the scenarios naming it: any fail →
+/// fail; else any error → error; else all skipped → skip with the first
+/// reason (scenarios in name order); else pass. A named scenario with no
+/// recorded outcome counts as an error: a requirement is never passed by a
+/// scenario that did not run.
+pub fn dispose(
+    requirements: &[Requirement],
+    scenarios: &[Scenario],
+    ledger: &Ledger,
+) -> Vec<RequirementResult> {
+    let mut naming: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for scenario in scenarios {
+        for id in &scenario.requirements {
+            naming
+                .entry(id.as_str())
+                .or_default()
+                .insert(scenario.name.as_str());
+        }
+    }
+    requirements
+        .iter()
+        .map(|requirement| {
+            let names: Vec<String> = naming
+                .get(requirement.id.as_str())
+                .map(|names| names.iter().map(|n| n.to_string()).collect())
+                .unwrap_or_default();
+            let outcomes: Vec<Option<&Outcome>> = names
+                .iter()
+                .map(|name| ledger.get(name).map(|r| &r.outcome))
+                .collect();
+            let disposition = if outcomes.iter().any(|o| matches!(o, Some(Outcome::Fail(_)))) {
+                Disposition::Fail
+            } else if outcomes
+                .iter()
+                .any(|o| matches!(o, None | Some(Outcome::Error(_))))
+                || outcomes.is_empty()
+            {
+                Disposition::Error
+            } else if let Some(reason) = all_skipped(&outcomes) {
+                Disposition::Skip(reason)
+            } else {
+                Disposition::Pass
+            };
+            RequirementResult {
+                requirement: requirement.clone(),
+                disposition,
+                scenarios: names,
+            }
+        })
+        .collect()
+}
+
+fn all_skipped(outcomes: &[Option<&Outcome>]) -> Option<SkipReason> {
+    let mut first = None;
+    for outcome in outcomes {
+        match outcome {
+            Some(Outcome::Skip(reason)) => {
+                first.get_or_insert(*reason);
+            }
+            _ => return None,
+        }
+    }
+    first
+}
+
+/// Counts per profile. `profiles` lists every profile to report (selected
+/// or not); a profile is certified only when it has requirements and all of
+/// them passed.
+pub fn summarize(
+    results: &[RequirementResult],
+    profiles: &BTreeSet<String>,
+    selected: &BTreeSet<String>,
+) -> BTreeMap<String, ProfileSummary> {
+    let mut summaries: BTreeMap<String, ProfileSummary> = profiles
+        .iter()
+        .map(|profile| {
+            (
+                profile.clone(),
+                ProfileSummary {
+                    selected: selected.contains(profile),
+                    ..ProfileSummary::default()
+                },
+            )
+        })
+        .collect();
+    for result in results {
+        let summary = summaries
+            .entry(result.requirement.profile.clone())
+            .or_insert_with(|| ProfileSummary {
+                selected: selected.contains(&result.requirement.profile),
+                ..ProfileSummary::default()
+            });
+        match result.disposition {
+            Disposition::Pass => summary.pass += 1,
+            Disposition::Fail => summary.fail += 1,
+            Disposition::Skip(_) => summary.skip += 1,
+            Disposition::Error => summary.error += 1,
+        }
+    }
+    for summary in summaries.values_mut() {
+        summary.certified =
+            summary.pass > 0 && summary.fail == 0 && summary.skip == 0 && summary.error == 0;
+    }
+    summaries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Needs;
+    use std::path::PathBuf;
+
+    fn requirement(id: &str) -> Requirement {
+        Requirement {
+            id: id.to_string(),
+            profile: id.split('.').next().unwrap_or_default().to_string(),
+            level: "MUST".to_string(),
+            clause: "§2".to_string(),
+            text: "t".to_string(),
+        }
+    }
+
+    fn scenario(name: &str, requirements: &[&str]) -> Scenario {
+        Scenario {
+            name: name.to_string(),
+            profile: name.split("::").next().unwrap_or_default().to_string(),
+            path: PathBuf::from(format!("{name}.json")),
+            title: name.to_string(),
+            requirements: requirements.iter().map(|r| r.to_string()).collect(),
+            needs: Needs::default(),
+            checks: 1,
+            steps: Vec::new(),
+        }
+    }
+
+    fn result(name: &str, outcome: Outcome) -> ScenarioResult {
+        ScenarioResult {
+            name: name.to_string(),
+            outcome,
+            checks: 1,
+            duration: Duration::from_millis(3),
+            quiet: Duration::ZERO,
+        }
+    }
+
+    /// One requirement `core.r` named by scenarios `core::s0..` with these outcomes.
+    fn disposition_of(outcomes: &[Option<Outcome>]) -> Disposition {
+        let names: Vec<String> = (0..outcomes.len()).map(|i| format!("core::s{i}")).collect();
+        let scenarios: Vec<Scenario> = names.iter().map(|n| scenario(n, &["core.r"])).collect();
+        let mut ledger = Ledger::default();
+        for (name, outcome) in names.iter().zip(outcomes) {
+            if let Some(outcome) = outcome {
+                ledger.record(result(name, outcome.clone()));
+            }
+        }
+        let results = dispose(&[requirement("core.r")], &scenarios, &ledger);
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].scenarios, names);
+        results[0].disposition
+    }
+
+    #[test]
+    fn any_fail_wins() {
+        let outcomes = [
+            Some(Outcome::Pass),
+            Some(Outcome::Error("e".into())),
+            Some(Outcome::Fail("f".into())),
+            Some(Outcome::Skip(SkipReason::SeamAbsent)),
+        ];
+        assert_eq!(disposition_of(&outcomes), Disposition::Fail);
+    }
+
+    #[test]
+    fn error_beats_pass_and_skip() {
+        let outcomes = [
+            Some(Outcome::Pass),
+            Some(Outcome::Skip(SkipReason::SeamAbsent)),
+            Some(Outcome::Error("e".into())),
+        ];
+        assert_eq!(disposition_of(&outcomes), Disposition::Error);
+    }
+
+    #[test]
+    fn all_skipped_takes_the_first_reason() {
+        let outcomes = [
+            Some(Outcome::Skip(SkipReason::NeedsSecondTenant)),
+            Some(Outcome::Skip(SkipReason::SeamAbsent)),
+        ];
+        assert_eq!(
+            disposition_of(&outcomes),
+            Disposition::Skip(SkipReason::NeedsSecondTenant)
+        );
+    }
+
+    #[test]
+    fn pass_with_some_skips_is_a_pass() {
+        let outcomes = [
+            Some(Outcome::Skip(SkipReason::SeamAbsent)),
+            Some(Outcome::Pass),
+        ];
+        assert_eq!(disposition_of(&outcomes), Disposition::Pass);
+        assert_eq!(disposition_of(&[Some(Outcome::Pass)]), Disposition::Pass);
+    }
+
+    #[test]
+    fn a_scenario_that_never_recorded_is_an_error_not_a_pass() {
+        assert_eq!(
+            disposition_of(&[Some(Outcome::Pass), None]),
+            Disposition::Error
+        );
+        assert_eq!(disposition_of(&[]), Disposition::Error);
+    }
+
+    #[test]
+    fn a_later_record_replaces_an_earlier_one() {
+        let mut ledger = Ledger::default();
+        ledger.record(ScenarioResult::skipped("core::a", SkipReason::OptedOut));
+        ledger.record(result("core::a", Outcome::Pass));
+        assert_eq!(ledger.results().count(), 1);
+        assert_eq!(
+            ledger.get("core::a").map(|r| &r.outcome),
+            Some(&Outcome::Pass)
+        );
+        assert!(!ledger.any_failed_or_errored());
+        ledger.record(result("core::b", Outcome::Error("x".into())));
+        assert!(ledger.any_failed_or_errored());
+    }
+
+    fn summaries(
+        dispositions: &[(&str, Disposition)],
+        selected: &[&str],
+    ) -> BTreeMap<String, ProfileSummary> {
+        let results: Vec<RequirementResult> = dispositions
+            .iter()
+            .map(|(id, disposition)| RequirementResult {
+                requirement: requirement(id),
+                disposition: *disposition,
+                scenarios: Vec::new(),
+            })
+            .collect();
+        let profiles: BTreeSet<String> = ["core", "behavior", "strict"].map(String::from).into();
+        let selected: BTreeSet<String> = selected.iter().map(|s| s.to_string()).collect();
+        summarize(&results, &profiles, &selected)
+    }
+
+    #[test]
+    fn a_profile_is_certified_only_when_every_requirement_passed() {
+        let summary = summaries(
+            &[
+                ("core.a", Disposition::Pass),
+                ("core.b", Disposition::Pass),
+                ("behavior.a", Disposition::Pass),
+                ("behavior.b", Disposition::Skip(SkipReason::SeamAbsent)),
+            ],
+            &["core", "behavior"],
+        );
+        let core = summary["core"];
+        assert!(core.certified && core.selected);
+        assert_eq!((core.pass, core.fail, core.skip, core.error), (2, 0, 0, 0));
+        let behavior = summary["behavior"];
+        assert!(!behavior.certified);
+        assert_eq!((behavior.pass, behavior.skip), (1, 1));
+    }
+
+    #[test]
+    fn fails_and_errors_are_counted_and_block_certification() {
+        let summary = summaries(
+            &[
+                ("core.a", Disposition::Fail),
+                ("core.b", Disposition::Error),
+            ],
+            &["core"],
+        );
+        let core = summary["core"];
+        assert_eq!((core.pass, core.fail, core.error), (0, 1, 1));
+        assert!(!core.certified);
+    }
+
+    #[test]
+    fn a_profile_with_zero_requirements_is_not_certified() {
+        let summary = summaries(&[("core.a", Disposition::Pass)], &["core", "strict"]);
+        let strict = summary["strict"];
+        assert!(strict.selected);
+        assert!(!strict.certified);
+        assert_eq!(strict.pass + strict.fail + strict.skip + strict.error, 0);
+        assert!(!summary["behavior"].selected);
+    }
+}

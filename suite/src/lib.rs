@@ -1,0 +1,28 @@
+//! goalpost: the conformance suite for RFC 0097 standing goals.
+//!
+//! Layout follows the data: the scenario [`model`] is read by the
+//! [`loader`], gated by [`gate`] against the host's [`discovery`] document,
+//! run by the [`driver`] (templating in [`template`], HTTP in [`http`],
+//! predicates in [`assertion`]), recorded in the [`ledger`], and written out
+//! by the [`report`] writers. [`runner`] ties one run together; [`cli`] and
+//! [`config`] turn a command line into a [`config::RunConfig`].
+
+pub mod assertion;
+pub mod bundled;
+pub mod cli;
+pub mod config;
+pub mod discovery;
+pub mod driver;
+pub mod error;
+pub mod gate;
+pub mod http;
+pub mod ledger;
+pub mod loader;
+pub mod model;
+pub mod report;
+pub mod runner;
+pub mod template;
+
+pub use config::{HostChoice, RunConfig};
+pub use error::StartError;
+pub use runner::{run, RunOutcome};
