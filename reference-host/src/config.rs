@@ -2,10 +2,12 @@
 //! builds one.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
 
+use crate::engine::Quotas;
 use crate::storage::DbLocation;
 
 /// Everything a host needs to start.
@@ -15,9 +17,22 @@ pub struct Config {
     pub db: DbLocation,
     /// `(token, tenant)` pairs.
     pub tokens: Vec<(String, String)>,
+    /// A file of more credentials, one `TOKEN=TENANT` per line, read at
+    /// start.
+    pub tokens_file: Option<PathBuf>,
     pub conformance_seams: bool,
     /// How often the scheduler ticks.
     pub tick: Duration,
+    /// Sent as `X-Goalpost-Webhook-Secret` on every webhook call; a random
+    /// one per start when `None`.
+    pub webhook_secret: Option<String>,
+    /// A JSON file of criteria verifiers to register at start.
+    pub verifiers: Option<PathBuf>,
+    /// Per-tenant limits (429 `quota_exceeded` beyond them).
+    pub quotas: Quotas,
+    /// Run with this deliberate bug (the suite's kill matrix).
+    #[cfg(feature = "mutants")]
+    pub mutant: Option<crate::mutants::Mutant>,
 }
 
 pub const DEFAULT_LISTEN: SocketAddr =
@@ -32,10 +47,57 @@ impl Config {
             listen: SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
             db: DbLocation::Memory,
             tokens,
+            tokens_file: None,
             conformance_seams: true,
             tick: DEFAULT_TICK,
+            webhook_secret: None,
+            verifiers: None,
+            quotas: Quotas::default(),
+            #[cfg(feature = "mutants")]
+            mutant: None,
         }
     }
+}
+
+/// Why a tokens file could not be used. Never quotes a line: it may hold a
+/// token.
+#[derive(Debug, thiserror::Error)]
+pub enum TokensFileError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} line {line}: expected TOKEN=TENANT")]
+    Line { path: String, line: usize },
+}
+
+/// One `TOKEN=TENANT` per line; blank lines and lines starting with `#`
+/// are skipped, surrounding whitespace is ignored.
+pub fn parse_tokens_file(text: &str, path: &str) -> Result<Vec<(String, String)>, TokensFileError> {
+    let mut pairs = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let pair = parse_token(line).map_err(|_| TokensFileError::Line {
+            path: path.to_string(),
+            line: index + 1,
+        })?;
+        pairs.push(pair);
+    }
+    Ok(pairs)
+}
+
+pub fn read_tokens_file(path: &std::path::Path) -> Result<Vec<(String, String)>, TokensFileError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| TokensFileError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    parse_tokens_file(&text, &shown)
 }
 
 /// Parses `TOKEN=TENANT`. The tenant follows the last `=`, so tokens may end
@@ -46,6 +108,13 @@ pub fn parse_token(text: &str) -> Result<(String, String), String> {
             Ok((token.to_string(), tenant.to_string()))
         }
         _ => Err(format!("expected TOKEN=TENANT, got {text:?}")),
+    }
+}
+
+fn parse_limit(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(limit) if limit >= 1 => Ok(limit),
+        _ => Err(format!("expected a whole number >= 1, got {text:?}")),
     }
 }
 
@@ -72,8 +141,23 @@ pub struct Args {
 
     /// A credential as TOKEN=TENANT; repeat for more. The environment
     /// variable takes a comma-separated list.
-    #[arg(long = "token", env = "GOALPOST_HOST_TOKENS", value_delimiter = ',', value_parser = parse_token)]
+    #[arg(long = "token", env = "GOALPOST_HOST_TOKENS", hide_env_values = true, value_delimiter = ',', value_parser = parse_token)]
     pub tokens: Vec<(String, String)>,
+
+    /// A file of credentials, one TOKEN=TENANT per line (`#` comments and
+    /// blank lines skipped), added to --token.
+    #[arg(long, env = "GOALPOST_HOST_TOKENS_FILE")]
+    pub tokens_file: Option<PathBuf>,
+
+    /// Most open (active or escalated) goals one tenant may have; a create
+    /// beyond it is 429 quota_exceeded.
+    #[arg(long, env = "GOALPOST_HOST_MAX_GOALS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_GOALS_PER_TENANT, value_parser = parse_limit)]
+    pub max_goals_per_tenant: u64,
+
+    /// Most open goals in `schedule` or `heartbeat` mode one tenant may have;
+    /// a create or PATCH beyond it is 429 quota_exceeded.
+    #[arg(long, env = "GOALPOST_HOST_MAX_ACTIVE_ARMS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, value_parser = parse_limit)]
+    pub max_active_arms_per_tenant: u64,
 
     /// Serve the conformance seams (continue, events, fixtures) and advertise
     /// them in discovery.
@@ -83,6 +167,22 @@ pub struct Args {
     /// Scheduler tick in milliseconds.
     #[arg(long, env = "GOALPOST_HOST_TICK_MS", default_value = "100", value_parser = parse_tick)]
     pub tick_ms: Duration,
+
+    /// Secret sent as X-Goalpost-Webhook-Secret on every webhook call (visible
+    /// ASCII); a random one per start when unset.
+    #[arg(long, env = "GOALPOST_HOST_WEBHOOK_SECRET", hide_env_values = true)]
+    pub webhook_secret: Option<String>,
+
+    /// JSON file of criteria verifiers to register at start:
+    /// {"verifiers": [{"tenant", "name", "criteria"}]}.
+    #[arg(long, env = "GOALPOST_HOST_VERIFIERS")]
+    pub verifiers: Option<PathBuf>,
+
+    /// Run with a deliberate bug from the kill matrix's registry (a build
+    /// with the `mutants` feature only; see src/mutants.rs).
+    #[cfg(feature = "mutants")]
+    #[arg(long, value_parser = crate::mutants::parse_arg)]
+    pub mutant: Option<crate::mutants::Mutant>,
 }
 
 impl Args {
@@ -91,8 +191,17 @@ impl Args {
             listen: self.listen,
             db: DbLocation::parse(&self.db),
             tokens: self.tokens,
+            tokens_file: self.tokens_file,
             conformance_seams: self.conformance_seams,
             tick: self.tick_ms,
+            webhook_secret: self.webhook_secret,
+            verifiers: self.verifiers,
+            quotas: Quotas {
+                goals_per_tenant: self.max_goals_per_tenant,
+                active_arms_per_tenant: self.max_active_arms_per_tenant,
+            },
+            #[cfg(feature = "mutants")]
+            mutant: self.mutant,
         }
     }
 }
@@ -114,6 +223,50 @@ mod tests {
         assert_eq!(config.db, DbLocation::default());
         assert!(!config.conformance_seams);
         assert_eq!(config.tick, DEFAULT_TICK);
+        assert_eq!(config.tokens_file, None);
+        assert_eq!(config.quotas, Quotas::default());
+        assert_eq!(config.quotas.goals_per_tenant, 10_000);
+        assert_eq!(config.quotas.active_arms_per_tenant, 1_000);
+    }
+
+    #[test]
+    fn tokens_file_and_quotas() {
+        let config = parse(&[
+            "--tokens-file",
+            "tokens.txt",
+            "--max-goals-per-tenant",
+            "5",
+            "--max-active-arms-per-tenant",
+            "2",
+        ])
+        .expect("valid");
+        assert_eq!(config.tokens_file, Some(PathBuf::from("tokens.txt")));
+        assert_eq!(
+            config.quotas,
+            Quotas {
+                goals_per_tenant: 5,
+                active_arms_per_tenant: 2
+            }
+        );
+        assert!(parse(&["--max-goals-per-tenant", "0"]).is_err());
+        assert!(parse(&["--max-active-arms-per-tenant", "-1"]).is_err());
+    }
+
+    #[test]
+    fn tokens_files_skip_comments_and_never_quote_a_line() {
+        let text = "# ops tokens\n\n  tok-a=acme  \ndG9r==globex\n";
+        assert_eq!(
+            parse_tokens_file(text, "t.txt").expect("valid"),
+            vec![
+                ("tok-a".to_string(), "acme".to_string()),
+                ("dG9r=".to_string(), "globex".to_string())
+            ]
+        );
+        let error = parse_tokens_file("ok=a\nsecret-token-without-tenant\n", "t.txt")
+            .expect_err("line 2 is bad");
+        let message = error.to_string();
+        assert!(message.contains("line 2"), "{message}");
+        assert!(!message.contains("secret-token"), "{message}");
     }
 
     #[test]
@@ -161,5 +314,23 @@ mod tests {
         assert_eq!(config.db, DbLocation::Memory);
         assert!(config.conformance_seams);
         assert_eq!(config.tick, Duration::from_millis(100));
+        assert_eq!(config.webhook_secret, None);
+        assert_eq!(config.verifiers, None);
+    }
+
+    #[test]
+    fn webhook_secret_and_verifiers_file() {
+        let config = parse(&[
+            "--webhook-secret",
+            "s3cret",
+            "--verifiers",
+            "verifiers.json",
+        ])
+        .expect("valid");
+        assert_eq!(config.webhook_secret.as_deref(), Some("s3cret"));
+        assert_eq!(config.verifiers, Some(PathBuf::from("verifiers.json")));
+        let bare = parse(&[]).expect("valid");
+        assert_eq!(bare.webhook_secret, None);
+        assert_eq!(bare.verifiers, None);
     }
 }

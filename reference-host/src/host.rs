@@ -10,11 +10,12 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::Config;
-use crate::engine::{Engine, EngineError, EngineSettings};
+use crate::config::{read_tokens_file, Config, TokensFileError};
+use crate::engine::{Engine, EngineError, EngineSettings, VerifierFileError};
 use crate::http::{app, AppState, TokenError, Tokens};
 use crate::scheduler::Scheduler;
 use crate::storage::{SqliteStore, Store, StoreError};
+use crate::webhook::WebhookSecret;
 
 /// How long shutdown waits for scheduled runs in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -23,6 +24,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 pub enum HostError {
     #[error("invalid credentials: {0}")]
     Tokens(#[from] TokenError),
+    #[error("cannot load the tokens file: {0}")]
+    TokensFile(#[from] TokensFileError),
     #[error(transparent)]
     Storage(#[from] StoreError),
     #[error("cannot recover runs left in flight: {0}")]
@@ -35,6 +38,10 @@ pub enum HostError {
     },
     #[error("the storage task failed: {0}")]
     Task(String),
+    #[error("the webhook secret must be non-empty visible ASCII")]
+    WebhookSecret,
+    #[error("cannot load the verifiers file: {0}")]
+    Verifiers(#[from] VerifierFileError),
 }
 
 pub struct RunningHost {
@@ -57,7 +64,15 @@ impl RunningHost {
     /// as environmental failures), binds, and spawns the server and the
     /// scheduler loop on the current runtime.
     pub async fn start(config: Config) -> Result<RunningHost, HostError> {
-        let tokens = Tokens::new(&config.tokens)?;
+        let mut pairs = config.tokens.clone();
+        if let Some(path) = &config.tokens_file {
+            pairs.extend(read_tokens_file(path)?);
+        }
+        let tokens = Tokens::new(&pairs)?;
+        let webhook_secret = match &config.webhook_secret {
+            Some(text) => WebhookSecret::new(text).ok_or(HostError::WebhookSecret)?,
+            None => WebhookSecret::generate(),
+        };
         if tokens.is_empty() {
             tracing::warn!("no tokens configured: every goal endpoint will answer 401");
         }
@@ -69,9 +84,25 @@ impl RunningHost {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let settings = EngineSettings {
             conformance_seams: config.conformance_seams,
+            webhook_secret,
+            quotas: config.quotas,
+            #[cfg(feature = "mutants")]
+            mutant: config.mutant,
             ..EngineSettings::default()
         };
+        #[cfg(feature = "mutants")]
+        if let Some(mutant) = config.mutant {
+            tracing::warn!(%mutant, "running with a deliberate bug (mutant): not a conformant host");
+        }
         let engine = Arc::new(Engine::new(store, Arc::clone(&clock), settings));
+        if let Some(path) = &config.verifiers {
+            let loaded = engine.load_verifier_file(path).await?;
+            tracing::info!(loaded, path = %path.display(), "criteria verifiers loaded");
+        }
+        let purged = engine.purge_idempotency_keys().await?;
+        if purged > 0 {
+            tracing::info!(purged, "expired idempotency keys forgotten");
+        }
         let recovered = engine.recover().await?;
         if recovered > 0 {
             tracing::warn!(

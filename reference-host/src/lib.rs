@@ -18,6 +18,8 @@
 //! ```
 
 pub mod arms;
+pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod domain;
@@ -26,8 +28,11 @@ pub mod future;
 pub mod host;
 pub mod http;
 pub mod judge;
+pub mod logging;
+pub mod mutants;
 pub mod scheduler;
 pub mod storage;
+pub mod webhook;
 
 pub use config::Config;
 pub use host::{HostError, RunningHost};

@@ -1,20 +1,28 @@
-//! `goalpost-host`: serve until SIGINT or SIGTERM.
+//! `goalpost-host`: serve until SIGINT or SIGTERM (`serve`, also the
+//! default), or manage goals on a running host (`goals …`).
 
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use goalpost_host::config::Args;
-use goalpost_host::RunningHost;
-use tracing_subscriber::EnvFilter;
+use goalpost_host::cli::{Cli, Invocation, ServeArgs};
+use goalpost_host::client::{self, GoalsArgs};
+use goalpost_host::{logging, RunningHost};
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .init();
-    let config = Args::parse().into_config();
+    // Usage errors exit 2, `--help`/`--version` exit 0 (clap's codes).
+    match Cli::parse().invocation() {
+        Invocation::Serve(args) => serve_main(args),
+        Invocation::Goals(args) => goals_main(args),
+    }
+}
+
+fn serve_main(args: ServeArgs) -> ExitCode {
+    if let Err(error) = logging::init(args.log_format) {
+        eprintln!("goalpost-host: cannot set up logging: {error}");
+        return ExitCode::FAILURE;
+    }
+    let config = args.host.into_config();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -29,6 +37,26 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn goals_main(args: GoalsArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the runtime: {error}");
+            return ExitCode::from(client::exit::FAILED);
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    let mut stderr = std::io::stderr().lock();
+    let mut output = client::Output {
+        out: &mut stdout,
+        err: &mut stderr,
+    };
+    ExitCode::from(runtime.block_on(client::run(args, &mut output)))
 }
 
 async fn serve(config: goalpost_host::Config) -> anyhow::Result<()> {

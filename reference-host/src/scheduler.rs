@@ -1,18 +1,31 @@
 //! The scheduler: one step, [`Scheduler::tick`], that closes goals past
-//! their deadline and fires due `schedule` goals. Tests call `tick` with a
-//! manual clock; the host runs [`Scheduler::run`] every 100 ms. No task per
-//! goal: a fire is a short task that exists only while its run does.
+//! their deadline, fires due `schedule` goals and probes due `heartbeat`
+//! goals. Tests call `tick` with a manual clock; the host runs
+//! [`Scheduler::run`] every 100 ms. No task per goal: a fire or a probe is a
+//! short task that exists only while it runs, so a slow webhook never holds
+//! up the tick.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{watch, Mutex as AsyncMutex};
+use tokio::sync::{watch, Mutex as AsyncMutex, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
+use crate::domain::goal::DEFAULT_HEARTBEAT_MS;
 use crate::domain::{GoalId, Timestamp};
 use crate::engine::{Engine, EngineError};
+
+/// Most heartbeat probes in flight at once; a due goal beyond that is
+/// probed at a later tick.
+pub const MAX_PROBES_IN_FLIGHT: usize = 16;
+
+/// Most scheduled fires running at once. Due goals beyond that wait in a
+/// queue, oldest due first, that the running fires drain: a tick that finds
+/// 100k goals due holds 100k ids, not 100k tasks (one task per due goal
+/// took 750 MB at 100k goals, docs/PROFILING.md).
+pub const MAX_FIRES_IN_FLIGHT: usize = 64;
 
 /// What one tick did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,13 +35,31 @@ pub struct Tick {
     /// Goals whose fire was started (each fire re-checks under the goal's
     /// lock, so a started fire may still find nothing to do).
     pub fired: Vec<GoalId>,
+    /// Heartbeat goals whose probe was started.
+    pub probed: Vec<GoalId>,
+}
+
+/// A heartbeat goal's probes, kept in memory: a goal that stops being
+/// probed (paused, closed, another mode) or a restart starts it over.
+#[derive(Debug, Clone, Copy, Default)]
+struct Beat {
+    /// Probes started so far.
+    probes: u64,
+    /// When the next probe is due; `None` = at once.
+    next_at: Option<Timestamp>,
 }
 
 pub struct Scheduler {
     engine: Arc<Engine>,
     fires: AsyncMutex<JoinSet<()>>,
-    /// Goals with a fire under way, so a slow run is not fired again.
+    /// Goals with a fire or probe under way, so a slow one is not started
+    /// again.
     firing: Arc<Mutex<HashSet<GoalId>>>,
+    beats: Arc<Mutex<HashMap<GoalId, Beat>>>,
+    probes: Arc<Semaphore>,
+    /// Due goals waiting for a fire slot.
+    queue: Arc<Mutex<VecDeque<Firing>>>,
+    fire_slots: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -58,7 +89,24 @@ impl Scheduler {
             engine,
             fires: AsyncMutex::new(JoinSet::new()),
             firing: Arc::new(Mutex::new(HashSet::new())),
+            beats: Arc::new(Mutex::new(HashMap::new())),
+            probes: Arc::new(Semaphore::new(MAX_PROBES_IN_FLIGHT)),
+            queue: Arc::new(Mutex::new(VecDeque::new())),
+            fire_slots: Arc::new(Semaphore::new(MAX_FIRES_IN_FLIGHT)),
         }
+    }
+
+    /// Marks a goal as firing; `None` when it already is.
+    fn start_firing(&self, id: &GoalId) -> Option<Firing> {
+        let newly = self
+            .firing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone());
+        newly.then(|| Firing {
+            set: Arc::clone(&self.firing),
+            goal: id.clone(),
+        })
     }
 
     /// One step at `now`. Fires run in the background; [`Scheduler::settle`]
@@ -73,28 +121,113 @@ impl Scheduler {
                 tick.closed.push(id);
             }
         }
+        let mut due = Vec::new();
         for id in self.engine.due_schedule_goals(now).await? {
-            let newly_firing = self
-                .firing
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(id.clone());
-            if !newly_firing {
+            let Some(firing) = self.start_firing(&id) else {
                 continue;
-            }
-            let firing = Firing {
-                set: Arc::clone(&self.firing),
-                goal: id.clone(),
             };
-            let engine = Arc::clone(&self.engine);
-            fires.spawn(async move {
-                if let Err(error) = engine.fire(&firing.goal).await {
-                    tracing::warn!(goal = %firing.goal, %error, "scheduled fire failed");
-                }
-            });
+            due.push(firing);
             tick.fired.push(id);
         }
+        self.queue_fires(due, &mut fires);
+        self.probe_heartbeats(now, &mut fires, &mut tick).await?;
         Ok(tick)
+    }
+
+    /// Queues due goals and starts a fire task per free slot (at most
+    /// [`MAX_FIRES_IN_FLIGHT`]); each task fires queued goals one after the
+    /// other until the queue is empty. Called every tick, so goals queued
+    /// while the last task was leaving get a task at the next tick.
+    fn queue_fires(&self, due: Vec<Firing>, fires: &mut JoinSet<()>) {
+        let waiting = {
+            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            queue.extend(due);
+            queue.len()
+        };
+        for _ in 0..waiting {
+            let Ok(slot) = Arc::clone(&self.fire_slots).try_acquire_owned() else {
+                break;
+            };
+            let engine = Arc::clone(&self.engine);
+            let queue = Arc::clone(&self.queue);
+            fires.spawn(async move {
+                loop {
+                    let next = queue
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .pop_front();
+                    let Some(firing) = next else {
+                        break;
+                    };
+                    if let Err(error) = engine.fire(&firing.goal).await {
+                        tracing::warn!(goal = %firing.goal, %error, "scheduled fire failed");
+                    }
+                }
+                drop(slot);
+            });
+        }
+    }
+
+    /// Starts a probe for every due heartbeat goal without one in flight,
+    /// at most [`MAX_PROBES_IN_FLIGHT`] at a time. Each probe task sets its
+    /// goal's next probe `heartbeatMs` after it finished.
+    async fn probe_heartbeats(
+        &self,
+        now: Timestamp,
+        fires: &mut JoinSet<()>,
+        tick: &mut Tick,
+    ) -> Result<(), EngineError> {
+        let listed = self.engine.heartbeat_goals().await?;
+        {
+            let firing = self.firing.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut beats = self.beats.lock().unwrap_or_else(PoisonError::into_inner);
+            beats.retain(|id, _| listed.contains(id) || firing.contains(id));
+        }
+        for id in listed {
+            let due = {
+                let beats = self.beats.lock().unwrap_or_else(PoisonError::into_inner);
+                beats
+                    .get(&id)
+                    .and_then(|beat| beat.next_at)
+                    .is_none_or(|at| at <= now)
+            };
+            if !due {
+                continue;
+            }
+            let Ok(permit) = Arc::clone(&self.probes).try_acquire_owned() else {
+                break;
+            };
+            let Some(firing) = self.start_firing(&id) else {
+                continue;
+            };
+            let number = {
+                let mut beats = self.beats.lock().unwrap_or_else(PoisonError::into_inner);
+                let beat = beats.entry(id.clone()).or_default();
+                beat.probes += 1;
+                beat.probes
+            };
+            let engine = Arc::clone(&self.engine);
+            let beats = Arc::clone(&self.beats);
+            fires.spawn(async move {
+                let every_ms = match engine.heartbeat(&firing.goal, number).await {
+                    Ok(heartbeat) => heartbeat.every_ms,
+                    Err(error) => {
+                        tracing::warn!(goal = %firing.goal, %error, "heartbeat failed");
+                        DEFAULT_HEARTBEAT_MS
+                    }
+                };
+                let next_at = engine.clock().now().saturating_add_ms(every_ms);
+                beats
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .entry(firing.goal.clone())
+                    .or_default()
+                    .next_at = Some(next_at);
+                drop(permit);
+            });
+            tick.probed.push(id);
+        }
+        Ok(())
     }
 
     /// Waits until every fire started so far has finished.

@@ -20,9 +20,9 @@ async fn discovery_advertises_goals_and_seams() {
         json!({
             "protocol": "openwop",
             "host": { "name": "goalpost-host", "version": env!("CARGO_PKG_VERSION") },
-            "agents": { "goals": { "judge": "verifier", "continuation": ["manual", "schedule"], "requiresBounds": true } },
+            "agents": { "goals": { "judge": "verifier", "continuation": ["manual", "schedule", "heartbeat"], "requiresBounds": true } },
             "conformanceSeams": { "goals": { "basePath": BASE,
-                "continue": true, "events": true, "fixtures": true, "webhooks": false } }
+                "continue": true, "events": true, "fixtures": true, "webhooks": true } }
         })
     );
 }

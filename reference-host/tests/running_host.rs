@@ -110,3 +110,34 @@ async fn refuses_bad_credentials_and_busy_ports() {
     ));
     first.shutdown().await;
 }
+
+#[tokio::test]
+async fn loads_the_verifiers_file_and_checks_the_webhook_secret() {
+    use std::io::Write;
+
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    let verifiers = json!({ "verifiers": [{ "tenant": "acme", "name": "done",
+        "criteria": [{ "id": "done", "pointer": "/done", "op": "equals", "value": true }] }] });
+    write!(file, "{verifiers}").expect("write");
+    let mut config = Config::conformance_in_memory(vec![("tok".into(), "acme".into())]);
+    config.verifiers = Some(file.path().to_path_buf());
+    config.webhook_secret = Some("s3cret".into());
+    let host = RunningHost::start(config).await.expect("starts");
+    let (status, body) = exchange(&host, "GET", "/v1/host/sample/verifiers/done", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["criteria"][0]["pointer"], "/done");
+    host.shutdown().await;
+
+    let mut bad_secret = Config::conformance_in_memory(vec![]);
+    bad_secret.webhook_secret = Some("two words".into());
+    assert!(matches!(
+        RunningHost::start(bad_secret).await,
+        Err(goalpost_host::HostError::WebhookSecret)
+    ));
+    let mut missing = Config::conformance_in_memory(vec![]);
+    missing.verifiers = Some(file.path().with_extension("missing"));
+    assert!(matches!(
+        RunningHost::start(missing).await,
+        Err(goalpost_host::HostError::Verifiers(_))
+    ));
+}

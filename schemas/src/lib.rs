@@ -45,6 +45,15 @@ schema_set![
     "report",
     "requirements",
     "scenario",
+    "verifier-definition",
+    "verifier-list",
+    "verifier-registration",
+    "webhook-arm-request",
+    "webhook-arm-response",
+    "webhook-heartbeat-request",
+    "webhook-heartbeat-response",
+    "webhook-verifier-request",
+    "webhook-verifier-response",
 ];
 
 /// The prefix of every schema's `$id`; the name and `.schema.json` follow.

@@ -197,6 +197,70 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
         ),
         ("scenario", scenario, true),
         ("scenario", json!({ "title": "t" }), false),
+        (
+            "verifier-definition",
+            json!({ "name": "v", "criteria": [{ "id": "c", "pointer": "/done", "op": "exists", "failureClass": "logical" }], "createdAt": "2026-06-13T00:00:00Z" }),
+            true,
+        ),
+        ("verifier-definition", json!({ "name": "v" }), false),
+        ("verifier-list", json!({ "verifiers": [] }), true),
+        ("verifier-list", json!({ "verifiers": [{}] }), false),
+        (
+            "verifier-registration",
+            json!({ "name": "v", "criteria": [{ "id": "c", "pointer": "", "op": "equals", "value": 1 }] }),
+            true,
+        ),
+        (
+            "verifier-registration",
+            json!({ "name": "v", "criteria": [] }),
+            false,
+        ),
+        (
+            "webhook-arm-request",
+            json!({ "goalId": "g", "runId": "r", "iteration": 1, "objective": "o",
+                    "remaining": { "iterations": 3, "costUsd": null, "deadline": null } }),
+            true,
+        ),
+        ("webhook-arm-request", json!({ "goalId": "g" }), false),
+        ("webhook-arm-response", json!({ "output": null }), true),
+        ("webhook-arm-response", json!({ "costUsd": 1 }), false),
+        (
+            "webhook-heartbeat-request",
+            json!({ "goalId": "g", "probe": "heartbeat", "iteration": 1,
+                    "remaining": { "iterations": null, "costUsd": 1.5, "deadline": "2026-06-13T00:00:00Z" } }),
+            true,
+        ),
+        (
+            "webhook-heartbeat-request",
+            json!({ "goalId": "g", "probe": "ping" }),
+            false,
+        ),
+        ("webhook-heartbeat-response", json!({ "fire": false }), true),
+        (
+            "webhook-heartbeat-response",
+            json!({ "fire": "yes" }),
+            false,
+        ),
+        (
+            "webhook-verifier-request",
+            json!({ "goalId": "g", "runId": "r", "iteration": 1, "output": {} }),
+            true,
+        ),
+        (
+            "webhook-verifier-request",
+            json!({ "goalId": "g", "runId": "r", "iteration": 0, "output": {} }),
+            false,
+        ),
+        (
+            "webhook-verifier-response",
+            json!({ "satisfied": true, "confidence": 0.5 }),
+            true,
+        ),
+        (
+            "webhook-verifier-response",
+            json!({ "satisfied": true }),
+            false,
+        ),
     ]
 }
 

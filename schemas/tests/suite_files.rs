@@ -588,3 +588,483 @@ fn report_objects_are_closed_and_typed() {
         assert_invalid_at("report", &without(&report(), &format!("/{field}")), "");
     }
 }
+
+// The observed profile: the mock block, mockLog steps, clock captures and
+// observations.
+
+fn observed_scenario() -> Value {
+    json!({
+      "title": "The suite counts exactly three runs",
+      "profile": "observed",
+      "requirements": ["observed.bound.iterations-manual"],
+      "needs": { "seams": ["continue", "webhooks"], "continuation": ["manual"] },
+      "checks": 4,
+      "mock": {
+        "verifier": { "satisfyOn": 2, "confidence": 0.8, "criteria": [{ "id": "c1", "verdict": "pass" }],
+                      "replies": [{ "iteration": 1, "status": 500 }, { "call": 2, "rawBody": "{ nope" },
+                                  { "delayMs": 10 }] },
+        "arm": { "output": { "note": "{nonce}" }, "costUsd": 0.25, "escalateOn": 3, "runMs": 5,
+                 "replies": [{ "iteration": 2, "body": { "output": null } }] },
+        "heartbeat": { "fireOn": [2, 4], "replies": [{ "call": 1, "body": { "fire": "yes" } }] }
+      },
+      "observations": [
+        { "what": "runs", "requirement": "observed.bound.iterations-manual", "suite": "{armCalls}", "host": "{iterations}" },
+        { "what": "grace", "suite": 0 }
+      ],
+      "steps": [
+        {
+          "name": "create",
+          "request": { "method": "POST", "path": "{base}", "body": { "objective": "o",
+            "completion": { "check": "verifier", "verifierRef": "{mock.verifier}" },
+            "continuation": { "mode": "manual", "armRef": "{mock.arm}#intervalMs=20" } } },
+          "expect": { "status": 201 },
+          "capture": { "goalId": { "pointer": "/id" }, "createdMs": { "clock": "ms" }, "createdAt": { "clock": "rfc3339" } }
+        },
+        {
+          "name": "count",
+          "mockLog": { "goalId": "{goalId}", "sinceMs": "{createdMs}", "graceMs": 50 },
+          "expect": { "assert": [{ "pointer": "/arm/count", "equals": 3 }, { "pointer": "/arm/count", "lte": "{mock.limit}" }] },
+          "capture": { "armCalls": { "pointer": "/arm/count" }, "seenMs": { "clock": "ms" } },
+          "poll": { "timeoutMs": 1000, "intervalMs": 10 }
+        },
+        {
+          "name": "nothing later",
+          "mockLog": { "sinceMs": 100 },
+          "expect": { "assert": [{ "pointer": "/calls", "length": 0 }] },
+          "observe": { "forMs": 100, "intervalMs": 10 }
+        }
+      ]
+    })
+}
+
+const MOCK_STEP: &str = "/steps/1";
+
+#[test]
+fn an_observed_scenario_is_valid() {
+    assert_valid("scenario", &observed_scenario());
+    assert_valid("scenario", &with(&observed_scenario(), "/mock", json!({})));
+    assert_valid(
+        "scenario",
+        &with(&observed_scenario(), "/steps/2/mockLog", json!({})),
+    );
+}
+
+#[test]
+fn mock_log_steps_send_nothing() {
+    let status = json!({ "status": 200, "assert": [{ "pointer": "/total", "equals": 0 }] });
+    assert_invalid_at(
+        "scenario",
+        &with(&observed_scenario(), "/steps/1/expect", status),
+        "/steps/1/expect",
+    );
+    assert_invalid_at(
+        "scenario",
+        &with(&observed_scenario(), "/steps/1/expect", json!({})),
+        "/steps/1/expect",
+    );
+    let request = json!({ "method": "GET", "path": "{base}" });
+    assert_invalid_at(
+        "scenario",
+        &with(&observed_scenario(), "/steps/1/request", request),
+        MOCK_STEP,
+    );
+    assert_invalid_at(
+        "scenario",
+        &with(
+            &observed_scenario(),
+            "/steps/1/observe",
+            json!({ "forMs": 10, "intervalMs": 5 }),
+        ),
+        MOCK_STEP,
+    );
+}
+
+#[test]
+fn mock_windows_are_typed() {
+    let cases = [
+        ("/steps/1/mockLog/sinceMs", json!(-1)),
+        ("/steps/1/mockLog/sinceMs", json!("{createdMs} ms")),
+        ("/steps/1/mockLog/graceMs", json!(1.5)),
+        ("/steps/1/mockLog/goalId", json!("")),
+        ("/steps/1/mockLog/runId", json!("r")),
+    ];
+    for (pointer, value) in cases {
+        let at = if pointer.ends_with("runId") {
+            "/steps/1/mockLog"
+        } else {
+            pointer
+        };
+        assert_invalid_at("scenario", &with(&observed_scenario(), pointer, value), at);
+    }
+    assert_invalid_at(
+        "scenario",
+        &with(
+            &observed_scenario(),
+            "/steps/2/mockLog",
+            json!({ "graceMs": 5 }),
+        ),
+        "/steps/2/mockLog",
+    );
+}
+
+#[test]
+fn clock_captures_are_ms_or_rfc3339() {
+    assert_invalid_at(
+        "scenario",
+        &with(
+            &observed_scenario(),
+            "/steps/0/capture/createdMs",
+            json!({ "clock": "seconds" }),
+        ),
+        "/steps/0/capture/createdMs/clock",
+    );
+    assert_invalid_at(
+        "scenario",
+        &with(
+            &observed_scenario(),
+            "/steps/0/capture/createdMs",
+            json!({ "clock": "ms", "pointer": "/id" }),
+        ),
+        "/steps/0/capture/createdMs",
+    );
+}
+
+#[test]
+fn mock_scripts_are_closed_and_typed() {
+    let cases = [
+        ("/mock/judge", json!({}), "/mock"),
+        (
+            "/mock/verifier/satisfyOn",
+            json!(0),
+            "/mock/verifier/satisfyOn",
+        ),
+        (
+            "/mock/verifier/confidence",
+            json!(1.5),
+            "/mock/verifier/confidence",
+        ),
+        ("/mock/verifier/threshold", json!(1), "/mock/verifier"),
+        ("/mock/arm/costUsd", json!(-0.1), "/mock/arm/costUsd"),
+        ("/mock/arm/runMs", json!(30001), "/mock/arm/runMs"),
+        (
+            "/mock/heartbeat/fireOn",
+            json!([0]),
+            "/mock/heartbeat/fireOn/0",
+        ),
+        (
+            "/mock/heartbeat/fireOn",
+            json!([2, 2]),
+            "/mock/heartbeat/fireOn",
+        ),
+        (
+            "/mock/arm/replies/0",
+            json!({ "iteration": 2 }),
+            "/mock/arm/replies/0",
+        ),
+        (
+            "/mock/arm/replies/0",
+            json!({ "body": {}, "rawBody": "x" }),
+            "/mock/arm/replies/0",
+        ),
+        (
+            "/mock/verifier/replies/0/status",
+            json!(99),
+            "/mock/verifier/replies/0/status",
+        ),
+        (
+            "/mock/verifier/replies/2/delayMs",
+            json!(30001),
+            "/mock/verifier/replies/2/delayMs",
+        ),
+    ];
+    for (pointer, value, at) in cases {
+        assert_invalid_at("scenario", &with(&observed_scenario(), pointer, value), at);
+    }
+}
+
+#[test]
+fn observations_name_what_and_the_suite_side() {
+    assert_invalid_at(
+        "scenario",
+        &without(&observed_scenario(), "/observations/0/suite"),
+        "/observations/0",
+    );
+    assert_invalid_at(
+        "scenario",
+        &with(&observed_scenario(), "/observations/0/what", json!("")),
+        "/observations/0/what",
+    );
+    assert_invalid_at(
+        "scenario",
+        &with(
+            &observed_scenario(),
+            "/observations/0/requirement",
+            json!("observed"),
+        ),
+        "/observations/0/requirement",
+    );
+    assert_invalid_at(
+        "scenario",
+        &with(&observed_scenario(), "/observations/0/agree", json!(true)),
+        "/observations/0",
+    );
+}
+
+#[test]
+fn dotted_variables_are_the_suites_own() {
+    assert_valid(
+        "scenario",
+        &with(
+            &design_scenario(),
+            ASSERTION,
+            json!({ "pointer": "/n", "gte": "{mock.arm.count}" }),
+        ),
+    );
+    for bad in ["{mock.}", "{.arm}", "{mock..arm}"] {
+        assert_invalid_at(
+            "scenario",
+            &with(
+                &design_scenario(),
+                ASSERTION,
+                json!({ "pointer": "/n", "gte": bad }),
+            ),
+            &format!("{ASSERTION}/gte"),
+        );
+    }
+    // Captures stay plain identifiers, so they never shadow the suite's names.
+    assert_invalid_at(
+        "scenario",
+        &with(
+            &design_scenario(),
+            "/steps/0/capture/mock.arm",
+            json!({ "pointer": "/id" }),
+        ),
+        "/steps/0/capture",
+    );
+}
+
+fn observed_report() -> Value {
+    let mut report = report();
+    report["requirements"][0]["observations"] = json!([
+        { "scenario": "observed::bound-manual", "what": "runs", "suite": 3, "host": 3, "agree": true },
+        { "scenario": "observed::pause-schedule", "what": "in flight", "suite": 0, "agree": null }
+    ]);
+    report["scenarios"][0]["observations"] = json!([
+        { "what": "runs", "requirement": "core.create.bounds-required", "suite": 3, "host": 4, "agree": false },
+        { "what": "not measured", "suite": null, "host": 2, "agree": null }
+    ]);
+    report
+}
+
+#[test]
+fn report_observations_put_the_suite_next_to_the_host() {
+    assert_valid("report", &observed_report());
+    assert_invalid_at(
+        "report",
+        &with(
+            &observed_report(),
+            "/requirements/0/observations/1/agree",
+            json!(true),
+        ),
+        "/requirements/0/observations/1/agree",
+    );
+    assert_invalid_at(
+        "report",
+        &without(
+            &observed_report(),
+            "/requirements/0/observations/0/scenario",
+        ),
+        "/requirements/0/observations/0",
+    );
+    assert_invalid_at(
+        "report",
+        &with(
+            &observed_report(),
+            "/scenarios/0/observations/0/scenario",
+            json!("observed::x"),
+        ),
+        "/scenarios/0/observations/0",
+    );
+    assert_invalid_at(
+        "report",
+        &without(&observed_report(), "/scenarios/0/observations/0/agree"),
+        "/scenarios/0/observations/0",
+    );
+    assert_invalid_at(
+        "report",
+        &with(
+            &observed_report(),
+            "/scenarios/0/observations/0/agree",
+            json!("yes"),
+        ),
+        "/scenarios/0/observations/0/agree",
+    );
+}
+
+/// A hardening scenario: 50 copies of one request at once, asserted on the
+/// aggregate, with a generated padding variable and per-status schemas.
+fn parallel_scenario() -> Value {
+    json!({
+      "title": "Concurrent continues never exceed the bound",
+      "profile": "hardening",
+      "requirements": ["hardening.race.continue-bound"],
+      "needs": { "seams": ["continue"], "continuation": ["manual"], "requiresBounds": true },
+      "generate": { "padding": { "repeat": "x", "times": 70000 } },
+      "checks": 4,
+      "steps": [
+        {
+          "name": "50 continues at once",
+          "request": { "method": "POST", "path": "{base}/{goalId}/continue", "seam": "continue",
+                       "headers": { "X-Copy": "{parallel.index}" } },
+          "parallel": { "count": 50 },
+          "expect": {
+            "status": [200, 409],
+            "schemas": { "200": "continue-response", "409": "error" },
+            "assert": [
+              { "pointer": "/counts/200", "equals": 5 },
+              { "pointer": "/responses", "where": { "/status": 409, "/body/error": "goal_terminal" }, "length": 45 }
+            ]
+          },
+          "capture": { "winner": { "pointer": "/first/200/body/goal/id" } }
+        }
+      ]
+    })
+}
+
+#[test]
+fn a_parallel_scenario_is_valid() {
+    assert_valid("scenario", &parallel_scenario());
+    let one_schema = with(
+        &without(&parallel_scenario(), "/steps/0/expect/schemas"),
+        "/steps/0/expect/schema",
+        json!("error"),
+    );
+    assert_valid("scenario", &one_schema);
+}
+
+#[test]
+fn parallel_counts_and_combinations() {
+    for count in [json!(1), json!(101), json!(2.5), json!("50")] {
+        assert_invalid_at(
+            "scenario",
+            &with(&parallel_scenario(), "/steps/0/parallel/count", count),
+            "/steps/0/parallel/count",
+        );
+    }
+    assert_valid(
+        "scenario",
+        &with(&parallel_scenario(), "/steps/0/parallel/count", json!(2)),
+    );
+    assert_invalid_at(
+        "scenario",
+        &with(&parallel_scenario(), "/steps/0/parallel/spreadMs", json!(5)),
+        "/steps/0/parallel",
+    );
+    let polled = with(
+        &parallel_scenario(),
+        "/steps/0/poll",
+        json!({ "timeoutMs": 100, "intervalMs": 10 }),
+    );
+    assert_invalid_at("scenario", &polled, "/steps/0");
+    let observed = with(
+        &parallel_scenario(),
+        "/steps/0/observe",
+        json!({ "forMs": 100, "intervalMs": 10 }),
+    );
+    assert_invalid_at("scenario", &observed, "/steps/0");
+}
+
+#[test]
+fn schemas_by_status_belong_to_parallel_steps() {
+    let single = without(&parallel_scenario(), "/steps/0/parallel");
+    assert_invalid_at("scenario", &single, "/steps/0/expect");
+    let both = with(
+        &parallel_scenario(),
+        "/steps/0/expect/schema",
+        json!("goal"),
+    );
+    assert_invalid_at("scenario", &both, "/steps/0/expect");
+    for (status, schema) in [
+        ("20", "goal"),
+        ("600", "goal"),
+        ("2xx", "goal"),
+        ("200", "goals"),
+    ] {
+        let mut value = parallel_scenario();
+        value["steps"][0]["expect"]["schemas"] = json!({ status: schema });
+        let at = if schema == "goals" {
+            format!("/steps/0/expect/schemas/{status}")
+        } else {
+            "/steps/0/expect/schemas".to_string()
+        };
+        assert_invalid_at("scenario", &value, &at);
+    }
+    let mut empty = parallel_scenario();
+    empty["steps"][0]["expect"]["schemas"] = json!({});
+    assert_invalid_at("scenario", &empty, "/steps/0/expect/schemas");
+}
+
+#[test]
+fn raw_base64_bodies_are_bytes() {
+    let request = "/steps/0/request";
+    let raw = without(&design_scenario(), "/steps/0/request/body");
+    let bytes = with(
+        &raw,
+        "/steps/0/request/rawBodyBase64",
+        json!("eyJhIjoi/yJ9"),
+    );
+    assert_valid("scenario", &bytes);
+    assert_valid(
+        "scenario",
+        &with(&bytes, "/steps/0/request/contentType", json!("text/plain")),
+    );
+    assert_invalid_at(
+        "scenario",
+        &with(&raw, "/steps/0/request/rawBodyBase64", json!("not base64!")),
+        "/steps/0/request/rawBodyBase64",
+    );
+    let with_json = with(
+        &design_scenario(),
+        "/steps/0/request/rawBodyBase64",
+        json!("e30="),
+    );
+    assert_invalid_at("scenario", &with_json, request);
+    let with_text = with(&bytes, "/steps/0/request/rawBody", json!("{}"));
+    assert_invalid_at("scenario", &with_text, request);
+}
+
+#[test]
+fn generated_variables_and_the_requires_bounds_need() {
+    let generate = "/generate";
+    for (name, spec) in [
+        ("nonce", json!({ "repeat": "x", "times": 2 })),
+        ("two-words", json!({ "repeat": "x", "times": 2 })),
+        ("padding", json!({ "repeat": "", "times": 2 })),
+        ("padding", json!({ "repeat": "x", "times": 0 })),
+        ("padding", json!({ "repeat": "x" })),
+        ("padding", json!({ "repeat": "x", "times": 2, "then": "y" })),
+    ] {
+        let mut value = parallel_scenario();
+        value["generate"] = json!({ name: spec });
+        let violation_at = if name == "padding" {
+            format!("{generate}/padding")
+        } else {
+            generate.to_string()
+        };
+        let found = support::schemas()
+            .validate("scenario", &value)
+            .expect_err("an invalid generate entry")
+            .iter()
+            .any(|v| v.pointer.starts_with(&violation_at));
+        assert!(found, "{name}: {spec} should be refused at {violation_at}");
+    }
+    assert_invalid_at(
+        "scenario",
+        &with(&parallel_scenario(), "/needs/requiresBounds", json!("yes")),
+        "/needs/requiresBounds",
+    );
+    assert_valid(
+        "scenario",
+        &with(&parallel_scenario(), "/needs/requiresBounds", json!(false)),
+    );
+}

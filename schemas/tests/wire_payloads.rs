@@ -383,3 +383,192 @@ fn attention() {
         "",
     );
 }
+
+fn remaining() -> Value {
+    json!({ "iterations": 2, "costUsd": 0.7, "deadline": "2026-06-13T00:00:05.000Z" })
+}
+
+#[test]
+fn webhook_requests_are_the_documented_projections() {
+    let arm = json!({ "goalId": "goal-1", "runId": "run-1", "iteration": 2,
+                      "objective": "goalpost n1 ship it", "remaining": remaining() });
+    assert_valid("webhook-arm-request", &arm);
+    let unbounded = json!({ "iterations": null, "costUsd": null, "deadline": null });
+    assert_valid("webhook-arm-request", &with(&arm, "/remaining", unbounded));
+    assert_invalid_at("webhook-arm-request", &without(&arm, "/objective"), "");
+    assert_invalid_at(
+        "webhook-arm-request",
+        &with(&arm, "/remaining/iterations", json!(-1)),
+        "/remaining/iterations",
+    );
+    assert_invalid_at(
+        "webhook-arm-request",
+        &with(&arm, "/remaining/deadline", json!("tomorrow")),
+        "/remaining/deadline",
+    );
+    assert_invalid_at(
+        "webhook-arm-request",
+        &without(&arm, "/remaining/costUsd"),
+        "/remaining",
+    );
+    assert_invalid_at(
+        "webhook-arm-request",
+        &with(&arm, "/state", json!("active")),
+        "",
+    );
+
+    let verifier = json!({ "goalId": "goal-1", "runId": "run-1", "iteration": 1,
+                           "output": { "done": true } });
+    assert_valid("webhook-verifier-request", &verifier);
+    assert_invalid_at(
+        "webhook-verifier-request",
+        &with(&verifier, "/objective", json!("leaked")),
+        "",
+    );
+    assert_invalid_at(
+        "webhook-verifier-request",
+        &without(&verifier, "/output"),
+        "",
+    );
+
+    let probe = json!({ "goalId": "goal-1", "probe": "heartbeat", "iteration": 3,
+                        "remaining": remaining() });
+    assert_valid("webhook-heartbeat-request", &probe);
+    assert_invalid_at(
+        "webhook-heartbeat-request",
+        &with(&probe, "/probe", json!("schedule")),
+        "/probe",
+    );
+    assert_invalid_at(
+        "webhook-heartbeat-request",
+        &with(&probe, "/remaining", json!({})),
+        "/remaining",
+    );
+}
+
+#[test]
+fn webhook_answers() {
+    let verdict = json!({ "satisfied": true, "confidence": 0.8, "criteria": [
+        { "id": "c1", "verdict": "pass" },
+        { "id": "c2", "verdict": "fail", "failureClass": "logical" },
+        { "id": "c3", "verdict": "fail", "failureClass": null }
+    ] });
+    // Schema-valid although the criteria outvote the flag: aggregation is the
+    // host's job, not the schema's.
+    assert_valid("webhook-verifier-response", &verdict);
+    assert_valid(
+        "webhook-verifier-response",
+        &with(&verdict, "/criteria", json!(null)),
+    );
+    for (pointer, value, at) in [
+        ("/confidence", json!(1.5), "/confidence"),
+        ("/satisfied", json!("yes"), "/satisfied"),
+        ("/criteria/0/verdict", json!("maybe"), "/criteria/0/verdict"),
+        (
+            "/criteria/1/failureClass",
+            json!("cosmic"),
+            "/criteria/1/failureClass",
+        ),
+        ("/extra", json!(1), ""),
+    ] {
+        assert_invalid_at(
+            "webhook-verifier-response",
+            &with(&verdict, pointer, value),
+            at,
+        );
+    }
+    assert_invalid_at(
+        "webhook-verifier-response",
+        &without(&verdict, "/confidence"),
+        "",
+    );
+
+    let run = json!({ "output": { "done": true }, "costUsd": 0.25,
+                      "escalate": { "kind": "confidence", "reason": "unsure" } });
+    assert_valid("webhook-arm-response", &run);
+    assert_valid("webhook-arm-response", &json!({ "output": "text" }));
+    assert_valid(
+        "webhook-arm-response",
+        &json!({ "output": null, "costUsd": null, "escalate": null }),
+    );
+    assert_invalid_at("webhook-arm-response", &without(&run, "/output"), "");
+    assert_invalid_at(
+        "webhook-arm-response",
+        &with(&run, "/costUsd", json!(-0.1)),
+        "/costUsd",
+    );
+    assert_invalid_at(
+        "webhook-arm-response",
+        &without(&run, "/escalate/reason"),
+        "/escalate",
+    );
+
+    assert_valid("webhook-heartbeat-response", &json!({ "fire": true }));
+    assert_invalid_at("webhook-heartbeat-response", &json!({}), "");
+    assert_invalid_at("webhook-heartbeat-response", &json!({ "fire": 1 }), "/fire");
+}
+
+#[test]
+fn criteria_verifier_registration() {
+    let registration = json!({ "name": "release-ready", "criteria": [
+        { "id": "tests", "pointer": "/tests/failed", "op": "equals", "value": 0 },
+        { "id": "notes", "pointer": "/notes", "op": "exists" },
+        { "id": "score", "pointer": "/score", "op": "gte", "value": 0.8, "failureClass": "logical" },
+        { "id": "tag", "pointer": "/tag", "op": "matches", "value": "v1.*" },
+        { "id": "no-todo", "pointer": "/a~1b/~0c", "op": "notEquals", "value": "TODO" },
+        { "id": "gone", "pointer": "/draft", "op": "exists", "value": false, "failureClass": "environmental" }
+    ] });
+    assert_valid("verifier-registration", &registration);
+    for (pointer, value, at) in [
+        ("/name", json!("has space"), "/name"),
+        ("/name", json!("-leading"), "/name"),
+        ("/name", json!("conformance:verifier"), "/name"),
+        ("/criteria/0/pointer", json!("tests"), "/criteria/0/pointer"),
+        (
+            "/criteria/0/pointer",
+            json!("/bad~2escape"),
+            "/criteria/0/pointer",
+        ),
+        ("/criteria/0/op", json!("approx"), "/criteria/0/op"),
+        ("/criteria/2/value", json!("0.8"), "/criteria/2/value"),
+        ("/criteria/3/value", json!(1), "/criteria/3/value"),
+        ("/criteria/1/value", json!("yes"), "/criteria/1/value"),
+        (
+            "/criteria/0/failureClass",
+            json!(null),
+            "/criteria/0/failureClass",
+        ),
+        ("/criteria/0/weight", json!(2), "/criteria/0"),
+    ] {
+        assert_invalid_at(
+            "verifier-registration",
+            &with(&registration, pointer, value),
+            at,
+        );
+    }
+    assert_invalid_at(
+        "verifier-registration",
+        &without(&registration, "/criteria/0/value"),
+        "/criteria/0",
+    );
+    assert_invalid_at(
+        "verifier-registration",
+        &with(&registration, "/criteria", json!([])),
+        "/criteria",
+    );
+
+    let definition = json!({ "name": "release-ready", "createdAt": "2026-06-13T00:00:00.000Z",
+        "criteria": [{ "id": "notes", "pointer": "/notes", "op": "exists", "failureClass": "logical" }] });
+    assert_valid("verifier-definition", &definition);
+    assert_invalid_at(
+        "verifier-definition",
+        &without(&definition, "/criteria/0/failureClass"),
+        "/criteria/0",
+    );
+    assert_valid("verifier-list", &json!({ "verifiers": [definition] }));
+    assert_invalid_at(
+        "verifier-list",
+        &json!({ "verifiers": [without(&definition, "/createdAt")] }),
+        "/verifiers/0",
+    );
+}

@@ -66,15 +66,37 @@ pub fn needs_json(assertion: &Assertion) -> bool {
 }
 
 pub fn evaluate(assertion: &Assertion, exchange: &Exchange, vars: &Vars) -> Result<(), Verdict> {
+    let target = match &assertion.target {
+        Target::Pointer(pointer) => exchange.json()?.pointer(pointer).cloned(),
+        Target::Header(name) => exchange.header(name).map(Value::String),
+    };
+    evaluate_target(assertion, target, vars)
+}
+
+/// Evaluates an assertion against a JSON document that is not an HTTP
+/// answer (the mock's call log): pointers only, there are no headers.
+pub fn evaluate_json(assertion: &Assertion, document: &Value, vars: &Vars) -> Result<(), Verdict> {
+    match &assertion.target {
+        Target::Pointer(pointer) => {
+            evaluate_target(assertion, document.pointer(pointer).cloned(), vars)
+        }
+        Target::Header(name) => Err(Verdict::Error(RunError::Scenario(format!(
+            "assertion {}: header {name} asked of a document without headers",
+            assertion.pointer
+        )))),
+    }
+}
+
+fn evaluate_target(
+    assertion: &Assertion,
+    target: Option<Value>,
+    vars: &Vars,
+) -> Result<(), Verdict> {
     let scenario_error = |error: crate::template::TemplateError| {
         Verdict::Error(RunError::Scenario(format!(
             "assertion {}: {error}",
             assertion.pointer
         )))
-    };
-    let target = match &assertion.target {
-        Target::Pointer(pointer) => exchange.json()?.pointer(pointer).cloned(),
-        Target::Header(name) => exchange.header(name).map(Value::String),
     };
     let mut filter = Vec::with_capacity(assertion.filter.len());
     for (pointer, value) in &assertion.filter {
@@ -629,6 +651,34 @@ mod tests {
         assert!(matches!(
             evaluate(&wrong, &exchange, &vars),
             Err(Verdict::Mismatch(_))
+        ));
+    }
+
+    #[test]
+    fn evaluate_json_reads_a_plain_document() {
+        let vars = vars();
+        let log = json!({"arm": {"count": 3, "runIds": ["r1", "r2", "r3"]},
+                         "calls": [{"endpoint": "arm", "atMs": 5}, {"endpoint": "verifier", "atMs": 9}]});
+        let count = assertion(
+            Target::Pointer("/arm/count".into()),
+            Predicate::Equals(json!("{three}")),
+        );
+        assert_eq!(evaluate_json(&count, &log, &vars), Ok(()));
+        let mut times = assertion(Target::Pointer("/calls".into()), Predicate::Increasing);
+        times.map = Some("/atMs".to_string());
+        assert_eq!(evaluate_json(&times, &log, &vars), Ok(()));
+        let wrong = assertion(
+            Target::Pointer("/arm/count".into()),
+            Predicate::Equals(json!(4)),
+        );
+        assert!(matches!(
+            evaluate_json(&wrong, &log, &vars),
+            Err(Verdict::Mismatch(_))
+        ));
+        let header = assertion(Target::Header("ETag".into()), Predicate::Exists(true));
+        assert!(matches!(
+            evaluate_json(&header, &log, &vars),
+            Err(Verdict::Error(RunError::Scenario(_)))
         ));
     }
 

@@ -16,12 +16,18 @@ pub struct BundledHost {
 impl BundledHost {
     /// Starts the host on 127.0.0.1:0 with an in-memory database and the
     /// conformance seams on, knowing `token_a` as tenant A and `token_b` as
-    /// tenant B. Must run inside the run's tokio runtime.
-    pub async fn start(token_a: &str, token_b: &str) -> Result<BundledHost, String> {
-        let config = goalpost_host::Config::conformance_in_memory(vec![
+    /// tenant B, signing its webhook calls with `webhook_secret`. Must run
+    /// inside the run's tokio runtime.
+    pub async fn start(
+        token_a: &str,
+        token_b: &str,
+        webhook_secret: Option<&str>,
+    ) -> Result<BundledHost, String> {
+        let mut config = goalpost_host::Config::conformance_in_memory(vec![
             (token_a.to_string(), TENANT_A.to_string()),
             (token_b.to_string(), TENANT_B.to_string()),
         ]);
+        config.webhook_secret = webhook_secret.map(str::to_string);
         let host = goalpost_host::RunningHost::start(config)
             .await
             .map_err(|error| error.to_string())?;

@@ -23,9 +23,90 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the scenarios against a host and write report.json and junit.xml.
+    /// Run the scenarios against a host and write the reports (json, html,
+    /// md, junit, badges).
     #[command(after_help = HARNESS_HELP)]
     Run(RunArgs),
+    /// Validate JSON payloads against one of goalpost's schemas.
+    #[command(after_help = VALIDATE_HELP)]
+    Validate(ValidateArgs),
+    /// List the schema names `validate` accepts.
+    Schemas,
+    /// Show a requirement: its SPEC clause, its text and the scenarios that
+    /// prove it.
+    Explain(ExplainArgs),
+    /// Check the scenarios for claims a broken host could pass (vacuity lint).
+    #[command(after_help = LINT_HELP)]
+    Lint(LintArgs),
+    /// List the requirements with their scenarios and the mutants of the
+    /// reference host that prove each can fail (mutation-verified or not).
+    #[command(after_help = LIST_HELP)]
+    List(ListArgs),
+}
+
+const LIST_HELP: &str = "\
+One line per requirement: id, level, how many scenarios name it, whether it is
+mutation-verified and the mutants that prove it (`goalpost-host --mutant NAME`,
+a build with the `mutants` feature); then a summary naming any MUST without a
+mutant. `cargo test` (tests/kill_matrix.rs) proves every listed mutant is killed.
+
+Exit codes: 0 listed; 2 the folder cannot be read.";
+
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// List the requirements (the only listing there is).
+    #[arg(long, required = true)]
+    pub requirements: bool,
+    /// The scenarios folder [default: scenarios/ found by walking up from the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<std::path::PathBuf>,
+}
+
+const LINT_HELP: &str = "\
+Prints one `FILE POINTER: [RULE] message` line per finding; docs/DESIGN.md
+(\"Vacuity lint\") explains every rule.
+
+Exit codes: 0 no findings; 1 findings; 2 the folder cannot be read (a file that is
+not JSON, an unusable requirements.json).";
+
+#[derive(Debug, Clone, Args)]
+pub struct LintArgs {
+    /// The scenarios folder [default: scenarios/ found by walking up from the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
+    /// Read the JSON Schemas from DIR instead of the embedded copies.
+    #[arg(long, value_name = "DIR")]
+    pub schemas: Option<PathBuf>,
+}
+
+const VALIDATE_HELP: &str = "\
+Prints `FILE: valid` or `FILE: invalid, N errors` followed by one `pointer: message`
+line per error.
+
+Exit codes: 0 every payload is valid; 1 one is invalid; 2 a file cannot be read or is
+not JSON, or the schema is unknown.";
+
+#[derive(Debug, Clone, Args)]
+pub struct ValidateArgs {
+    /// The schema to validate against (`goalpost schemas` lists them).
+    #[arg(value_name = "SCHEMA")]
+    pub schema: String,
+    /// JSON files to validate; `-` or none reads standard input.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Read the JSON Schemas from DIR instead of the embedded copies.
+    #[arg(long, value_name = "DIR")]
+    pub schemas: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExplainArgs {
+    /// A requirement id, e.g. `core.create.bounds-required`.
+    #[arg(value_name = "REQ-ID")]
+    pub id: String,
+    /// The scenarios folder [default: scenarios/ found by walking up from the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
 }
 
 const HARNESS_HELP: &str = "\
@@ -70,15 +151,57 @@ pub struct RunArgs {
     /// Read the JSON Schemas from DIR instead of the embedded copies.
     #[arg(long, value_name = "DIR")]
     pub schemas: Option<PathBuf>,
-    /// Multiply request timeouts and poll deadlines by F, for slow hosts.
+    /// Multiply the connect and request deadlines (body included) and poll deadlines by F, for slow hosts.
     #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_scale)]
     pub timeout_scale: f64,
+    /// Run the trials in a shuffled order (the seed is printed and recorded in report.json).
+    #[arg(long)]
+    pub shuffle: bool,
+    /// Seed for --shuffle, to replay an order (implies --shuffle) [default: random].
+    #[arg(long, value_name = "N", value_parser = parse_seed)]
+    pub seed: Option<u64>,
+    /// Print only the summary; the harness's progress lines go to harness.log in the report folder.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// The observed profile's webhook mock (boxed: rarely given, and it
+    /// keeps `Command` small).
+    #[command(flatten)]
+    pub callback: Box<CallbackArgs>,
+}
+
+/// Where the suite's webhook mock listens and what the host signs with.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CallbackArgs {
+    /// Where the suite's webhook mock listens (observed profile) [default: 127.0.0.1:0].
+    #[arg(long, env = "GOALPOST_CALLBACK_LISTEN", value_name = "ADDR")]
+    pub callback_listen: Option<std::net::SocketAddr>,
+    /// The base URL a remote host calls to reach the mock [default: http://ADDR as bound].
+    #[arg(long, env = "GOALPOST_CALLBACK_URL", value_name = "URL")]
+    pub callback_url: Option<String>,
+    /// The host's webhook secret, so the mock can check every call carries it.
+    #[arg(
+        long,
+        env = "GOALPOST_WEBHOOK_SECRET",
+        value_name = "S",
+        hide_env_values = true
+    )]
+    pub webhook_secret: Option<String>,
 }
 
 fn parse_scale(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(scale) if scale.is_finite() && scale > 0.0 && scale <= 100.0 => Ok(scale),
         _ => Err(format!("`{text}` is not a number in (0, 100]")),
+    }
+}
+
+fn parse_seed(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(seed) if seed <= crate::shuffle::MAX_SEED => Ok(seed),
+        _ => Err(format!(
+            "`{text}` is not a whole number in 0..={}",
+            crate::shuffle::MAX_SEED
+        )),
     }
 }
 
@@ -92,23 +215,33 @@ const VALUE_OPTIONS: &[&str] = &[
     "--scenarios",
     "--schemas",
     "--timeout-scale",
+    "--seed",
+    "--callback-listen",
+    "--callback-url",
+    "--webhook-secret",
 ];
-const FLAG_OPTIONS: &[&str] = &["--strict", "--help", "-h"];
+const FLAG_OPTIONS: &[&str] = &["--strict", "--quiet", "-q", "--shuffle", "--help", "-h"];
 
 /// Splits the process arguments into ours (program name first) and the
 /// harness's (program name first). Up to the `run` subcommand everything is
 /// ours; after it, our options (and their values) are ours, `--` hands the
-/// rest to the harness, and any other argument is the harness's.
+/// rest to the harness, and any other argument is the harness's. Only the
+/// first word that is not an option names the subcommand, so a `validate`
+/// file called `run` stays ours.
 pub fn split_args(args: impl IntoIterator<Item = OsString>) -> (Vec<OsString>, Vec<OsString>) {
     let mut args = args.into_iter();
     let program = args.next().unwrap_or_else(|| OsString::from("goalpost"));
     let mut ours = vec![program.clone()];
     let mut harness = vec![program];
     let mut seen_run = false;
+    let mut seen_subcommand = false;
     let mut rest = args.peekable();
     while let Some(arg) = rest.next() {
         if !seen_run {
-            seen_run = arg == OsStr::new("run");
+            if !seen_subcommand && !arg.to_string_lossy().starts_with('-') {
+                seen_subcommand = true;
+                seen_run = arg == OsStr::new("run");
+            }
             ours.push(arg);
             continue;
         }
@@ -213,7 +346,9 @@ mod tests {
             "behavior::",
         ]))
         .unwrap();
-        let Command::Run(run) = cli.command;
+        let Command::Run(run) = cli.command else {
+            panic!("expected the run subcommand");
+        };
         assert_eq!(run.token.as_deref(), Some("t"));
         assert_eq!(run.profiles, ["core", "behavior"]);
         assert_eq!(run.timeout_scale, 2.5);
@@ -227,5 +362,98 @@ mod tests {
         assert!(parse(os(&["goalpost", "run", "--timeout-scale", "0"])).is_err());
         assert!(parse(os(&["goalpost", "run", "--", "--no-such-flag"])).is_err());
         assert!(parse(os(&["goalpost"])).is_err());
+    }
+
+    #[test]
+    fn other_subcommands_keep_every_argument() {
+        let (cli, _) = parse(os(&["goalpost", "validate", "goal", "run", "-"])).unwrap();
+        let Command::Validate(args) = cli.command else {
+            panic!("expected validate");
+        };
+        assert_eq!(args.schema, "goal");
+        assert_eq!(args.files, [PathBuf::from("run"), PathBuf::from("-")]);
+        let (cli, _) = parse(os(&["goalpost", "explain", "core.a.b"])).unwrap();
+        assert!(
+            matches!(cli.command, Command::Explain(ExplainArgs { ref id, .. }) if id == "core.a.b")
+        );
+        assert!(matches!(
+            parse(os(&["goalpost", "schemas"])).unwrap().0.command,
+            Command::Schemas
+        ));
+        assert!(parse(os(&["goalpost", "validate"])).is_err());
+    }
+
+    #[test]
+    fn shuffle_and_seed_are_ours_and_seeds_fit_in_a_double() {
+        let (cli, harness) = parse(os(&[
+            "goalpost",
+            "run",
+            "--shuffle",
+            "--seed",
+            "42",
+            "--test-threads",
+            "2",
+        ]))
+        .unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("expected run");
+        };
+        assert!(run.shuffle);
+        assert_eq!(run.seed, Some(42));
+        assert_eq!(harness.test_threads, Some(2));
+        let max = crate::shuffle::MAX_SEED.to_string();
+        assert!(parse(os(&["goalpost", "run", "--seed", &max])).is_ok());
+        let over = (crate::shuffle::MAX_SEED + 1).to_string();
+        assert!(parse(os(&["goalpost", "run", "--seed", &over])).is_err());
+        assert!(parse(os(&["goalpost", "run", "--seed", "-1"])).is_err());
+    }
+
+    #[test]
+    fn lint_takes_a_scenarios_folder() {
+        let (cli, _) = parse(os(&["goalpost", "lint", "--scenarios", "dir"])).unwrap();
+        let Command::Lint(args) = cli.command else {
+            panic!("expected lint");
+        };
+        assert_eq!(args.scenarios, Some(PathBuf::from("dir")));
+    }
+
+    #[test]
+    fn quiet_is_ours_and_the_rest_still_reaches_the_harness() {
+        let (cli, harness) = parse(os(&["goalpost", "run", "--quiet", "--list"])).unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("expected run");
+        };
+        assert!(run.quiet);
+        assert!(harness.list);
+        assert!(!harness.quiet);
+    }
+
+    #[test]
+    fn callback_options_are_ours() {
+        let (cli, harness) = parse(os(&[
+            "goalpost",
+            "run",
+            "--callback-listen",
+            "0.0.0.0:9000",
+            "--callback-url=http://suite:9000",
+            "--webhook-secret",
+            "s",
+            "observed::",
+        ]))
+        .unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("expected run");
+        };
+        assert_eq!(
+            run.callback.callback_listen,
+            Some("0.0.0.0:9000".parse().unwrap())
+        );
+        assert_eq!(
+            run.callback.callback_url.as_deref(),
+            Some("http://suite:9000")
+        );
+        assert_eq!(run.callback.webhook_secret.as_deref(), Some("s"));
+        assert_eq!(harness.filter.as_deref(), Some("observed::"));
+        assert!(parse(os(&["goalpost", "run", "--callback-listen", "nowhere"])).is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! default decided, every path found, before anything starts.
 
 use std::collections::BTreeSet;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use time::OffsetDateTime;
@@ -10,6 +11,7 @@ use crate::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B};
 use crate::cli::RunArgs;
 use crate::error::StartError;
 use crate::loader::REQUIREMENTS_FILE;
+use crate::shuffle::TrialOrder;
 
 /// Trials run at once unless `--test-threads` says otherwise. Scenarios
 /// spend their time waiting on the host, not computing, so this is more
@@ -49,6 +51,39 @@ pub struct RunConfig {
     pub harness: libtest_mimic::Arguments,
     /// Wall clock for the report's timestamps.
     pub now: fn() -> OffsetDateTime,
+    /// Where the webhook mock listens and how the host reaches it.
+    pub callback: Callback,
+    /// `--shuffle` / `--seed`: the order trials run in.
+    pub order: TrialOrder,
+}
+
+/// The observed profile's side of the configuration: the suite's webhook
+/// mock and the secret the host signs its calls with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Callback {
+    /// `--callback-listen`; 127.0.0.1 on a free port when absent.
+    pub listen: Option<SocketAddr>,
+    /// `--callback-url`: the base URL the host calls.
+    pub url: Option<String>,
+    /// The host's webhook secret when the suite knows it. Against the
+    /// bundled host the suite makes one up and configures the host with it.
+    pub secret: Option<String>,
+}
+
+impl Callback {
+    pub fn mock_config(&self) -> crate::mock::MockConfig {
+        let mut config = crate::mock::MockConfig::local(self.secret.clone());
+        if let Some(listen) = self.listen {
+            config.listen = listen;
+        }
+        config.public_url = self.url.clone();
+        config
+    }
+}
+
+/// A secret for the bundled host's webhook calls, new every run.
+fn made_up_secret() -> String {
+    format!("goalpost-{}", uuid::Uuid::new_v4().simple())
 }
 
 impl RunConfig {
@@ -72,6 +107,11 @@ impl RunConfig {
             timeout_scale: 1.0,
             harness: with_default_threads(harness),
             now: OffsetDateTime::now_utc,
+            callback: Callback {
+                secret: Some(made_up_secret()),
+                ..Callback::default()
+            },
+            order: TrialOrder::Catalog,
         }
     }
 
@@ -98,7 +138,7 @@ impl RunConfig {
         cwd: &Path,
     ) -> Result<RunConfig, StartError> {
         let host = match args.host {
-            Some(url) => HostChoice::Remote(check_url(&url)?),
+            Some(url) => HostChoice::Remote(check_url(&url, "--host")?),
             None => HostChoice::Bundled,
         };
         let (token_a, token_b) = match (&host, args.token) {
@@ -141,6 +181,25 @@ impl RunConfig {
         };
         let profiles: BTreeSet<String> = args.profiles.into_iter().collect();
         let profiles = (!profiles.is_empty()).then_some(profiles);
+        let callback_args = *args.callback;
+        if callback_args.callback_url.is_some() && callback_args.callback_listen.is_none() {
+            return Err(StartError::Config(
+                "--callback-url needs --callback-listen (the address the mock binds to reach that URL)"
+                    .to_string(),
+            ));
+        }
+        let callback = Callback {
+            listen: callback_args.callback_listen,
+            url: callback_args
+                .callback_url
+                .as_deref()
+                .map(|url| check_url(url, "--callback-url"))
+                .transpose()?,
+            secret: match (&host, callback_args.webhook_secret) {
+                (HostChoice::Bundled, None) => Some(made_up_secret()),
+                (_, given) => given,
+            },
+        };
         Ok(RunConfig {
             host,
             token_a,
@@ -153,6 +212,14 @@ impl RunConfig {
             timeout_scale: args.timeout_scale,
             harness: with_default_threads(harness),
             now: OffsetDateTime::now_utc,
+            callback,
+            order: match (args.shuffle, args.seed) {
+                (_, Some(seed)) => TrialOrder::Shuffled { seed },
+                (true, None) => TrialOrder::Shuffled {
+                    seed: crate::shuffle::random_seed(),
+                },
+                (false, None) => TrialOrder::Catalog,
+            },
         })
     }
 }
@@ -162,7 +229,7 @@ fn with_default_threads(mut harness: libtest_mimic::Arguments) -> libtest_mimic:
     harness
 }
 
-fn check_url(url: &str) -> Result<String, StartError> {
+fn check_url(url: &str, option: &str) -> Result<String, StartError> {
     let trimmed = url.trim_end_matches('/');
     let rest = trimmed
         .strip_prefix("http://")
@@ -170,7 +237,7 @@ fn check_url(url: &str) -> Result<String, StartError> {
     match rest {
         Some(authority) if !authority.is_empty() => Ok(trimmed.to_string()),
         _ => Err(StartError::Config(format!(
-            "--host must be an http:// or https:// base URL, got `{url}`"
+            "{option} must be an http:// or https:// base URL, got `{url}`"
         ))),
     }
 }
@@ -191,6 +258,7 @@ pub fn workspace_root(cwd: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::CallbackArgs;
 
     fn resolve(args: RunArgs) -> Result<RunConfig, StartError> {
         let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -254,6 +322,83 @@ mod tests {
         assert!(remote("http://h", None).is_err());
         assert!(remote("h:8080", Some("t")).is_err());
         assert!(remote("http://", Some("t")).is_err());
+    }
+
+    #[test]
+    fn a_seed_implies_shuffle_and_shuffle_alone_draws_one() {
+        assert_eq!(
+            resolve(RunArgs::default()).unwrap().order,
+            TrialOrder::Catalog
+        );
+        let seeded = resolve(RunArgs {
+            seed: Some(9),
+            ..RunArgs::default()
+        })
+        .unwrap();
+        assert_eq!(seeded.order, TrialOrder::Shuffled { seed: 9 });
+        let drawn = resolve(RunArgs {
+            shuffle: true,
+            ..RunArgs::default()
+        })
+        .unwrap();
+        assert!(drawn.order.seed().is_some());
+    }
+
+    #[test]
+    fn the_callback_defaults_to_a_local_mock_and_a_made_up_secret() {
+        let bundled = resolve(RunArgs::default()).unwrap();
+        assert_eq!(bundled.callback.listen, None);
+        assert!(bundled.callback.secret.is_some());
+        let mock = bundled.callback.mock_config();
+        assert!(mock.listen.ip().is_loopback());
+        assert_eq!(mock.public_url, None);
+        let other = resolve(RunArgs::default()).unwrap();
+        assert_ne!(bundled.callback.secret, other.callback.secret);
+        let remote = resolve(RunArgs {
+            host: Some("http://h".to_string()),
+            token: Some("t".to_string()),
+            callback: Box::new(CallbackArgs {
+                callback_listen: Some("0.0.0.0:9000".parse().unwrap()),
+                callback_url: Some("http://suite.example:9000/".to_string()),
+                webhook_secret: Some("s".to_string()),
+            }),
+            ..RunArgs::default()
+        })
+        .unwrap();
+        assert_eq!(
+            remote.callback.url.as_deref(),
+            Some("http://suite.example:9000")
+        );
+        assert_eq!(remote.callback.secret.as_deref(), Some("s"));
+        assert_eq!(remote.callback.mock_config().listen.port(), 9000);
+        let unknown = resolve(RunArgs {
+            host: Some("http://h".to_string()),
+            token: Some("t".to_string()),
+            ..RunArgs::default()
+        })
+        .unwrap();
+        assert_eq!(unknown.callback.secret, None);
+    }
+
+    #[test]
+    fn a_callback_url_needs_a_listen_address_and_http() {
+        let url_only = resolve(RunArgs {
+            callback: Box::new(CallbackArgs {
+                callback_url: Some("http://suite:9000".to_string()),
+                ..CallbackArgs::default()
+            }),
+            ..RunArgs::default()
+        });
+        assert!(url_only.is_err());
+        let not_http = resolve(RunArgs {
+            callback: Box::new(CallbackArgs {
+                callback_listen: Some("127.0.0.1:0".parse().unwrap()),
+                callback_url: Some("suite:9000".to_string()),
+                ..CallbackArgs::default()
+            }),
+            ..RunArgs::default()
+        });
+        assert!(not_http.is_err());
     }
 
     #[test]

@@ -13,6 +13,11 @@ use crate::http::{Http, Outgoing};
 pub const DISCOVERY_PATH: &str = "/.well-known/openwop";
 /// `{base}` when the host does not name one in `conformanceSeams`.
 pub const DEFAULT_BASE_PATH: &str = "/v1/host/sample/goals";
+/// Template variables every scenario run gets from discovery.
+pub const VARIABLES: &[&str] = &["discovery.judge"];
+/// `{discovery.judge}` when the host names no judge (its discovery
+/// scenario fails on that; the creates should still say something valid).
+pub const DEFAULT_JUDGE: &str = "verifier";
 
 /// What the host says it can do, as far as gating scenarios goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +29,11 @@ pub struct Capabilities {
     /// Seams whose flag in `conformanceSeams.goals` is `true`.
     pub seams: BTreeSet<String>,
     pub base_path: String,
+    /// `agents.goals.judge`, when it is a string.
+    pub judge: Option<String>,
+    /// `agents.goals.requiresBounds`; true when absent or not a boolean,
+    /// as SPEC §1 defaults it.
+    pub requires_bounds: bool,
 }
 
 impl Capabilities {
@@ -64,7 +74,24 @@ impl Capabilities {
                 .unwrap_or(DEFAULT_BASE_PATH)
                 .trim_end_matches('/')
                 .to_string(),
+            judge: goals
+                .and_then(|g| g.get("judge"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            requires_bounds: goals
+                .and_then(|g| g.get("requiresBounds"))
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
         }
+    }
+
+    /// The `{discovery.*}` variables: values a scenario may use where the
+    /// host's choice does not matter to what it proves.
+    pub fn variables(&self) -> Vec<(&'static str, Value)> {
+        vec![(
+            "discovery.judge",
+            Value::from(self.judge.as_deref().unwrap_or(DEFAULT_JUDGE)),
+        )]
     }
 }
 
@@ -130,6 +157,29 @@ mod tests {
         );
         assert_eq!(caps.seams, ["continue", "events"].map(String::from).into());
         assert_eq!(caps.base_path, "/x/goals");
+        assert_eq!(caps.judge.as_deref(), Some("verifier"));
+        assert!(
+            caps.requires_bounds,
+            "absent requiresBounds defaults to true"
+        );
+    }
+
+    #[test]
+    fn reads_judge_and_requires_bounds_into_variables() {
+        let document = json!({"agents": {"goals": {"judge": "host", "continuation": [],
+                                                    "requiresBounds": false}}});
+        let caps = Capabilities::from_document(Some(&document));
+        assert!(!caps.requires_bounds);
+        assert_eq!(caps.variables(), vec![("discovery.judge", json!("host"))]);
+        let odd = json!({"agents": {"goals": {"judge": 3, "requiresBounds": "no"}}});
+        let caps = Capabilities::from_document(Some(&odd));
+        assert!(caps.requires_bounds);
+        assert_eq!(
+            caps.variables(),
+            vec![("discovery.judge", json!("verifier"))]
+        );
+        let names: Vec<&str> = caps.variables().iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, VARIABLES);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use goalpost_schemas::Schemas;
 use serde_json::Value;
+use time::OffsetDateTime;
 use tokio::time::Instant;
 
 use crate::assertion::{self, Verdict};
@@ -13,8 +14,16 @@ use crate::discovery::Capabilities;
 use crate::error::{Failure, RunError, StepError};
 use crate::http::{Exchange, Http, Outgoing, OutgoingBody};
 use crate::ledger::Outcome;
-use crate::model::{Action, Body, Capture, Principal, Repeat, RequestStep, Scenario, Step};
+use crate::mock::MockServer;
+use crate::model::{Action, Body, Capture, Principal, Repeat, RequestStep, Scenario, Step, Target};
+use crate::observation::{self, Observation};
+use crate::report::exchange::{Check, FailedStep, Redactor};
 use crate::template::{TemplateError, Vars};
+
+#[path = "driver_mock.rs"]
+mod mock_step;
+#[path = "driver_parallel.rs"]
+mod parallel_step;
 
 /// The host under test, as the driver needs it.
 #[derive(Debug, Clone)]
@@ -32,6 +41,11 @@ pub struct ScenarioRun {
     pub outcome: Outcome,
     pub checks: u32,
     pub quiet: Duration,
+    /// The step that failed or errored, with its last exchange (redacted),
+    /// for the reports.
+    pub failed_step: Option<Box<FailedStep>>,
+    /// The scenario's observations, filled from its variables at the end.
+    pub observations: Vec<Observation>,
 }
 
 #[derive(Debug, Clone)]
@@ -41,12 +55,21 @@ pub struct Driver {
     schemas: Arc<Schemas>,
     /// Stretches `poll` deadlines for slow hosts (`--timeout-scale`).
     poll_scale: f64,
+    /// Keeps the run's tokens out of recorded exchanges.
+    redactor: Redactor,
+    /// Serves the scenarios' `mock` blocks; `None` when no scenario of the
+    /// run needs it.
+    mock: Option<Arc<MockServer>>,
+    /// Wall clock for `clock: "rfc3339"` captures.
+    wall: fn() -> OffsetDateTime,
 }
 
 /// Where in the scenario a step runs, for messages.
 struct Place<'a> {
     scenario: &'a Scenario,
     step: &'a Step,
+    /// When the scenario started: the zero of `clock: "ms"` and the mock log.
+    started: Instant,
 }
 
 impl Place<'_> {
@@ -71,15 +94,32 @@ struct Miss {
     actual: String,
     /// A sentence that explains the miss better than expected/actual alone.
     note: Option<String>,
+    /// The pointer into the response body the claim is about, if any.
+    pointer: Option<String>,
+}
+
+/// What one request step sent and got last, kept so a failing step can be
+/// reported with its whole exchange.
+#[derive(Default)]
+struct Trace {
+    request: Option<Outgoing>,
+    /// `None` when the last attempt got no answer.
+    response: Option<Exchange>,
+    /// The claim that failed on the last attempt.
+    check: Option<Check>,
 }
 
 impl Driver {
     pub fn new(http: Http, host: Arc<HostTarget>, schemas: Arc<Schemas>, poll_scale: f64) -> Self {
+        let redactor = Redactor::new(host.token_a.as_deref(), host.token_b.as_deref());
         Driver {
             http,
             host,
             schemas,
             poll_scale,
+            redactor,
+            mock: None,
+            wall: OffsetDateTime::now_utc,
         }
     }
 
@@ -91,10 +131,35 @@ impl Driver {
     /// sends: every way it can go wrong is an [`Outcome`].
     pub async fn run(&self, scenario: &Scenario, nonce: &str) -> ScenarioRun {
         let mut vars = Vars::new(&self.host.capabilities.base_path, nonce, &scenario.name);
+        for (name, value) in self.host.capabilities.variables() {
+            vars.set(name, value);
+        }
+        for (name, text) in &scenario.generated {
+            vars.set(name, Value::from(text.as_str()));
+        }
+        let started = Instant::now();
+        // Held to the end of the run: dropping it closes the namespace.
+        let session = match self.open_mock(scenario, nonce, started, &mut vars) {
+            Ok(session) => session,
+            Err(error) => {
+                return ScenarioRun {
+                    outcome: Outcome::Error(format!("{}: {error}", scenario.path.display())),
+                    checks: 0,
+                    quiet: Duration::ZERO,
+                    failed_step: None,
+                    observations: observation::fill(&scenario.observations, &vars),
+                }
+            }
+        };
         let mut checks = 0u32;
         let mut quiet = Duration::ZERO;
         for step in &scenario.steps {
-            let place = Place { scenario, step };
+            let place = Place {
+                scenario,
+                step,
+                started,
+            };
+            let mut trace = Trace::default();
             let result = match &step.action {
                 Action::Quiet { ms, .. } => {
                     let wait = Duration::from_millis(*ms);
@@ -102,7 +167,20 @@ impl Driver {
                     quiet += wait;
                     Ok(0)
                 }
-                Action::Request(request) => self.run_request(&place, request, &mut vars).await,
+                Action::Request(request) => match request.parallel {
+                    Some(parallel) => {
+                        self.run_parallel(&place, request, parallel, &mut vars, &mut trace)
+                            .await
+                    }
+                    None => {
+                        self.run_request(&place, request, &mut vars, &mut trace)
+                            .await
+                    }
+                },
+                Action::MockLog(mock) => {
+                    self.run_mock_step(&place, mock, &mut vars, session.as_ref())
+                        .await
+                }
             };
             match result {
                 Ok(made) => checks = checks.saturating_add(made),
@@ -111,6 +189,8 @@ impl Driver {
                         outcome: Outcome::Fail(failure.message),
                         checks,
                         quiet,
+                        failed_step: self.failed_step(&place, trace, None),
+                        observations: observation::fill(&scenario.observations, &vars),
                     }
                 }
                 Err(StepError::Error(error)) => {
@@ -118,6 +198,8 @@ impl Driver {
                         outcome: Outcome::Error(format!("{}: {error}", place.heading())),
                         checks,
                         quiet,
+                        failed_step: self.failed_step(&place, trace, Some(error.to_string())),
+                        observations: observation::fill(&scenario.observations, &vars),
                     }
                 }
             }
@@ -135,7 +217,33 @@ impl Driver {
             outcome,
             checks,
             quiet,
+            failed_step: None,
+            observations: observation::fill(&scenario.observations, &vars),
         }
+    }
+
+    /// The report's view of a step that went wrong; `None` when it never
+    /// got as far as a request.
+    fn failed_step(
+        &self,
+        place: &Place<'_>,
+        trace: Trace,
+        error: Option<String>,
+    ) -> Option<Box<FailedStep>> {
+        let request = trace.request?;
+        Some(Box::new(FailedStep {
+            step: place.step.index + 1,
+            name: place.step.name.clone(),
+            file: place.scenario.path.display().to_string(),
+            pointer: place.step.pointer.clone(),
+            check: if error.is_none() { trace.check } else { None },
+            error: error.map(|e| self.redactor.text(&e)),
+            request: self.redactor.request(&request),
+            response: trace
+                .response
+                .as_ref()
+                .map(|exchange| self.redactor.response(exchange)),
+        }))
     }
 
     fn render(&self, request: &RequestStep, vars: &Vars) -> Result<Outgoing, RunError> {
@@ -175,6 +283,7 @@ impl Driver {
                 Some(serde_json::to_vec(&rendered).map_err(|e| RunError::Scenario(e.to_string()))?)
             }
             Body::Raw(text) => Some(vars.render_str(text).map_err(scenario_error)?.into_bytes()),
+            Body::Bytes(bytes) => Some(bytes.clone()),
         };
         let body = bytes.map(|bytes| OutgoingBody {
             bytes,
@@ -196,12 +305,14 @@ impl Driver {
         place: &Place<'_>,
         request: &RequestStep,
         vars: &mut Vars,
+        trace: &mut Trace,
     ) -> Result<u32, StepError> {
         let outgoing = self.render(request, vars)?;
+        trace.request = Some(outgoing.clone());
         let (exchange, checks) = match request.repeat {
             Repeat::Once => {
-                let exchange = self.http.send(&outgoing).await?;
-                let checks = self.check(place, request, &exchange, vars, None)?;
+                let exchange = &*trace.response.insert(self.http.send(&outgoing).await?);
+                let checks = self.check(place, request, exchange, vars, None, &mut trace.check)?;
                 (exchange, checks)
             }
             Repeat::Poll {
@@ -215,7 +326,8 @@ impl Driver {
                 let mut attempt = 0u32;
                 loop {
                     attempt += 1;
-                    let exchange = self.http.send(&outgoing).await?;
+                    trace.response = None;
+                    let exchange = &*trace.response.insert(self.http.send(&outgoing).await?);
                     let now = Instant::now();
                     let context = if now >= deadline {
                         Some(format!(
@@ -225,7 +337,7 @@ impl Driver {
                     } else {
                         None
                     };
-                    match self.check(place, request, &exchange, vars, context) {
+                    match self.check(place, request, exchange, vars, context, &mut trace.check) {
                         Ok(checks) => break (exchange, checks),
                         Err(StepError::Failure(failure)) if now >= deadline => {
                             return Err(StepError::Failure(failure))
@@ -246,10 +358,18 @@ impl Driver {
                 let mut attempt = 0u32;
                 loop {
                     attempt += 1;
-                    let exchange = self.http.send(&outgoing).await?;
+                    trace.response = None;
+                    let exchange = &*trace.response.insert(self.http.send(&outgoing).await?);
                     let context =
                         format!("during the {for_ms} ms observation window, attempt {attempt}");
-                    let checks = self.check(place, request, &exchange, vars, Some(context))?;
+                    let checks = self.check(
+                        place,
+                        request,
+                        exchange,
+                        vars,
+                        Some(context),
+                        &mut trace.check,
+                    )?;
                     let now = Instant::now();
                     if now >= end {
                         break (exchange, checks);
@@ -262,6 +382,7 @@ impl Driver {
             let value = match source {
                 Capture::Pointer(pointer) => exchange.json()?.pointer(pointer).cloned(),
                 Capture::Header(header) => exchange.header(header).map(Value::String),
+                Capture::Clock(format) => Some(self.clock_value(place.started, *format)),
             };
             let Some(value) = value else {
                 let (what, expected) = match source {
@@ -271,18 +392,25 @@ impl Driver {
                     Capture::Header(header) => {
                         (format!("capture `{name}`"), format!("header {header}"))
                     }
+                    Capture::Clock(_) => (format!("capture `{name}`"), "the time".to_string()),
+                };
+                let pointer = match source {
+                    Capture::Pointer(pointer) => Some(pointer.clone()),
+                    Capture::Header(_) | Capture::Clock(_) => None,
                 };
                 return Err(self.failure(
                     place,
-                    &exchange,
+                    exchange,
                     Miss {
                         at: format!("{}/capture/{name}", place.step.pointer),
                         what,
                         expected,
                         actual: "(absent)".to_string(),
                         note: None,
+                        pointer,
                     },
                     None,
+                    &mut trace.check,
                 ));
             };
             vars.set(name, value);
@@ -299,6 +427,7 @@ impl Driver {
         exchange: &Exchange,
         vars: &Vars,
         context: Option<String>,
+        sink: &mut Option<Check>,
     ) -> Result<u32, StepError> {
         let expect = &request.expect;
         let expect_at = format!("{}/expect", place.step.pointer);
@@ -332,8 +461,10 @@ impl Driver {
                     expected,
                     actual: exchange.status.to_string(),
                     note,
+                    pointer: None,
                 },
                 context,
+                sink,
             ));
         }
         if let Some(schema) = &expect.schema {
@@ -357,8 +488,10 @@ impl Driver {
                         expected: format!("a body valid against `{schema}`"),
                         actual: shown.join("; "),
                         note: None,
+                        pointer: Some(first),
                     },
                     context,
+                    sink,
                 ));
             }
         }
@@ -388,8 +521,13 @@ impl Driver {
                             expected: mismatch.expected,
                             actual: mismatch.actual,
                             note: None,
+                            pointer: match &assertion.target {
+                                Target::Pointer(pointer) => Some(pointer.clone()),
+                                Target::Header(_) => None,
+                            },
                         },
                         context,
+                        sink,
                     ));
                 }
             }
@@ -403,12 +541,13 @@ impl Driver {
         exchange: &Exchange,
         miss: Miss,
         context: Option<String>,
+        sink: &mut Option<Check>,
     ) -> StepError {
         let mut message = format!("{}: {} did not hold", place.heading(), miss.what);
         if let Some(note) = &miss.note {
             message.push_str(&format!("\n  {note}"));
         }
-        if let Some(context) = context {
+        if let Some(context) = &context {
             message.push_str(&format!("\n  ({context})"));
         }
         message.push_str(&format!(
@@ -421,6 +560,15 @@ impl Driver {
             exchange.status,
             exchange.excerpt()
         ));
+        *sink = Some(Check {
+            at: miss.at,
+            what: miss.what,
+            pointer: miss.pointer,
+            expected: miss.expected,
+            actual: miss.actual,
+            note: miss.note,
+            context,
+        });
         StepError::Failure(Failure { message })
     }
 }

@@ -28,6 +28,8 @@ pub enum StartError {
     Runtime(std::io::Error),
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+    #[error("cannot start the webhook mock: {0}")]
+    Mock(#[from] crate::mock::MockError),
     #[error("cannot write reports to {}: {source}", path.display())]
     Report {
         path: PathBuf,
@@ -39,6 +41,14 @@ pub enum StartError {
 /// The host could not be used: nothing can be concluded from this exchange.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RunError {
+    /// No connection could be opened (refused, unresolvable, connect
+    /// timeout): the host is not there, as opposed to answering badly.
+    #[error("{method} {url}: transport failure: cannot connect: {message}")]
+    Connect {
+        method: String,
+        url: String,
+        message: String,
+    },
     #[error("{method} {url}: transport failure: {message}")]
     Transport {
         method: String,

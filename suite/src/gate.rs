@@ -23,6 +23,9 @@ pub fn gate(
             .continuation
             .iter()
             .any(|mode| !capabilities.continuation.contains(mode))
+        || needs
+            .requires_bounds
+            .is_some_and(|wanted| wanted != capabilities.requires_bounds)
     {
         Some(SkipReason::NotAdvertised)
     } else if needs
@@ -54,6 +57,9 @@ mod tests {
             needs,
             checks: 1,
             steps: Vec::new(),
+            mock: None,
+            observations: Vec::new(),
+            generated: Default::default(),
         }
     }
 
@@ -63,6 +69,8 @@ mod tests {
             continuation: ["manual", "schedule"].map(String::from).into(),
             seams: ["continue", "events", "fixtures"].map(String::from).into(),
             base_path: "/g".to_string(),
+            judge: Some("verifier".to_string()),
+            requires_bounds: true,
         }
     }
 
@@ -71,6 +79,7 @@ mod tests {
             seams: seams.iter().map(|s| s.to_string()).collect(),
             continuation: modes.iter().map(|s| s.to_string()).collect(),
             tenants,
+            requires_bounds: None,
         }
     }
 
@@ -107,6 +116,44 @@ mod tests {
         let s = scenario("behavior", needs(&["continue"], &["heartbeat"], 1));
         assert_eq!(
             gate(&s, &full_host(), &selected(&["behavior"]), true),
+            Some(SkipReason::NotAdvertised)
+        );
+    }
+
+    #[test]
+    fn a_requires_bounds_need_follows_the_advertised_value() {
+        let wants_true = Scenario {
+            needs: Needs {
+                requires_bounds: Some(true),
+                ..needs(&[], &[], 1)
+            },
+            ..scenario("core", needs(&[], &[], 1))
+        };
+        let relaxed = Capabilities {
+            requires_bounds: false,
+            ..full_host()
+        };
+        assert_eq!(
+            gate(&wants_true, &full_host(), &selected(&["core"]), true),
+            None
+        );
+        assert_eq!(
+            gate(&wants_true, &relaxed, &selected(&["core"]), true),
+            Some(SkipReason::NotAdvertised)
+        );
+        let wants_false = Scenario {
+            needs: Needs {
+                requires_bounds: Some(false),
+                ..needs(&[], &[], 1)
+            },
+            ..scenario("core", needs(&[], &[], 1))
+        };
+        assert_eq!(
+            gate(&wants_false, &relaxed, &selected(&["core"]), true),
+            None
+        );
+        assert_eq!(
+            gate(&wants_false, &full_host(), &selected(&["core"]), true),
             Some(SkipReason::NotAdvertised)
         );
     }

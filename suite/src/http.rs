@@ -1,9 +1,10 @@
 //! The one HTTP client of a run and the exchanges it records.
 //!
-//! The host under test is untrusted: every request has a total deadline,
-//! redirects are never followed (a redirect is an answer to check, not an
-//! instruction), and bodies are read chunk by chunk up to a cap so a hostile
-//! host cannot exhaust memory.
+//! The host under test is untrusted: every request has a connect deadline
+//! and a total deadline that also covers reading the body (so a body that
+//! trickles forever ends), redirects are never followed (a redirect is an
+//! answer to check, not an instruction), and bodies are read chunk by chunk
+//! up to a cap so a hostile host cannot exhaust memory.
 
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use crate::error::RunError;
 pub const DEFAULT_BODY_CAP: usize = 4 * 1024 * 1024;
 /// Total time for one request, before `--timeout-scale`.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time to open a connection, before `--timeout-scale`.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Longest body excerpt quoted in a message.
 pub const EXCERPT_CHARS: usize = 500;
@@ -118,10 +120,11 @@ pub fn excerpt(body: &[u8]) -> String {
 }
 
 impl Http {
-    /// `timeout_scale` stretches the per-request deadline for slow hosts.
+    /// `timeout_scale` stretches the connect and per-request deadlines for
+    /// slow hosts (and shrinks them for the suite's own hostile-host tests).
     pub fn new(timeout_scale: f64, body_cap: usize) -> Result<Http, String> {
         let client = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT.mul_f64(timeout_scale))
             .redirect(reqwest::redirect::Policy::none())
             .pool_idle_timeout(Duration::from_secs(30))
             .build()
@@ -170,7 +173,14 @@ impl Http {
         }
         let (method, url) = (outgoing.method.clone(), outgoing.url.clone());
         let classify = |error: reqwest::Error| {
-            if error.is_timeout() {
+            // A connect timeout is both; it means nobody is there.
+            if error.is_connect() {
+                RunError::Connect {
+                    method: method.clone(),
+                    url: url.clone(),
+                    message: error_chain(&error),
+                }
+            } else if error.is_timeout() {
                 RunError::Timeout {
                     method: method.clone(),
                     url: url.clone(),
@@ -184,21 +194,34 @@ impl Http {
                 }
             }
         };
-        let mut response = builder.send().await.map_err(classify)?;
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(classify)? {
-            if body.len() + chunk.len() > self.body_cap {
-                return Err(RunError::BodyTooLarge {
-                    method,
-                    url,
-                    cap: self.body_cap,
-                });
+        let exchange = async {
+            let mut response = builder.send().await.map_err(classify)?;
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(classify)? {
+                if body.len() + chunk.len() > self.body_cap {
+                    return Err(RunError::BodyTooLarge {
+                        method: method.clone(),
+                        url: url.clone(),
+                        cap: self.body_cap,
+                    });
+                }
+                body.extend_from_slice(&chunk);
             }
-            body.extend_from_slice(&chunk);
+            Ok(Exchange::new(&method, &url, status, headers, body))
+        };
+        // reqwest's own timeout covers the body too; this outer one is the
+        // guarantee, whatever a client upgrade changes, that no answer
+        // (headers, body, or neither) holds a step past its deadline.
+        match tokio::time::timeout(self.timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(RunError::Timeout {
+                method,
+                url,
+                after: self.timeout,
+            }),
         }
-        Ok(Exchange::new(&method, &url, status, headers, body))
     }
 }
 

@@ -9,6 +9,8 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::model::{Requirement, Scenario};
+use crate::observation::Observation;
+use crate::report::exchange::FailedStep;
 
 /// Why a scenario or a requirement was not run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -79,6 +81,10 @@ pub struct ScenarioResult {
     pub duration: Duration,
     /// Time spent in `quietMs` steps.
     pub quiet: Duration,
+    /// The step that failed or errored, with its exchange.
+    pub failed_step: Option<Box<FailedStep>>,
+    /// The suite's own counts next to the host's claims.
+    pub observations: Vec<Observation>,
 }
 
 impl ScenarioResult {
@@ -89,6 +95,8 @@ impl ScenarioResult {
             checks: 0,
             duration: Duration::ZERO,
             quiet: Duration::ZERO,
+            failed_step: None,
+            observations: Vec::new(),
         }
     }
 }
@@ -301,6 +309,9 @@ mod tests {
             needs: Needs::default(),
             checks: 1,
             steps: Vec::new(),
+            mock: None,
+            observations: Vec::new(),
+            generated: Default::default(),
         }
     }
 
@@ -311,6 +322,8 @@ mod tests {
             checks: 1,
             duration: Duration::from_millis(3),
             quiet: Duration::ZERO,
+            failed_step: None,
+            observations: Vec::new(),
         }
     }
 

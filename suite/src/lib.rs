@@ -5,7 +5,8 @@
 //! run by the [`driver`] (templating in [`template`], HTTP in [`http`],
 //! predicates in [`assertion`]), recorded in the [`ledger`], and written out
 //! by the [`report`] writers. [`runner`] ties one run together; [`cli`] and
-//! [`config`] turn a command line into a [`config::RunConfig`].
+//! [`config`] turn a command line into a [`config::RunConfig`]. [`validate`]
+//! and [`explain`] are the other subcommands.
 
 pub mod assertion;
 pub mod bundled;
@@ -14,14 +15,21 @@ pub mod config;
 pub mod discovery;
 pub mod driver;
 pub mod error;
+pub mod explain;
 pub mod gate;
 pub mod http;
 pub mod ledger;
+pub mod lint;
 pub mod loader;
+pub mod mock;
 pub mod model;
+pub mod mutation;
+pub mod observation;
 pub mod report;
 pub mod runner;
+pub mod shuffle;
 pub mod template;
+pub mod validate;
 
 pub use config::{HostChoice, RunConfig};
 pub use error::StartError;

@@ -12,10 +12,15 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::{
-    Action, Assertion, Body, Capture, CompareOp, Expect, LengthOp, Needs, Predicate, Principal,
-    Repeat, Request, RequestStep, Requirement, Scenario, Step, Target,
+    Action, Assertion, Body, Capture, ClockFormat, CompareOp, Expect, LengthOp, Needs, Parallel,
+    Predicate, Principal, Repeat, Request, RequestStep, Requirement, Scenario, Step, Target,
 };
 use crate::template::{names_in_str, names_in_value, BUILTINS};
+
+#[path = "loader_mock.rs"]
+mod mock_parts;
+#[path = "loader_parallel.rs"]
+mod parallel_parts;
 
 pub const REQUIREMENTS_FILE: &str = "requirements.json";
 /// Violations quoted in one error; the rest are counted.
@@ -265,6 +270,11 @@ struct RawScenario {
     needs: RawNeeds,
     checks: u32,
     steps: Vec<Value>,
+    mock: Option<Value>,
+    #[serde(default)]
+    observations: Vec<mock_parts::RawObservation>,
+    #[serde(default)]
+    generate: BTreeMap<String, parallel_parts::RawGenerate>,
     #[serde(default, rename = "$schema")]
     _schema: Option<String>,
     #[serde(default, rename = "description")]
@@ -280,6 +290,8 @@ struct RawNeeds {
     continuation: Vec<String>,
     #[serde(default)]
     tenants: Option<u8>,
+    #[serde(default, rename = "requiresBounds")]
+    requires_bounds: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -293,6 +305,8 @@ struct RawStep {
     observe: Option<RawObserve>,
     quiet_ms: Option<u64>,
     why: Option<String>,
+    mock_log: Option<mock_parts::RawMockLog>,
+    parallel: Option<parallel_parts::RawParallel>,
 }
 
 #[derive(Deserialize)]
@@ -307,6 +321,7 @@ struct RawRequest {
     #[serde(default, deserialize_with = "present")]
     body: Option<Value>,
     raw_body: Option<String>,
+    raw_body_base64: Option<String>,
     content_type: Option<String>,
     seam: Option<String>,
 }
@@ -326,6 +341,8 @@ struct RawExpect {
     schema: Option<String>,
     #[serde(default, rename = "assert")]
     assertions: Vec<Value>,
+    #[serde(default)]
+    schemas: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -340,6 +357,14 @@ enum RawStatus {
 struct RawCapture {
     pointer: Option<String>,
     header: Option<String>,
+    clock: Option<RawClock>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum RawClock {
+    Ms,
+    Rfc3339,
 }
 
 #[derive(Deserialize)]
@@ -437,7 +462,14 @@ pub fn load_scenario(path: &Path, profile: &str, schemas: &Schemas) -> Result<Sc
         seams: raw.needs.seams,
         continuation: raw.needs.continuation,
         tenants: raw.needs.tenants.unwrap_or(1),
+        requires_bounds: raw.needs.requires_bounds,
     };
+    let generated = parallel_parts::generate(path, raw.generate)?;
+    let mock = raw
+        .mock
+        .as_ref()
+        .map(|block| mock_parts::parse_mock(path, block, &needs))
+        .transpose()?;
     let mut steps = Vec::with_capacity(raw.steps.len());
     for (index, step) in raw.steps.iter().enumerate() {
         steps.push(parse_step(path, index, step, &needs)?);
@@ -458,7 +490,15 @@ pub fn load_scenario(path: &Path, profile: &str, schemas: &Schemas) -> Result<Sc
         needs,
         checks: raw.checks,
         steps,
+        mock,
+        observations: raw
+            .observations
+            .into_iter()
+            .map(mock_parts::RawObservation::into_spec)
+            .collect(),
+        generated,
     };
+    mock_parts::check_mock_use(&scenario)?;
     check_variables(&scenario)?;
     for step in &scenario.steps {
         if let Action::Request(request) = &step.action {
@@ -467,6 +507,15 @@ pub fn load_scenario(path: &Path, profile: &str, schemas: &Schemas) -> Result<Sc
                     return Err(invalid(
                         path,
                         format!("{}/expect/schema", step.pointer),
+                        format!("unknown schema `{schema}`"),
+                    ));
+                }
+            }
+            for (status, schema) in &request.expect.schemas {
+                if !goalpost_schemas::NAMES.contains(&schema.as_str()) {
+                    return Err(invalid(
+                        path,
+                        format!("{}/expect/schemas/{status}", step.pointer),
                         format!("unknown schema `{schema}`"),
                     ));
                 }
@@ -485,7 +534,11 @@ fn parse_step(path: &Path, index: usize, value: &Value, needs: &Needs) -> Result
             || raw.capture.is_some()
             || raw.poll.is_some()
             || raw.observe.is_some()
+            || raw.mock_log.is_some()
         {
+            return Err(invalid(path, &pointer, "a `quietMs` step sends no request"));
+        }
+        if raw.parallel.is_some() {
             return Err(invalid(path, &pointer, "a `quietMs` step sends no request"));
         }
         Action::Quiet {
@@ -493,14 +546,6 @@ fn parse_step(path: &Path, index: usize, value: &Value, needs: &Needs) -> Result
             why: raw.why.unwrap_or_default(),
         }
     } else {
-        let Some(request) = raw.request else {
-            return Err(invalid(
-                path,
-                &pointer,
-                "a step needs `request` or `quietMs`",
-            ));
-        };
-        let request = parse_request(path, &format!("{pointer}/request"), request, needs)?;
         let expect = match &raw.expect {
             Some(expect) => parse_expect(path, &format!("{pointer}/expect"), expect)?,
             None => Expect::default(),
@@ -540,28 +585,70 @@ fn parse_step(path: &Path, index: usize, value: &Value, needs: &Needs) -> Result
         let mut capture = BTreeMap::new();
         for (name, raw) in raw.capture.unwrap_or_default() {
             let at = format!("{pointer}/capture/{name}");
-            let source = match (raw.pointer, raw.header) {
-                (Some(json), None) => {
+            let source = match (raw.pointer, raw.header, raw.clock) {
+                (Some(json), None, None) => {
                     check_json_pointer(path, &at, &json)?;
                     Capture::Pointer(json)
                 }
-                (None, Some(header)) => Capture::Header(header),
+                (None, Some(header), None) => Capture::Header(header),
+                (None, None, Some(RawClock::Ms)) => Capture::Clock(ClockFormat::Ms),
+                (None, None, Some(RawClock::Rfc3339)) => Capture::Clock(ClockFormat::Rfc3339),
                 _ => {
                     return Err(invalid(
                         path,
                         at,
-                        "a capture takes exactly one of `pointer` or `header`",
+                        "a capture takes exactly one of `pointer`, `header` or `clock`",
                     ))
                 }
             };
             capture.insert(name, source);
         }
-        Action::Request(Box::new(RequestStep {
-            request,
-            expect,
-            capture,
-            repeat,
-        }))
+        match (raw.request, raw.mock_log) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    path,
+                    &pointer,
+                    "`request` and `mockLog` exclude each other",
+                ))
+            }
+            (None, Some(window)) => {
+                if raw.parallel.is_some() {
+                    return Err(invalid(
+                        path,
+                        format!("{pointer}/parallel"),
+                        "a `mockLog` step sends nothing to repeat in parallel",
+                    ));
+                }
+                parallel_parts::no_schemas(path, &pointer, &expect)?;
+                mock_parts::mock_step(path, &pointer, window, expect, capture, repeat)?
+            }
+            (Some(request), None) => {
+                let request = parse_request(path, &format!("{pointer}/request"), request, needs)?;
+                let parallel: Option<Parallel> = match raw.parallel {
+                    Some(parallel) => Some(parallel_parts::check(
+                        path, &pointer, parallel, &expect, &capture, repeat,
+                    )?),
+                    None => {
+                        parallel_parts::no_schemas(path, &pointer, &expect)?;
+                        None
+                    }
+                };
+                Action::Request(Box::new(RequestStep {
+                    request,
+                    expect,
+                    capture,
+                    repeat,
+                    parallel,
+                }))
+            }
+            (None, None) => {
+                return Err(invalid(
+                    path,
+                    &pointer,
+                    "a step needs `request`, `mockLog` or `quietMs`",
+                ))
+            }
+        }
     };
     Ok(Step {
         name: raw.name,
@@ -584,17 +671,22 @@ fn parse_request(
             format!("`{}` is not an HTTP method", raw.method),
         ));
     }
-    let body = match (raw.body, raw.raw_body) {
-        (Some(_), Some(_)) => {
+    let body = match (raw.body, raw.raw_body, raw.raw_body_base64) {
+        (Some(json), None, None) => Body::Json(json),
+        (None, Some(text), None) => Body::Raw(text),
+        (None, None, Some(encoded)) => Body::Bytes(parallel_parts::decode_base64(
+            path,
+            &format!("{pointer}/rawBodyBase64"),
+            &encoded,
+        )?),
+        (None, None, None) => Body::None,
+        _ => {
             return Err(invalid(
                 path,
                 pointer,
-                "`body` and `rawBody` exclude each other",
+                "`body`, `rawBody` and `rawBodyBase64` exclude each other",
             ))
         }
-        (Some(json), None) => Body::Json(json),
-        (None, Some(text)) => Body::Raw(text),
-        (None, None) => Body::None,
     };
     if let Some(seam) = &raw.seam {
         if !needs.seams.contains(seam) {
@@ -649,10 +741,26 @@ fn parse_expect(path: &Path, pointer: &str, value: &Value) -> Result<Expect, Loa
             value,
         )?);
     }
+    let mut schemas = BTreeMap::new();
+    for (status, schema) in raw.schemas {
+        let code = status
+            .parse::<u16>()
+            .ok()
+            .filter(|code| (100..=599).contains(code) && status.len() == 3)
+            .ok_or_else(|| {
+                invalid(
+                    path,
+                    format!("{pointer}/schemas/{status}"),
+                    format!("`{status}` is not an HTTP status"),
+                )
+            })?;
+        schemas.insert(code, schema);
+    }
     Ok(Expect {
         status,
         schema: raw.schema,
         assertions,
+        schemas,
     })
 }
 
@@ -772,39 +880,60 @@ fn parse_assertion(path: &Path, pointer: &str, value: &Value) -> Result<Assertio
 /// step, so an unknown variable is a load error rather than a run error.
 fn check_variables(scenario: &Scenario) -> Result<(), LoadError> {
     let mut known: BTreeSet<String> = BUILTINS.iter().map(|name| name.to_string()).collect();
+    known.extend(
+        crate::discovery::VARIABLES
+            .iter()
+            .map(|name| name.to_string()),
+    );
+    known.extend(scenario.generated.keys().cloned());
+    if scenario.mock.is_some() {
+        known.extend(mock_parts::MOCK_VARIABLES.iter().map(|n| n.to_string()));
+    }
+    mock_parts::check_script_variables(scenario, &known)?;
     for step in &scenario.steps {
-        let Action::Request(request) = &step.action else {
-            continue;
-        };
         let mut used: Vec<(String, &str)> = Vec::new();
-        let req = &request.request;
-        let at = format!("{}/request", step.pointer);
-        used.extend(
-            names_in_str(&req.path)
-                .into_iter()
-                .map(|n| (format!("{at}/path"), n)),
-        );
-        for (header, value) in &req.headers {
-            used.extend(
-                names_in_str(value)
-                    .into_iter()
-                    .map(|n| (format!("{at}/headers/{header}"), n)),
-            );
-        }
-        match &req.body {
-            Body::Json(body) => used.extend(
-                names_in_value(body)
-                    .into_iter()
-                    .map(|n| (format!("{at}/body"), n)),
-            ),
-            Body::Raw(body) => used.extend(
-                names_in_str(body)
-                    .into_iter()
-                    .map(|n| (format!("{at}/rawBody"), n)),
-            ),
-            Body::None => {}
-        }
-        for assertion in &request.expect.assertions {
+        let (expect, capture) = match &step.action {
+            Action::Quiet { .. } => continue,
+            Action::Request(request) => {
+                let req = &request.request;
+                let at = format!("{}/request", step.pointer);
+                used.extend(
+                    names_in_str(&req.path)
+                        .into_iter()
+                        .map(|n| (format!("{at}/path"), n)),
+                );
+                for (header, value) in &req.headers {
+                    used.extend(
+                        names_in_str(value)
+                            .into_iter()
+                            .map(|n| (format!("{at}/headers/{header}"), n)),
+                    );
+                }
+                match &req.body {
+                    Body::Json(body) => used.extend(
+                        names_in_value(body)
+                            .into_iter()
+                            .map(|n| (format!("{at}/body"), n)),
+                    ),
+                    Body::Raw(body) => used.extend(
+                        names_in_str(body)
+                            .into_iter()
+                            .map(|n| (format!("{at}/rawBody"), n)),
+                    ),
+                    Body::None | Body::Bytes(_) => {}
+                }
+                if request.parallel.is_some() {
+                    // Only the request itself differs per copy.
+                    used.retain(|(_, name)| *name != parallel_parts::INDEX_VARIABLE);
+                }
+                (&request.expect, &request.capture)
+            }
+            Action::MockLog(mock) => {
+                used.extend(mock_parts::window_names(&step.pointer, &mock.window));
+                (&mock.expect, &mock.capture)
+            }
+        };
+        for assertion in &expect.assertions {
             let here = assertion.pointer.clone();
             for (_, wanted) in &assertion.filter {
                 used.extend(
@@ -850,15 +979,32 @@ fn check_variables(scenario: &Scenario) -> Result<(), LoadError> {
             }
         }
         if let Some((at, name)) = used.iter().find(|(_, name)| !known.contains(*name)) {
+            if *name == parallel_parts::INDEX_VARIABLE {
+                return Err(invalid(
+                    &scenario.path,
+                    at.clone(),
+                    "`{parallel.index}` exists only in the request of a `parallel` step",
+                ));
+            }
             return Err(invalid(
                 &scenario.path,
                 at.clone(),
                 format!("unknown variable `{{{name}}}` (not a built-in, not captured by an earlier step)"),
             ));
         }
-        known.extend(request.capture.keys().cloned());
+        if let Some(name) = capture
+            .keys()
+            .find(|name| scenario.generated.contains_key(*name))
+        {
+            return Err(invalid(
+                &scenario.path,
+                format!("{}/capture/{name}", step.pointer),
+                format!("capture `{name}` would overwrite the generated variable of that name"),
+            ));
+        }
+        known.extend(capture.keys().cloned());
     }
-    Ok(())
+    mock_parts::check_observation_variables(scenario, &known)
 }
 
 fn time_like(text: &str) -> Option<time::OffsetDateTime> {

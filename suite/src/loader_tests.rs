@@ -251,3 +251,226 @@ fn the_shipped_scenarios_load() {
     let catalog = load(&dir, &schemas()).unwrap_or_else(|error| panic!("{error}"));
     assert!(!catalog.scenarios.is_empty());
 }
+
+// ---- the observed profile: mock blocks, mockLog steps, observations ----
+
+fn observed(mock: Option<Value>, steps: Value, observations: Value) -> Value {
+    let mut scenario = json!({
+        "title": "an observed scenario",
+        "profile": "observed",
+        "requirements": ["observed.a"],
+        "needs": {"seams": ["continue", "webhooks"]},
+        "checks": 1,
+        "observations": observations,
+        "steps": steps,
+    });
+    if let Some(mock) = mock {
+        scenario["mock"] = mock;
+    }
+    scenario
+}
+
+fn create_with_mock() -> Value {
+    json!({
+        "name": "create",
+        "request": {"method": "POST", "path": "{base}", "body": {
+            "objective": "o", "completion": {"check": "verifier", "verifierRef": "{mock.verifier}"},
+            "continuation": {"mode": "manual", "armRef": "{mock.arm}#intervalMs=20"}}},
+        "expect": {"status": 201},
+        "capture": {"goalId": {"pointer": "/id"}, "createdMs": {"clock": "ms"}, "createdAt": {"clock": "rfc3339"}}
+    })
+}
+
+fn mock_step(window: Value, assertions: Value) -> Value {
+    json!({"name": "look at the log", "mockLog": window, "expect": {"assert": assertions}})
+}
+
+fn load_observed(scenario: &Value) -> Result<Scenario, LoadError> {
+    let dir = folder(&[("observed/s.json", scenario)]);
+    load_scenario(&dir.path().join("observed/s.json"), "observed", &schemas())
+}
+
+fn refused_at(scenario: &Value) -> (String, String) {
+    match load_observed(scenario) {
+        Err(LoadError::Invalid {
+            pointer, message, ..
+        }) => (pointer, message),
+        other => panic!("expected an invalid scenario, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_observed_scenario_loads_its_mock_steps_and_observations() {
+    let scenario = observed(
+        Some(json!({"verifier": {"satisfyOn": 2}, "arm": {"output": {"note": "{nonce}"}}})),
+        json!([
+            create_with_mock(),
+            mock_step(
+                json!({"goalId": "{goalId}", "sinceMs": "{createdMs}", "graceMs": 50}),
+                json!([{"pointer": "/arm/count", "equals": 1}])
+            ),
+            {"name": "poll it", "mockLog": {}, "expect": {"assert": [{"pointer": "/total", "gte": 1}]},
+             "poll": {"timeoutMs": 100, "intervalMs": 10}, "capture": {"calls": {"pointer": "/total"}}}
+        ]),
+        json!([{"what": "runs", "requirement": "observed.a", "suite": "{calls}", "host": "{goalId}"}]),
+    );
+    let loaded = load_observed(&scenario).unwrap_or_else(|e| panic!("{e}"));
+    let script = loaded.mock.as_ref().expect("the mock block");
+    assert_eq!(script.verifier.satisfy_on, Some(2));
+    let Action::MockLog(step) = &loaded.steps[1].action else {
+        panic!("a mockLog step")
+    };
+    assert_eq!(step.window.goal_id.as_deref(), Some("{goalId}"));
+    assert_eq!(step.window.since_ms, Some(json!("{createdMs}")));
+    assert_eq!(step.window.grace_ms, 50);
+    let Action::MockLog(polled) = &loaded.steps[2].action else {
+        panic!("a mockLog step")
+    };
+    assert!(matches!(polled.repeat, Repeat::Poll { .. }));
+    let Action::Request(create) = &loaded.steps[0].action else {
+        panic!("a request step")
+    };
+    assert_eq!(
+        create.capture.get("createdMs"),
+        Some(&Capture::Clock(ClockFormat::Ms))
+    );
+    assert_eq!(
+        create.capture.get("createdAt"),
+        Some(&Capture::Clock(ClockFormat::Rfc3339))
+    );
+    assert_eq!(loaded.observations.len(), 1);
+    assert_eq!(loaded.observations[0].host, Some(json!("{goalId}")));
+}
+
+#[test]
+fn a_mock_block_needs_the_webhooks_seam() {
+    let mut scenario = observed(Some(json!({})), json!([create_with_mock()]), json!([]));
+    scenario["needs"] = json!({"seams": ["continue"]});
+    let (pointer, message) = refused_at(&scenario);
+    assert_eq!(pointer, "/mock");
+    assert!(message.contains("webhooks"), "{message}");
+}
+
+#[test]
+fn mock_variables_and_steps_need_the_mock_block() {
+    let (pointer, message) = refused_at(&observed(None, json!([create_with_mock()]), json!([])));
+    assert_eq!(pointer, "/steps/0/request/body");
+    assert!(message.contains("{mock.verifier}"), "{message}");
+    let (pointer, _) = refused_at(&observed(
+        None,
+        json!([
+            get_step(),
+            mock_step(json!({}), json!([{"pointer": "/total", "equals": 0}]))
+        ]),
+        json!([]),
+    ));
+    assert_eq!(pointer, "/steps/1/mockLog");
+}
+
+#[test]
+fn a_mock_log_step_sends_nothing_and_has_no_headers() {
+    let with_header = observed(
+        Some(json!({})),
+        json!([mock_step(
+            json!({}),
+            json!([{"header": "ETag", "exists": true}])
+        )]),
+        json!([]),
+    );
+    assert_eq!(refused_at(&with_header).0, "/steps/0/expect/assert/0");
+    let mut with_status = observed(
+        Some(json!({})),
+        json!([mock_step(
+            json!({}),
+            json!([{"pointer": "/total", "equals": 0}])
+        )]),
+        json!([]),
+    );
+    with_status["steps"][0]["expect"]["status"] = json!(200);
+    assert!(refused_at(&with_status).0.starts_with("/steps/0"));
+    let mut header_capture = observed(
+        Some(json!({})),
+        json!([mock_step(
+            json!({}),
+            json!([{"pointer": "/total", "equals": 0}])
+        )]),
+        json!([]),
+    );
+    header_capture["steps"][0]["capture"] = json!({"etag": {"header": "ETag"}});
+    assert_eq!(refused_at(&header_capture).0, "/steps/0/capture/etag");
+    let both = observed(
+        Some(json!({})),
+        json!([{"name": "x", "mockLog": {}, "request": {"method": "GET", "path": "{base}"},
+                "expect": {"assert": [{"pointer": "/total", "equals": 0}]}}]),
+        json!([]),
+    );
+    assert!(load_observed(&both).is_err());
+}
+
+#[test]
+fn windows_take_milliseconds_or_one_variable() {
+    let window = |since: Value| {
+        observed(
+            Some(json!({})),
+            json!([
+                create_with_mock(),
+                mock_step(
+                    json!({"sinceMs": since}),
+                    json!([{"pointer": "/total", "equals": 0}])
+                )
+            ]),
+            json!([]),
+        )
+    };
+    assert!(load_observed(&window(json!(120))).is_ok());
+    assert!(load_observed(&window(json!("{createdMs}"))).is_ok());
+    assert!(refused_at(&window(json!("{createdMs}0")))
+        .0
+        .starts_with("/steps/1"));
+    let (pointer, message) = refused_at(&window(json!("{later}")));
+    assert_eq!(pointer, "/steps/1/mockLog/sinceMs");
+    assert!(message.contains("{later}"), "{message}");
+    let grace_alone = observed(
+        Some(json!({})),
+        json!([mock_step(
+            json!({"graceMs": 5}),
+            json!([{"pointer": "/total", "equals": 0}])
+        )]),
+        json!([]),
+    );
+    assert!(refused_at(&grace_alone).0.starts_with("/steps/0"));
+}
+
+#[test]
+fn scripts_are_checked_with_pointers_and_render_only_builtins() {
+    let bad_reply = observed(
+        Some(json!({"arm": {"replies": [{"iteration": 1}]}})),
+        json!([create_with_mock()]),
+        json!([]),
+    );
+    assert!(refused_at(&bad_reply).0.starts_with("/mock/arm/replies/0"));
+    let captured = observed(
+        Some(json!({"arm": {"output": "{goalId}"}})),
+        json!([create_with_mock()]),
+        json!([]),
+    );
+    let (pointer, message) = refused_at(&captured);
+    assert_eq!(pointer, "/mock");
+    assert!(message.contains("{goalId}"), "{message}");
+}
+
+#[test]
+fn observations_name_own_requirements_and_captured_variables() {
+    let foreign = observed(
+        Some(json!({})),
+        json!([create_with_mock()]),
+        json!([{"what": "x", "requirement": "observed.b", "suite": 1}]),
+    );
+    assert_eq!(refused_at(&foreign).0, "/observations/0/requirement");
+    let uncaptured = observed(
+        Some(json!({})),
+        json!([create_with_mock()]),
+        json!([{"what": "x", "suite": "{goalId}", "host": "{nowhere}"}]),
+    );
+    assert_eq!(refused_at(&uncaptured).0, "/observations/0/host");
+}

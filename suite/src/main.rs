@@ -1,14 +1,18 @@
 //! `goalpost run`: exit 0 when nothing failed or errored, 1 when something
-//! did, 2 when the run could not start.
+//! did, 2 when the run could not start. `validate`, `schemas` and `explain`
+//! document their own codes (`validate`: 0 valid, 1 invalid, 2 unreadable).
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use goalpost::cli::{self, Command};
-use goalpost::report::console;
+use goalpost::cli::{self, Command, ExplainArgs, LintArgs, ListArgs, RunArgs, ValidateArgs};
+use goalpost::report::console::{self, Style};
 use goalpost::RunConfig;
 
 const EXIT_CANNOT_START: u8 = 2;
+/// Where `--quiet` sends the harness's progress lines, in the report folder.
+const HARNESS_LOG: &str = "harness.log";
 
 fn main() -> ExitCode {
     let (cli, harness) = match cli::parse(std::env::args_os()) {
@@ -24,7 +28,17 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match run(cli, harness) {
+    let result = match cli.command {
+        Command::Run(args) => run(args, harness),
+        Command::Validate(args) => validate(args),
+        Command::Schemas => goalpost::validate::list(std::io::stdout().lock())
+            .map(|()| 0)
+            .context("cannot write to stdout"),
+        Command::Explain(args) => explain(args),
+        Command::Lint(args) => lint(args),
+        Command::List(args) => list(args),
+    };
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("goalpost: error: {error:#}");
@@ -33,14 +47,23 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: cli::Cli, harness: libtest_mimic::Arguments) -> anyhow::Result<u8> {
-    let Command::Run(args) = cli.command;
+fn run(args: RunArgs, harness: libtest_mimic::Arguments) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let config = RunConfig::resolve(args, harness, &cwd)?;
+    let quiet = args.quiet;
+    let mut config = RunConfig::resolve(args, harness, &cwd)?;
+    let mut harness_log = None;
+    if quiet && !config.harness.list && config.harness.logfile.is_none() {
+        let log = config.report_dir.join(HARNESS_LOG);
+        config.harness.logfile = Some(log.to_string_lossy().into_owned());
+        harness_log = Some(log);
+    }
+    let style = Style::for_stdout(config.harness.color);
     let outcome = goalpost::run(config)?;
     if let Some(report) = &outcome.report {
-        console::write(report, std::io::stdout().lock()).context("cannot write to stdout")?;
-        for path in &outcome.written {
+        let mut stdout = std::io::stdout().lock();
+        console::write_styled(report, &mut stdout, style).context("cannot write to stdout")?;
+        drop(stdout);
+        for path in outcome.written.iter().chain(&harness_log) {
             println!("wrote {}", path.display());
         }
         if outcome.filtered {
@@ -48,4 +71,78 @@ fn run(cli: cli::Cli, harness: libtest_mimic::Arguments) -> anyhow::Result<u8> {
         }
     }
     Ok(outcome.exit_code())
+}
+
+fn validate(args: ValidateArgs) -> anyhow::Result<u8> {
+    let schemas = match &args.schemas {
+        Some(dir) => goalpost_schemas::Schemas::from_dir(dir),
+        None => goalpost_schemas::Schemas::embedded(),
+    }
+    .context("cannot compile the JSON Schemas")?;
+    goalpost::validate::validate(
+        &schemas,
+        &args.schema,
+        &args.files,
+        std::io::stdin().lock(),
+        std::io::stdout().lock(),
+        std::io::stderr().lock(),
+    )
+    .context("cannot write the result")
+}
+
+fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let dir = match &args.scenarios {
+        Some(dir) => cwd.join(dir),
+        None => goalpost::config::workspace_root(&cwd)
+            .map(|root| root.join("scenarios"))
+            .context("no scenarios/requirements.json found above the current directory; pass --scenarios DIR")?,
+    };
+    let schemas =
+        goalpost_schemas::Schemas::embedded().context("cannot compile the JSON Schemas")?;
+    let catalog = goalpost::loader::load(&dir, &schemas)
+        .with_context(|| format!("cannot load {}", Path::new(&dir).display()))?;
+    goalpost::explain::explain(
+        &catalog,
+        &args.id,
+        &cwd,
+        std::io::stdout().lock(),
+        std::io::stderr().lock(),
+    )
+    .context("cannot write the explanation")
+}
+
+fn lint(args: LintArgs) -> anyhow::Result<u8> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let dir = match &args.scenarios {
+        Some(dir) => cwd.join(dir),
+        None => goalpost::config::workspace_root(&cwd)
+            .map(|root| root.join("scenarios"))
+            .context("no scenarios/requirements.json found above the current directory; pass --scenarios DIR")?,
+    };
+    let schemas = match &args.schemas {
+        Some(dir) => goalpost_schemas::Schemas::from_dir(dir),
+        None => goalpost_schemas::Schemas::embedded(),
+    }
+    .context("cannot compile the JSON Schemas")?;
+    let report = goalpost::lint::lint_dir(&dir, &schemas)?;
+    goalpost::lint::write(&report, std::io::stdout().lock()).context("cannot write to stdout")?;
+    Ok(report.exit_code())
+}
+
+fn list(args: ListArgs) -> anyhow::Result<u8> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let dir = match &args.scenarios {
+        Some(dir) => cwd.join(dir),
+        None => goalpost::config::workspace_root(&cwd)
+            .map(|root| root.join("scenarios"))
+            .context("no scenarios/requirements.json found above the current directory; pass --scenarios DIR")?,
+    };
+    let schemas =
+        goalpost_schemas::Schemas::embedded().context("cannot compile the JSON Schemas")?;
+    let catalog = goalpost::loader::load(&dir, &schemas)
+        .with_context(|| format!("cannot load {}", dir.display()))?;
+    goalpost::mutation::write_requirements(&catalog, std::io::stdout().lock())
+        .context("cannot write to stdout")?;
+    Ok(0)
 }

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::mock::MockScript;
+
 /// One scenario file, parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
@@ -23,6 +25,14 @@ pub struct Scenario {
     /// How many checks the scenario makes at least.
     pub checks: u32,
     pub steps: Vec<Step>,
+    /// The suite's webhook answers for this scenario (`mock`); `None` when
+    /// the scenario does not use the mock.
+    pub mock: Option<MockScript>,
+    /// What the report shows of the suite's own counts next to the host's.
+    pub observations: Vec<ObservationSpec>,
+    /// Variables made when the scenario loads (`generate`): large or
+    /// repetitive text no scenario file should spell out.
+    pub generated: BTreeMap<String, String>,
 }
 
 impl Scenario {
@@ -33,7 +43,7 @@ impl Scenario {
             .iter()
             .map(|step| match &step.action {
                 Action::Quiet { ms, .. } => *ms,
-                Action::Request(_) => 0,
+                Action::Request(_) | Action::MockLog(_) => 0,
             })
             .sum()
     }
@@ -47,6 +57,9 @@ pub struct Needs {
     pub continuation: Vec<String>,
     /// 2 needs a second tenant's token.
     pub tenants: u8,
+    /// Runs only when `agents.goals.requiresBounds` (true when absent) has
+    /// this value.
+    pub requires_bounds: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +75,8 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     Request(Box<RequestStep>),
+    /// Assertions on the mock's call log instead of a host response.
+    MockLog(Box<MockStep>),
     /// A silent period with no requests at all.
     Quiet {
         ms: u64,
@@ -75,6 +90,52 @@ pub struct RequestStep {
     pub expect: Expect,
     pub capture: BTreeMap<String, Capture>,
     pub repeat: Repeat,
+    /// Send the request this many times at once; `expect` and `capture`
+    /// then apply to the aggregate of the answers.
+    pub parallel: Option<Parallel>,
+}
+
+/// A `parallel` request step: `count` copies of one request released
+/// together, each rendered with `{parallel.index}` (1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parallel {
+    pub count: u32,
+}
+
+/// A `mockLog` step: its "response" is the JSON view of the mock's call
+/// log, narrowed by `window`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockStep {
+    pub window: MockWindow,
+    /// Only `assert` (no status, no schema: nothing was sent).
+    pub expect: Expect,
+    pub capture: BTreeMap<String, Capture>,
+    pub repeat: Repeat,
+}
+
+/// Which calls a `mockLog` step sees; values are templated.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MockWindow {
+    /// Only this goal's calls (`"{goalId}"`).
+    pub goal_id: Option<String>,
+    /// Only calls arriving after this many ms since the scenario started (to
+    /// the microsecond): a number or `"{var}"` captured with `clock: "ms"`.
+    pub since_ms: Option<Value>,
+    /// Calls in the first `grace_ms` after `since_ms` were in flight: left
+    /// out of the view, counted in its `window` block.
+    pub grace_ms: u64,
+}
+
+/// A report line: the suite's own count next to the host's claim, both
+/// templates rendered with the scenario's variables when it ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservationSpec {
+    pub what: String,
+    /// The requirement it speaks to; every requirement of the scenario when
+    /// absent.
+    pub requirement: Option<String>,
+    pub suite: Value,
+    pub host: Option<Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +182,9 @@ pub enum Body {
     Json(Value),
     /// Sent as is after templating.
     Raw(String),
+    /// Sent byte for byte, never templated (`rawBodyBase64`): bodies that
+    /// are not UTF-8.
+    Bytes(Vec<u8>),
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -129,10 +193,15 @@ pub struct Expect {
     pub status: Vec<u16>,
     pub schema: Option<String>,
     pub assertions: Vec<Assertion>,
+    /// Parallel steps only: the schema each answer of that status must
+    /// match. An entry counts as a check only when some answer had that
+    /// status (see [`Expect::checks`]).
+    pub schemas: BTreeMap<u16, String>,
 }
 
 impl Expect {
-    /// Checks one evaluation of this expectation makes.
+    /// Checks one evaluation of this expectation makes, not counting
+    /// `schemas` (the parallel driver adds the entries it applied).
     pub fn checks(&self) -> u32 {
         let status = u32::from(!self.status.is_empty());
         let schema = u32::from(self.schema.is_some());
@@ -233,6 +302,17 @@ pub enum Predicate {
 pub enum Capture {
     Pointer(String),
     Header(String),
+    /// When the step's final answer arrived (for a `mockLog` step: when its
+    /// view was taken).
+    Clock(ClockFormat),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockFormat {
+    /// Whole milliseconds since the scenario started, the mock log's clock.
+    Ms,
+    /// RFC 3339 wall-clock time.
+    Rfc3339,
 }
 
 /// One entry of `scenarios/requirements.json`.

@@ -15,18 +15,22 @@ use time::OffsetDateTime;
 
 use crate::bundled::BundledHost;
 use crate::config::{HostChoice, RunConfig};
-use crate::discovery::{self, Discovery};
+use crate::discovery::{self, Capabilities, Discovery, DISCOVERY_PATH};
 use crate::driver::{Driver, HostTarget};
-use crate::error::StartError;
+use crate::error::{RunError, StartError};
 use crate::gate::gate;
 use crate::http::{Http, DEFAULT_BODY_CAP};
 use crate::ledger::{self, Ledger, Outcome, ScenarioResult, SkipReason};
 use crate::loader::{self, Catalog, LoadError};
+use crate::mock::MockServer;
 use crate::model::Scenario;
-use crate::report::{self, HostInfo, ReportInput, RunReport};
+use crate::report::{self, HostInfo, ReportInput, RunOrder, RunReport};
+use crate::shuffle;
 
 pub const REPORT_JSON: &str = "report.json";
 pub const REPORT_JUNIT: &str = "junit.xml";
+pub const REPORT_HTML: &str = "report.html";
+pub const REPORT_MARKDOWN: &str = "report.md";
 
 /// How a run ended.
 #[derive(Debug)]
@@ -132,6 +136,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
                 .block_on(BundledHost::start(
                     &config.token_a,
                     config.token_b.as_deref().unwrap_or_default(),
+                    config.callback.secret.as_deref(),
                 ))
                 .map_err(StartError::BundledHost)?,
         ),
@@ -145,14 +150,28 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         }
     };
     let result = runtime.block_on(discovery::fetch(&http, &base_url));
-    let discovery = match result {
-        Ok(discovery) => discovery,
-        Err(error) => {
+    let (discovery, unusable) = match result {
+        Ok(discovery) => {
+            let problem = discovery_problem(&discovery, &base_url);
+            (discovery, problem)
+        }
+        // Nobody is there: the run cannot start.
+        Err(error @ RunError::Connect { .. }) => {
             if let Some(host) = bundled {
                 runtime.block_on(host.shutdown());
             }
             return Err(StartError::Discovery(error));
         }
+        // Somebody is there and answered badly: that is the host's result.
+        Err(error) => (
+            Discovery {
+                status: 0,
+                sha256: discovery::sha256_hex(b""),
+                document: None,
+                capabilities: Capabilities::from_document(None),
+            },
+            Some(error.to_string()),
+        ),
     };
     let target = Arc::new(HostTarget {
         base_url: base_url.clone(),
@@ -160,14 +179,46 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         token_a: Some(config.token_a.clone()),
         token_b: config.token_b.clone(),
     });
-    let driver = Arc::new(Driver::new(
-        http,
-        target,
-        plan.schemas.clone(),
-        config.timeout_scale,
-    ));
+    let mut driver = Driver::new(http, target, plan.schemas.clone(), config.timeout_scale);
+    let mock = if !config.harness.list && needs_mock(&plan, &discovery, config.token_b.is_some()) {
+        let started = runtime.block_on(MockServer::start(
+            config.callback.mock_config(),
+            plan.schemas.clone(),
+            config.now,
+        ));
+        match started {
+            Ok(mock) => Some(Arc::new(mock)),
+            Err(error) => {
+                if let Some(host) = bundled {
+                    runtime.block_on(host.shutdown());
+                }
+                return Err(StartError::Mock(error));
+            }
+        }
+    } else {
+        None
+    };
+    if let Some(mock) = &mock {
+        driver = driver.with_mock(mock.clone());
+    }
+    let driver = Arc::new(driver);
     let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let trials = build_trials(&plan, &discovery, &driver, &ledger, runtime.handle());
+    let mut trials = build_trials(
+        &plan,
+        &discovery,
+        unusable.as_deref(),
+        &driver,
+        &ledger,
+        runtime.handle(),
+    );
+    if let Some(seed) = config.order.seed() {
+        shuffle::shuffle(&mut trials, seed);
+        if !config.harness.list {
+            eprintln!(
+                "goalpost: trials run shuffled with seed {seed} (--seed {seed} replays this order)"
+            );
+        }
+    }
     let filtered = trials
         .iter()
         .any(|trial| config.harness.is_filtered_out(trial));
@@ -180,6 +231,9 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         }
     }
     let conclusion = libtest_mimic::run(&config.harness, trials);
+    if let Some(mock) = mock {
+        runtime.block_on(mock.shutdown());
+    }
     if let Some(host) = bundled {
         runtime.block_on(host.shutdown());
     }
@@ -193,7 +247,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     }
     let finished_at = (config.now)();
     let ledger = lock(&ledger).clone();
-    let report = build_report(
+    let mut report = build_report(
         &plan,
         &ledger,
         HostInfo {
@@ -203,6 +257,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         },
         (started_at, finished_at),
     );
+    report.order = RunOrder::of(config.order);
     let written = write_reports(&report, &config.report_dir)?;
     Ok(RunOutcome {
         report: Some(report),
@@ -236,11 +291,20 @@ pub fn build_report(
 
 /// Writes every report format into `dir`.
 pub fn write_reports(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, StartError> {
-    type Writer = fn(&RunReport, BufWriter<File>) -> std::io::Result<()>;
-    let formats: [(&str, Writer); 2] = [
-        (REPORT_JSON, |r, out| report::json::write(r, out)),
-        (REPORT_JUNIT, |r, out| report::junit::write(r, out)),
+    type Writer = Box<dyn Fn(&RunReport, BufWriter<File>) -> std::io::Result<()>>;
+    let mut formats: Vec<(String, Writer)> = vec![
+        (REPORT_JSON.into(), Box::new(report::json::write)),
+        (REPORT_JUNIT.into(), Box::new(report::junit::write)),
+        (REPORT_HTML.into(), Box::new(report::html::write)),
+        (REPORT_MARKDOWN.into(), Box::new(report::markdown::write)),
     ];
+    for profile in report.profiles.keys() {
+        let profile = profile.clone();
+        formats.push((
+            report::badge::file_name(&profile),
+            Box::new(move |r, out| report::badge::write_profile(r, &profile, out)),
+        ));
+    }
     let mut written = Vec::with_capacity(formats.len());
     for (name, writer) in formats {
         let path = dir.join(name);
@@ -253,9 +317,45 @@ pub fn write_reports(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, Sta
     Ok(written)
 }
 
+/// Whether a scenario that will run has a `mock` block: only then does the
+/// run open a port for the webhook mock.
+fn needs_mock(plan: &Plan, discovery: &Discovery, second_tenant: bool) -> bool {
+    plan.catalog.scenarios.iter().any(|scenario| {
+        scenario.mock.is_some()
+            && gate(
+                scenario,
+                &discovery.capabilities,
+                &plan.selected,
+                second_tenant,
+            )
+            .is_none()
+    })
+}
+
+/// Why the discovery document cannot be read, if it cannot: a host must
+/// serve it as a 200 JSON object. (A readable document that lacks
+/// `agents.goals` is fine: the host advertises nothing.)
+fn discovery_problem(discovery: &Discovery, base_url: &str) -> Option<String> {
+    let url = format!("GET {base_url}{DISCOVERY_PATH}");
+    if discovery.status != 200 {
+        Some(format!("{url} answered {}, not 200", discovery.status))
+    } else if !discovery
+        .document
+        .as_ref()
+        .is_some_and(|doc| doc.is_object())
+    {
+        Some(format!(
+            "{url} answered 200 with a body that is not a JSON object"
+        ))
+    } else {
+        None
+    }
+}
+
 fn build_trials(
     plan: &Plan,
     discovery: &Discovery,
+    unusable: Option<&str>,
     driver: &Arc<Driver>,
     ledger: &Arc<Mutex<Ledger>>,
     handle: &tokio::runtime::Handle,
@@ -265,13 +365,17 @@ fn build_trials(
         .scenarios
         .iter()
         .map(|scenario| {
-            match gate(
+            let gated = gate(
                 scenario,
                 &discovery.capabilities,
                 &plan.selected,
                 second_tenant,
-            ) {
-                Some(reason) => {
+            );
+            match (gated, unusable) {
+                (gated, Some(problem)) if gated != Some(SkipReason::OptedOut) => {
+                    errored_trial(&scenario.name, problem, ledger.clone())
+                }
+                (Some(reason), _) => {
                     lock(ledger).record(ScenarioResult::skipped(&scenario.name, reason));
                     // Listed as ignored so `--list` and the summary show it;
                     // if the harness runs it anyway (`--include-ignored`) it
@@ -282,7 +386,7 @@ fn build_trials(
                     .with_ignored_flag(true)
                     .with_kind(reason.as_str())
                 }
-                None => scenario_trial(
+                (None, _) => scenario_trial(
                     scenario.clone(),
                     driver.clone(),
                     ledger.clone(),
@@ -291,6 +395,19 @@ fn build_trials(
             }
         })
         .collect()
+}
+
+/// A trial that errors at once: the host's discovery document is unusable,
+/// so nothing the scenario needs to know about the host can be read.
+fn errored_trial(name: &str, problem: &str, ledger: Arc<Mutex<Ledger>>) -> Trial {
+    let message = format!("the discovery document is unusable: {problem}");
+    let name = name.to_string();
+    Trial::test(name.clone(), move || {
+        let mut result = ScenarioResult::skipped(&name, SkipReason::OptedOut);
+        result.outcome = Outcome::Error(message.clone());
+        lock(&ledger).record(result);
+        Err(Failed::from(format!("error: {message}")))
+    })
 }
 
 fn scenario_trial(
@@ -308,6 +425,8 @@ fn scenario_trial(
             checks: run.checks,
             duration: started.elapsed(),
             quiet: run.quiet,
+            failed_step: run.failed_step,
+            observations: run.observations,
         };
         lock(&ledger).record(result);
         match run.outcome {

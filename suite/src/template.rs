@@ -122,12 +122,17 @@ enum Piece<'a> {
     Var(&'a str),
 }
 
+/// An identifier, or identifiers joined by dots (`mock.arm`): the dotted
+/// names are the suite's own namespaced variables, which captures (plain
+/// identifiers) cannot shadow.
 fn is_name(candidate: &str) -> bool {
-    let mut chars = candidate.chars();
-    chars
-        .next()
-        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    candidate.split('.').all(|part| {
+        let mut chars = part.chars();
+        chars
+            .next()
+            .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 fn pieces(template: &str) -> Vec<Piece<'_>> {
@@ -222,6 +227,18 @@ mod tests {
     #[test]
     fn header_values_with_quotes_survive() {
         assert_eq!(vars().render_str("{etag}").unwrap(), "\"7\"");
+    }
+
+    #[test]
+    fn dotted_names_are_variables_too() {
+        let mut vars = vars();
+        vars.set("mock.arm", json!("http://m/mock/n/arm"));
+        assert_eq!(
+            vars.render_str("{mock.arm}#intervalMs=50").unwrap(),
+            "http://m/mock/n/arm#intervalMs=50"
+        );
+        assert_eq!(names_in_str("{mock.arm}{a..b}{.a}{a.}"), vec!["mock.arm"]);
+        assert!(vars.render_str("{mock.verifier}").is_err());
     }
 
     #[test]

@@ -58,15 +58,22 @@ fn a_clean_run_exits_zero_and_prints_the_summary() {
         "{all}"
     );
     assert!(
-        all.contains("core: certified — 2 pass, 0 fail, 0 skip, 0 error"),
+        all.contains("core      certified          2      0      0      0"),
         "{all}"
     );
     assert!(
-        all.contains("behavior: not certified — 0 pass, 0 fail, 1 skip, 0 error"),
+        all.contains("behavior  not certified      0      0      1      0"),
         "{all}"
     );
-    assert!(reports.path().join("report.json").is_file());
-    assert!(reports.path().join("junit.xml").is_file());
+    for file in [
+        "report.json",
+        "junit.xml",
+        "report.html",
+        "report.md",
+        "badge-core.svg",
+    ] {
+        assert!(reports.path().join(file).is_file(), "{file} not written");
+    }
 }
 
 #[test]

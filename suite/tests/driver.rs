@@ -33,6 +33,8 @@ async fn setup(seams: &[&str], http: Http) -> Setup {
         continuation: ["manual".to_string()].into(),
         seams: seams.iter().map(|s| s.to_string()).collect(),
         base_path: BASE.to_string(),
+        judge: Some("verifier".to_string()),
+        requires_bounds: true,
     };
     let target = HostTarget {
         base_url,

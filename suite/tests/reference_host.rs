@@ -1,7 +1,8 @@
 //! The whole suite against the bundled reference host, in-process, through
 //! the same library path as `goalpost run`. Fails unless every selected
 //! profile is certified (or, when a filter narrows the run, unless anything
-//! that ran failed or errored).
+//! that ran failed or errored), and unless the published report in
+//! `reports/reference-host/` reaches the same conclusions as this run.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -20,7 +21,10 @@ fn main() -> ExitCode {
         }
     };
     let listing = harness.list;
-    let config = RunConfig::bundled(scenarios, reports.path().to_path_buf(), harness);
+    let mut config = RunConfig::bundled(scenarios, reports.path().to_path_buf(), harness);
+    // `strict` is opt-in for `goalpost run`; the reference host must pass it
+    // too, so this certifies every profile.
+    config.strict = true;
     let outcome = match goalpost::run(config) {
         Ok(outcome) => outcome,
         Err(error) => {
@@ -49,7 +53,40 @@ fn main() -> ExitCode {
         eprintln!("reference_host: the reference host must certify every selected profile");
         return ExitCode::FAILURE;
     }
+    if !outcome.filtered {
+        if let Err(problem) = check_published_report(reports.path()) {
+            eprintln!("reference_host: {problem}");
+            return ExitCode::FAILURE;
+        }
+    }
     ExitCode::SUCCESS
+}
+
+/// The committed report of the reference host must not go stale: every
+/// requirement's disposition, every scenario's outcome and every profile's
+/// certification in this run must match it.
+fn check_published_report(dir: &Path) -> Result<(), String> {
+    let published = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../reports/reference-host")
+        .join(goalpost::runner::REPORT_JSON);
+    let read = |path: &Path| -> Result<serde_json::Value, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
+    };
+    let committed = read(&published)?;
+    let fresh = read(&dir.join(goalpost::runner::REPORT_JSON))?;
+    let differences = goalpost::report::compare::differences(&committed, &fresh);
+    if differences.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the published report {} is stale:\n  {}\nRegenerate it (see README, \"Published report\"):\n  \
+         cargo run --release -p goalpost -- run --strict --report-dir reports/reference-host\n  \
+         GOALPOST_BLESS=1 cargo test -p goalpost --test browser -- --ignored",
+        published.display(),
+        differences.join("\n  ")
+    ))
 }
 
 /// The report on disk must be exactly what the schema allows.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Escalation, RunError, RunReport, RunRequest, Worker};
+use super::{Escalation, ProbeRequest, RunError, RunReport, RunRequest, Worker};
 use crate::domain::refs::ArmFixture;
 use crate::future::BoxFuture;
 
@@ -43,6 +43,12 @@ impl Worker for FixtureArm {
             })
         })
     }
+
+    /// `fireOn=K`: fires on the K-th probe and every probe after it.
+    fn probe(&self, request: ProbeRequest) -> BoxFuture<'_, Result<bool, RunError>> {
+        let fire = self.script.fire_on.is_none_or(|k| request.number >= k);
+        Box::pin(async move { Ok(fire) })
+    }
 }
 
 #[cfg(test)]
@@ -54,6 +60,7 @@ mod tests {
     fn arm(text: &str) -> FixtureArm {
         match ArmRef::parse(text, true).expect("valid").spec() {
             ArmSpec::Fixture(script) => FixtureArm::new(script.clone()),
+            other => panic!("not a fixture: {other:?}"),
         }
     }
 
@@ -83,5 +90,28 @@ mod tests {
             Some("confidence".to_string())
         );
         assert!(arm.run(request(3)).await.is_err());
+    }
+
+    fn probe(number: u64) -> ProbeRequest {
+        ProbeRequest {
+            goal_id: GoalId::generate(),
+            iteration: 1,
+            remaining: request(1).remaining,
+            number,
+        }
+    }
+
+    #[tokio::test]
+    async fn probes_fire_from_the_kth_on() {
+        let arm = arm("conformance:arm?heartbeatMs=10&fireOn=3");
+        for (number, fires) in [(1, false), (2, false), (3, true), (4, true)] {
+            assert_eq!(arm.probe(probe(number)).await, Ok(fires), "probe {number}");
+        }
+        let always = arm_always();
+        assert_eq!(always.probe(probe(1)).await, Ok(true));
+    }
+
+    fn arm_always() -> FixtureArm {
+        arm("conformance:arm?heartbeatMs=10")
     }
 }

@@ -2,6 +2,7 @@
 
 mod fixture;
 mod noop;
+mod webhook;
 
 use std::sync::Arc;
 
@@ -9,9 +10,11 @@ use serde_json::Value;
 
 use crate::domain::{ArmRef, ArmSpec, GoalId, MicroUsd, Objective, RunId, Timestamp};
 use crate::future::BoxFuture;
+use crate::webhook::WebhookClient;
 
 pub use fixture::FixtureArm;
 pub use noop::NoopWorker;
+pub use webhook::{WebhookArm, MAX_ARM_REQUEST_BYTES};
 
 /// What the worker is told about the run: the attention projection (SPEC §4
 /// webhooks), never more.
@@ -30,6 +33,17 @@ pub struct Remaining {
     pub iterations: Option<u64>,
     pub cost: Option<MicroUsd>,
     pub deadline: Option<Timestamp>,
+}
+
+/// A heartbeat probe: should a run be dispatched now?
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeRequest {
+    pub goal_id: GoalId,
+    /// The iteration number the next run would get.
+    pub iteration: u64,
+    pub remaining: Remaining,
+    /// This probe's number for the goal, from 1 (counted by the scheduler).
+    pub number: u64,
 }
 
 /// An RFC 0044 confidence-escalation interrupt raised by a run.
@@ -55,21 +69,33 @@ pub struct RunError(pub String);
 
 pub trait Worker: Send + Sync {
     fn run(&self, request: RunRequest) -> BoxFuture<'_, Result<RunReport, RunError>>;
+
+    /// The heartbeat predicate. A worker without one fires on every probe;
+    /// an error fires nothing.
+    fn probe(&self, _request: ProbeRequest) -> BoxFuture<'_, Result<bool, RunError>> {
+        Box::pin(async { Ok(true) })
+    }
 }
 
 /// Chooses the worker for a goal's `armRef`.
-#[derive(Debug, Clone, Default)]
-pub struct Arms {}
+#[derive(Debug, Clone)]
+pub struct Arms {
+    webhooks: Arc<WebhookClient>,
+}
 
 impl Arms {
-    pub fn new() -> Arms {
-        Arms {}
+    pub fn new(webhooks: Arc<WebhookClient>) -> Arms {
+        Arms { webhooks }
     }
 
     pub fn worker_for(&self, arm: Option<&ArmRef>) -> Arc<dyn Worker> {
         match arm.map(ArmRef::spec) {
             None => Arc::new(NoopWorker),
             Some(ArmSpec::Fixture(script)) => Arc::new(FixtureArm::new(script.clone())),
+            Some(ArmSpec::Webhook(webhook)) => Arc::new(WebhookArm::new(
+                Arc::clone(&self.webhooks),
+                webhook.url().to_string(),
+            )),
         }
     }
 }

@@ -10,6 +10,9 @@ use super::verdict::LastVerdict;
 /// How long a `schedule` arm waits between runs when its ref names no
 /// interval.
 pub const DEFAULT_INTERVAL_MS: u64 = 60_000;
+/// How long a `heartbeat` arm waits between probes when its ref names no
+/// interval.
+pub const DEFAULT_HEARTBEAT_MS: u64 = 60_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GoalState {
@@ -87,7 +90,7 @@ pub enum Mode {
 
 impl Mode {
     /// The modes this host runs, in the order discovery lists them.
-    pub const SUPPORTED: [Mode; 2] = [Mode::Manual, Mode::Schedule];
+    pub const SUPPORTED: [Mode; 3] = [Mode::Manual, Mode::Schedule, Mode::Heartbeat];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -194,6 +197,14 @@ impl Goal {
             .as_ref()
             .and_then(ArmRef::interval_ms)
             .unwrap_or(DEFAULT_INTERVAL_MS)
+    }
+
+    pub fn heartbeat_ms(&self) -> u64 {
+        self.continuation
+            .arm_ref
+            .as_ref()
+            .and_then(ArmRef::heartbeat_ms)
+            .unwrap_or(DEFAULT_HEARTBEAT_MS)
     }
 
     pub fn etag(&self) -> String {

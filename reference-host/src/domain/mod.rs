@@ -2,6 +2,7 @@
 //! SPEC §3's decision order as pure functions. No I/O here.
 
 pub mod bounds;
+pub mod criteria;
 pub mod decide;
 pub mod event;
 pub mod goal;
@@ -24,13 +25,17 @@ mod request_tests;
 mod transition_tests;
 
 pub use bounds::{Bounds, CostCap};
+pub use criteria::{CriteriaVerifier, VerifierName};
 pub use decide::{decide, exhausted, may_dispatch, Bound, Decision, Refusal};
 pub use event::{Event, EventPayload};
 pub use goal::{Attention, Check, Completion, Continuation, Goal, GoalState, Mode, Progress};
 pub use ids::{GoalId, Objective, RunId, Tenant};
 pub use money::MicroUsd;
-pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec};
-pub use request::{parse_create, parse_patch, GoalPatch, NewGoal, RequestContext, RequestError};
+pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec, Webhook};
+pub use request::{
+    parse_create, parse_patch, parse_verifier, GoalPatch, NewGoal, NewVerifier, RequestContext,
+    RequestError,
+};
 pub use timestamp::Timestamp;
 pub use transition::{Change, FinishedRun, TransitionError};
 pub use verdict::{

@@ -29,6 +29,14 @@ fn with(pointer: &str, value: Value) -> Value {
     body
 }
 
+fn with_in(base: &Value, pointer: &str, value: Value) -> Value {
+    let mut body = base.clone();
+    *body
+        .pointer_mut(pointer)
+        .expect("pointer exists in the base body") = value;
+    body
+}
+
 fn without(key: &str) -> Value {
     let mut body = body();
     body.as_object_mut().expect("object").remove(key);
@@ -203,12 +211,12 @@ fn judge_owned_fields_are_refused_first() {
 
 #[test]
 fn unsupported_modes_and_checks_are_422() {
-    for mode in ["commitment", "heartbeat"] {
-        assert!(matches!(
-            parse_create(&with("/continuation/mode", json!(mode)), SEAMS),
-            Err(RequestError::UnsupportedContinuation { .. })
-        ));
-    }
+    assert!(matches!(
+        parse_create(&with("/continuation/mode", json!("commitment")), SEAMS),
+        Err(RequestError::UnsupportedContinuation { .. })
+    ));
+    let heartbeat = parse_create(&with("/continuation/mode", json!("heartbeat")), SEAMS);
+    assert_eq!(heartbeat.map(|new| new.mode), Ok(Mode::Heartbeat));
     assert!(matches!(
         parse_create(&with("/completion/check", json!("host")), SEAMS),
         Err(RequestError::UnsupportedJudge { .. })
@@ -238,9 +246,39 @@ fn fixture_refs_need_seams_and_a_strict_grammar() {
         "/continuation/armRef"
     );
     assert!(matches!(
-        parse_create(&with("/completion/verifierRef", json!("vf-1")), SEAMS),
+        parse_create(&with("/completion/verifierRef", json!("vf 1")), SEAMS),
         Err(RequestError::UnknownVerifier { .. })
     ));
+    // A plain name parses; whether the tenant registered it is the engine's
+    // check.
+    let named = parse_create(&with("/completion/verifierRef", json!("vf-1")), NO_SEAMS)
+        .expect("a name parses");
+    assert_eq!(
+        named
+            .verifier_ref
+            .as_ref()
+            .and_then(|r| r.name())
+            .map(|n| n.as_str()),
+        Some("vf-1")
+    );
+    let webhook = with("/completion/verifierRef", json!("http://127.0.0.1:9/v"));
+    let webhook = with_in(
+        &webhook,
+        "/continuation/armRef",
+        json!("http://127.0.0.1:9/a#intervalMs=5"),
+    );
+    let parsed = parse_create(&webhook, NO_SEAMS).expect("webhooks need no seams");
+    assert_eq!(parsed.arm_ref.and_then(|r| r.interval_ms()), Some(5));
+    assert_eq!(
+        invalid_at(parse_create(
+            &with(
+                "/continuation/armRef",
+                json!("http://127.0.0.1:9/a#everyMs=5")
+            ),
+            SEAMS
+        )),
+        "/continuation/armRef"
+    );
     assert!(matches!(
         parse_create(&with("/continuation/armRef", json!("job-1")), SEAMS),
         Err(RequestError::UnknownArm { .. })

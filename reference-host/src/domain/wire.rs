@@ -3,6 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::criteria::{CriteriaVerifier, Rule};
 use super::event::{Event, EventPayload};
 use super::goal::Goal;
 use super::verdict::{Criterion, Evaluation};
@@ -146,4 +147,35 @@ pub fn attention(goal: &Goal) -> Value {
         "goalId": goal.id.as_str(),
         "status": goal.attention().as_str(),
     })
+}
+
+fn rule(rule: &Rule) -> Value {
+    json!({
+        "id": rule.id,
+        "pointer": rule.pointer,
+        "op": rule.predicate.op().as_str(),
+        "value": rule.predicate.operand(),
+        "failureClass": rule.failure_class.as_str(),
+    })
+}
+
+/// A criteria verifier as registered (schema `verifier-registration`, every
+/// default filled in): also how storage keeps it.
+pub fn verifier_registration(verifier: &CriteriaVerifier) -> Value {
+    let criteria: Vec<Value> = verifier.rules.iter().map(rule).collect();
+    json!({ "name": verifier.name.as_str(), "criteria": criteria })
+}
+
+/// Schema `verifier-definition`.
+pub fn verifier(verifier: &CriteriaVerifier) -> Value {
+    let mut value = verifier_registration(verifier);
+    if let Some(object) = value.as_object_mut() {
+        object.insert("createdAt".into(), verifier.created_at.to_wire().into());
+    }
+    value
+}
+
+pub fn verifier_list<'a>(verifiers: impl IntoIterator<Item = &'a CriteriaVerifier>) -> Value {
+    let verifiers: Vec<Value> = verifiers.into_iter().map(verifier).collect();
+    json!({ "verifiers": verifiers })
 }

@@ -14,9 +14,18 @@ pub enum EngineError {
     Escalated,
     #[error("the goal is paused")]
     Paused,
+    /// A criteria verifier of that name already exists in the tenant.
+    #[error("a verifier of that name already exists")]
+    VerifierExists,
     /// `If-Match` did not match the goal's current `ETag`.
     #[error("the goal has changed since the given ETag")]
     PreconditionFailed,
+    /// The `Idempotency-Key` was used with a different body.
+    #[error("the idempotency key was used with a different body")]
+    IdempotencyConflict,
+    /// A per-tenant quota is used up.
+    #[error("quota {} ({limit}) reached", quota.as_str())]
+    QuotaExceeded { quota: super::Quota, limit: u64 },
     #[error(transparent)]
     Request(#[from] RequestError),
     #[error(transparent)]

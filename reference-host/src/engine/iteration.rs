@@ -1,19 +1,20 @@
 //! One iteration, exactly as DESIGN "Engine" describes it: under the goal's
 //! lock, re-read and check the goal may run (fail closed), reserve the run
 //! (iteration and run id written first), dispatch it, judge it, and record
-//! verdict, events and decision in one transaction.
+//! verdict, events and decision in one transaction. A close by a person or
+//! the deadline cancels the dispatch; nothing is recorded for it then.
 
 use std::sync::Arc;
 
 use super::goals::MAX_ATTEMPTS;
-use super::{ContinueOutcome, Engine, EngineError};
+use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
 use crate::arms::{Remaining, RunRequest};
 use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
 use crate::domain::{
     may_dispatch, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId, RunOutcome, Tenant,
-    Timestamp, Verdict,
+    Timestamp, Verdict, VerifierSpec,
 };
-use crate::judge::VerifyRequest;
+use crate::judge::{CriteriaJudge, Verifier, VerifyRequest};
 use crate::storage::{RunReservation, Written};
 
 /// What a scheduled fire did.
@@ -25,20 +26,24 @@ pub enum FireOutcome {
     Skipped,
     /// The goal's bounds were used up: it was closed without a run.
     Closed,
-    /// The run finished after the goal closed; nothing was recorded.
+    /// The goal closed under the run; nothing was recorded.
     Discarded,
+    /// A heartbeat probe said not to fire: nothing dispatched.
+    Quiet,
 }
 
 /// Who asked for the iteration.
 #[derive(Debug, Clone)]
-enum Trigger {
+pub(super) enum Trigger {
     /// `POST {base}/{id}/continue` by the goal's owner.
     Continue(Tenant),
     /// The scheduler found the goal due.
     Schedule,
+    /// A heartbeat probe of the goal said to fire.
+    Heartbeat,
 }
 
-enum Iteration {
+pub(super) enum Iteration {
     Recorded {
         goal: Box<Goal>,
         evaluation: Option<Evaluation>,
@@ -59,13 +64,48 @@ enum Reserved {
     Skip,
 }
 
-fn due(goal: &Goal, now: Timestamp) -> bool {
-    goal.continuation.mode == Mode::Schedule
-        && !goal.paused
-        && goal.next_fire_at.is_none_or(|at| at <= now)
+/// Whether a fire by the scheduler still applies to the goal as it is now.
+fn due(goal: &Goal, trigger: &Trigger, now: Timestamp) -> bool {
+    match trigger {
+        Trigger::Continue(_) => true,
+        Trigger::Schedule => {
+            goal.continuation.mode == Mode::Schedule
+                && !goal.paused
+                && goal.next_fire_at.is_none_or(|at| at <= now)
+        }
+        Trigger::Heartbeat => goal.continuation.mode == Mode::Heartbeat && !goal.paused,
+    }
 }
 
-fn remaining(goal: &Goal) -> Remaining {
+/// A scheduled fire's result as the scheduler sees it: a goal that cannot
+/// run is simply skipped.
+pub(super) fn fire_outcome(
+    iteration: Result<Iteration, EngineError>,
+) -> Result<FireOutcome, EngineError> {
+    Ok(match iteration {
+        Ok(Iteration::Recorded { iteration, .. }) => FireOutcome::Ran { iteration },
+        Ok(Iteration::Discarded) => FireOutcome::Discarded,
+        Ok(Iteration::Closed) => FireOutcome::Closed,
+        Ok(Iteration::Skipped) => FireOutcome::Skipped,
+        Err(
+            EngineError::NotFound
+            | EngineError::Terminal
+            | EngineError::Escalated
+            | EngineError::Paused,
+        ) => FireOutcome::Skipped,
+        Err(error) => return Err(error),
+    })
+}
+
+fn environmental(run_id: &RunId, cost: MicroUsd) -> FinishedRun {
+    FinishedRun {
+        run_id: run_id.clone(),
+        cost,
+        outcome: RunOutcome::Judged(Verdict::environmental()),
+    }
+}
+
+pub(super) fn remaining(goal: &Goal) -> Remaining {
     Remaining {
         iterations: goal
             .bounds
@@ -102,7 +142,8 @@ impl Engine {
                 goal: *goal,
                 evaluation,
             }),
-            // Closed under the run (abandoned) or just now (bounds used up).
+            // Closed under the run (abandoned, deadline) or just now (bounds
+            // used up).
             Iteration::Discarded | Iteration::Closed => Err(EngineError::Terminal),
             Iteration::Skipped => Err(EngineError::Internal("a continue was skipped".into())),
         }
@@ -111,27 +152,22 @@ impl Engine {
     /// A scheduled fire of a goal the scheduler found due. Re-checks
     /// everything under the goal's lock: a stale fire never produces a run.
     pub async fn fire(&self, id: &GoalId) -> Result<FireOutcome, EngineError> {
-        Ok(match self.iterate(id, Trigger::Schedule).await {
-            Ok(Iteration::Recorded { iteration, .. }) => FireOutcome::Ran { iteration },
-            Ok(Iteration::Discarded) => FireOutcome::Discarded,
-            Ok(Iteration::Closed) => FireOutcome::Closed,
-            Ok(Iteration::Skipped) => FireOutcome::Skipped,
-            Err(
-                EngineError::NotFound
-                | EngineError::Terminal
-                | EngineError::Escalated
-                | EngineError::Paused,
-            ) => FireOutcome::Skipped,
-            Err(error) => return Err(error),
-        })
+        #[cfg(feature = "mutants")]
+        self.mutants.remember_timer(id);
+        fire_outcome(self.iterate(id, Trigger::Schedule).await)
     }
 
-    /// Closes a goal past its deadline. Skips a goal whose iteration is under
-    /// way: that iteration decides (and closes) when its run finishes.
+    /// Closes a goal past its deadline, at once: without the goal's lock, so
+    /// a slow run in flight does not delay it. That run is cancelled and
+    /// recorded nowhere.
     pub async fn close_if_past_deadline(&self, id: &GoalId) -> Result<bool, EngineError> {
-        let Some(_guard) = self.locks.try_lock(id) else {
+        #[cfg(feature = "mutants")]
+        if self
+            .mutants
+            .is(crate::mutants::Mutant::DeadlineIgnoredWhenIdle)
+        {
             return Ok(false);
-        };
+        }
         for _ in 0..MAX_ATTEMPTS {
             let Some(goal) = self.load(id).await? else {
                 return Ok(false);
@@ -141,6 +177,7 @@ impl Engine {
                 return Ok(false);
             };
             if let Written::Done(_) = self.write(change, goal.version, now).await? {
+                self.cancels.cancel(id);
                 return Ok(true);
             }
         }
@@ -168,10 +205,36 @@ impl Engine {
     }
 
     async fn iterate(&self, id: &GoalId, trigger: Trigger) -> Result<Iteration, EngineError> {
+        #[cfg(feature = "mutants")]
+        if !crate::mutants::engine::iterations_serialised(&self.mutants) {
+            let mut cancel = self.cancels.watch(id);
+            return self.iterate_locked(id, &trigger, &mut cancel).await;
+        }
         let _guard = self.locks.lock(id).await;
-        match self.reserve(id, &trigger).await? {
+        let mut cancel = self.cancels.watch(id);
+        self.iterate_locked(id, &trigger, &mut cancel).await
+    }
+
+    /// The iteration proper; the caller holds the goal's lock and watches
+    /// it for a cancel (registered before this reads the goal).
+    pub(super) async fn iterate_locked(
+        &self,
+        id: &GoalId,
+        trigger: &Trigger,
+        cancel: &mut CancelWatch,
+    ) -> Result<Iteration, EngineError> {
+        match self.reserve(id, trigger).await? {
             Reserved::Run(goal, reservation) => {
-                let finished = self.dispatch(&goal, &reservation).await;
+                // Biased: a close that came before the first poll stops the
+                // run before any byte of it is sent.
+                let finished = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {
+                        tracing::info!(goal = %id, run = %reservation.run_id, "the goal closed under its run; the run is dropped");
+                        environmental(&reservation.run_id, MicroUsd::ZERO)
+                    }
+                    finished = self.dispatch(&goal, &reservation) => finished,
+                };
                 self.record(id, &finished).await
             }
             Reserved::Closed => Ok(Iteration::Closed),
@@ -185,13 +248,20 @@ impl Engine {
         for _ in 0..MAX_ATTEMPTS {
             let goal = match trigger {
                 Trigger::Continue(tenant) => self.load_owned(tenant, id).await?,
-                Trigger::Schedule => match self.load(id).await? {
+                Trigger::Schedule | Trigger::Heartbeat => match self.load(id).await? {
                     Some(goal) => goal,
                     None => return Ok(Reserved::Skip),
                 },
             };
+            #[cfg(feature = "mutants")]
+            let goal = crate::mutants::engine::dispatch_view(
+                &self.mutants,
+                goal,
+                matches!(trigger, Trigger::Schedule),
+                matches!(trigger, Trigger::Continue(_)),
+            );
             let now = self.clock.now();
-            if matches!(trigger, Trigger::Schedule) && !due(&goal, now) {
+            if !due(&goal, trigger, now) {
                 return Ok(Reserved::Skip);
             }
             match may_dispatch(&goal, now) {
@@ -233,7 +303,11 @@ impl Engine {
     /// Runs the worker, then the judge. Never fails: every failure is an
     /// environmental verdict for this run.
     async fn dispatch(&self, goal: &Goal, reservation: &RunReservation) -> FinishedRun {
+        #[cfg(feature = "mutants")]
+        let goal = &crate::mutants::engine::dispatched(&self.mutants, goal);
         let worker = self.arms.worker_for(goal.continuation.arm_ref.as_ref());
+        #[cfg(feature = "mutants")]
+        let worker = crate::mutants::engine::worker(&self.mutants, goal, self.clock.now(), worker);
         let request = RunRequest {
             goal_id: goal.id.clone(),
             run_id: reservation.run_id.clone(),
@@ -241,11 +315,7 @@ impl Engine {
             objective: goal.objective.clone(),
             remaining: remaining(goal),
         };
-        let environmental = |cost| FinishedRun {
-            run_id: reservation.run_id.clone(),
-            cost,
-            outcome: RunOutcome::Judged(Verdict::environmental()),
-        };
+        let environmental = |cost| environmental(&reservation.run_id, cost);
         let report = match tokio::time::timeout(self.settings.run_limit, worker.run(request)).await
         {
             Ok(Ok(report)) => report,
@@ -265,10 +335,12 @@ impl Engine {
                 outcome: RunOutcome::Escalated,
             };
         }
-        let Some(verifier) = self
-            .judges
-            .verifier_for(goal.completion.verifier_ref.as_ref())
-        else {
+        let verifier = self.verifier_for(goal).await;
+        #[cfg(feature = "mutants")]
+        let verifier =
+            verifier.map(|inner| crate::mutants::engine::verifier(&self.mutants, goal, inner));
+        let Some(verifier) = verifier else {
+            tracing::info!(goal = %goal.id, run = %reservation.run_id, "no verifier to judge the run");
             return environmental(report.cost);
         };
         let request = VerifyRequest {
@@ -294,6 +366,26 @@ impl Engine {
         }
     }
 
+    /// The goal's verifier: a fixture, a URL, or its tenant's registered
+    /// criteria verifier of that name. `None` when none is attached or the
+    /// named one cannot be read.
+    async fn verifier_for(&self, goal: &Goal) -> Option<Arc<dyn Verifier>> {
+        let spec = goal.completion.verifier_ref.as_ref()?.spec();
+        let VerifierSpec::Named(name) = spec else {
+            return self.judges.verifier_for(spec);
+        };
+        let (tenant, name) = (goal.owner.clone(), name.clone());
+        match self.db(move |store| store.verifier(&tenant, &name)).await {
+            Ok(found) => {
+                found.map(|verifier| Arc::new(CriteriaJudge::new(verifier)) as Arc<dyn Verifier>)
+            }
+            Err(error) => {
+                tracing::warn!(goal = %goal.id, %error, "cannot read the goal's verifier");
+                None
+            }
+        }
+    }
+
     /// Records a finished run on a fresh read of the goal, retried if a
     /// person changed the goal meanwhile (a pause or an edit does not undo
     /// the run; an abandon does: nothing is recorded after a close).
@@ -304,6 +396,9 @@ impl Engine {
             let change = goal
                 .as_ref()
                 .and_then(|goal| record_run(goal, finished, now));
+            #[cfg(feature = "mutants")]
+            let change =
+                crate::mutants::engine::record(&self.mutants, goal.as_ref(), finished, now, change);
             let (Some(goal), Some(change)) = (goal, change) else {
                 let run = finished.run_id.clone();
                 self.db(move |store| store.discard_run(&run, now)).await?;

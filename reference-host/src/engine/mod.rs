@@ -1,11 +1,16 @@
 //! The use cases: what `http` and the scheduler ask for. The engine owns the
 //! iteration procedure (DESIGN "Engine") and every goal's lock.
 
+mod cancel;
 mod error;
 mod goals;
+mod heartbeat;
+mod idempotency;
 mod iteration;
 mod locks;
 mod precondition;
+mod quota;
+mod verifiers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,14 +20,21 @@ use crate::clock::Clock;
 use crate::domain::{Evaluation, Goal, RequestContext};
 use crate::judge::Judges;
 use crate::storage::{Store, StoreError};
+use crate::webhook::{WebhookClient, WebhookSecret, DEFAULT_TIMEOUT};
 
+pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
+pub use goals::{Created, Replay};
+pub use heartbeat::Heartbeat;
+pub use idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS, MAX_KEY_CHARS};
 pub use iteration::FireOutcome;
 pub use locks::GoalLocks;
 pub use precondition::IfMatch;
+pub use quota::{Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT};
+pub use verifiers::VerifierFileError;
 
 /// Tunables of the engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineSettings {
     /// The conformance seams are on: `conformance:` fixture refs are
     /// accepted (and `http` serves the seam routes).
@@ -31,14 +43,30 @@ pub struct EngineSettings {
     pub run_limit: Duration,
     /// A judge still deciding after this long fails environmentally.
     pub judge_limit: Duration,
+    /// One webhook call (arm, verifier or heartbeat probe), connect to last
+    /// byte; no retries.
+    pub webhook_timeout: Duration,
+    /// Sent with every webhook call.
+    pub webhook_secret: WebhookSecret,
+    /// Per-tenant limits on open and armed goals.
+    pub quotas: Quotas,
+    /// The deliberate bug this host runs with (the suite's kill matrix).
+    #[cfg(feature = "mutants")]
+    pub mutant: Option<crate::mutants::Mutant>,
 }
 
 impl Default for EngineSettings {
+    /// A random webhook secret: set one to let receivers check it.
     fn default() -> EngineSettings {
         EngineSettings {
             conformance_seams: false,
             run_limit: Duration::from_secs(20),
             judge_limit: Duration::from_secs(10),
+            webhook_timeout: DEFAULT_TIMEOUT,
+            webhook_secret: WebhookSecret::generate(),
+            quotas: Quotas::default(),
+            #[cfg(feature = "mutants")]
+            mutant: None,
         }
     }
 }
@@ -57,7 +85,10 @@ pub struct Engine {
     arms: Arms,
     judges: Judges,
     locks: GoalLocks,
+    cancels: Cancels,
     settings: EngineSettings,
+    #[cfg(feature = "mutants")]
+    mutants: Arc<crate::mutants::Switch>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -70,18 +101,27 @@ impl std::fmt::Debug for Engine {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, settings: EngineSettings) -> Engine {
+        #[cfg(feature = "mutants")]
+        let settings = crate::mutants::engine::settings(settings);
+        let client = WebhookClient::new(settings.webhook_secret.clone(), settings.webhook_timeout);
+        #[cfg(feature = "mutants")]
+        let client = client.with_mutant(settings.mutant);
+        let webhooks = Arc::new(client);
         Engine {
             store,
             clock,
-            arms: Arms::new(),
-            judges: Judges::new(),
+            arms: Arms::new(Arc::clone(&webhooks)),
+            judges: Judges::new(webhooks),
             locks: GoalLocks::default(),
+            cancels: Cancels::default(),
+            #[cfg(feature = "mutants")]
+            mutants: Arc::new(crate::mutants::Switch::new(settings.mutant)),
             settings,
         }
     }
 
-    pub fn settings(&self) -> EngineSettings {
-        self.settings
+    pub fn settings(&self) -> &EngineSettings {
+        &self.settings
     }
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
@@ -105,5 +145,21 @@ impl Engine {
             .await
             .map_err(|error| EngineError::Internal(format!("storage task failed: {error}")))?
             .map_err(EngineError::from)
+    }
+}
+
+#[cfg(feature = "mutants")]
+impl Engine {
+    /// The host's mutant switch (the HTTP side of the mutants reads it).
+    pub(crate) fn mutants(&self) -> &crate::mutants::Switch {
+        &self.mutants
+    }
+
+    /// Any goal by id (the HTTP side of the mutants checks tags itself).
+    pub(crate) async fn mutant_load(
+        &self,
+        id: &crate::domain::GoalId,
+    ) -> Result<Option<Goal>, EngineError> {
+        self.load(id).await
     }
 }

@@ -1,6 +1,10 @@
 //! Bearer tokens → tenants. A goal endpoint without a known token is 401.
+//!
+//! Tokens are kept as SHA-256 digests and a presented token is compared with
+//! every configured one in constant time, so neither the answer's timing nor
+//! a lookup structure tells an attacker how much of a guess was right.
 
-use std::collections::HashMap;
+use sha2::{Digest, Sha256};
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -20,10 +24,27 @@ pub enum TokenError {
     Duplicate,
 }
 
+type TokenDigest = [u8; 32];
+
 /// The configured credentials.
 #[derive(Clone, Default)]
 pub struct Tokens {
-    tenants: HashMap<String, Tenant>,
+    tenants: Vec<(TokenDigest, Tenant)>,
+}
+
+fn digest(token: &str) -> TokenDigest {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Equal without an early exit: the time taken does not depend on where
+/// the first difference is. `black_box` keeps the optimiser from turning the
+/// fold back into a short-circuiting comparison.
+fn constant_time_eq(left: &TokenDigest, right: &TokenDigest) -> bool {
+    let difference = left
+        .iter()
+        .zip(right.iter())
+        .fold(0u8, |acc, (a, b)| acc | std::hint::black_box(a ^ b));
+    std::hint::black_box(difference) == 0
 }
 
 impl std::fmt::Debug for Tokens {
@@ -38,7 +59,7 @@ impl std::fmt::Debug for Tokens {
 impl Tokens {
     /// `(token, tenant)` pairs.
     pub fn new(pairs: &[(String, String)]) -> Result<Tokens, TokenError> {
-        let mut tenants = HashMap::new();
+        let mut tenants: Vec<(TokenDigest, Tenant)> = Vec::with_capacity(pairs.len());
         for (token, tenant) in pairs {
             let valid = !token.is_empty() && token.bytes().all(|byte| byte.is_ascii_graphic());
             if !valid {
@@ -46,15 +67,26 @@ impl Tokens {
             }
             let tenant =
                 Tenant::parse(tenant).ok_or_else(|| TokenError::BadTenant(tenant.clone()))?;
-            if tenants.insert(token.clone(), tenant).is_some() {
+            let digest = digest(token);
+            if tenants.iter().any(|(known, _)| known == &digest) {
                 return Err(TokenError::Duplicate);
             }
+            tenants.push((digest, tenant));
         }
         Ok(Tokens { tenants })
     }
 
+    /// The tenant of `token`. Every configured token is compared, whichever
+    /// matches, so the time taken depends only on how many are configured.
     pub fn tenant(&self, token: &str) -> Option<&Tenant> {
-        self.tenants.get(token)
+        let presented = digest(token);
+        let mut found = None;
+        for (known, tenant) in &self.tenants {
+            if constant_time_eq(known, &presented) {
+                found = Some(tenant);
+            }
+        }
+        found
     }
 
     pub fn is_empty(&self) -> bool {
@@ -104,6 +136,16 @@ mod tests {
         let tokens = Tokens::new(&[pair("tok-a", "acme"), pair("tok-b", "globex")]).expect("valid");
         assert_eq!(tokens.tenant("tok-a").map(Tenant::as_str), Some("acme"));
         assert_eq!(tokens.tenant("tok-c"), None);
+    }
+
+    #[test]
+    fn near_misses_do_not_match() {
+        let tokens = Tokens::new(&[pair("tok-abcdef", "acme")]).expect("valid");
+        for guess in ["tok-abcdeg", "tok-abcde", "tok-abcdefg", "TOK-ABCDEF", ""] {
+            assert_eq!(tokens.tenant(guess), None, "{guess:?}");
+        }
+        assert!(constant_time_eq(&digest("x"), &digest("x")));
+        assert!(!constant_time_eq(&digest("x"), &digest("y")));
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub fn document(seams: bool) -> Value {
                 "conformanceSeams".into(),
                 json!({ "goals": {
                     "basePath": GOALS_BASE,
-                    "continue": true, "events": true, "fixtures": true, "webhooks": false
+                    "continue": true, "events": true, "fixtures": true, "webhooks": true
                 } }),
             );
         }

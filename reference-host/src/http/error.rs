@@ -174,6 +174,10 @@ impl From<RequestError> for ApiError {
                 ApiError::new(unprocessable, "bounds_required", message)
                     .with_details(json!({ "pointer": "/bounds" }))
             }
+            RequestError::ObjectiveTooLong { max_bytes } => {
+                ApiError::new(unprocessable, "objective_too_long", message)
+                    .with_details(json!({ "pointer": "/objective", "maxBytes": max_bytes }))
+            }
             RequestError::UnsupportedContinuation { .. } => {
                 ApiError::new(unprocessable, "unsupported_continuation", message)
                     .with_details(json!({ "pointer": "/continuation/mode" }))
@@ -218,11 +222,27 @@ impl From<EngineError> for ApiError {
                 "goal_paused",
                 "the goal is paused: resume it first",
             ),
+            EngineError::VerifierExists => ApiError::new(
+                conflict,
+                "verifier_exists",
+                "a verifier of that name already exists; pick another name",
+            ),
             EngineError::PreconditionFailed => ApiError::new(
                 StatusCode::PRECONDITION_FAILED,
                 "precondition_failed",
                 "If-Match does not match the goal's current ETag",
             ),
+            EngineError::IdempotencyConflict => ApiError::new(
+                conflict,
+                "idempotency_conflict",
+                "this Idempotency-Key was used with a different body",
+            ),
+            EngineError::QuotaExceeded { quota, limit } => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "quota_exceeded",
+                format!("the tenant's {} quota ({limit}) is used up", quota.as_str()),
+            )
+            .with_details(json!({ "quota": quota.as_str(), "limit": limit })),
             EngineError::Request(error) => error.into(),
             EngineError::Store(error) => {
                 tracing::error!(%error, "storage failed");

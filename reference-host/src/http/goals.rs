@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
+use axum::http::header::{HeaderValue, ETAG};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
@@ -13,6 +14,30 @@ use super::error::ApiError;
 use super::json::{created, json, with_etag, JsonBody};
 use super::{goal_id, if_match, AppState, GOALS_BASE};
 use crate::domain::{wire, GoalState};
+use crate::engine::{IdempotencyKey, MAX_KEY_CHARS};
+
+/// Names the header a create's idempotency key travels in.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// Set on a create answered from an earlier request with the same key.
+pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(IdempotencyKey::parse)
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::invalid_input(
+                "header",
+                "Idempotency-Key",
+                format!("Idempotency-Key must be 1 to {MAX_KEY_CHARS} visible ASCII characters"),
+            )
+        })
+}
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -45,11 +70,29 @@ async fn list(
 async fn create(
     State(state): State<AppState>,
     Caller(tenant): Caller,
+    headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let goal = state.engine.create(&tenant, &body).await?;
+    let key = idempotency_key(&headers)?;
+    let outcome = state
+        .engine
+        .create_once(&tenant, &body, key.as_ref())
+        .await?;
+    let goal = &outcome.goal;
     let location = format!("{GOALS_BASE}/{}", goal.id);
-    Ok(created(&location, &goal, wire::goal(&goal)))
+    let Some(replay) = outcome.replay else {
+        return Ok(created(&location, goal, wire::goal(goal)));
+    };
+    // The original answer again: its body and ETag, not the goal as it is
+    // now (a GET shows that).
+    let mut response = created(&location, goal, replay.answer);
+    if let Ok(etag) = HeaderValue::from_str(&replay.etag) {
+        response.headers_mut().insert(ETAG, etag);
+    }
+    response
+        .headers_mut()
+        .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    Ok(response)
 }
 
 async fn read(

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::error::ApiError;
+use crate::domain::request::parse_body;
 use crate::domain::Goal;
 
 /// A JSON request body as a `Value`; typing it is the domain's job.
@@ -52,7 +53,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
                     ApiError::malformed_json(format!("cannot read the body: {rejection}"))
                 }
             })?;
-        serde_json::from_slice(&bytes)
+        parse_body(&bytes)
             .map(JsonBody)
             .map_err(|error| ApiError::malformed_json(format!("the body is not JSON: {error}")))
     }

@@ -7,8 +7,11 @@ mod envelope;
 mod error;
 mod goals;
 mod json;
+mod openapi;
 mod seams;
+mod trace;
 mod transitions;
+mod verifiers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +29,8 @@ use crate::engine::{Engine, IfMatch};
 pub use auth::{TokenError, Tokens};
 pub use discovery::document as discovery_document;
 pub use error::ApiError;
+pub use openapi::{document as openapi_document, OPENAPI_PATH};
+pub use verifiers::VERIFIERS_BASE;
 
 /// The goals collection path `{base}`.
 pub const GOALS_BASE: &str = "/v1/host/sample/goals";
@@ -74,12 +79,14 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     let mut routes = Router::new()
         .merge(discovery::routes())
+        .merge(openapi::routes())
         .merge(goals::routes())
-        .merge(transitions::routes());
+        .merge(transitions::routes())
+        .merge(verifiers::routes());
     if state.seams {
         routes = routes.merge(seams::routes());
     }
-    routes
+    let routes = routes
         .method_not_allowed_fallback(envelope::method_not_allowed)
         .fallback(envelope::not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -88,7 +95,10 @@ pub fn app(state: AppState) -> Router {
             REQUEST_TIMEOUT,
         ))
         .layer(axum::middleware::map_response(envelope::ensure_envelope))
-        .with_state(state)
+        .layer(axum::middleware::from_fn(trace::request_span));
+    #[cfg(feature = "mutants")]
+    let routes = crate::mutants::http::layer(routes, &state);
+    routes.with_state(state)
 }
 
 /// A path id that this host could not have minted names nothing.

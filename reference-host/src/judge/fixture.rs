@@ -54,6 +54,7 @@ mod tests {
     fn verifier(text: &str) -> FixtureVerifier {
         match VerifierRef::parse(text, true).expect("valid").spec() {
             VerifierSpec::Fixture(script) => FixtureVerifier::new(script.clone()),
+            other => panic!("not a fixture: {other:?}"),
         }
     }
 

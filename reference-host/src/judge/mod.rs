@@ -2,16 +2,21 @@
 //! and aggregates criteria itself, so no verifier can outvote a failing
 //! criterion.
 
+mod criteria;
 mod fixture;
+mod webhook;
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::domain::{GoalId, Judgement, RunId, VerifierRef, VerifierSpec};
+use crate::domain::{GoalId, Judgement, RunId, VerifierSpec};
 use crate::future::BoxFuture;
+use crate::webhook::WebhookClient;
 
+pub use criteria::CriteriaJudge;
 pub use fixture::FixtureVerifier;
+pub use webhook::WebhookVerifier;
 
 /// What the verifier sees of a run (SPEC §4 webhooks): never the objective.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,19 +37,27 @@ pub trait Verifier: Send + Sync {
     fn verify(&self, request: VerifyRequest) -> BoxFuture<'_, Result<Judgement, JudgeError>>;
 }
 
-/// Chooses the verifier for a goal's `verifierRef`; `None` when the goal has
-/// none attached (the iteration then fails environmentally).
-#[derive(Debug, Clone, Default)]
-pub struct Judges {}
+/// Chooses the verifier for a goal's `verifierRef`.
+#[derive(Debug, Clone)]
+pub struct Judges {
+    webhooks: Arc<WebhookClient>,
+}
 
 impl Judges {
-    pub fn new() -> Judges {
-        Judges {}
+    pub fn new(webhooks: Arc<WebhookClient>) -> Judges {
+        Judges { webhooks }
     }
 
-    pub fn verifier_for(&self, verifier: Option<&VerifierRef>) -> Option<Arc<dyn Verifier>> {
-        match verifier.map(VerifierRef::spec)? {
+    /// The verifier for a fixture or a URL. `None` for a named verifier:
+    /// those live in the tenant's registry, which the engine reads.
+    pub fn verifier_for(&self, spec: &VerifierSpec) -> Option<Arc<dyn Verifier>> {
+        match spec {
             VerifierSpec::Fixture(script) => Some(Arc::new(FixtureVerifier::new(script.clone()))),
+            VerifierSpec::Webhook(webhook) => Some(Arc::new(WebhookVerifier::new(
+                Arc::clone(&self.webhooks),
+                webhook.url().to_string(),
+            ))),
+            VerifierSpec::Named(_) => None,
         }
     }
 }

@@ -12,7 +12,10 @@ mod sqlite;
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::domain::{Change, Evaluation, Event, Goal, GoalId, GoalState, RunId, Tenant, Timestamp};
+use crate::domain::{
+    Change, CriteriaVerifier, Evaluation, Event, Goal, GoalId, GoalState, RunId, Tenant, Timestamp,
+    VerifierName,
+};
 
 pub use sqlite::SqliteStore;
 
@@ -89,9 +92,54 @@ pub enum RunEnd {
     Discarded,
 }
 
+/// An `Idempotency-Key` as stored: what it made, the body it came with, and
+/// the answer (goal JSON and `ETag`) the create got.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredKey {
+    pub goal_id: GoalId,
+    pub fingerprint: String,
+    pub answer: serde_json::Value,
+    pub etag: String,
+}
+
+/// What a guarded create checks in the same transaction as the insert, so
+/// concurrent creates can neither share a key nor overshoot a quota.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateGuard {
+    /// Most open (`active`/`escalated`) goals the owner may have, this one
+    /// included.
+    pub max_open_goals: u64,
+    /// Most open `schedule`/`heartbeat` goals the owner may have, this one
+    /// included; checked only when the new goal is in such a mode.
+    pub max_open_armed: u64,
+    /// The key to remember with the goal.
+    pub key: Option<(String, String)>,
+    /// Keys stored at or before this have expired and are replaced.
+    pub keys_expire_at_or_before: Timestamp,
+}
+
+/// The outcome of a guarded create.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inserted {
+    Done,
+    /// The key is already in use (unexpired); nothing was written.
+    KeyTaken(StoredKey),
+    /// The owner holds `max_open_goals` open goals already.
+    TooManyGoals,
+    /// The owner holds `max_open_armed` open armed goals already.
+    TooManyArmed,
+}
+
 pub trait Store: Send + Sync {
     /// Stores a new goal (version 1).
     fn insert_goal(&self, goal: &Goal) -> Result<(), StoreError>;
+
+    /// Stores new goals in bulk (the benchmarks seed a million goals with
+    /// it). This default stores them one by one; `SqliteStore` writes them
+    /// all or none, in one transaction.
+    fn insert_goals(&self, goals: &[Goal]) -> Result<(), StoreError> {
+        goals.iter().try_for_each(|goal| self.insert_goal(goal))
+    }
 
     fn goal(&self, id: &GoalId) -> Result<Option<Goal>, StoreError>;
 
@@ -133,4 +181,44 @@ pub trait Store: Send + Sync {
 
     /// Active goals (paused or not) whose deadline is at or before `now`.
     fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError>;
+
+    /// Active, unpaused `heartbeat` goals, oldest first.
+    fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError>;
+
+    /// Stores a tenant's criteria verifier. An existing one of that name is
+    /// replaced when `replace` is set, and is a conflict otherwise.
+    fn put_verifier(
+        &self,
+        tenant: &Tenant,
+        verifier: &CriteriaVerifier,
+        replace: bool,
+    ) -> Result<Written<()>, StoreError>;
+
+    fn verifier(
+        &self,
+        tenant: &Tenant,
+        name: &VerifierName,
+    ) -> Result<Option<CriteriaVerifier>, StoreError>;
+
+    /// A tenant's verifiers by name.
+    fn verifiers(&self, tenant: &Tenant) -> Result<Vec<CriteriaVerifier>, StoreError>;
+
+    /// Stores a new goal (version 1) if `guard` allows it, remembering its
+    /// idempotency key, in one transaction.
+    fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard)
+        -> Result<Inserted, StoreError>;
+
+    /// The tenant's key, unless stored at or before `expired_at_or_before`.
+    fn idempotency_key(
+        &self,
+        tenant: &Tenant,
+        key: &str,
+        expired_at_or_before: Timestamp,
+    ) -> Result<Option<StoredKey>, StoreError>;
+
+    /// Forgets keys stored at or before `at`; returns how many.
+    fn purge_idempotency_keys(&self, at: Timestamp) -> Result<usize, StoreError>;
+
+    /// The tenant's open goals in `schedule` or `heartbeat` mode.
+    fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError>;
 }

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod receiver;
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -14,6 +16,7 @@ use goalpost_host::clock::{Clock, ManualClock};
 use goalpost_host::engine::{Engine, EngineSettings};
 use goalpost_host::scheduler::Scheduler;
 use goalpost_host::storage::{DbLocation, SqliteStore, Store};
+use goalpost_host::webhook::WebhookSecret;
 use goalpost_host::{app, AppState, Tokens};
 use goalpost_schemas::Schemas;
 use http_body_util::BodyExt;
@@ -23,6 +26,8 @@ use tower::ServiceExt;
 pub const BASE: &str = "/v1/host/sample/goals";
 pub const A: &str = "token-a";
 pub const B: &str = "token-b";
+/// The webhook secret of [`Harness::webhooks`].
+pub const SECRET: &str = "webhook-test-secret";
 
 pub fn schemas() -> &'static Schemas {
     static SCHEMAS: OnceLock<Schemas> = OnceLock::new();
@@ -47,11 +52,34 @@ impl Harness {
     }
 
     pub fn open(location: &DbLocation, seams: bool, clock: Arc<ManualClock>) -> Harness {
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(location).expect("the store opens"));
         let settings = EngineSettings {
             conformance_seams: seams,
             ..EngineSettings::default()
         };
+        Harness::with_settings(location, settings, clock)
+    }
+
+    /// Seams on, the webhook secret [`SECRET`] and this webhook timeout.
+    pub fn webhooks(timeout: Duration) -> Harness {
+        let settings = EngineSettings {
+            conformance_seams: true,
+            webhook_timeout: timeout,
+            webhook_secret: WebhookSecret::new(SECRET).expect("a valid secret"),
+            ..EngineSettings::default()
+        };
+        Harness::with_settings(
+            &DbLocation::Memory,
+            settings,
+            Arc::new(ManualClock::fixed()),
+        )
+    }
+
+    pub fn with_settings(
+        location: &DbLocation,
+        settings: EngineSettings,
+        clock: Arc<ManualClock>,
+    ) -> Harness {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(location).expect("the store opens"));
         let engine = Arc::new(Engine::new(
             Arc::clone(&store),
             Arc::clone(&clock) as Arc<dyn Clock>,

@@ -1,10 +1,14 @@
 //! `junit.xml`: one `<testsuite>` per profile, one `<testcase>` per
-//! scenario; failures as `<failure>`, errors as `<error>`, skips as
-//! `<skipped message="reason"/>`.
+//! scenario. A broken claim is a `<failure>`, a host that could not be used
+//! (transport, timeout, garbage body) an `<error>`, and a skip a
+//! `<skipped message="reason"/>`. Each case lists the requirements it proves
+//! as properties; a failing case ends with the curl command that replays its
+//! step.
 
 use std::collections::BTreeMap;
 use std::io;
 
+use super::escape::markup as escape;
 use super::{RunReport, ScenarioReport};
 
 pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
@@ -14,6 +18,12 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
             .entry(&scenario.profile)
             .or_default()
             .push(scenario);
+    }
+    let mut proves: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for requirement in &report.requirements {
+        for scenario in &requirement.scenarios {
+            proves.entry(scenario).or_default().push(&requirement.id);
+        }
     }
     let count = |scenarios: &[&ScenarioReport], outcome: &str| {
         scenarios.iter().filter(|s| s.outcome == outcome).count()
@@ -49,59 +59,57 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
             escape(&report.started_at),
         )?;
         for scenario in scenarios {
-            write!(
+            writeln!(
                 out,
-                r#"    <testcase name="{}" classname="{}" time="{:.3}""#,
+                r#"    <testcase name="{}" classname="{}" time="{:.3}">"#,
                 escape(&scenario.name),
                 escape(profile),
                 scenario.duration().as_secs_f64(),
             )?;
+            let ids = proves.get(scenario.name.as_str()).map_or(&[][..], |v| v);
+            if !ids.is_empty() {
+                writeln!(out, "      <properties>")?;
+                for id in ids {
+                    writeln!(
+                        out,
+                        r#"        <property name="requirement" value="{}"/>"#,
+                        escape(id)
+                    )?;
+                }
+                writeln!(out, "      </properties>")?;
+            }
             let message = scenario.message.as_deref().unwrap_or_default();
             let first_line = message.lines().next().unwrap_or_default();
+            let mut body = message.to_string();
+            if let Some(step) = &scenario.failed_step {
+                body.push_str("\n\nreproduce:\n");
+                body.push_str(&step.request.curl());
+            }
             match scenario.outcome.as_str() {
-                "fail" => writeln!(
+                "fail" | "error" => writeln!(
                     out,
-                    ">\n      <failure message=\"{}\" type=\"fail\">{}</failure>\n    </testcase>",
+                    "      <{kind} message=\"{}\" type=\"{kind}\">{}</{kind}>",
                     escape(first_line),
-                    escape(message)
-                )?,
-                "error" => writeln!(
-                    out,
-                    ">\n      <error message=\"{}\" type=\"error\">{}</error>\n    </testcase>",
-                    escape(first_line),
-                    escape(message)
+                    escape(&body),
+                    kind = if scenario.outcome == "fail" {
+                        "failure"
+                    } else {
+                        "error"
+                    },
                 )?,
                 "skip" => writeln!(
                     out,
-                    ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                    "      <skipped message=\"{}\"/>",
                     escape(scenario.reason.as_deref().unwrap_or_default())
                 )?,
-                _ => writeln!(out, "/>")?,
+                _ => {}
             }
+            writeln!(out, "    </testcase>")?;
         }
         writeln!(out, "  </testsuite>")?;
     }
     writeln!(out, "</testsuites>")?;
     out.flush()
-}
-
-/// Escapes text for an attribute or element. Characters XML 1.0 cannot
-/// carry at all (a hostile body excerpt may hold them) become U+FFFD.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -154,7 +162,11 @@ mod tests {
     fn one_suite_per_profile_with_every_outcome_kind() {
         let xml = written();
         let elements = elements(&xml);
-        let names: Vec<&str> = elements.iter().map(|(name, _)| name.as_str()).collect();
+        let names: Vec<&str> = elements
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .filter(|name| *name != "properties" && *name != "property")
+            .collect();
         assert_eq!(
             names,
             [
@@ -177,8 +189,38 @@ mod tests {
             "{}",
             elements[0].1
         );
-        assert!(elements[3].1.contains(r#"message="seam-absent""#));
-        assert!(elements[7].1.contains(r#"name="core::create""#));
+        let skipped = elements.iter().find(|(n, _)| n == "skipped").unwrap();
+        assert!(skipped.1.contains(r#"message="seam-absent""#));
+        assert!(elements
+            .iter()
+            .any(|(n, a)| n == "testcase" && a.contains(r#"name="core::create""#)));
+    }
+
+    #[test]
+    fn failures_and_errors_stay_distinct() {
+        let xml = written();
+        let failure = xml.find("<failure").unwrap();
+        let error = xml.find("<error").unwrap();
+        assert!(xml[..failure].contains(r#"name="core::bounds""#));
+        assert!(xml[failure..error].contains(r#"name="core::discovery""#));
+        assert!(xml[error..].contains("transport failure"));
+    }
+
+    #[test]
+    fn each_case_names_the_requirements_it_proves() {
+        let xml = written();
+        assert!(
+            xml.contains(r#"<property name="requirement" value="core.create.bounds-required"/>"#),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn a_failure_carries_its_curl_command() {
+        let xml = written();
+        let failure = &xml[xml.find("<failure").unwrap()..xml.find("</failure>").unwrap()];
+        assert!(failure.contains("reproduce:\ncurl -sS -i"), "{failure}");
+        assert!(failure.contains("Bearer $TOKEN"), "{failure}");
     }
 
     #[test]
@@ -187,10 +229,5 @@ mod tests {
         assert!(xml.contains("&lt;&amp;&gt; failed"), "{xml}");
         assert!(xml.contains("&quot;create&quot;"), "{xml}");
         assert!(!xml.contains("<&>"));
-    }
-
-    #[test]
-    fn escape_replaces_characters_xml_cannot_hold() {
-        assert_eq!(escape("a\u{1}b\u{FFFF}\n'"), "a\u{FFFD}b\u{FFFD}\n&apos;");
     }
 }

@@ -2,9 +2,15 @@
 //! same `write(&RunReport, impl io::Write)` function, so adding one (HTML,
 //! SARIF) touches nothing else.
 
+pub mod badge;
+pub mod compare;
 pub mod console;
+pub mod escape;
+pub mod exchange;
+pub mod html;
 pub mod json;
 pub mod junit;
+pub mod markdown;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -13,11 +19,13 @@ use serde::Serialize;
 
 use crate::ledger::{Disposition, Ledger, Outcome, ProfileSummary, RequirementResult};
 use crate::model::Scenario;
+use crate::observation::{Observation, RequirementObservation};
+use exchange::FailedStep;
 
 pub const SUITE_NAME: &str = "goalpost";
 pub const SUITE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunReport {
     pub suite: SuiteInfo,
@@ -28,15 +36,36 @@ pub struct RunReport {
     pub profiles: BTreeMap<String, ProfileReport>,
     pub requirements: Vec<RequirementReport>,
     pub scenarios: Vec<ScenarioReport>,
+    /// The order trials ran in, when it was not the catalog's (`--shuffle`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<RunOrder>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// `--shuffle`: how to replay the run's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RunOrder {
+    /// Always true when present: the trials ran shuffled.
+    pub shuffled: bool,
+    /// `--seed` that replays the order (at most 2^53 − 1).
+    pub seed: u64,
+}
+
+impl RunOrder {
+    pub fn of(order: crate::shuffle::TrialOrder) -> Option<RunOrder> {
+        order.seed().map(|seed| RunOrder {
+            shuffled: true,
+            seed,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SuiteInfo {
     pub name: String,
     pub version: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HostInfo {
     pub url: String,
@@ -44,7 +73,7 @@ pub struct HostInfo {
     pub bundled: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct ProfileReport {
     pub certified: bool,
     pub pass: u32,
@@ -69,7 +98,7 @@ impl From<ProfileSummary> for ProfileReport {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RequirementReport {
     pub id: String,
     pub profile: String,
@@ -82,6 +111,18 @@ pub struct RequirementReport {
     /// Why it failed or errored: the message of the first scenario (in name
     /// order) with that outcome.
     pub message: Option<String>,
+    /// Whether a mutant of the reference host that breaks this requirement
+    /// is caught by its scenarios (see `mutation`; the kill matrix proves
+    /// it). `None` only in reports built without the registry.
+    #[serde(rename = "mutationVerified")]
+    pub mutation_verified: Option<bool>,
+    /// The mutants that prove it can fail, by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mutants: Vec<String>,
+    /// The suite's own counts next to the host's claims, from the scenarios
+    /// that name it (observed profile).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub observations: Vec<RequirementObservation>,
 }
 
 impl RequirementReport {
@@ -108,11 +149,18 @@ impl RequirementReport {
             reason: result.disposition.reason().map(|r| r.to_string()),
             scenarios: result.scenarios.clone(),
             message,
+            mutation_verified: Some(crate::mutation::verified(&requirement.id)),
+            mutants: crate::mutation::mutants_for(&requirement.id),
+            observations: crate::observation::for_requirement(
+                &requirement.id,
+                &result.scenarios,
+                |name| ledger.get(name).map(|r| r.observations.as_slice()),
+            ),
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScenarioReport {
     pub name: String,
@@ -123,6 +171,16 @@ pub struct ScenarioReport {
     pub duration_ms: u64,
     /// Why it failed or errored; null otherwise.
     pub message: Option<String>,
+    /// The step that failed or errored, with its exchange (credentials
+    /// redacted); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_step: Option<Box<FailedStep>>,
+    /// The suite's own counts next to the host's claims (observed profile).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub observations: Vec<Observation>,
+    /// HTML and Markdown: the scenario's title.
+    #[serde(skip)]
+    pub title: String,
     /// Console and JUnit: the profile the scenario belongs to.
     #[serde(skip)]
     pub profile: String,
@@ -172,6 +230,9 @@ impl RunReport {
                         Outcome::Fail(message) | Outcome::Error(message) => Some(message.clone()),
                         Outcome::Pass | Outcome::Skip(_) => None,
                     },
+                    failed_step: result.and_then(|r| r.failed_step.clone()),
+                    observations: result.map(|r| r.observations.clone()).unwrap_or_default(),
+                    title: scenario.title.clone(),
                     profile: scenario.profile.clone(),
                     quiet_ms: result.map_or(0, |r| millis(r.quiet)),
                 }
@@ -197,6 +258,7 @@ impl RunReport {
                 .map(|result| RequirementReport::new(result, input.ledger))
                 .collect(),
             scenarios,
+            order: None,
         }
     }
 
@@ -245,7 +307,7 @@ pub(crate) mod sample {
             duration_ms: 12,
             message: message.filter(|_| outcome != "skip").map(str::to_string),
             profile: name.split("::").next().unwrap_or_default().to_string(),
-            quiet_ms: 0,
+            ..ScenarioReport::default()
         };
         let requirement =
             |id: &str, disposition: &str, reason: Option<&str>, scenario: &str| RequirementReport {
@@ -257,7 +319,7 @@ pub(crate) mod sample {
                 disposition: disposition.to_string(),
                 reason: reason.map(str::to_string),
                 scenarios: vec![scenario.to_string()],
-                message: None,
+                ..RequirementReport::default()
             };
         let profile = |certified, pass, fail, skip, error, selected| ProfileReport {
             certified,
@@ -267,7 +329,7 @@ pub(crate) mod sample {
             error,
             selected,
         };
-        RunReport {
+        let mut report = RunReport {
             suite: SuiteInfo {
                 name: SUITE_NAME.to_string(),
                 version: SUITE_VERSION.to_string(),
@@ -310,6 +372,9 @@ pub(crate) mod sample {
                     Some("GET http://h/.well-known/openwop: transport failure"),
                 ),
             ],
-        }
+            order: None,
+        };
+        report.scenarios[1].failed_step = Some(Box::new(exchange::sample::failed_step()));
+        report
     }
 }

@@ -91,6 +91,7 @@ pub fn parse_create(body: &Value, context: RequestContext) -> Result<NewGoal, Re
         Some(value) => fields::arm_ref(value, "/continuation/armRef", context)?,
         None => None,
     };
+    fields::objective_fits(&objective)?;
     Ok(NewGoal {
         objective,
         check,

@@ -8,8 +8,22 @@ use crate::domain::goal::{Check, Mode};
 use crate::domain::ids::Objective;
 use crate::domain::refs::{ArmRef, VerifierRef};
 
+/// The longest objective accepted, in bytes of UTF-8.
+pub const MAX_OBJECTIVE_BYTES: usize = 8 * 1024;
+
 pub(super) fn objective(value: &Value, pointer: &str) -> Result<Objective, RequestError> {
     string(value, pointer).map(|text| Objective::new(text.to_string()))
+}
+
+/// Checked after every other field of the body, so a long objective never
+/// hides a 400 elsewhere.
+pub(super) fn objective_fits(objective: &Objective) -> Result<(), RequestError> {
+    if objective.as_str().len() > MAX_OBJECTIVE_BYTES {
+        return Err(RequestError::ObjectiveTooLong {
+            max_bytes: MAX_OBJECTIVE_BYTES,
+        });
+    }
+    Ok(())
 }
 
 /// A known check this host judges with; `host` is known but not offered.

@@ -3,11 +3,16 @@
 
 mod create;
 mod fields;
+mod json;
 mod patch;
 mod reader;
+mod verifier;
 
 pub use create::{parse_create, NewGoal};
+pub use fields::MAX_OBJECTIVE_BYTES;
+pub use json::{parse_body, BodyError, MAX_DEPTH};
 pub use patch::{parse_patch, GoalPatch};
+pub use verifier::{parse_verifier, NewVerifier};
 
 use super::refs::RefError;
 
@@ -38,6 +43,9 @@ pub enum RequestError {
     },
     #[error("bounds are required")]
     BoundsRequired,
+    /// The objective is longer than [`MAX_OBJECTIVE_BYTES`].
+    #[error("the objective is longer than {max_bytes} bytes of UTF-8")]
+    ObjectiveTooLong { max_bytes: usize },
     #[error("continuation mode {mode:?} is not supported by this host")]
     UnsupportedContinuation { mode: String },
     #[error("completion check {check:?} is not supported by this host")]

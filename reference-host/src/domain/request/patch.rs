@@ -72,5 +72,8 @@ pub fn parse_patch(body: &Value, context: RequestContext) -> Result<GoalPatch, R
             edit.arm_ref = Some(fields::arm_ref(value, "/continuation/armRef", context)?);
         }
     }
+    if let Some(objective) = &edit.objective {
+        fields::objective_fits(objective)?;
+    }
     Ok(edit)
 }

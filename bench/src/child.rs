@@ -1,0 +1,83 @@
+//! Measurements of memory run in a child process (this binary again, with
+//! the hidden `child` command), so what one measurement allocated is never
+//! counted in the next. A child prints one JSON object on its last stdout
+//! line.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+use clap::Subcommand;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ChildCommand {
+    /// Insert `goals` schedule goals, first fires spread over one interval.
+    SeedSchedule {
+        #[arg(long)]
+        db: PathBuf,
+        #[arg(long)]
+        goals: usize,
+        #[arg(long)]
+        interval_ms: u64,
+        #[arg(long)]
+        first_due_ms: i64,
+        #[arg(long)]
+        dues: PathBuf,
+    },
+    /// Insert `goals` goals, mostly closed.
+    SeedMixed {
+        #[arg(long)]
+        db: PathBuf,
+        #[arg(long)]
+        goals: usize,
+    },
+    /// Run the engine's scheduler on `db` until the wall clock reads
+    /// `until_ms`.
+    Scheduler {
+        #[arg(long)]
+        db: PathBuf,
+        #[arg(long)]
+        until_ms: i64,
+    },
+    /// Start the host on `db`, answer one request, idle `idle_ms`.
+    Startup {
+        #[arg(long)]
+        db: PathBuf,
+        #[arg(long)]
+        idle_ms: u64,
+    },
+}
+
+pub fn run(command: ChildCommand) -> Result<Value> {
+    match command {
+        ChildCommand::SeedSchedule {
+            db,
+            goals,
+            interval_ms,
+            first_due_ms,
+            dues,
+        } => crate::seed::schedule_goals(&db, goals, interval_ms, first_due_ms, &dues),
+        ChildCommand::SeedMixed { db, goals } => crate::seed::mixed_goals(&db, goals),
+        ChildCommand::Scheduler { db, until_ms } => crate::scale::child(&db, until_ms),
+        ChildCommand::Startup { db, idle_ms } => crate::startup::child(&db, idle_ms),
+    }
+}
+
+/// Runs `goalpost-bench child ARGS…` and returns what it printed.
+pub fn spawn(args: &[String]) -> Result<Value> {
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let output = Command::new(exe)
+        .arg("child")
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot start a child")?;
+    if !output.status.success() {
+        bail!("child {args:?} failed: {}", output.status);
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().context("the child printed nothing")?;
+    serde_json::from_str(last).with_context(|| format!("the child printed {last:?}"))
+}

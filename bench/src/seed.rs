@@ -1,0 +1,108 @@
+//! Filling a file database with goals through the host's own `Store` (the
+//! same rows a create would write), a thousand per transaction, in a
+//! process of its own so the memory it touches is not counted against what
+//! is measured next.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use goalpost_host::clock::{Clock, SystemClock};
+use goalpost_host::domain::{parse_create, GoalId, GoalState, RequestContext, Tenant, Timestamp};
+use goalpost_host::storage::{SqliteStore, Store};
+use goalpost_host::DbLocation;
+use serde_json::{json, Value};
+
+/// Goals are spread over this many tenants.
+pub const TENANTS: usize = 100;
+/// Goals per transaction.
+const BATCH: usize = 1000;
+
+pub fn tenant(index: usize) -> Result<Tenant> {
+    Tenant::parse(&format!("bench-tenant-{}", index % TENANTS)).context("tenant name")
+}
+
+fn new_goal(body: &Value, owner: Tenant, now: Timestamp) -> Result<goalpost_host::domain::Goal> {
+    let parsed = parse_create(
+        body,
+        RequestContext {
+            fixtures_enabled: true,
+        },
+    )
+    .map_err(|error| anyhow::anyhow!("the bench's goal is refused: {error:?}"))?;
+    Ok(parsed.into_goal(GoalId::generate(), owner, now))
+}
+
+/// `n` active `schedule` goals (fixture arm every `interval_ms`, fixture
+/// judge that never satisfies) whose first fires are due one after the
+/// other, `interval_ms / n` apart from `first_due_ms`: the steady state of
+/// goals created at different times. Writes `goal-id due-ms` lines to
+/// `dues`.
+pub fn schedule_goals(
+    db: &Path,
+    n: usize,
+    interval_ms: u64,
+    first_due_ms: i64,
+    dues: &Path,
+) -> Result<Value> {
+    let store = SqliteStore::open(&DbLocation::File(db.to_path_buf()))?;
+    let body = json!({
+        "objective": "bench: keep the scheduler busy",
+        "completion": {"check": "verifier", "verifierRef": "conformance:verifier"},
+        "continuation": {"mode": "schedule", "armRef": format!("conformance:arm?intervalMs={interval_ms}")},
+        "bounds": {"maxLoopIterations": 1_000_000u64}
+    });
+    let mut out = std::io::BufWriter::new(std::fs::File::create(dues)?);
+    let started = Instant::now();
+    let now = SystemClock.now();
+    let spacing = interval_ms as f64 / n.max(1) as f64;
+    let mut batch = Vec::with_capacity(BATCH);
+    for index in 0..n {
+        let mut goal = new_goal(&body, tenant(index)?, now)?;
+        let due = first_due_ms + (index as f64 * spacing) as i64;
+        goal.next_fire_at = Some(Timestamp::from_unix_ms(due).context("due time")?);
+        writeln!(out, "{} {due}", goal.id)?;
+        batch.push(goal);
+        if batch.len() == BATCH || index + 1 == n {
+            store.insert_goals(&batch)?;
+            batch.clear();
+        }
+    }
+    out.flush()?;
+    Ok(json!({"inserted": n, "secs": started.elapsed().as_secs_f64()}))
+}
+
+/// `n` goals as a host holds them after a while: four in five closed
+/// (satisfied, abandoned, bound-exceeded), one in five active and idle
+/// (`manual`, no deadline).
+pub fn mixed_goals(db: &Path, n: usize) -> Result<Value> {
+    let store = SqliteStore::open(&DbLocation::File(db.to_path_buf()))?;
+    let body = json!({
+        "objective": "bench: a goal among many, with an objective of ordinary length for a person to read",
+        "completion": {"check": "verifier", "verifierRef": "conformance:verifier?satisfyOn=3"},
+        "continuation": {"mode": "manual", "armRef": "conformance:arm"},
+        "bounds": {"maxLoopIterations": 10, "maxCostUsd": 5}
+    });
+    let started = Instant::now();
+    let now = SystemClock.now();
+    const CLOSED: [GoalState; 4] = [
+        GoalState::Satisfied,
+        GoalState::Abandoned,
+        GoalState::BoundExceeded,
+        GoalState::Satisfied,
+    ];
+    let mut batch = Vec::with_capacity(BATCH);
+    for index in 0..n {
+        let mut goal = new_goal(&body, tenant(index)?, now)?;
+        if index % 5 != 0 {
+            goal.state = CLOSED[index % CLOSED.len()];
+        }
+        batch.push(goal);
+        if batch.len() == BATCH || index + 1 == n {
+            store.insert_goals(&batch)?;
+            batch.clear();
+        }
+    }
+    Ok(json!({"inserted": n, "secs": started.elapsed().as_secs_f64()}))
+}

@@ -1,0 +1,250 @@
+//! Measurement 3, host request throughput: the load generator against the
+//! reference host on a file database (WAL, as the host opens it), for GET
+//! goal, create, and `continue` (fixture arm and judge, durable record).
+//! The baseline is an axum hello-world handler served on the same runtime,
+//! loaded the same way, measured before and after the host.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use axum::routing::get;
+use goalpost_host::{Config, DbLocation, RunningHost};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use crate::load::{self, MakeRequest, Outcome, Spec};
+use crate::stats::duration;
+use crate::table::{thousands, Row};
+
+const GOALS: &str = "/v1/host/sample/goals";
+/// Keep-alive connections, one tenant and one goal each.
+pub const CONCURRENCY: usize = 64;
+const WARMUP: Duration = Duration::from_millis(500);
+const WINDOW: Duration = Duration::from_secs(3);
+/// Targets.
+const GET_RATIO: f64 = 0.5;
+const WRITE_RATE: f64 = 10_000.0;
+const WRITE_P99: Duration = Duration::from_millis(20);
+
+fn token(worker: usize) -> String {
+    format!("bench-token-{worker}")
+}
+
+fn spec(requests: Option<u64>) -> Spec {
+    match requests {
+        None => Spec {
+            concurrency: CONCURRENCY,
+            warmup: WARMUP,
+            window: WINDOW,
+            max_requests: 1_000_000,
+        },
+        // A count instead of a window: instruction counts per request.
+        Some(count) => Spec {
+            concurrency: CONCURRENCY,
+            warmup: Duration::ZERO,
+            window: Duration::from_secs(3600),
+            max_requests: count,
+        },
+    }
+}
+
+/// The runtime host and baseline both run on: what the host binary gets
+/// on this machine (one worker per core).
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start a runtime")
+}
+
+fn goal_body(objective: &str, manual_fixture: bool) -> Value {
+    let (verifier, arm) = if manual_fixture {
+        (json!("conformance:verifier"), json!("conformance:arm"))
+    } else {
+        (Value::Null, Value::Null)
+    };
+    json!({
+        "objective": objective,
+        "completion": {"check": "verifier", "verifierRef": verifier},
+        "continuation": {"mode": "manual", "armRef": arm},
+        "bounds": {"maxLoopIterations": 1_000_000_000u64}
+    })
+}
+
+async fn create_goal(
+    client: &reqwest::Client,
+    base: &str,
+    worker: usize,
+    body: &Value,
+) -> Result<String> {
+    let response = client
+        .post(format!("{base}{GOALS}"))
+        .bearer_auth(token(worker))
+        .json(body)
+        .send()
+        .await?;
+    let status = response.status();
+    let answer: Value = response.json().await?;
+    if status.as_u16() != 201 {
+        bail!("create answered {status}: {answer}");
+    }
+    answer
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .context("create answered without an id")
+}
+
+async fn hello_server() -> Result<(String, oneshot::Sender<()>, tokio::task::JoinHandle<()>)> {
+    let router = axum::Router::new().route("/hello", get(|| async { "hello" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    Ok((format!("http://{addr}"), stop, server))
+}
+
+async fn hello(client: &reqwest::Client, requests: Option<u64>) -> Result<Outcome> {
+    let (base, stop, server) = hello_server().await?;
+    let url = format!("{base}/hello");
+    let make: MakeRequest = Arc::new(move |client, _, _| client.get(&url));
+    let outcome = load::run(client, spec(requests), 200, make).await;
+    let _ = stop.send(());
+    let _ = server.await;
+    Ok(outcome)
+}
+
+fn describe(outcome: &mut Outcome) -> String {
+    let p50 = outcome.latencies.percentile(50.0).unwrap_or_default();
+    let p99 = outcome.latencies.percentile(99.0).unwrap_or_default();
+    let mut text = format!(
+        "{} req/s (p50 {}, p99 {})",
+        thousands(outcome.rate()),
+        duration(p50),
+        duration(p99)
+    );
+    if outcome.errors > 0 {
+        text.push_str(&format!(
+            ", {} errors: {}",
+            outcome.errors,
+            outcome.first_error.as_deref().unwrap_or("?")
+        ));
+    }
+    text
+}
+
+/// The phases, in the order they run; `hello` runs first and last.
+const PHASES: [&str; 4] = ["hello", "get", "create", "continue"];
+
+pub fn measure(only: &[String], requests: Option<u64>) -> Result<Vec<Row>> {
+    let wanted = |phase: &str| only.is_empty() || only.iter().any(|p| p == phase);
+    if let Some(unknown) = only.iter().find(|p| !PHASES.contains(&p.as_str())) {
+        bail!("unknown phase {unknown:?}; phases: {}", PHASES.join(", "));
+    }
+    let dir = tempfile::tempdir()?;
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        let client = load::client(CONCURRENCY)?;
+        let mut hellos = Vec::new();
+        if wanted("hello") {
+            hellos.push(hello(&client, requests).await?);
+        }
+
+        let mut config = Config::conformance_in_memory(
+            (0..CONCURRENCY)
+                .map(|w| (token(w), format!("tenant-{w}")))
+                .collect(),
+        );
+        config.db = DbLocation::File(dir.path().join("host.db"));
+        let host = RunningHost::start(config).await?;
+        let base = host.base_url();
+
+        let mut readable = Vec::with_capacity(CONCURRENCY);
+        let mut runnable = Vec::with_capacity(CONCURRENCY);
+        for worker in 0..CONCURRENCY {
+            readable.push(create_goal(&client, &base, worker, &goal_body("bench read", false)).await?);
+            runnable.push(create_goal(&client, &base, worker, &goal_body("bench continue", true)).await?);
+        }
+
+        let mut measured: Vec<(&str, Outcome)> = Vec::new();
+        if wanted("get") {
+            let (get_base, ids) = (base.clone(), Arc::new(readable));
+            let make: MakeRequest = Arc::new(move |client, w, _| {
+                client
+                    .get(format!("{get_base}{GOALS}/{}", ids[w]))
+                    .bearer_auth(token(w))
+            });
+            measured.push(("get", load::run(&client, spec(requests), 200, make).await));
+        }
+        if wanted("create") {
+            let (create_base, body) = (base.clone(), Arc::new(goal_body("bench create", false)));
+            let make: MakeRequest = Arc::new(move |client, w, _| {
+                client
+                    .post(format!("{create_base}{GOALS}"))
+                    .bearer_auth(token(w))
+                    .json(body.as_ref())
+            });
+            measured.push(("create", load::run(&client, spec(requests), 201, make).await));
+        }
+        if wanted("continue") {
+            let (continue_base, ids) = (base.clone(), Arc::new(runnable));
+            let make: MakeRequest = Arc::new(move |client, w, _| {
+                client
+                    .post(format!("{continue_base}{GOALS}/{}/continue", ids[w]))
+                    .bearer_auth(token(w))
+            });
+            measured.push(("continue", load::run(&client, spec(requests), 200, make).await));
+        }
+        host.shutdown().await;
+        if wanted("hello") {
+            hellos.push(hello(&client, requests).await?);
+        }
+
+        let mut rows = Vec::new();
+        let baseline_rate = hellos.iter().map(Outcome::rate).sum::<f64>() / hellos.len().max(1) as f64;
+        let baseline = format!(
+            "hello {} req/s (before / after)",
+            hellos.iter().map(|h| thousands(h.rate())).collect::<Vec<_>>().join(" / ")
+        );
+        if !hellos.is_empty() {
+            rows.push(Row::info(
+                format!("baseline: axum hello-world, same runtime, {CONCURRENCY} connections (before; after)"),
+                hellos.iter_mut().map(describe).collect::<Vec<_>>().join("; "),
+            ));
+        }
+        for (phase, mut outcome) in measured {
+            let ratio = outcome.rate() / baseline_rate.max(f64::EPSILON);
+            let row = if phase == "get" {
+                Row::target(
+                    format!("host GET goal, {CONCURRENCY} connections"),
+                    describe(&mut outcome),
+                    format!("≥ {GET_RATIO} × baseline"),
+                    outcome.errors == 0 && ratio >= GET_RATIO,
+                )
+            } else {
+                let name = if phase == "create" {
+                    "create goal"
+                } else {
+                    "continue (fixture arm + judge, durable record)"
+                };
+                let p99 = outcome.latencies.percentile(99.0).unwrap_or(Duration::MAX);
+                let met = outcome.errors == 0 && outcome.rate() >= WRITE_RATE && p99 < WRITE_P99;
+                Row::target(
+                    format!("host {name}, {CONCURRENCY} connections"),
+                    describe(&mut outcome),
+                    format!("≥ {} req/s, p99 < {}", thousands(WRITE_RATE), duration(WRITE_P99)),
+                    met,
+                )
+            };
+            rows.push(if hellos.is_empty() { row } else { row.with_baseline(baseline.clone(), ratio) });
+        }
+        Ok(rows)
+    })
+}

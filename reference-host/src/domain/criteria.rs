@@ -1,0 +1,354 @@
+//! The built-in `criteria` verifier: named, tenant-scoped lists of
+//! JSON-pointer predicates over a run's output. Each criterion is judged on
+//! its own to pass or fail; the verdict is satisfied only if all pass.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use super::timestamp::Timestamp;
+use super::verdict::{Criterion, FailureClass, Judgement};
+
+/// Most criteria one verifier may hold.
+pub const MAX_CRITERIA: usize = 64;
+/// Longest criterion id.
+pub const MAX_CRITERION_ID: usize = 64;
+/// Longest pointer and longest `matches` pattern.
+pub const MAX_OPERAND: usize = 1024;
+/// Longest verifier name.
+pub const MAX_NAME: usize = 64;
+
+/// A verifier's name: letters, digits, `.`, `_`, `-`, starting with a letter
+/// or digit, at most 64 characters. It can never look like a fixture or a
+/// URL (no `:`), so a `verifierRef` reads one way only.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VerifierName(String);
+
+impl VerifierName {
+    pub fn parse(text: &str) -> Option<VerifierName> {
+        let mut chars = text.chars();
+        let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+        let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        (first_ok && rest_ok && text.len() <= MAX_NAME).then(|| VerifierName(text.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for VerifierName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Equals,
+    NotEquals,
+    Exists,
+    Gt,
+    Gte,
+    Lt,
+    Lte,
+    Matches,
+}
+
+impl Op {
+    const ALL: [Op; 8] = [
+        Op::Equals,
+        Op::NotEquals,
+        Op::Exists,
+        Op::Gt,
+        Op::Gte,
+        Op::Lt,
+        Op::Lte,
+        Op::Matches,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Equals => "equals",
+            Op::NotEquals => "notEquals",
+            Op::Exists => "exists",
+            Op::Gt => "gt",
+            Op::Gte => "gte",
+            Op::Lt => "lt",
+            Op::Lte => "lte",
+            Op::Matches => "matches",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|op| op.as_str() == text)
+    }
+}
+
+/// What a criterion checks about the value its pointer selects.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Predicate {
+    Equals(Value),
+    NotEquals(Value),
+    /// `true`: the pointer selects something; `false`: it selects nothing.
+    Exists(bool),
+    Gt(f64),
+    Gte(f64),
+    Lt(f64),
+    Lte(f64),
+    /// A glob: `*` any run of characters, `?` one character, the rest
+    /// literal; it must match the whole string.
+    Matches(String),
+}
+
+impl Predicate {
+    pub fn op(&self) -> Op {
+        match self {
+            Predicate::Equals(_) => Op::Equals,
+            Predicate::NotEquals(_) => Op::NotEquals,
+            Predicate::Exists(_) => Op::Exists,
+            Predicate::Gt(_) => Op::Gt,
+            Predicate::Gte(_) => Op::Gte,
+            Predicate::Lt(_) => Op::Lt,
+            Predicate::Lte(_) => Op::Lte,
+            Predicate::Matches(_) => Op::Matches,
+        }
+    }
+
+    /// The operand as the wire shows it.
+    pub fn operand(&self) -> Value {
+        match self {
+            Predicate::Equals(value) | Predicate::NotEquals(value) => value.clone(),
+            Predicate::Exists(present) => Value::Bool(*present),
+            Predicate::Gt(n) | Predicate::Gte(n) | Predicate::Lt(n) | Predicate::Lte(n) => {
+                serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number)
+            }
+            Predicate::Matches(pattern) => Value::String(pattern.clone()),
+        }
+    }
+
+    /// Whether `target` (what the pointer selected, `None` when nothing)
+    /// passes. Every predicate but `exists: false` fails on nothing.
+    pub fn holds(&self, target: Option<&Value>) -> bool {
+        let number = || target.and_then(Value::as_f64);
+        match self {
+            Predicate::Exists(present) => target.is_some() == *present,
+            Predicate::Equals(value) => target.is_some_and(|found| same(found, value)),
+            Predicate::NotEquals(value) => target.is_some_and(|found| !same(found, value)),
+            Predicate::Gt(bound) => number().is_some_and(|n| n > *bound),
+            Predicate::Gte(bound) => number().is_some_and(|n| n >= *bound),
+            Predicate::Lt(bound) => number().is_some_and(|n| n < *bound),
+            Predicate::Lte(bound) => number().is_some_and(|n| n <= *bound),
+            Predicate::Matches(pattern) => target
+                .and_then(Value::as_str)
+                .is_some_and(|text| glob(pattern, text)),
+        }
+    }
+}
+
+/// One criterion of a verifier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub id: String,
+    /// RFC 6901 pointer into the run output.
+    pub pointer: String,
+    pub predicate: Predicate,
+    /// Recorded when the criterion fails.
+    pub failure_class: FailureClass,
+}
+
+impl Rule {
+    pub fn judge(&self, output: &Value) -> Criterion {
+        let pass = self.predicate.holds(output.pointer(&self.pointer));
+        Criterion {
+            id: self.id.clone(),
+            pass,
+            failure_class: (!pass).then_some(self.failure_class),
+        }
+    }
+}
+
+/// A registered criteria verifier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CriteriaVerifier {
+    pub name: VerifierName,
+    pub rules: Vec<Rule>,
+    pub created_at: Timestamp,
+}
+
+impl CriteriaVerifier {
+    /// Every criterion judged independently; satisfied only if all pass.
+    /// The verifier is deterministic, hence confidence 1.
+    pub fn judge(&self, output: &Value) -> Judgement {
+        let criteria: Vec<Criterion> = self.rules.iter().map(|rule| rule.judge(output)).collect();
+        Judgement {
+            satisfied: criteria.iter().all(|criterion| criterion.pass),
+            confidence: 1.0,
+            criteria: Some(criteria),
+        }
+    }
+}
+
+/// JSON equality with numbers compared by value (`1` equals `1.0`).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => x == y,
+        },
+        (Value::Array(xs), Value::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(xs), Value::Object(ys)) => {
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .all(|(key, x)| ys.get(key).is_some_and(|y| same(x, y)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whole-string glob match with `*` and `?`, in O(pattern × text) at worst
+/// (one backtrack point, no recursion).
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let pattern: Vec<char> = pattern.chars().collect();
+    let text: Vec<char> = text.chars().collect();
+    let (mut p, mut t) = (0, 0);
+    // The last `*` seen and the text position it currently covers up to.
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some('*') => {
+                star = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == '?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some((star_p, star_t)) => {
+                    p = star_p + 1;
+                    t = star_t + 1;
+                    star = Some((star_p, star_t + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn rule(pointer: &str, predicate: Predicate) -> Rule {
+        Rule {
+            id: "c".into(),
+            pointer: pointer.into(),
+            predicate,
+            failure_class: FailureClass::Logical,
+        }
+    }
+
+    #[test]
+    fn names_are_plain() {
+        for good in ["release-ready", "v1.2_x", "A", &"a".repeat(64)] {
+            assert!(VerifierName::parse(good).is_some(), "{good:?}");
+        }
+        for bad in [
+            "",
+            "-x",
+            ".x",
+            "has space",
+            "conformance:verifier",
+            "http://x",
+            "é",
+            &"a".repeat(65),
+        ] {
+            assert!(VerifierName::parse(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn globs_match_whole_strings() {
+        assert!(glob("v1.*", "v1.2.3"));
+        assert!(glob("*ready*", "all ready now"));
+        assert!(glob("a?c", "abc"));
+        assert!(glob("*", ""));
+        assert!(glob("", ""));
+        assert!(glob("a*b*c", "aXbYbZc"));
+        assert!(!glob("v1.*", "v2.0"));
+        assert!(!glob("a?c", "ac"));
+        assert!(!glob("abc", "abcd"));
+        assert!(!glob("", "a"));
+        assert!(glob("ü?", "üx"));
+        assert!(!glob(&"*a".repeat(30), &"b".repeat(200)));
+    }
+
+    #[test]
+    fn predicates_on_the_selected_value() {
+        let output = json!({ "tests": { "failed": 0, "passed": 12.0 }, "tag": "v1.4", "notes": null,
+                             "list": [1, { "k": 2 }] });
+        let cases = [
+            ("/tests/failed", Predicate::Equals(json!(0.0)), true),
+            ("/tests/failed", Predicate::Equals(json!("0")), false),
+            ("/list", Predicate::Equals(json!([1.0, { "k": 2 }])), true),
+            ("/tag", Predicate::NotEquals(json!("TODO")), true),
+            ("/missing", Predicate::NotEquals(json!("TODO")), false),
+            ("/notes", Predicate::Exists(true), true),
+            ("/missing", Predicate::Exists(true), false),
+            ("/missing", Predicate::Exists(false), true),
+            ("/notes", Predicate::Exists(false), false),
+            ("/tests/passed", Predicate::Gt(11.5), true),
+            ("/tests/passed", Predicate::Gte(12.0), true),
+            ("/tests/passed", Predicate::Lt(12.0), false),
+            ("/tests/passed", Predicate::Lte(12.0), true),
+            ("/tag", Predicate::Gt(0.0), false),
+            ("/tag", Predicate::Matches("v1.*".into()), true),
+            ("/tests", Predicate::Matches("*".into()), false),
+            ("", Predicate::Exists(true), true),
+        ];
+        for (pointer, predicate, expected) in cases {
+            let criterion = rule(pointer, predicate.clone()).judge(&output);
+            assert_eq!(criterion.pass, expected, "{pointer} {predicate:?}");
+            assert_eq!(
+                criterion.failure_class,
+                (!expected).then_some(FailureClass::Logical)
+            );
+        }
+    }
+
+    #[test]
+    fn satisfied_only_if_every_criterion_passes() {
+        let mut verifier = CriteriaVerifier {
+            name: VerifierName::parse("v").expect("name"),
+            rules: vec![
+                rule("/done", Predicate::Equals(json!(true))),
+                Rule {
+                    id: "score".into(),
+                    pointer: "/score".into(),
+                    predicate: Predicate::Gte(0.8),
+                    failure_class: FailureClass::Environmental,
+                },
+            ],
+            created_at: Timestamp::from_unix_ms(0).expect("epoch"),
+        };
+        let judgement = verifier.judge(&json!({ "done": true, "score": 0.5 }));
+        assert!(!judgement.satisfied);
+        let criteria = judgement.criteria.expect("criteria");
+        assert!(criteria[0].pass);
+        assert_eq!(criteria[1].failure_class, Some(FailureClass::Environmental));
+        assert!(
+            verifier
+                .judge(&json!({ "done": true, "score": 0.9 }))
+                .satisfied
+        );
+        verifier.rules.truncate(1);
+        assert!(verifier.judge(&json!({ "done": true })).satisfied);
+    }
+}

@@ -1,0 +1,71 @@
+//! Per-tenant limits: how many open goals, and how many of them on an arm
+//! the scheduler drives, one tenant may hold. Beyond them a create (or a
+//! PATCH into such a mode) is 429 `quota_exceeded`.
+
+use crate::domain::{GoalState, Mode};
+
+pub const DEFAULT_MAX_GOALS_PER_TENANT: u64 = 10_000;
+pub const DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT: u64 = 1_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quotas {
+    /// Open goals (`active` or `escalated`, paused or not).
+    pub goals_per_tenant: u64,
+    /// Open goals whose mode is `schedule` or `heartbeat`: the ones the
+    /// scheduler spends work on without a client asking.
+    pub active_arms_per_tenant: u64,
+}
+
+impl Default for Quotas {
+    fn default() -> Quotas {
+        Quotas {
+            goals_per_tenant: DEFAULT_MAX_GOALS_PER_TENANT,
+            active_arms_per_tenant: DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT,
+        }
+    }
+}
+
+/// Which quota a refusal is about (its name on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quota {
+    GoalsPerTenant,
+    ActiveArmsPerTenant,
+}
+
+impl Quota {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Quota::GoalsPerTenant => "goalsPerTenant",
+            Quota::ActiveArmsPerTenant => "activeArmsPerTenant",
+        }
+    }
+}
+
+/// A mode the scheduler drives on its own.
+pub fn is_armed(mode: Mode) -> bool {
+    matches!(mode, Mode::Schedule | Mode::Heartbeat)
+}
+
+/// Counts toward the quotas: not closed.
+pub fn is_open(state: GoalState) -> bool {
+    matches!(state, GoalState::Active | GoalState::Escalated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_scheduler_driven_modes_are_armed() {
+        assert!(is_armed(Mode::Schedule));
+        assert!(is_armed(Mode::Heartbeat));
+        assert!(!is_armed(Mode::Manual));
+        assert!(!is_armed(Mode::Commitment));
+    }
+
+    #[test]
+    fn open_means_not_closed() {
+        let open: Vec<GoalState> = GoalState::ALL.into_iter().filter(|s| is_open(*s)).collect();
+        assert_eq!(open, vec![GoalState::Active, GoalState::Escalated]);
+    }
+}

@@ -1,0 +1,582 @@
+//! `GET /openapi.json` (public): an OpenAPI 3.1 description of this host's
+//! API. Paths come from the same constants the router uses; bodies reference
+//! the goalpost JSON Schemas, embedded under `components/schemas` with their
+//! cross-file and local `$ref`s rewritten to point inside this document.
+//! `tests/openapi.rs` keeps it honest against the real router.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Map, Value};
+
+use super::{AppState, GOALS_BASE, VERIFIERS_BASE};
+
+/// Where the description is served.
+pub const OPENAPI_PATH: &str = "/openapi.json";
+
+/// The schemas the API's bodies name directly; the `$ref`s inside them pull
+/// in the rest.
+const API_SCHEMAS: &[&str] = &[
+    "attention",
+    "capabilities",
+    "continue-response",
+    "create-request",
+    "error",
+    "evaluation-list",
+    "event-list",
+    "goal",
+    "goal-list",
+    "verifier-definition",
+    "verifier-list",
+    "verifier-registration",
+];
+
+const COMPONENT_PREFIX: &str = "#/components/schemas/";
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route(OPENAPI_PATH, get(serve))
+}
+
+async fn serve(State(state): State<AppState>) -> Response {
+    static WITH_SEAMS: OnceLock<String> = OnceLock::new();
+    static WITHOUT_SEAMS: OnceLock<String> = OnceLock::new();
+    let cell = if state.seams {
+        &WITH_SEAMS
+    } else {
+        &WITHOUT_SEAMS
+    };
+    let text = cell.get_or_init(|| document(state.seams).to_string());
+    (
+        StatusCode::OK,
+        [(CONTENT_TYPE, "application/json")],
+        text.clone(),
+    )
+        .into_response()
+}
+
+/// The description of a host with the conformance seams on or off (their
+/// paths are described only when they are served).
+pub fn document(seams: bool) -> Value {
+    let mut paths = Map::new();
+    paths.insert("/.well-known/openwop".into(), discovery_path());
+    paths.insert(OPENAPI_PATH.into(), openapi_path());
+    paths.insert(GOALS_BASE.into(), collection_path(seams));
+    paths.insert(format!("{GOALS_BASE}/{{id}}"), goal_path());
+    paths.insert(format!("{GOALS_BASE}/{{id}}/attention"), attention_path());
+    for (verb, effect) in [
+        ("pause", "Disarms continuation; the goal stays `active` (attention `paused`). 409 `goal_escalated` on an escalated goal."),
+        ("resume", "Re-arms continuation of a paused goal, or makes an escalated goal `active` again. Progress and spent cost are kept."),
+        ("abandon", "Closes an active or escalated goal as `abandoned` (one `goal.closed` event)."),
+    ] {
+        paths.insert(
+            format!("{GOALS_BASE}/{{id}}/{verb}"),
+            transition_path(verb, effect),
+        );
+    }
+    paths.insert(VERIFIERS_BASE.into(), verifiers_path());
+    paths.insert(format!("{VERIFIERS_BASE}/{{name}}"), verifier_path());
+    if seams {
+        paths.insert(format!("{GOALS_BASE}/{{id}}/continue"), continue_path());
+        paths.insert(format!("{GOALS_BASE}/{{id}}/events"), events_path());
+        paths.insert(
+            format!("{GOALS_BASE}/{{id}}/evaluations"),
+            evaluations_path(),
+        );
+    }
+    json!({
+        "openapi": "3.1.0",
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "info": {
+            "title": "goalpost-host",
+            "version": env!("CARGO_PKG_VERSION"),
+            "summary": "Reference host for RFC 0097 standing goals",
+            "description": "Standing goals keep an agent working across runs until a judge says the goal is met, a bound is crossed, or the agent escalates. Only the judge completes a goal: no request body can set `state`, `progress` or `completion.lastVerdict`. Every 4xx/5xx answer is an error envelope `{error, message, details?}`. The conformance seams (`continue`, `events`, `evaluations`, fixture refs) are served and described only when the host runs with `--conformance-seams`.",
+            "license": { "name": "Apache-2.0", "identifier": "Apache-2.0" },
+        },
+        "security": [{ "bearer": [] }],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A token configured on the host with `--token TOKEN=TENANT`; every goal belongs to the token's tenant.",
+                },
+            },
+            "parameters": {
+                "goalId": {
+                    "name": "id", "in": "path", "required": true,
+                    "description": "A goal id (`goal-<uuid>`). Another tenant's goal is 404.",
+                    "schema": { "type": "string" },
+                },
+                "ifMatch": {
+                    "name": "If-Match", "in": "header", "required": false,
+                    "description": "Apply only if the goal's current `ETag` matches (else 412).",
+                    "schema": { "type": "string" },
+                },
+            },
+            "headers": {
+                "ETag": {
+                    "description": "Strong tag `\"<version>\"`; the version grows by one on every stored change of the goal.",
+                    "schema": { "type": "string" },
+                },
+            },
+            "schemas": components(),
+        },
+    })
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({ "$ref": format!("{COMPONENT_PREFIX}{name}") })
+}
+
+fn json_content(schema: Value) -> Value {
+    json!({ "application/json": { "schema": schema } })
+}
+
+fn body_response(description: &str, schema: &str) -> Value {
+    json!({ "description": description, "content": json_content(schema_ref(schema)) })
+}
+
+/// A goal answer carries the goal's `ETag`.
+fn goal_response(description: &str, schema: &str) -> Value {
+    json!({
+        "description": description,
+        "headers": { "ETag": { "$ref": "#/components/headers/ETag" } },
+        "content": json_content(schema_ref(schema)),
+    })
+}
+
+fn error_response(status: u16) -> Value {
+    let description = match status {
+        400 => "`malformed_json` (the body is not JSON) or `invalid_request` (wrong types, unknown keys, out-of-range values, a bad parameter or header); `details` names the field.",
+        401 => "`unauthorized`: no known bearer token.",
+        404 => "`not_found`: no such goal for this tenant (another tenant's goal included).",
+        409 => "`goal_terminal` (the goal is satisfied, abandoned or bound-exceeded), `goal_escalated`, `goal_paused`, `verifier_exists` (the name is taken) or `idempotency_conflict` (the `Idempotency-Key` came with another body); nothing changed.",
+        412 => "`precondition_failed`: `If-Match` does not match the current `ETag`.",
+        413 => "`payload_too_large`: the body is over 64 KiB.",
+        415 => "`unsupported_media_type`: a body that is not JSON.",
+        422 => "`bounds_required`, `judge_owned_field`, `immutable_field`, `objective_too_long` (over 8 KiB of UTF-8), `unsupported_continuation`, `unsupported_judge`, `fixtures_disabled`, `unknown_verifier` or `unknown_arm`.",
+        429 => "`quota_exceeded`: the tenant's open goals, or open `schedule`/`heartbeat` goals, are at the host's limit; `details` names the quota and its limit.",
+        _ => "Any other refusal: 405 `method_not_allowed`, 408 `request_timeout`, 500 `internal_error`, 503 `service_unavailable`.",
+    };
+    body_response(description, "error")
+}
+
+/// `(status, response)` for the success, then the error statuses, then a
+/// `default` envelope for everything else.
+fn responses(success: &[(u16, Value)], errors: &[u16]) -> Value {
+    let mut map = Map::new();
+    for (status, response) in success {
+        map.insert(status.to_string(), response.clone());
+    }
+    for status in errors {
+        map.insert(status.to_string(), error_response(*status));
+    }
+    map.insert("default".into(), error_response(0));
+    Value::Object(map)
+}
+
+fn goal_id_parameter() -> Value {
+    json!({ "$ref": "#/components/parameters/goalId" })
+}
+
+fn if_match_parameter() -> Value {
+    json!({ "$ref": "#/components/parameters/ifMatch" })
+}
+
+fn discovery_path() -> Value {
+    json!({ "get": {
+        "operationId": "discovery",
+        "summary": "Discovery document: `agents.goals` and, with seams on, `conformanceSeams`",
+        "security": [],
+        "responses": responses(&[(200, body_response("The capabilities document.", "capabilities"))], &[]),
+    } })
+}
+
+fn openapi_path() -> Value {
+    json!({ "get": {
+        "operationId": "openapi",
+        "summary": "This description",
+        "security": [],
+        "responses": responses(&[(200, json!({
+            "description": "An OpenAPI 3.1 document.",
+            "content": json_content(json!({ "type": "object" })),
+        }))], &[]),
+    } })
+}
+
+/// OpenAPI links from a created goal to every operation on it, so a
+/// stateful client (Schemathesis) works on real goals, not random ids.
+fn goal_links(seams: bool) -> Value {
+    let mut operations = vec![
+        "getGoal",
+        "editGoal",
+        "getAttention",
+        "pauseGoal",
+        "resumeGoal",
+        "abandonGoal",
+    ];
+    if seams {
+        operations.extend(["continueGoal", "listEvents", "listEvaluations"]);
+    }
+    let links: Map<String, Value> = operations
+        .into_iter()
+        .map(|operation| {
+            (
+                operation.to_string(),
+                json!({ "operationId": operation, "parameters": { "id": "$response.body#/id" } }),
+            )
+        })
+        .collect();
+    Value::Object(links)
+}
+
+fn collection_path(seams: bool) -> Value {
+    json!({
+        "get": {
+            "operationId": "listGoals",
+            "summary": "The caller's tenant's goals",
+            "parameters": [{
+                "name": "state", "in": "query", "required": false,
+                "description": "Only goals in this state (anything else is 400).",
+                "schema": { "type": "string", "enum": ["active", "satisfied", "escalated", "abandoned", "bound-exceeded"] },
+            }],
+            "responses": responses(&[(200, body_response("The goals.", "goal-list"))], &[400, 401]),
+        },
+        "post": {
+            "operationId": "createGoal",
+            "summary": "Create a goal (state `active`, owner from the credential)",
+            "parameters": [{
+                "name": "Idempotency-Key", "in": "header", "required": false,
+                "description": "1 to 255 visible ASCII characters, scoped to the tenant and kept 24 h: the same key with the same body (as parsed JSON) answers the goal it made (`Idempotent-Replayed: true`), with another body 409 `idempotency_conflict`.",
+                "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$" },
+            }],
+            "requestBody": { "required": true, "content": json_content(schema_ref("create-request")) },
+            "responses": responses(&[(201, json!({
+                "description": "The new goal (or, replayed, the goal the key made, as it is now).",
+                "headers": {
+                    "ETag": { "$ref": "#/components/headers/ETag" },
+                    "Location": { "description": "`{base}/{id}` of the new goal.", "schema": { "type": "string" } },
+                    "Idempotent-Replayed": { "description": "`true` when the answer replays an earlier create with the same `Idempotency-Key`.", "schema": { "type": "string", "enum": ["true"] } },
+                },
+                "content": json_content(schema_ref("goal")),
+                "links": goal_links(seams),
+            }))], &[400, 401, 409, 413, 415, 422, 429]),
+        },
+    })
+}
+
+fn goal_path() -> Value {
+    json!({
+        "parameters": [goal_id_parameter()],
+        "get": {
+            "operationId": "getGoal",
+            "summary": "One goal",
+            "responses": responses(&[(200, goal_response("The goal.", "goal"))], &[401, 404]),
+        },
+        "patch": {
+            "operationId": "editGoal",
+            "summary": "Edit `objective`, `completion.verifierRef` or `continuation` of an active or escalated goal",
+            "parameters": [if_match_parameter()],
+            "requestBody": { "required": true, "content": json_content(json!({
+                "type": "object",
+                "description": "Judge-owned fields (`state`, `progress`, `completion.lastVerdict`, `owner`, `id`) are 422 `judge_owned_field`; `completion.check`, `bounds`, `createdAt`, `updatedAt` are 422 `immutable_field`.",
+                "properties": {
+                    "objective": { "type": "string" },
+                    "completion": {
+                        "type": "object",
+                        "properties": { "verifierRef": { "type": ["string", "null"] } },
+                    },
+                    "continuation": { "$ref": format!("{COMPONENT_PREFIX}goal/properties/continuation") },
+                },
+            })) },
+            "responses": responses(&[(200, goal_response("The edited goal.", "goal"))], &[400, 401, 404, 409, 412, 413, 415, 422, 429]),
+        },
+    })
+}
+
+fn attention_path() -> Value {
+    json!({
+        "parameters": [goal_id_parameter()],
+        "get": {
+            "operationId": "getAttention",
+            "summary": "Whether continuation is armed: `active`, `paused` or `stopped`",
+            "responses": responses(&[(200, body_response("The attention status.", "attention"))], &[401, 404]),
+        },
+    })
+}
+
+fn transition_path(verb: &str, effect: &str) -> Value {
+    json!({
+        "parameters": [goal_id_parameter()],
+        "post": {
+            "operationId": format!("{verb}Goal"),
+            "summary": effect,
+            "parameters": [if_match_parameter()],
+            "responses": responses(&[(200, goal_response("The goal after the transition.", "goal"))], &[400, 401, 404, 409, 412]),
+        },
+    })
+}
+
+fn verifiers_path() -> Value {
+    json!({
+        "get": {
+            "operationId": "listVerifiers",
+            "summary": "The caller's tenant's criteria verifiers",
+            "responses": responses(&[(200, body_response("The verifiers.", "verifier-list"))], &[401]),
+        },
+        "post": {
+            "operationId": "registerVerifier",
+            "summary": "Register a named criteria verifier; goals use it by naming it in `completion.verifierRef`",
+            "requestBody": { "required": true, "content": json_content(schema_ref("verifier-registration")) },
+            "responses": responses(&[(201, json!({
+                "description": "The registered verifier.",
+                "headers": {
+                    "Location": { "description": "`/v1/host/sample/verifiers/{name}`.", "schema": { "type": "string" } },
+                },
+                "content": json_content(schema_ref("verifier-definition")),
+            }))], &[400, 401, 409, 413, 415]),
+        },
+    })
+}
+
+fn verifier_path() -> Value {
+    json!({
+        "parameters": [{
+            "name": "name", "in": "path", "required": true,
+            "description": "The verifier's name. Another tenant's verifier is 404.",
+            "schema": { "type": "string" },
+        }],
+        "get": {
+            "operationId": "getVerifier",
+            "summary": "One criteria verifier",
+            "responses": responses(&[(200, body_response("The verifier.", "verifier-definition"))], &[401, 404]),
+        },
+    })
+}
+
+fn continue_path() -> Value {
+    json!({
+        "parameters": [goal_id_parameter()],
+        "post": {
+            "operationId": "continueGoal",
+            "summary": "Conformance seam: run exactly one iteration now",
+            "responses": responses(&[(200, goal_response("The goal after the iteration and its evaluation (null when the run escalated).", "continue-response"))], &[401, 404, 409]),
+        },
+    })
+}
+
+fn events_path() -> Value {
+    json!({
+        "parameters": [goal_id_parameter()],
+        "get": {
+            "operationId": "listEvents",
+            "summary": "Conformance seam: the goal's events, oldest first",
+            "parameters": [{
+                "name": "after", "in": "query", "required": false,
+                "description": "Only events with a larger sequence.",
+                "schema": { "type": "integer", "minimum": 0 },
+            }],
+            "responses": responses(&[(200, body_response("`goal.evaluated` and `goal.closed` events.", "event-list"))], &[400, 401, 404]),
+        },
+    })
+}
+
+fn evaluations_path() -> Value {
+    json!({
+        "parameters": [goal_id_parameter()],
+        "get": {
+            "operationId": "listEvaluations",
+            "summary": "Conformance seam: every recorded verdict, in iteration order",
+            "responses": responses(&[(200, body_response("The evaluations.", "evaluation-list"))], &[401, 404]),
+        },
+    })
+}
+
+/// Every schema the API names, and every schema those reference, with
+/// `$schema`/`$id` dropped and `$ref`s rewritten into `components/schemas`.
+fn components() -> Value {
+    let mut done = Map::new();
+    let mut pending: Vec<String> = API_SCHEMAS.iter().map(|name| name.to_string()).collect();
+    while let Some(name) = pending.pop() {
+        if done.contains_key(&name) {
+            continue;
+        }
+        let Some(mut schema) = goalpost_schemas::source(&name)
+            .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        else {
+            // Leaves a dangling `$ref`, which the description test reports.
+            continue;
+        };
+        if let Some(object) = schema.as_object_mut() {
+            object.remove("$schema");
+            object.remove("$id");
+        }
+        let mut referenced = BTreeSet::new();
+        rewrite_refs(&name, &mut schema, &mut referenced);
+        pending.extend(referenced);
+        done.insert(name, schema);
+    }
+    let mut sorted: Vec<(String, Value)> = done.into_iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    Value::Object(sorted.into_iter().collect())
+}
+
+fn rewrite_refs(owner: &str, value: &mut Value, referenced: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(object) => {
+            for (key, child) in object.iter_mut() {
+                match child {
+                    Value::String(reference) if key == "$ref" => {
+                        *reference = rewrite_ref(owner, reference, referenced);
+                    }
+                    _ => rewrite_refs(owner, child, referenced),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                rewrite_refs(owner, item, referenced);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `https://goalpost.dev/schemas/<name>.schema.json#/x` →
+/// `#/components/schemas/<name>/x`; a local `#/x` in schema `owner` →
+/// `#/components/schemas/<owner>/x`.
+fn rewrite_ref(owner: &str, reference: &str, referenced: &mut BTreeSet<String>) -> String {
+    if let Some(rest) = reference.strip_prefix(goalpost_schemas::ID_PREFIX) {
+        let (file, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+        if let Some(name) = file.strip_suffix(".schema.json") {
+            referenced.insert(name.to_string());
+            return format!("{COMPONENT_PREFIX}{name}{fragment}");
+        }
+    } else if let Some(fragment) = reference.strip_prefix('#') {
+        return format!("{COMPONENT_PREFIX}{owner}{fragment}");
+    }
+    reference.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refs(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(object) => {
+                for (key, child) in object {
+                    match child {
+                        Value::String(text) if key == "$ref" => out.push(text.clone()),
+                        _ => refs(child, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| refs(item, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_ref_resolves_inside_the_document() {
+        for seams in [false, true] {
+            let document = document(seams);
+            let mut found = Vec::new();
+            refs(&document, &mut found);
+            assert!(found.len() > 20, "too few refs: {found:?}");
+            for reference in found {
+                let pointer = reference
+                    .strip_prefix('#')
+                    .unwrap_or_else(|| panic!("{reference} leaves the document"));
+                assert!(
+                    document.pointer(pointer).is_some(),
+                    "{reference} resolves to nothing"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn embedded_schemas_lose_their_ids_and_pull_in_what_they_reference() {
+        let document = document(true);
+        let schemas = document["components"]["schemas"]
+            .as_object()
+            .expect("schemas");
+        for name in [
+            "goal-evaluated",
+            "goal-closed",
+            "event-envelope",
+            "evaluation",
+        ] {
+            assert!(schemas.contains_key(name), "{name} missing");
+        }
+        for (name, schema) in schemas {
+            assert!(schema.get("$id").is_none(), "{name} keeps its $id");
+            assert!(schema.get("$schema").is_none(), "{name} keeps $schema");
+        }
+        assert!(
+            !schemas.contains_key("scenario"),
+            "suite-only schemas stay out"
+        );
+    }
+
+    #[test]
+    fn refs_are_rewritten() {
+        let mut found = BTreeSet::new();
+        assert_eq!(
+            rewrite_ref(
+                "create-request",
+                "https://goalpost.dev/schemas/goal.schema.json#/properties/bounds",
+                &mut found
+            ),
+            "#/components/schemas/goal/properties/bounds"
+        );
+        assert_eq!(
+            rewrite_ref("evaluation", "#/$defs/failureClass", &mut found),
+            "#/components/schemas/evaluation/$defs/failureClass"
+        );
+        assert_eq!(
+            rewrite_ref("x", "https://elsewhere.example/s.json", &mut found),
+            "https://elsewhere.example/s.json"
+        );
+        assert_eq!(found.into_iter().collect::<Vec<_>>(), vec!["goal"]);
+    }
+
+    #[test]
+    fn every_link_names_a_described_operation() {
+        for seams in [false, true] {
+            let document = document(seams);
+            let mut operations = BTreeSet::new();
+            for item in document["paths"].as_object().expect("paths").values() {
+                for operation in item.as_object().expect("path item").values() {
+                    if let Some(id) = operation.get("operationId").and_then(Value::as_str) {
+                        operations.insert(id.to_string());
+                    }
+                }
+            }
+            let links = document["paths"][GOALS_BASE]["post"]["responses"]["201"]["links"]
+                .as_object()
+                .expect("links");
+            assert_eq!(links.len(), if seams { 9 } else { 6 });
+            for link in links.values() {
+                let target = link["operationId"].as_str().expect("operationId");
+                assert!(operations.contains(target), "{target} is not described");
+            }
+        }
+    }
+
+    #[test]
+    fn seam_paths_only_with_seams() {
+        let continue_path = format!("{GOALS_BASE}/{{id}}/continue");
+        assert!(document(true)["paths"].get(&continue_path).is_some());
+        assert!(document(false)["paths"].get(&continue_path).is_none());
+    }
+}

@@ -1,0 +1,808 @@
+//! Mutants: deliberately broken builds of this host, one bug each, that the
+//! suite must catch (issue 4, "Kill matrix"). A requirement is
+//! **mutation-verified** when a mutant breaks it and the suite's scenarios
+//! for it fail against that mutant; `suite/tests/kill_matrix.rs` proves
+//! every entry of [`REGISTRY`] on every `cargo test`.
+//!
+//! The registry below is plain data and is compiled into every build, so
+//! the suite can report which requirements are mutation-verified. The
+//! broken behaviour is not: the hooks, the per-host switch
+//! ([`Config::mutant`](crate::Config), `goalpost-host serve --mutant NAME`)
+//! and the code behind them exist only with the `mutants` cargo feature,
+//! which the default build and the released binary leave out.
+//!
+//! Each mutant breaks exactly one rule of SPEC §2–§4 the way a real
+//! implementation gets it wrong. Its `kills` list is every requirement whose
+//! disposition it changes against the bundled scenarios: the kill matrix
+//! fails if one of them still passes, and also if any requirement outside
+//! the list changes (so a list can neither overclaim nor hide collateral).
+
+#[cfg(feature = "mutants")]
+mod body;
+#[cfg(feature = "mutants")]
+pub(crate) mod engine;
+#[cfg(feature = "mutants")]
+pub(crate) mod http;
+#[cfg(feature = "mutants")]
+mod switch;
+#[cfg(feature = "mutants")]
+pub(crate) mod webhook;
+
+#[cfg(feature = "mutants")]
+pub use switch::Switch;
+
+/// One registered mutant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MutantInfo {
+    pub mutant: Mutant,
+    /// What `--mutant` takes: kebab-case, unique.
+    pub name: &'static str,
+    /// The rule it breaks and how, in one sentence.
+    pub description: &'static str,
+    /// Requirement ids (`scenarios/requirements.json`) whose scenarios fail
+    /// against it; nothing else may change.
+    pub kills: &'static [&'static str],
+}
+
+macro_rules! registry {
+    ($( $variant:ident $name:literal $description:literal [$($kill:literal),* $(,)?] )*) => {
+        /// Every mutant this host knows.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Mutant {
+            $($variant,)*
+        }
+
+        /// Every mutant with what it breaks and what must catch it, in
+        /// declaration order.
+        pub const REGISTRY: &[MutantInfo] = &[
+            $(MutantInfo {
+                mutant: Mutant::$variant,
+                name: $name,
+                description: $description,
+                kills: &[$($kill),*],
+            },)*
+        ];
+    };
+}
+
+registry! {
+    // ---- §1–§2 wire surface (core) ----
+    DiscoveryDuplicateModes "discovery-duplicate-modes"
+        "Discovery lists a continuation mode twice, so agents.goals.continuation is not a set."
+        ["core.discovery.shape"]
+    CreateWithoutLocation "create-without-location"
+        "A create answers 201 without the Location header."
+        [
+            "core.create.location",
+            "core.create.returns-active-goal",
+            "core.get.returns-goal",
+            "strict.create.location-path",
+        ]
+    OwnerFromBody "owner-from-body"
+        "A create that names owner.tenant in its body is stored under that tenant instead of the caller's."
+        [
+            "core.create.owner-from-credential",
+            "core.tenancy.list-isolation",
+            "strict.create.judge-owned-422",
+        ]
+    DefaultBounds "default-bounds"
+        "A create without bounds (or with bounds: {}) is given default bounds instead of 422 bounds_required."
+        ["core.create.bounds-required", "core.errors.envelope"]
+    NegativeBoundsClamped "negative-bounds-clamped"
+        "Out-of-range bounds are clamped into range (0 or 1.5 iterations become 1, negative cost or timeout 0) instead of refused."
+        [
+            "core.create.bounds-range",
+            "strict.create.bounds-range-400",
+        ]
+    UnknownKeysDropped "unknown-keys-dropped"
+        "Unknown keys in a create body are silently dropped instead of refused with 400."
+        [
+            "core.create.unknown-keys",
+            "core.errors.envelope",
+            "strict.create.judge-owned-422",
+            "strict.errors.invalid-request-code",
+        ]
+    NumericStringsCoerced "numeric-strings-coerced"
+        "A bound written as a numeric string (\"3\") is coerced to a number instead of refused with 400."
+        [
+            "core.create.wrong-types",
+            "strict.errors.invalid-request-code",
+        ]
+    CreateClaimsKept "create-claims-kept"
+        "A create body's state, progress and completion.lastVerdict are stored as claimed."
+        [
+            "core.judge-only.create-body",
+            "strict.create.judge-owned-422",
+        ]
+    ListFilterIgnored "list-filter-ignored"
+        "GET {base}?state=S ignores the filter and lists every goal of the caller."
+        ["core.list.filter-state", "core.lifecycle.abandon"]
+    UnknownStateListsNothing "unknown-state-lists-nothing"
+        "A list filter naming no state answers 200 with an empty list instead of 400."
+        [
+            "core.list.unknown-state",
+            "core.errors.envelope",
+            "strict.errors.invalid-request-code",
+        ]
+    MissingGoalConflict "missing-goal-conflict"
+        "Pause, resume and abandon of a goal the caller cannot see answer 409 goal_terminal instead of 404."
+        [
+            "core.lookup.unknown-id",
+            "core.tenancy.goal-404",
+            "hardening.tenancy.goal-endpoints",
+        ]
+    PatchAnswersUnsaved "patch-answers-unsaved"
+        "PATCH answers 200 with the edited objective but never stores it."
+        [
+            "core.patch.objective",
+            "observed.projection.objective-as-data",
+            "observed.projection.verifier-content-free",
+            "observed.events.content-free",
+            "hardening.etag.every-response",
+            "hardening.if-match.abandon",
+            "hardening.if-match.patch",
+            "hardening.if-match.pause",
+            "hardening.if-match.resume",
+            "hardening.if-match.semantics",
+            "hardening.race.patch-one-winner",
+        ]
+    PatchStateApplied "patch-state-applied"
+        "PATCH {state} is applied to the goal instead of refused with 422 judge_owned_field."
+        ["core.judge-only.patch-state", "core.judge-only.refusal-changes-nothing", "core.errors.envelope"]
+    PatchProgressIgnored "patch-progress-ignored"
+        "PATCH {progress} is silently ignored with 200 instead of refused with 422 judge_owned_field."
+        ["core.judge-only.patch-progress", "core.judge-only.refusal-changes-nothing"]
+    PatchVerdictApplied "patch-verdict-applied"
+        "PATCH {completion: {lastVerdict}} stores the verdict instead of refusing with 422 judge_owned_field."
+        ["core.judge-only.patch-last-verdict", "core.judge-only.refusal-changes-nothing"]
+    PatchIdentityIgnored "patch-identity-ignored"
+        "PATCH {owner} or {id} is silently ignored with 200 instead of refused with 422 judge_owned_field."
+        ["core.judge-only.patch-identity", "core.judge-only.refusal-changes-nothing"]
+    RefusalStillWrites "refusal-still-writes"
+        "A PATCH refused for a judge-owned field still applies its other fields."
+        ["core.judge-only.refusal-changes-nothing", "core.judge-only.patch-state"]
+    TerminalResumeAllowed "terminal-resume-allowed"
+        "Resume of a satisfied, abandoned or bound-exceeded goal makes it active again."
+        [
+            "core.terminal.no-transition",
+            "core.terminal.no-edit",
+            "core.lifecycle.abandon",
+            "behavior.terminal.final",
+            "behavior.terminal.continue-refused",
+        ]
+    TerminalPatchAllowed "terminal-patch-allowed"
+        "PATCH of a satisfied, abandoned or bound-exceeded goal is applied."
+        [
+            "core.terminal.no-transition",
+            "core.terminal.no-edit",
+            "core.lifecycle.abandon",
+            "behavior.terminal.final",
+            "behavior.terminal.continue-refused",
+        ]
+    AttentionIgnoresPause "attention-ignores-pause"
+        "The attention view is computed from the state alone, so a paused goal reads active."
+        [
+            "core.pause.keeps-state",
+            "core.pause.resume-attention",
+            "behavior.pause.disarms-schedule",
+            "behavior.pause.resume-rearms",
+            "observed.pause.no-dispatch",
+            "observed.pause.resume-dispatches",
+            "hardening.if-match.pause",
+            "hardening.if-match.resume",
+        ]
+    CrossTenantRead "cross-tenant-read"
+        "GET {base}/{id} returns a goal whatever tenant owns it."
+        [
+            "core.tenancy.goal-404",
+            "hardening.idempotency.tenant-scoped",
+            "hardening.tenancy.goal-endpoints",
+            "strict.errors.not-found-code",
+        ]
+    ListLeaksTenants "list-leaks-tenants"
+        "A list with a state filter forgets the tenant clause and shows every tenant's goals."
+        [
+            "core.tenancy.list-isolation",
+            "core.create.owner-from-credential",
+            "hardening.tenancy.lists",
+        ]
+    AnonymousList "anonymous-list"
+        "The goal list is readable without a credential (it answers an empty list instead of 401)."
+        [
+            "core.auth.credential-required",
+            "core.errors.envelope",
+            "hardening.auth.anonymous-goals",
+            "strict.errors.unauthorized-code",
+        ]
+    UnknownRouteOk "unknown-route-ok"
+        "An unknown route under {base} answers 200 {} instead of 404 with the error envelope."
+        [
+            "core.errors.unknown-route",
+            "strict.errors.not-found-code",
+        ]
+    MalformedBodyAsEmpty "malformed-body-as-empty"
+        "A request body that is not JSON is read as {} instead of refused with 400."
+        [
+            "core.errors.malformed-json",
+            "hardening.input.deep-nesting",
+            "hardening.input.invalid-utf8",
+            "hardening.input.malformed-json",
+            "strict.errors.malformed-json-code",
+        ]
+
+    // ---- §3 continuation, judging and bounds ----
+    OffByOneIterations "off-by-one-iterations"
+        "The iteration bound is compared with > instead of >=, so maxLoopIterations N allows N+1 runs."
+        [
+            "behavior.bound.iterations-exact",
+            "behavior.terminal.continue-refused",
+            "behavior.terminal.final",
+            "behavior.events.closed-once",
+            "behavior.events.run-ids-agree",
+            "behavior.verdict.criteria-all-pass",
+            "observed.bound.iterations-manual",
+            "observed.webhooks.calls-urls",
+            "observed.bound.iterations-schedule",
+            "observed.verdict.failing-criterion-overrides",
+            "observed.verifier.error-status-environmental",
+            "observed.verifier.invalid-answer-environmental",
+            "observed.verifier.malformed-environmental",
+            "observed.verifier.timeout-environmental",
+            "observed.worker.claim-not-completion",
+            "hardening.race.continue-bound",
+            "hardening.race.schedule-and-continue",
+        ]
+    ScheduleIgnoresIterationBound "schedule-ignores-iteration-bound"
+        "The iteration bound is checked on continue only: a schedule arm keeps firing past maxLoopIterations."
+        [
+            "behavior.bound.iterations-exact",
+            "observed.bound.iterations-schedule",
+            "hardening.race.schedule-and-continue",
+            "hardening.race.continue-bound",
+        ]
+    CostCheckedBeforeAdding "cost-checked-before-adding"
+        "The cost bound is decided on the spend before the run's own cost, so the goal closes one run late."
+        [
+            "behavior.bound.cost",
+            "behavior.terminal.continue-refused",
+            "behavior.escalation.resume-keeps-progress",
+            "behavior.patch.refs-take-effect",
+            "observed.cost.worker-reported",
+            "observed.projection.remaining-cost",
+            "strict.bound.cost-budget",
+            "strict.bound.cost-budget-decimal",
+        ]
+    DeadlineIgnoredWhenIdle "deadline-ignored-when-idle"
+        "The wall-clock bound is checked only when a run is about to start, so an idle or paused goal stays open past its deadline."
+        ["behavior.bound.wall-clock", "behavior.bound.wall-clock-no-late-run"]
+    EnvironmentalUncounted "environmental-uncounted"
+        "A run whose run or judge failed environmentally does not count toward maxLoopIterations."
+        [
+            "observed.verifier.malformed-environmental",
+            "observed.verifier.error-status-environmental",
+            "observed.verifier.invalid-answer-environmental",
+            "observed.verifier.timeout-environmental",
+        ]
+    EscalationIgnored "escalation-ignored"
+        "A run's escalation is dropped: the run is judged like any other and the goal stays active."
+        [
+            "behavior.escalation.halts",
+            "behavior.escalation.counts-iteration",
+            "behavior.escalation.resume-keeps-progress",
+            "behavior.escalation.abandon",
+            "behavior.events.evaluated-per-verdict",
+            "behavior.events.closed-once",
+            "behavior.patch.refs-take-effect",
+            "observed.escalation.halts-dispatch",
+            "observed.escalation.no-verdict",
+        ]
+    EscalationJudged "escalation-judged"
+        "An escalated run still gets a (failed) verdict: an evaluation and a goal.evaluated event."
+        [
+            "behavior.escalation.halts",
+            "behavior.escalation.abandon",
+            "behavior.escalation.counts-iteration",
+            "behavior.events.evaluated-per-verdict",
+            "behavior.events.closed-once",
+            "behavior.escalation.resume-keeps-progress",
+            "behavior.patch.refs-take-effect",
+            "observed.escalation.halts-dispatch",
+            "observed.escalation.no-verdict",
+        ]
+    EscalationUncounted "escalation-uncounted"
+        "An escalated run is not counted in progress.iterations or contributingRunIds."
+        [
+            "behavior.escalation.halts",
+            "behavior.escalation.counts-iteration",
+            "behavior.events.evaluated-per-verdict",
+            "behavior.events.closed-once",
+            "behavior.escalation.resume-keeps-progress",
+            "behavior.patch.refs-take-effect",
+            "observed.escalation.halts-dispatch",
+            "observed.escalation.no-verdict",
+        ]
+    ResumeResetsProgress "resume-resets-progress"
+        "Resume of an escalated goal starts it over: progress and spent cost go back to zero."
+        ["behavior.escalation.resume-keeps-progress", "behavior.patch.refs-take-effect"]
+    EscalatedAbandonRefused "escalated-abandon-refused"
+        "Abandon of an escalated goal is refused with 409 goal_escalated."
+        [
+            "behavior.escalation.abandon",
+            "behavior.events.closed-once",
+            "behavior.escalation.halts",
+            "observed.escalation.halts-dispatch",
+            "observed.escalation.no-verdict",
+        ]
+    StaleTimerAfterPause "stale-timer-after-pause"
+        "The scheduler keeps its own timers and its fire does not re-check pause, so a paused schedule goal keeps running."
+        [
+            "behavior.pause.disarms-schedule",
+            "behavior.pause.resume-rearms",
+            "observed.pause.no-dispatch",
+            "observed.pause.resume-dispatches",
+        ]
+    NoFailClosedCheck "no-fail-closed-check"
+        "A scheduled fire dispatches from the scheduler's own timers without re-reading the goal, so closed goals keep getting runs."
+        [
+            "observed.abandon.no-dispatch",
+            "observed.close.late-answer-ignored",
+            "observed.pause.no-dispatch",
+            "observed.pause.resume-dispatches",
+            "observed.deadline.no-dispatch",
+            "observed.escalation.halts-dispatch",
+            "observed.escalation.no-verdict",
+            "observed.converge.no-run-after-satisfied",
+            "observed.converge.suite-verdict",
+            "observed.bound.iterations-schedule",
+            "behavior.pause.disarms-schedule",
+            "behavior.pause.resume-rearms",
+            "hardening.race.continue-bound",
+            "hardening.race.schedule-and-continue",
+        ]
+    ContinueWhilePaused "continue-while-paused"
+        "continue does not check pause: a paused goal runs an iteration."
+        ["behavior.pause.continue-refused"]
+    BoundBeforeVerdict "bound-before-verdict"
+        "The decision checks the bounds before the verdict, so a satisfied verdict on the last allowed iteration closes bound-exceeded."
+        [
+            "behavior.converge.last-iteration-wins",
+            "observed.arm.failure-environmental",
+            "observed.run-ids.agree",
+            "observed.verdict.criteria-recorded",
+            "observed.verifier.judges-run-output",
+        ]
+    SatisfiedKeepsRunning "satisfied-keeps-running"
+        "A satisfied verdict closes the goal only when the next run comes back, so one more run is dispatched."
+        [
+            "behavior.converge.satisfied",
+            "behavior.converge.last-iteration-wins",
+            "behavior.terminal.continue-refused",
+            "behavior.terminal.final",
+            "behavior.events.evaluated-per-verdict",
+            "behavior.events.closed-once",
+            "behavior.events.payload-shape",
+            "behavior.events.content-free",
+            "behavior.evaluations.record-shape",
+            "behavior.patch.refs-take-effect",
+            "behavior.verdict.criteria-all-pass",
+            "observed.converge.suite-verdict",
+            "observed.converge.no-run-after-satisfied",
+            "observed.run-ids.agree",
+            "observed.verifier.judges-run-output",
+            "observed.arm.failure-environmental",
+            "observed.verdict.criteria-recorded",
+        ]
+    LastVerdictPreviousRun "last-verdict-previous-run"
+        "lastVerdict.runId names the run before the one judged."
+        [
+            "behavior.converge.satisfied",
+            "behavior.terminal.continue-refused",
+            "behavior.events.evaluated-per-verdict",
+            "behavior.events.closed-once",
+            "behavior.events.run-ids-agree",
+            "observed.converge.suite-verdict",
+            "observed.converge.no-run-after-satisfied",
+            "observed.run-ids.agree",
+            "observed.verifier.judges-run-output",
+        ]
+    EvaluatedWrongRun "evaluated-wrong-run"
+        "goal.evaluated carries the previous run's id instead of the evaluated run's."
+        ["behavior.events.run-ids-agree", "observed.run-ids.agree", "observed.verifier.judges-run-output"]
+    EvaluatedIterationsBeforeRun "evaluated-iterations-before-run"
+        "goal.evaluated.iterations counts the runs before the evaluated one."
+        [
+            "behavior.events.iterations-field",
+            "behavior.events.after-cursor",
+            "behavior.escalation.resume-keeps-progress",
+            "behavior.patch.refs-take-effect",
+        ]
+    EvaluatedMissingOnClose "evaluated-missing-on-close"
+        "The verdict that closes a goal emits only goal.closed, not its goal.evaluated."
+        [
+            "behavior.events.content-free",
+            "behavior.events.evaluated-per-verdict",
+            "behavior.events.closed-once",
+            "behavior.converge.satisfied",
+            "behavior.terminal.continue-refused",
+            "behavior.bound.iterations-exact",
+            "behavior.events.payload-shape",
+            "behavior.events.run-ids-agree",
+            "behavior.escalation.resume-keeps-progress",
+            "behavior.patch.refs-take-effect",
+            "observed.run-ids.agree",
+            "observed.verifier.judges-run-output",
+            "hardening.race.continue-bound",
+            "hardening.race.schedule-and-continue",
+        ]
+    ClosedEventTwice "closed-event-twice"
+        "Abandon emits goal.closed twice (once by the handler, once by the state change)."
+        [
+            "behavior.events.closed-once",
+            "behavior.escalation.abandon",
+            "behavior.events.sequence-increasing",
+            "hardening.race.abandon-once",
+            "observed.close.late-answer-ignored",
+        ]
+    LateVerdictRecorded "late-verdict-recorded"
+        "Abandon does not cancel the run in flight, and its verdict is recorded on the closed goal."
+        ["observed.close.late-answer-ignored"]
+    CriteriaIgnored "criteria-ignored"
+        "The judge's overall flag decides alone: a failing criterion does not make the verdict unsatisfied."
+        ["behavior.verdict.criteria-all-pass", "observed.verdict.failing-criterion-overrides"]
+    CriteriaNotRecorded "criteria-not-recorded"
+        "Per-criterion verdicts are aggregated but not recorded in the evaluation."
+        ["observed.verdict.criteria-recorded"]
+    RefsCachedAtFirstRun "refs-cached-at-first-run"
+        "The verifier and arm are resolved once, at the goal's first run, so a PATCH of the refs never takes effect."
+        [
+            "behavior.patch.refs-take-effect",
+            "behavior.escalation.resume-keeps-progress",
+        ]
+    WorkerClaimCounted "worker-claim-counted"
+        "A worker output saying done: true closes the goal satisfied without asking the verifier."
+        ["observed.worker.claim-not-completion"]
+    ArmFailureJudged "arm-failure-judged"
+        "A run whose worker failed is still sent to the verifier (with a null output) and judged."
+        ["observed.arm.failure-environmental"]
+    VerifierGetsObjective "verifier-gets-objective"
+        "The verifier call carries the objective inside the run output."
+        [
+            "observed.projection.verifier-content-free",
+            "observed.projection.objective-as-data",
+            "observed.events.content-free",
+        ]
+    ContinueEvaluationNextIteration "continue-evaluation-next-iteration"
+        "continue answers with its evaluation numbered as the next iteration."
+        [
+            "behavior.continue.one-iteration",
+            "behavior.escalation.resume-keeps-progress",
+            "behavior.patch.refs-take-effect",
+        ]
+
+    // ---- §4 seams: events and webhooks ----
+    ObjectiveInEvents "objective-in-events"
+        "An edit emits a goal.updated event whose payload carries the new objective."
+        [
+            "behavior.events.content-free",
+            "observed.events.content-free",
+            "observed.projection.objective-as-data",
+            "observed.projection.verifier-content-free",
+        ]
+    EventsSequencePerType "events-sequence-per-type"
+        "Event sequence numbers are counted per event type, so they do not increase across types."
+        ["behavior.events.sequence-increasing"]
+    AfterCursorIgnored "after-cursor-ignored"
+        "events?after=SEQ ignores the cursor and lists every event."
+        ["behavior.events.after-cursor"]
+    PayloadGoalPath "payload-goal-path"
+        "Event payloads name the goal by its resource path instead of its id."
+        ["behavior.events.payload-shape", "behavior.events.closed-once"]
+    EvaluationsNewestFirst "evaluations-newest-first"
+        "The evaluations list is ordered newest first."
+        [
+            "behavior.bound.wall-clock",
+            "behavior.bound.wall-clock-no-late-run",
+            "behavior.evaluations.record-shape",
+            "behavior.events.iterations-field",
+            "behavior.events.run-ids-agree",
+            "behavior.bound.iterations-exact",
+            "observed.run-ids.agree",
+            "observed.verifier.judges-run-output",
+            "observed.verdict.criteria-recorded",
+            "hardening.race.continue-bound",
+            "hardening.race.schedule-and-continue",
+        ]
+    WrongWebhookSecret "wrong-webhook-secret"
+        "Webhook calls are signed with a secret of the host's own making instead of the configured one."
+        ["observed.webhooks.secret-header"]
+    WebhookErrorStatusRead "webhook-error-status-read"
+        "A webhook answer with an error status is read as if it were a 200."
+        [
+            "observed.verifier.error-status-environmental",
+            "observed.heartbeat.probe-failure-fires-nothing",
+        ]
+    WebhookNoTimeout "webhook-no-timeout"
+        "Webhook calls have no timeout of their own: a verifier answering after 5 s is still believed."
+        ["observed.verifier.timeout-environmental"]
+    VerifierAnswerCoerced "verifier-answer-coerced"
+        "Webhook answers are read loosely instead of checked against their schema (\"yes\" is true, confidence is clamped)."
+        [
+            "observed.verifier.invalid-answer-environmental",
+            "observed.heartbeat.probe-failure-fires-nothing",
+        ]
+    DeadlineAsEpoch "deadline-as-epoch"
+        "The projection's remaining.deadline is sent as epoch milliseconds instead of an RFC 3339 string."
+        [
+            "observed.webhooks.request-shape",
+            "observed.deadline.no-dispatch",
+            "observed.projection.remaining-deadline",
+            "observed.projection.remaining-iterations",
+        ]
+    RemainingIterationsOffByOne "remaining-iterations-off-by-one"
+        "remaining.iterations counts the run being dispatched as already spent."
+        ["observed.projection.remaining-iterations", "observed.projection.remaining-deadline"]
+    RemainingCostIgnoresSpend "remaining-cost-ignores-spend"
+        "remaining.costUsd is maxCostUsd whatever was spent."
+        ["observed.projection.remaining-cost", "observed.cost.worker-reported"]
+    RemainingDeadlineMoving "remaining-deadline-moving"
+        "remaining.deadline is computed from the dispatch time instead of createdAt."
+        ["observed.projection.remaining-deadline", "observed.projection.remaining-iterations"]
+    // ---- hardening: concurrency control, idempotency, hostile input ----
+    OwnerCheckMissing "owner-check-missing"
+        "Goal lookups forget the owner check: any tenant reads and changes any goal by id."
+        [
+            "core.tenancy.goal-404",
+            "hardening.tenancy.goal-endpoints",
+            "hardening.tenancy.seams",
+            "hardening.idempotency.tenant-scoped",
+            "strict.errors.not-found-code",
+        ]
+    EtagMissingOnTransitions "etag-missing-on-transitions"
+        "Pause, resume and abandon answer the goal without its ETag header."
+        ["hardening.etag.every-response"]
+    EtagUnchangedByRuns "etag-unchanged-by-runs"
+        "An iteration's record does not bump the goal's version, so its ETag survives a run."
+        ["hardening.etag.changes-on-change"]
+    IfMatchIgnoredOnTransitions "if-match-ignored-on-transitions"
+        "Pause, resume and abandon ignore If-Match."
+        ["hardening.if-match.pause", "hardening.if-match.resume", "hardening.if-match.abandon"]
+    IfMatchIgnoredOnPatch "if-match-ignored-on-patch"
+        "PATCH ignores If-Match."
+        [
+            "hardening.if-match.patch",
+            "hardening.etag.changes-on-change",
+            "hardening.race.patch-one-winner",
+            "hardening.if-match.semantics",
+        ]
+    IfMatchWeakAccepted "if-match-weak-accepted"
+        "If-Match compares weakly: W/\"tag\" matches the current tag."
+        ["hardening.if-match.semantics"]
+    IfMatchCheckedApart "if-match-checked-apart"
+        "If-Match on PATCH is checked before the write instead of with it, so concurrent PATCHes carrying one tag all win."
+        ["hardening.race.patch-one-winner"]
+    ContinueWithoutLock "continue-without-lock"
+        "Iterations of one goal are not serialised, so concurrent continues and fires each dispatch."
+        ["hardening.race.continue-bound", "hardening.race.schedule-and-continue"]
+    IdempotencyKeyIgnored "idempotency-key-ignored"
+        "Idempotency-Key is ignored: every create makes a new goal."
+        [
+            "hardening.idempotency.replay",
+            "hardening.idempotency.conflict",
+            "hardening.idempotency.concurrent",
+            "strict.idempotency.replay-same-answer",
+        ]
+    IdempotencyBodyUnchecked "idempotency-body-unchecked"
+        "A used Idempotency-Key answers its first goal whatever the new body says."
+        ["hardening.idempotency.conflict"]
+    IdempotencyKeysGlobal "idempotency-keys-global"
+        "Idempotency-Keys are one namespace for every tenant: another tenant's key replays the first tenant's goal."
+        ["hardening.idempotency.tenant-scoped"]
+    IdempotencyNotAtomic "idempotency-not-atomic"
+        "The Idempotency-Key is looked up before the insert but not with it, so concurrent creates with one key each make a goal."
+        ["hardening.idempotency.concurrent"]
+    OversizeBodyAs400 "oversize-body-as-400"
+        "A body over the size limit is refused with 400 as unreadable instead of 413."
+        ["hardening.limits.body-413", "strict.errors.payload-too-large-code"]
+    DuplicateKeysLastWins "duplicate-keys-last-wins"
+        "A JSON object with a repeated key is read with the last value instead of refused."
+        ["hardening.input.duplicate-keys"]
+    HugeNumbersSaturate "huge-numbers-saturate"
+        "Numbers too large for a double are saturated to the largest integer instead of refused."
+        ["hardening.input.huge-number"]
+    ContentTypeIgnored "content-type-ignored"
+        "A body is read as JSON whatever its Content-Type says."
+        ["hardening.input.content-type", "strict.input.content-type-415"]
+    AnonymousSeams "anonymous-seams"
+        "The seam routes look goals up without a credential, so an anonymous caller gets 404 instead of 401."
+        ["hardening.auth.anonymous-seams"]
+    BadCredentialNotFound "bad-credential-not-found"
+        "A goal request with a credential the host does not know is looked up before it is authenticated, so it answers 404 instead of 401."
+        ["hardening.auth.bad-credentials"]
+
+    // ---- strict: the profile's exact readings ----
+    CreateAnswers200 "create-answers-200"
+        "A create answers 200 instead of 201."
+        ["strict.create.status-201", "strict.idempotency.replay-same-answer"]
+    LocationWrongPath "location-wrong-path"
+        "A create's Location names a path that does not serve the goal."
+        ["strict.create.location-path"]
+    CostExceedsNotReaches "cost-exceeds-not-reaches"
+        "The cost bound stops only when spend exceeds maxCostUsd, not when it reaches it."
+        ["strict.bound.cost-budget", "strict.bound.cost-budget-decimal"]
+    CostSummedAsFloat "cost-summed-as-float"
+        "Spend is summed in binary floating point, so ten runs of 0.1 stay under a 1.0 budget."
+        ["strict.bound.cost-budget-decimal"]
+    BoundsRange422 "bounds-range-422"
+        "Out-of-range bounds are refused with 422 instead of 400."
+        [
+            "strict.create.bounds-range-400",
+            "core.create.unknown-keys",
+            "core.create.wrong-types",
+            "strict.errors.invalid-request-code",
+        ]
+    JudgeOwnedCreate400 "judge-owned-create-400"
+        "A create naming a judge-owned field is refused with 400 invalid_request instead of 422 judge_owned_field."
+        ["strict.create.judge-owned-422"]
+    MalformedJsonAsInvalidRequest "malformed-json-as-invalid-request"
+        "A body that is not JSON is refused with code invalid_request instead of malformed_json."
+        ["strict.errors.malformed-json-code"]
+    InvalidRequestWithoutDetails "invalid-request-without-details"
+        "400 invalid_request carries no details naming the offending pointer or parameter."
+        ["strict.errors.invalid-request-code"]
+    UnauthorizedAsForbidden "unauthorized-as-forbidden"
+        "A missing or unknown credential is answered 401 with code forbidden."
+        ["strict.errors.unauthorized-code"]
+    NotFoundCodeVaries "not-found-code-varies"
+        "A 404 for a goal says goal_not_found instead of not_found."
+        ["strict.errors.not-found-code"]
+    ContentTypeAs400 "content-type-as-400"
+        "A body with a Content-Type other than JSON is refused with 400 instead of 415."
+        ["strict.input.content-type-415"]
+
+    HeartbeatIgnoresProbe "heartbeat-ignores-probe"
+        "Under heartbeat continuation every probe fires a run, whatever it answered."
+        ["observed.heartbeat.fires-on-probe", "observed.heartbeat.probe-failure-fires-nothing"]
+    ProbeErrorFires "probe-error-fires"
+        "A heartbeat probe that fails (error status, not JSON, invalid) fires a run."
+        ["observed.heartbeat.probe-failure-fires-nothing"]
+}
+
+impl Mutant {
+    /// The registry entry.
+    pub fn info(self) -> &'static MutantInfo {
+        // Every variant has exactly one entry, in declaration order.
+        &REGISTRY[self as usize]
+    }
+
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// The mutant named `name` (what `--mutant` takes).
+    pub fn parse(name: &str) -> Option<Mutant> {
+        REGISTRY
+            .iter()
+            .find(|info| info.name == name)
+            .map(|info| info.mutant)
+    }
+}
+
+/// Parses `--mutant NAME`; an unknown name lists the known ones.
+pub fn parse_arg(name: &str) -> Result<Mutant, String> {
+    Mutant::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = REGISTRY.iter().map(|info| info.name).collect();
+        format!("unknown mutant {name:?}; known: {}", known.join(", "))
+    })
+}
+
+impl std::fmt::Display for Mutant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The names of the mutants that must fail `requirement`, in registry
+/// order; empty when it is not mutation-verified.
+pub fn killing(requirement: &str) -> Vec<&'static str> {
+    REGISTRY
+        .iter()
+        .filter(|info| info.kills.contains(&requirement))
+        .map(|info| info.name)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn entries_follow_the_variants() {
+        for (index, info) in REGISTRY.iter().enumerate() {
+            assert_eq!(info.mutant as usize, index, "{}", info.name);
+            assert_eq!(info.mutant.info().name, info.name);
+            assert_eq!(Mutant::parse(info.name), Some(info.mutant));
+        }
+        assert_eq!(Mutant::parse("no-such-mutant"), None);
+    }
+
+    #[test]
+    fn names_are_unique_kebab_case_and_every_mutant_kills_something() {
+        let mut names = BTreeSet::new();
+        for info in REGISTRY {
+            assert!(names.insert(info.name), "{} twice", info.name);
+            assert!(
+                info.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                "{}",
+                info.name
+            );
+            assert!(!info.kills.is_empty(), "{} kills nothing", info.name);
+            let kills: BTreeSet<_> = info.kills.iter().collect();
+            assert_eq!(
+                kills.len(),
+                info.kills.len(),
+                "{} repeats a kill",
+                info.name
+            );
+            assert!(info.description.ends_with('.'), "{}", info.name);
+        }
+    }
+
+    #[test]
+    fn unknown_names_list_the_known_ones() {
+        assert_eq!(parse_arg("cross-tenant-read"), Ok(Mutant::CrossTenantRead));
+        let refused = parse_arg("nope").expect_err("unknown");
+        assert!(refused.contains("off-by-one-iterations"), "{refused}");
+    }
+
+    #[cfg(feature = "mutants")]
+    #[test]
+    fn serve_takes_a_mutant() {
+        use clap::Parser;
+        let parsed = crate::cli::Cli::try_parse_from([
+            "goalpost-host",
+            "serve",
+            "--mutant",
+            "off-by-one-iterations",
+        ])
+        .expect("valid");
+        let crate::cli::Invocation::Serve(serve) = parsed.invocation() else {
+            panic!("expected serve");
+        };
+        assert_eq!(
+            serve.host.into_config().mutant,
+            Some(Mutant::OffByOneIterations)
+        );
+        assert!(
+            crate::cli::Cli::try_parse_from(["goalpost-host", "serve", "--mutant", "nope"])
+                .is_err()
+        );
+        let preset = crate::Config::conformance_in_memory(Vec::new());
+        assert_eq!(preset.mutant, None);
+    }
+
+    #[cfg(not(feature = "mutants"))]
+    #[test]
+    fn the_default_build_has_no_mutant_switch() {
+        use clap::Parser;
+        assert!(crate::cli::Cli::try_parse_from([
+            "goalpost-host",
+            "serve",
+            "--mutant",
+            "off-by-one-iterations",
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn killing_lists_the_mutants_of_a_requirement() {
+        assert_eq!(
+            killing("core.discovery.shape"),
+            vec!["discovery-duplicate-modes"]
+        );
+        assert!(killing("core.no-such-requirement").is_empty());
+    }
+}

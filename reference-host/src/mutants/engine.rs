@@ -1,0 +1,33 @@
+//! The engine's side of the mutants: what each hook in `engine/` does when
+//! its mutant is on. With no mutant (or another one) every function here
+//! hands its input back unchanged.
+
+mod dispatch;
+mod record;
+mod requests;
+mod transitions;
+
+pub(crate) use dispatch::{
+    dispatch_view, dispatched, due, iterations_serialised, verifier, worker,
+};
+pub(crate) use record::record;
+pub(crate) use requests::{create_body, created, events, events_after, list_filter};
+pub(crate) use transitions::{abandon, abandon_cancels, patch, patch_answer, resume};
+
+use super::Mutant;
+use crate::engine::EngineSettings;
+use crate::webhook::WebhookSecret;
+
+/// How long a webhook call may take under `webhook-no-timeout`: longer than
+/// any answer the suite delays.
+const NO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Settings a host's bug changes before the engine is built.
+pub(crate) fn settings(mut settings: EngineSettings) -> EngineSettings {
+    match settings.mutant {
+        Some(Mutant::WrongWebhookSecret) => settings.webhook_secret = WebhookSecret::generate(),
+        Some(Mutant::WebhookNoTimeout) => settings.webhook_timeout = NO_TIMEOUT,
+        _ => {}
+    }
+    settings
+}

@@ -1,0 +1,277 @@
+//! Before and around a dispatch: the fail-closed check's view of the goal,
+//! the scheduler's private timers, and the worker and verifier as a buggy
+//! host calls them.
+
+use std::sync::Arc;
+
+use serde_json::{Number, Value};
+
+use crate::arms::{ProbeRequest, RunError, RunReport, RunRequest, Worker};
+use crate::domain::{exhausted, Bounds, CostCap, Goal, GoalId, GoalState, MicroUsd, Timestamp};
+use crate::future::BoxFuture;
+use crate::judge::{JudgeError, Verifier, VerifyRequest};
+use crate::mutants::{Mutant, Switch};
+
+/// `Bounds` with another cost cap, in micro-dollars.
+pub(super) fn with_cost(bounds: &Bounds, micros: u64) -> Bounds {
+    #[allow(clippy::cast_precision_loss)]
+    let usd = micros as f64 / 1_000_000.0;
+    let cap = Number::from_f64(usd).and_then(CostCap::from_number);
+    Bounds::new(
+        bounds.max_loop_iterations(),
+        bounds.run_timeout_ms(),
+        cap.or_else(|| bounds.max_cost().cloned()),
+    )
+    .unwrap_or_else(|| bounds.clone())
+}
+
+/// Whether the goal, were it still active, has used up its cost budget.
+pub(super) fn cost_spent(goal: &Goal, now: Timestamp) -> bool {
+    let mut view = goal.clone();
+    view.state = GoalState::Active;
+    exhausted(&view, now) == Some(crate::domain::Bound::Cost)
+}
+
+/// `Bounds` with another iteration limit.
+pub(super) fn with_iterations(bounds: &Bounds, max: Option<u64>) -> Bounds {
+    Bounds::new(max, bounds.run_timeout_ms(), bounds.max_cost().cloned())
+        .unwrap_or_else(|| bounds.clone())
+}
+
+/// The goal as the fail-closed check before a dispatch sees it.
+pub(crate) fn dispatch_view(
+    switch: &Switch,
+    mut goal: Goal,
+    scheduled: bool,
+    continued: bool,
+) -> Goal {
+    let max = goal.bounds.max_loop_iterations();
+    let real = goal.bounds.clone();
+    let cap = goal.bounds.max_cost().map(|cap| cap.micros().micros());
+    match switch.active() {
+        Some(Mutant::OffByOneIterations) => {
+            goal.bounds = with_iterations(&goal.bounds, max.map(|max| max.saturating_add(1)));
+        }
+        Some(Mutant::ScheduleIgnoresIterationBound)
+            if goal.continuation.mode == crate::domain::Mode::Schedule =>
+        {
+            goal.bounds = with_iterations(&goal.bounds, max.map(|_| u64::MAX));
+        }
+        Some(Mutant::EnvironmentalUncounted) => {
+            let failed = switch
+                .memory()
+                .environmental
+                .get(&goal.id)
+                .copied()
+                .unwrap_or(0);
+            goal.bounds = with_iterations(&goal.bounds, max.map(|max| max.saturating_add(failed)));
+        }
+        Some(Mutant::StaleTimerAfterPause) if scheduled => goal.paused = false,
+        Some(Mutant::ContinueWhilePaused) if continued => goal.paused = false,
+        Some(Mutant::NoFailClosedCheck) if scheduled => {
+            goal.state = GoalState::Active;
+            goal.paused = false;
+            if let Some(bounds) = Bounds::new(Some(u64::MAX), None, None) {
+                goal.bounds = bounds;
+            }
+        }
+        Some(Mutant::CostExceedsNotReaches) => {
+            if let Some(cap) = cap.filter(|cap| goal.spent.micros() == *cap) {
+                goal.bounds = with_cost(&goal.bounds, cap.saturating_add(1));
+            }
+        }
+        Some(Mutant::CostSummedAsFloat) => {
+            let float = switch.memory().float_spend.get(&goal.id).copied();
+            #[allow(clippy::cast_precision_loss)]
+            let under = match (float, cap) {
+                (Some(float), Some(cap)) => float < cap as f64 / 1_000_000.0,
+                _ => false,
+            };
+            if under && cost_spent(&goal, goal.created_at) {
+                goal.bounds = with_cost(&goal.bounds, goal.spent.micros().saturating_add(1));
+            }
+        }
+        _ => {}
+    }
+    if goal.bounds != real {
+        switch.memory().bounds.insert(goal.id.clone(), real);
+    }
+    goal
+}
+
+/// Schedule goals due now, as the scheduler sees them.
+pub(crate) fn due(switch: &Switch, mut due: Vec<GoalId>) -> Vec<GoalId> {
+    let memory = switch.memory();
+    for goal in &memory.timers {
+        if !due.contains(goal) {
+            due.push(goal.clone());
+        }
+    }
+    due
+}
+
+/// The goal a dispatch works from: its real bounds whatever its check saw,
+/// and its refs as first resolved under `refs-cached-at-first-run`.
+pub(crate) fn dispatched(switch: &Switch, goal: &Goal) -> Goal {
+    let mut goal = goal.clone();
+    if let Some(bounds) = switch.memory().bounds.get(&goal.id) {
+        goal.bounds = bounds.clone();
+    }
+    if switch.is(Mutant::RefsCachedAtFirstRun) {
+        let mut memory = switch.memory();
+        let (verifier, arm) = memory.refs.entry(goal.id.clone()).or_insert_with(|| {
+            (
+                goal.completion.verifier_ref.clone(),
+                goal.continuation.arm_ref.clone(),
+            )
+        });
+        goal.completion.verifier_ref = verifier.clone();
+        goal.continuation.arm_ref = arm.clone();
+    }
+    goal
+}
+
+/// The worker as this host calls it.
+pub(crate) fn worker(
+    switch: &Switch,
+    goal: &Goal,
+    now: Timestamp,
+    inner: Arc<dyn Worker>,
+) -> Arc<dyn Worker> {
+    match switch.active() {
+        Some(
+            mutant @ (Mutant::EscalationIgnored
+            | Mutant::ArmFailureJudged
+            | Mutant::RemainingIterationsOffByOne
+            | Mutant::RemainingCostIgnoresSpend
+            | Mutant::RemainingDeadlineMoving
+            | Mutant::HeartbeatIgnoresProbe
+            | Mutant::ProbeErrorFires),
+        ) => Arc::new(MutantWorker {
+            mutant,
+            inner,
+            max_cost: goal.bounds.max_cost().map(|cap| cap.micros()),
+            moving_deadline: goal
+                .bounds
+                .run_timeout_ms()
+                .and_then(|ms| now.checked_add_ms(ms)),
+        }),
+        _ => inner,
+    }
+}
+
+struct MutantWorker {
+    mutant: Mutant,
+    inner: Arc<dyn Worker>,
+    max_cost: Option<MicroUsd>,
+    /// Dispatch time + runTimeoutMs: a deadline that moves with every run.
+    moving_deadline: Option<Timestamp>,
+}
+
+impl Worker for MutantWorker {
+    fn run(&self, mut request: RunRequest) -> BoxFuture<'_, Result<RunReport, RunError>> {
+        match self.mutant {
+            Mutant::RemainingIterationsOffByOne => {
+                request.remaining.iterations = request
+                    .remaining
+                    .iterations
+                    .map(|left| left.saturating_sub(1));
+            }
+            Mutant::RemainingCostIgnoresSpend => request.remaining.cost = self.max_cost,
+            Mutant::RemainingDeadlineMoving => request.remaining.deadline = self.moving_deadline,
+            _ => {}
+        }
+        Box::pin(async move {
+            let report = self.inner.run(request).await;
+            match (self.mutant, report) {
+                (Mutant::EscalationIgnored, Ok(mut report)) => {
+                    report.escalation = None;
+                    Ok(report)
+                }
+                (Mutant::ArmFailureJudged, Err(_)) => Ok(RunReport {
+                    output: Value::Null,
+                    cost: MicroUsd::ZERO,
+                    escalation: None,
+                }),
+                (_, report) => report,
+            }
+        })
+    }
+
+    fn probe(&self, request: ProbeRequest) -> BoxFuture<'_, Result<bool, RunError>> {
+        Box::pin(async move {
+            let fire = self.inner.probe(request).await;
+            match self.mutant {
+                Mutant::HeartbeatIgnoresProbe => fire.map(|_| true),
+                Mutant::ProbeErrorFires => Ok(fire.unwrap_or(true)),
+                _ => fire,
+            }
+        })
+    }
+}
+
+/// The verifier as this host calls it.
+pub(crate) fn verifier(
+    switch: &Arc<Switch>,
+    goal: &Goal,
+    inner: Arc<dyn Verifier>,
+) -> Arc<dyn Verifier> {
+    match switch.active() {
+        Some(
+            mutant @ (Mutant::VerifierGetsObjective
+            | Mutant::WorkerClaimCounted
+            | Mutant::CriteriaIgnored),
+        ) => Arc::new(MutantVerifier {
+            mutant,
+            inner,
+            objective: goal.objective.as_str().to_string(),
+            switch: Arc::clone(switch),
+        }),
+        _ => inner,
+    }
+}
+
+struct MutantVerifier {
+    mutant: Mutant,
+    inner: Arc<dyn Verifier>,
+    objective: String,
+    switch: Arc<Switch>,
+}
+
+impl Verifier for MutantVerifier {
+    fn verify(
+        &self,
+        mut request: VerifyRequest,
+    ) -> BoxFuture<'_, Result<crate::domain::Judgement, JudgeError>> {
+        Box::pin(async move {
+            match self.mutant {
+                Mutant::WorkerClaimCounted
+                    if request.output.get("done").and_then(Value::as_bool) == Some(true) =>
+                {
+                    return Ok(crate::domain::Judgement {
+                        satisfied: true,
+                        confidence: 1.0,
+                        criteria: None,
+                    });
+                }
+                Mutant::VerifierGetsObjective => {
+                    if let Some(output) = request.output.as_object_mut() {
+                        output.insert("objective".into(), Value::from(self.objective.clone()));
+                    }
+                }
+                _ => {}
+            }
+            let run = request.run_id.clone();
+            let judgement = self.inner.verify(request).await?;
+            if self.mutant == Mutant::CriteriaIgnored {
+                self.switch.memory().flags.insert(run, judgement.satisfied);
+            }
+            Ok(judgement)
+        })
+    }
+}
+
+/// Whether an iteration takes the goal's lock (it always should).
+pub(crate) fn iterations_serialised(switch: &Switch) -> bool {
+    !switch.is(Mutant::ContinueWithoutLock)
+}

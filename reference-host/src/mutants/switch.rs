@@ -1,0 +1,71 @@
+//! The per-host switch: which mutant one host runs with, and the little
+//! memory some bugs need (a scheduler's private timers, refs resolved once,
+//! edits logged as events). One per engine, never a process global: the
+//! kill matrix runs many hosts side by side in one process.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::Mutant;
+use crate::domain::{ArmRef, Bounds, GoalId, RunId, Tenant, VerifierRef};
+
+#[derive(Debug, Default)]
+pub struct Switch {
+    active: Option<Mutant>,
+    memory: Mutex<Memory>,
+}
+
+/// What the stateful mutants remember, per host.
+#[derive(Debug, Default)]
+pub(crate) struct Memory {
+    /// Goals the scheduler has fired: its private timer list.
+    pub timers: BTreeSet<GoalId>,
+    /// Tenants that created goals (for a list that forgets the tenant).
+    pub tenants: BTreeSet<Tenant>,
+    /// Refs as first resolved, per goal.
+    pub refs: HashMap<GoalId, (Option<VerifierRef>, Option<ArmRef>)>,
+    /// The judge's own flag per run, before aggregation with criteria.
+    pub flags: HashMap<RunId, bool>,
+    /// Environmental failures per goal.
+    pub environmental: HashMap<GoalId, u64>,
+    /// Objectives set by PATCH, per goal, in order (logged as events).
+    pub edits: BTreeMap<GoalId, Vec<String>>,
+    /// The real bounds of goals whose fail-closed check saw other ones.
+    pub bounds: HashMap<GoalId, Bounds>,
+    /// Spend summed as binary floating point, per goal.
+    pub float_spend: HashMap<GoalId, f64>,
+    /// Idempotency-Keys as first used: (credential, key) → first body.
+    pub keyed_bodies: HashMap<(String, String), Vec<u8>>,
+    /// Idempotency-Keys as first used: key → first credential.
+    pub key_owners: HashMap<String, String>,
+    /// (credential, key) of keyed creates in flight.
+    pub keys_in_flight: BTreeSet<(String, String)>,
+}
+
+impl Switch {
+    pub fn new(active: Option<Mutant>) -> Switch {
+        Switch {
+            active,
+            memory: Mutex::new(Memory::default()),
+        }
+    }
+
+    pub fn active(&self) -> Option<Mutant> {
+        self.active
+    }
+
+    pub fn is(&self, mutant: Mutant) -> bool {
+        self.active == Some(mutant)
+    }
+
+    pub(crate) fn memory(&self) -> MutexGuard<'_, Memory> {
+        self.memory.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The scheduler fired `goal`: remember its timer.
+    pub fn remember_timer(&self, goal: &GoalId) {
+        if self.is(Mutant::StaleTimerAfterPause) || self.is(Mutant::NoFailClosedCheck) {
+            self.memory().timers.insert(goal.clone());
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! The one way the host calls out over HTTP (DESIGN "Webhooks"): a JSON
+//! `POST` carrying the host's secret header, one timeout for the whole
+//! exchange, no retries, no redirects, the answer read with a size cap and
+//! validated against its schema. Any failure is a [`WebhookError`], which
+//! the arms and judges turn into an environmental failure of the iteration.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use goalpost_schemas::Schemas;
+use serde_json::Value;
+
+/// The header every call carries, so a receiver can authenticate the host.
+pub const SECRET_HEADER: &str = "x-goalpost-webhook-secret";
+/// Answers longer than this are refused.
+pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+/// The default limit on one call, connect to last byte.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The secret sent with every call. Printed as `"***"`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WebhookSecret(Arc<str>);
+
+impl WebhookSecret {
+    /// A secret from configuration: non-empty visible ASCII (it travels as
+    /// a header value).
+    pub fn new(text: &str) -> Option<WebhookSecret> {
+        let valid = !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_graphic());
+        valid.then(|| WebhookSecret(Arc::from(text)))
+    }
+
+    /// A fresh random secret, for a host started without one.
+    pub fn generate() -> WebhookSecret {
+        WebhookSecret(Arc::from(uuid::Uuid::new_v4().simple().to_string()))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for WebhookSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"***\"")
+    }
+}
+
+/// Why a call produced no usable answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WebhookError {
+    #[error("the webhook client is unavailable: {0}")]
+    Unavailable(String),
+    #[error("the call failed: {0}")]
+    Transport(String),
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the receiver answered HTTP {0}")]
+    Status(u16),
+    #[error("the answer is larger than {MAX_ANSWER_BYTES} bytes")]
+    TooLarge,
+    #[error("the answer is not JSON: {0}")]
+    NotJson(String),
+    /// Names where the answer is wrong, never what it holds there: an arm
+    /// may echo the objective, and this message is logged.
+    #[error("the answer does not match `{schema}` at {pointers}")]
+    Invalid {
+        schema: &'static str,
+        pointers: String,
+    },
+}
+
+/// The compiled schemas, shared by every client in the process.
+fn schemas() -> Result<&'static Schemas, WebhookError> {
+    static SCHEMAS: OnceLock<Result<Schemas, String>> = OnceLock::new();
+    SCHEMAS
+        .get_or_init(|| Schemas::embedded().map_err(|error| error.to_string()))
+        .as_ref()
+        .map_err(|error| WebhookError::Unavailable(format!("schemas: {error}")))
+}
+
+pub struct WebhookClient {
+    http: Result<reqwest::Client, String>,
+    secret: WebhookSecret,
+    timeout: Duration,
+    #[cfg(feature = "mutants")]
+    mutant: Option<crate::mutants::Mutant>,
+}
+
+impl fmt::Debug for WebhookClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WebhookClient")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookClient {
+    pub fn new(secret: WebhookSecret, timeout: Duration) -> WebhookClient {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|error| error.to_string());
+        if let Err(error) = &http {
+            tracing::error!(%error, "cannot build the webhook client: every webhook call will fail");
+        }
+        WebhookClient {
+            http,
+            secret,
+            timeout,
+            #[cfg(feature = "mutants")]
+            mutant: None,
+        }
+    }
+
+    /// The client of a host running with `mutant` (the kill matrix).
+    #[cfg(feature = "mutants")]
+    pub(crate) fn with_mutant(mut self, mutant: Option<crate::mutants::Mutant>) -> WebhookClient {
+        self.mutant = mutant;
+        self
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// POSTs `body` to `url` and returns the answer if it is a 2xx JSON
+    /// document valid against `answer_schema`.
+    pub async fn call(
+        &self,
+        url: &str,
+        body: &Value,
+        answer_schema: &'static str,
+    ) -> Result<Value, WebhookError> {
+        let schemas = schemas()?;
+        let http = self
+            .http
+            .as_ref()
+            .map_err(|error| WebhookError::Unavailable(error.clone()))?;
+        #[cfg(feature = "mutants")]
+        let body = &crate::mutants::webhook::request_body(self.mutant, body);
+        let request = http
+            .post(url)
+            .header(SECRET_HEADER, self.secret.expose())
+            .json(body);
+        let exchange = async {
+            let mut response = request
+                .send()
+                .await
+                .map_err(|error| WebhookError::Transport(describe(&error)))?;
+            let status = response.status();
+            #[cfg(feature = "mutants")]
+            let status = crate::mutants::webhook::status(self.mutant, status);
+            if !status.is_success() {
+                return Err(WebhookError::Status(status.as_u16()));
+            }
+            if response
+                .content_length()
+                .is_some_and(|length| length > MAX_ANSWER_BYTES as u64)
+            {
+                return Err(WebhookError::TooLarge);
+            }
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|error| WebhookError::Transport(describe(&error)))?
+            {
+                if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+                    return Err(WebhookError::TooLarge);
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            Ok(bytes)
+        };
+        let bytes = tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| WebhookError::Timeout(self.timeout))??;
+        let answer: Value = serde_json::from_slice(&bytes)
+            .map_err(|error| WebhookError::NotJson(error.to_string()))?;
+        #[cfg(feature = "mutants")]
+        if let Some(answer) =
+            crate::mutants::webhook::lenient_answer(self.mutant, answer_schema, &answer)
+        {
+            return Ok(answer);
+        }
+        schemas
+            .validate(answer_schema, &answer)
+            .map_err(|violations| {
+                let mut pointers: Vec<&str> = violations
+                    .iter()
+                    .map(|violation| match violation.pointer.as_str() {
+                        "" => "(root)",
+                        pointer => pointer,
+                    })
+                    .collect();
+                pointers.dedup();
+                pointers.truncate(5);
+                WebhookError::Invalid {
+                    schema: answer_schema,
+                    pointers: pointers.join(", "),
+                }
+            })?;
+        Ok(answer)
+    }
+}
+
+/// reqwest's top-level message is terse ("error sending request"); the
+/// cause says what happened (connection refused, reset, ...).
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_header_safe_and_never_printed() {
+        assert!(WebhookSecret::new("s3cret-value").is_some());
+        assert!(WebhookSecret::new("").is_none());
+        assert!(WebhookSecret::new("has space").is_none());
+        assert!(WebhookSecret::new("line\nbreak").is_none());
+        let secret = WebhookSecret::generate();
+        assert_eq!(secret.expose().len(), 32);
+        assert_ne!(secret, WebhookSecret::generate());
+        assert_eq!(format!("{secret:?}"), "\"***\"");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_receiver_is_a_transport_error() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        drop(listener);
+        let client = WebhookClient::new(WebhookSecret::generate(), Duration::from_secs(2));
+        let error = client
+            .call(
+                &format!("http://{addr}/"),
+                &Value::Null,
+                "webhook-heartbeat-response",
+            )
+            .await
+            .expect_err("nobody listens");
+        assert!(matches!(error, WebhookError::Transport(_)), "{error}");
+    }
+}

@@ -1,0 +1,79 @@
+//! What issue 7 changed for scale: due fires beyond the scheduler's fire
+//! slots wait in a queue (none is lost, none fires twice), and goals can be
+//! stored in bulk, all or none. The numbers are in BENCHMARKS.md; nothing
+//! here measures time.
+
+mod support;
+
+use goalpost_host::clock::Clock;
+use goalpost_host::domain::{parse_create, GoalId, RequestContext, Tenant};
+use goalpost_host::scheduler::MAX_FIRES_IN_FLIGHT;
+use serde_json::json;
+use support::{id_of, Harness, BASE};
+
+fn schedule_body() -> serde_json::Value {
+    json!({
+        "objective": "keep the backlog short",
+        "completion": { "check": "verifier", "verifierRef": "conformance:verifier" },
+        "continuation": { "mode": "schedule", "armRef": "conformance:arm?intervalMs=60000" },
+        "bounds": { "maxLoopIterations": 10 },
+    })
+}
+
+#[tokio::test]
+async fn more_due_goals_than_fire_slots_each_fire_once() {
+    let h = Harness::seams();
+    let count = MAX_FIRES_IN_FLIGHT * 2 + 5;
+    let mut ids = Vec::with_capacity(count);
+    for _ in 0..count {
+        ids.push(id_of(&h.create(schedule_body()).await));
+    }
+
+    let tick = h.tick().await;
+    assert_eq!(tick.fired.len(), count);
+    for id in &ids {
+        let goal = h.goal(id).await;
+        assert_eq!(goal["progress"]["iterations"], 1, "goal {id}: {goal}");
+    }
+
+    // Nothing is due again before the interval: no second run.
+    let again = h.advance_and_tick(1_000).await;
+    assert!(again.fired.is_empty(), "{:?}", again.fired);
+    let list = h.get(BASE).await;
+    let runs: Vec<_> = list.body["goals"]
+        .as_array()
+        .expect("goals")
+        .iter()
+        .map(|goal| goal["progress"]["iterations"].clone())
+        .collect();
+    assert_eq!(runs, vec![json!(1); count]);
+}
+
+#[test]
+fn bulk_inserts_store_every_goal_or_none() {
+    let h = Harness::seams();
+    let tenant = Tenant::parse("tenant-a").expect("tenant");
+    let context = RequestContext {
+        fixtures_enabled: true,
+    };
+    let goal = || {
+        parse_create(&schedule_body(), context)
+            .expect("a valid body")
+            .into_goal(GoalId::generate(), tenant.clone(), h.clock.now())
+    };
+
+    let batch = vec![goal(), goal(), goal()];
+    h.store.insert_goals(&batch).expect("the batch is stored");
+    for stored in &batch {
+        assert_eq!(
+            h.store.goal(&stored.id).expect("readable").as_ref(),
+            Some(stored)
+        );
+    }
+
+    // The second goal repeats an id that exists: nothing of the batch stays.
+    let fresh = goal();
+    let refused = h.store.insert_goals(&[fresh.clone(), batch[0].clone()]);
+    assert!(refused.is_err());
+    assert_eq!(h.store.goal(&fresh.id).expect("readable"), None);
+}

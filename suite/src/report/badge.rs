@@ -1,0 +1,149 @@
+//! `badge-<profile>.svg`: a small shields-style badge per profile, for a
+//! README: `certified` (green), `N failed` (red), `N skipped` (amber: it ran
+//! but something could not be checked) or `not run` (grey).
+//!
+//! [`write`] writes the badge of every profile into one stream (handy for
+//! golden tests); [`write_profile`] writes one file's worth and [`file_name`]
+//! names it.
+
+use std::io;
+
+use super::escape::markup as escape;
+use super::{ProfileReport, RunReport};
+
+const GREEN: &str = "#2da44e";
+const RED: &str = "#cf222e";
+const AMBER: &str = "#bf8700";
+const GREY: &str = "#6e7781";
+const LABEL_GREY: &str = "#555";
+
+/// Badges of every profile, one after the other, each on its own line.
+pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
+    for name in report.profiles.keys() {
+        write_profile(report, name, &mut out)?;
+    }
+    out.flush()
+}
+
+/// `badge-<profile>.svg`.
+pub fn file_name(profile: &str) -> String {
+    format!("badge-{profile}.svg")
+}
+
+/// The badge of one profile; an unknown profile gets a `not run` badge.
+pub fn write_profile(report: &RunReport, profile: &str, mut out: impl io::Write) -> io::Result<()> {
+    let summary = report.profiles.get(profile).copied().unwrap_or_default();
+    let (message, colour) = message(&summary);
+    out.write_all(svg(&format!("goalpost {profile}"), &message, colour).as_bytes())?;
+    out.flush()
+}
+
+fn message(profile: &ProfileReport) -> (String, &'static str) {
+    let broken = profile.fail + profile.error;
+    if !profile.selected || profile.pass + broken == 0 {
+        ("not run".to_string(), GREY)
+    } else if profile.certified {
+        ("certified".to_string(), GREEN)
+    } else if broken > 0 {
+        (format!("{broken} failed"), RED)
+    } else {
+        (format!("{} skipped", profile.skip), AMBER)
+    }
+}
+
+fn svg(label: &str, message: &str, colour: &str) -> String {
+    let label_width = text_width(label) + 12;
+    let message_width = text_width(message) + 12;
+    let width = label_width + message_width;
+    let (label, message) = (escape(label), escape(message));
+    format!(
+        concat!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"20\" role=\"img\" aria-label=\"{label}: {message}\">",
+            "<title>{label}: {message}</title>",
+            "<linearGradient id=\"s\" x2=\"0\" y2=\"100%\"><stop offset=\"0\" stop-color=\"#bbb\" stop-opacity=\".1\"/><stop offset=\"1\" stop-opacity=\".1\"/></linearGradient>",
+            "<clipPath id=\"r\"><rect width=\"{width}\" height=\"20\" rx=\"3\" fill=\"#fff\"/></clipPath>",
+            "<g clip-path=\"url(#r)\"><rect width=\"{lw}\" height=\"20\" fill=\"{label_grey}\"/><rect x=\"{lw}\" width=\"{mw}\" height=\"20\" fill=\"{colour}\"/><rect width=\"{width}\" height=\"20\" fill=\"url(#s)\"/></g>",
+            "<g fill=\"#fff\" text-anchor=\"middle\" font-family=\"Verdana,Geneva,DejaVu Sans,sans-serif\" font-size=\"11\">",
+            "<text x=\"{lx}\" y=\"15\" fill=\"#010101\" fill-opacity=\".3\">{label}</text><text x=\"{lx}\" y=\"14\">{label}</text>",
+            "<text x=\"{mx}\" y=\"15\" fill=\"#010101\" fill-opacity=\".3\">{message}</text><text x=\"{mx}\" y=\"14\">{message}</text>",
+            "</g></svg>\n"
+        ),
+        width = width,
+        lw = label_width,
+        mw = message_width,
+        lx = f64::from(label_width) / 2.0,
+        mx = f64::from(label_width) + f64::from(message_width) / 2.0,
+        label = label,
+        message = message,
+        colour = colour,
+        label_grey = LABEL_GREY,
+    )
+}
+
+/// Approximate width in pixels of text in 11 px Verdana: close enough that
+/// the text never overflows its box.
+fn text_width(text: &str) -> u32 {
+    let tenths: u32 = text
+        .chars()
+        .map(|c| match c {
+            'i' | 'l' | 'j' | '.' | ',' | ':' | ';' | '\'' | '|' | '!' => 35,
+            'f' | 't' | 'r' | ' ' | '(' | ')' | '-' => 45,
+            'm' | 'w' | 'M' | 'W' => 105,
+            c if c.is_ascii_uppercase() => 78,
+            c if c.is_ascii_digit() => 70,
+            c if c.is_ascii() => 68,
+            _ => 110,
+        })
+        .sum();
+    tenths.div_ceil(10)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::sample;
+
+    fn badge(profile: ProfileReport) -> String {
+        let mut report = sample::report();
+        report.profiles.insert("core".to_string(), profile);
+        let mut out = Vec::new();
+        write_profile(&report, "core", &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_message_follows_the_verdict() {
+        let profile = |certified, pass, fail, skip, error, selected| ProfileReport {
+            certified,
+            pass,
+            fail,
+            skip,
+            error,
+            selected,
+        };
+        let certified = badge(profile(true, 5, 0, 0, 0, true));
+        assert!(certified.contains("<title>goalpost core: certified</title>"));
+        assert!(certified.contains(GREEN));
+        let failed = badge(profile(false, 5, 2, 1, 1, true));
+        assert!(failed.contains("<title>goalpost core: 3 failed</title>"));
+        assert!(failed.contains(RED));
+        let skipped = badge(profile(false, 5, 0, 2, 0, true));
+        assert!(skipped.contains(": 2 skipped</title>"));
+        assert!(badge(profile(false, 0, 0, 0, 0, false)).contains(": not run</title>"));
+        assert!(badge(profile(false, 0, 0, 4, 0, true)).contains(": not run</title>"));
+    }
+
+    #[test]
+    fn every_profile_gets_a_file_name_and_text_is_escaped() {
+        assert_eq!(file_name("core"), "badge-core.svg");
+        let svg = svg("a<b>&\"", "x", GREY);
+        assert!(svg.contains("a&lt;b&gt;&amp;&quot;"));
+        assert!(!svg.contains("a<b>"));
+    }
+
+    #[test]
+    fn wider_text_makes_a_wider_badge() {
+        assert!(text_width("certified") < text_width("12 failed, more"));
+        assert!(text_width("WWW") > text_width("iii"));
+    }
+}

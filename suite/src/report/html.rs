@@ -1,0 +1,560 @@
+//! `report.html`: one self-contained page (inline CSS and script, no other
+//! file, opens from disk) that a host implementer can act on and a buyer can
+//! read at a glance: the verdict per profile, every requirement with filters,
+//! and for every failing or erroring step the whole exchange with a curl
+//! command that replays it.
+//!
+//! Everything that came from the host or a scenario is escaped. The script
+//! is a constant that only reads the DOM (no data is ever written into it),
+//! and a Content-Security-Policy pins the page to exactly that script and
+//! style by hash, so even a missed escape could not run anything.
+
+use std::io;
+
+use sha2::{Digest, Sha256};
+
+use super::escape::markup as escape;
+use super::exchange::{FailedStep, Header, RecordedBody};
+use super::{ProfileReport, RequirementReport, RunReport, ScenarioReport};
+
+const STYLE: &str = include_str!("html/style.css");
+const SCRIPT: &str = include_str!("html/filter.js");
+
+/// Dispositions in the order the filter offers them.
+const DISPOSITIONS: [&str; 4] = ["pass", "fail", "skip", "error"];
+
+pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
+    out.write_all(page(report).as_bytes())?;
+    out.flush()
+}
+
+fn page(report: &RunReport) -> String {
+    let mut html = String::with_capacity(64 * 1024);
+    html.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    html.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    html.push_str(&format!(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src '{}'; script-src '{}'; base-uri 'none'; form-action 'none'\">\n",
+        csp_hash(STYLE),
+        csp_hash(SCRIPT)
+    ));
+    html.push_str(&format!(
+        "<title>{} — goalpost {} conformance report</title>\n",
+        escape(&report.host.url),
+        escape(&report.suite.version)
+    ));
+    html.push_str(&format!("<style>{STYLE}</style>\n</head>\n<body>\n"));
+    html.push_str(&header(report));
+    html.push_str("<main>\n");
+    html.push_str(&profiles(report));
+    html.push_str(&requirements(report));
+    html.push_str(&failures(report));
+    html.push_str("</main>\n");
+    html.push_str(&format!("<script>{SCRIPT}</script>\n</body>\n</html>\n"));
+    html
+}
+
+fn header(report: &RunReport) -> String {
+    let host_note = if report.host.bundled {
+        " <span class=\"note\">(the bundled reference host)</span>"
+    } else {
+        ""
+    };
+    format!(
+        "<header>\n<h1>goalpost conformance report</h1>\n<dl class=\"meta\">\n\
+         <dt>Host</dt><dd><code id=\"host-url\">{url}</code>{host_note}</dd>\n\
+         <dt>Suite</dt><dd>{suite} {version}</dd>\n\
+         <dt>Date</dt><dd><time datetime=\"{started}\">{started}</time> to <time datetime=\"{finished}\">{finished}</time> ({seconds:.1} s)</dd>\n\
+         <dt>Discovery SHA-256</dt><dd><code>{digest}</code></dd>\n</dl>\n</header>\n",
+        url = escape(&report.host.url),
+        suite = escape(&report.suite.name),
+        version = escape(&report.suite.version),
+        started = escape(&report.started_at),
+        finished = escape(&report.finished_at),
+        seconds = report.duration_ms as f64 / 1000.0,
+        digest = escape(&report.host.discovery_sha256),
+    )
+}
+
+/// The verdict word and CSS class of a profile.
+fn verdict(profile: &ProfileReport) -> (&'static str, &'static str) {
+    if !profile.selected {
+        ("opted out", "opted-out")
+    } else if profile.certified {
+        ("certified", "certified")
+    } else if profile.fail + profile.error > 0 {
+        ("not certified", "failed")
+    } else {
+        ("not certified", "incomplete")
+    }
+}
+
+fn profiles(report: &RunReport) -> String {
+    let mut html =
+        String::from("<section id=\"profiles\">\n<h2>Profiles</h2>\n<ul class=\"profiles\">\n");
+    for (name, profile) in &report.profiles {
+        let (word, class) = verdict(profile);
+        html.push_str(&format!(
+            "<li class=\"profile {class}\" data-profile=\"{name}\"><h3>{name}</h3><p class=\"verdict\">{word}</p>\
+             <p class=\"counts\"><span>{} pass</span> <span>{} fail</span> <span>{} skip</span> <span>{} error</span></p></li>\n",
+            profile.pass,
+            profile.fail,
+            profile.skip,
+            profile.error,
+            name = escape(name),
+        ));
+    }
+    html.push_str("</ul>\n</section>\n");
+    html
+}
+
+fn has_article(scenario: &ScenarioReport) -> bool {
+    scenario.outcome == "fail" || scenario.outcome == "error"
+}
+
+fn scenario_anchor(name: &str) -> String {
+    format!("scenario-{}", escape(name))
+}
+
+fn requirements(report: &RunReport) -> String {
+    let mut html = String::from("<section id=\"requirements\">\n<h2>Requirements</h2>\n");
+    html.push_str("<form id=\"filters\" hidden>\n<label>Profile <select id=\"filter-profile\"><option value=\"\">all</option>");
+    for name in report.profiles.keys() {
+        html.push_str(&format!("<option>{}</option>", escape(name)));
+    }
+    html.push_str("</select></label>\n<label>Disposition <select id=\"filter-disposition\"><option value=\"\">all</option>");
+    for disposition in DISPOSITIONS {
+        html.push_str(&format!("<option>{disposition}</option>"));
+    }
+    html.push_str(&format!(
+        "</select></label>\n<output id=\"shown\">{n} of {n} requirements shown</output>\n</form>\n",
+        n = report.requirements.len()
+    ));
+    html.push_str(
+        "<table id=\"requirement-table\">\n<thead><tr><th class=\"c-id\">Requirement</th><th class=\"c-level\">Level</th>\
+         <th class=\"c-clause\">SPEC clause</th><th class=\"c-disposition\">Disposition</th><th class=\"c-reason\">Reason</th>\
+         <th class=\"c-scenarios\">Scenarios</th><th class=\"c-mutation\">Mutation-verified</th></tr></thead>\n<tbody>\n",
+    );
+    for requirement in &report.requirements {
+        html.push_str(&requirement_row(report, requirement));
+    }
+    html.push_str("</tbody>\n</table>\n</section>\n");
+    html
+}
+
+fn requirement_row(report: &RunReport, requirement: &RequirementReport) -> String {
+    let articles: Vec<&ScenarioReport> = requirement
+        .scenarios
+        .iter()
+        .filter_map(|name| report.scenarios.iter().find(|s| &s.name == name))
+        .filter(|s| has_article(s))
+        .collect();
+    let reason = match (&requirement.reason, &requirement.message) {
+        (Some(reason), _) => escape(reason),
+        (None, Some(message)) => {
+            let short = articles
+                .iter()
+                .find_map(|s| s.failed_step.as_deref())
+                .and_then(short_reason)
+                .unwrap_or_else(|| message.lines().next().unwrap_or_default().to_string());
+            let first = escape(&short);
+            match articles.first() {
+                Some(scenario) => format!(
+                    "<a href=\"#{}\">{first}</a>",
+                    scenario_anchor(&scenario.name)
+                ),
+                None => first,
+            }
+        }
+        (None, None) => "—".to_string(),
+    };
+    let scenarios: Vec<String> = requirement
+        .scenarios
+        .iter()
+        .map(|name| {
+            if articles.iter().any(|s| &s.name == name) {
+                format!(
+                    "<a href=\"#{}\"><code>{}</code></a>",
+                    scenario_anchor(name),
+                    escape(name)
+                )
+            } else {
+                format!("<code>{}</code>", escape(name))
+            }
+        })
+        .collect();
+    let mutation = match requirement.mutation_verified {
+        None => "—".to_string(),
+        Some(true) => {
+            let names: Vec<String> = requirement
+                .mutants
+                .iter()
+                .map(|name| format!("<code>{}</code>", escape(name)))
+                .collect();
+            format!("yes<div class=\"mutants\">{}</div>", names.join(" "))
+        }
+        Some(false) => "no".to_string(),
+    };
+    let disposition = escape(&requirement.disposition);
+    format!(
+        "<tr data-profile=\"{profile}\" data-disposition=\"{disposition}\"><td><code class=\"id\">{id}</code><div class=\"text\">{text}</div>{observed}</td>\
+         <td>{level}</td><td>{clause}</td><td><span class=\"badge {disposition}\">{disposition}</span></td>\
+         <td class=\"reason\">{reason}</td><td class=\"scenarios\">{scenarios}</td><td class=\"mutation\">{mutation}</td></tr>\n",
+        profile = escape(&requirement.profile),
+        id = escape(&requirement.id),
+        text = escape(&requirement.text),
+        level = escape(&requirement.level),
+        clause = escape(&requirement.clause),
+        scenarios = scenarios.join(" "),
+        observed = observations(requirement),
+    )
+}
+
+/// The suite's own counts next to the host's claims (observed profile).
+fn observations(requirement: &RequirementReport) -> String {
+    if requirement.observations.is_empty() {
+        return String::new();
+    }
+    let value = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => "—".to_string(),
+        serde_json::Value::String(text) => escape(text),
+        other => escape(&other.to_string()),
+    };
+    let mut html = String::from(
+        "<table class=\"observations\"><tr><th>observed</th><th>suite saw</th><th>host says</th><th></th></tr>",
+    );
+    for observation in &requirement.observations {
+        let agree = match observation.agree {
+            Some(true) => "<span class=\"agree\">agree</span>",
+            Some(false) => "<span class=\"disagree\">differ</span>",
+            None => "",
+        };
+        html.push_str(&format!(
+            "<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{agree}</td></tr>",
+            escape(&observation.what),
+            value(&observation.suite),
+            observation
+                .host
+                .as_ref()
+                .map_or_else(|| "—".to_string(), value),
+        ));
+    }
+    html.push_str("</table>");
+    html
+}
+
+/// One line saying what broke: the check with expected and actual, or the
+/// error, cut to a table cell's length.
+fn short_reason(step: &FailedStep) -> Option<String> {
+    const CELL_CHARS: usize = 160;
+    let text = match (&step.check, &step.error) {
+        (Some(check), _) => format!(
+            "{}: expected {}, actual {}",
+            check.what, check.expected, check.actual
+        ),
+        (None, Some(error)) => error.clone(),
+        (None, None) => return None,
+    };
+    let mut short: String = text.chars().take(CELL_CHARS).collect();
+    if text.chars().nth(CELL_CHARS).is_some() {
+        short.push('…');
+    }
+    Some(short)
+}
+
+fn failures(report: &RunReport) -> String {
+    let mut html = String::from("<section id=\"failures\">\n<h2>Failing and erroring steps</h2>\n");
+    let failing: Vec<(usize, &ScenarioReport)> = report
+        .scenarios
+        .iter()
+        .filter(|s| has_article(s))
+        .enumerate()
+        .collect();
+    if failing.is_empty() {
+        html.push_str("<p class=\"none\">No step failed or errored.</p>\n");
+    } else {
+        html.push_str("<p class=\"note\">Set <code>TOKEN</code> (and <code>TOKEN_B</code>) to your bearer tokens before running a curl command.</p>\n");
+    }
+    for (index, scenario) in failing {
+        html.push_str(&article(report, index, scenario));
+    }
+    html.push_str("</section>\n");
+    html
+}
+
+fn article(report: &RunReport, index: usize, scenario: &ScenarioReport) -> String {
+    let outcome = escape(&scenario.outcome);
+    let mut html = format!(
+        "<article class=\"failure {outcome}\" id=\"{anchor}\">\n<h3><span class=\"badge {outcome}\">{outcome}</span> <code>{name}</code> {title}</h3>\n",
+        anchor = scenario_anchor(&scenario.name),
+        name = escape(&scenario.name),
+        title = escape(&scenario.title),
+    );
+    let proves: Vec<String> = report
+        .requirements
+        .iter()
+        .filter(|r| r.scenarios.contains(&scenario.name))
+        .map(|r| format!("<code>{}</code>", escape(&r.id)))
+        .collect();
+    if !proves.is_empty() {
+        html.push_str(&format!(
+            "<p class=\"proves\">Proves {}</p>\n",
+            proves.join(", ")
+        ));
+    }
+    if let Some(step) = &scenario.failed_step {
+        html.push_str(&failed_step(index, step));
+    }
+    if let Some(message) = &scenario.message {
+        let open = if scenario.failed_step.is_none() {
+            " open"
+        } else {
+            ""
+        };
+        html.push_str(&format!(
+            "<details{open}><summary>Full message</summary><pre class=\"message\">{}</pre></details>\n",
+            escape(message)
+        ));
+    }
+    html.push_str("</article>\n");
+    html
+}
+
+fn failed_step(index: usize, step: &FailedStep) -> String {
+    let mut html = format!(
+        "<p class=\"step\">Step {} “{}” (<code>{}</code>) in <code>{}</code></p>\n",
+        step.step,
+        escape(&step.name),
+        escape(&step.pointer),
+        escape(&step.file)
+    );
+    if let Some(check) = &step.check {
+        let mut rows = vec![("Check", escape(&check.what))];
+        if let Some(pointer) = &check.pointer {
+            let shown = if pointer.is_empty() {
+                "(whole body)"
+            } else {
+                pointer
+            };
+            rows.push(("JSON pointer", format!("<code>{}</code>", escape(shown))));
+        }
+        rows.push((
+            "Expected",
+            format!("<code>{}</code>", escape(&check.expected)),
+        ));
+        rows.push(("Actual", format!("<code>{}</code>", escape(&check.actual))));
+        if let Some(note) = &check.note {
+            rows.push(("Note", escape(note)));
+        }
+        if let Some(context) = &check.context {
+            rows.push(("Attempt", escape(context)));
+        }
+        rows.push((
+            "Claim in scenario",
+            format!("<code>{}</code>", escape(&check.at)),
+        ));
+        html.push_str("<table class=\"check\">\n");
+        for (name, value) in rows {
+            html.push_str(&format!("<tr><th>{name}</th><td>{value}</td></tr>\n"));
+        }
+        html.push_str("</table>\n");
+    }
+    if let Some(error) = &step.error {
+        html.push_str(&format!("<p class=\"error-text\">{}</p>\n", escape(error)));
+    }
+    let request = &step.request;
+    let mut text = format!("{} {}\n", request.method, request.url);
+    text.push_str(&headers(&request.headers));
+    if let Some(body) = &request.body {
+        text.push('\n');
+        text.push_str(&body_text(body));
+    }
+    html.push_str(&format!(
+        "<div class=\"exchange\">\n<div><h4>Request</h4><pre class=\"request\">{}</pre></div>\n",
+        escape(&text)
+    ));
+    let response = match &step.response {
+        Some(response) => {
+            let mut text = format!("{}\n", response.status);
+            text.push_str(&headers(&response.headers));
+            text.push('\n');
+            text.push_str(&body_text(&response.body));
+            text
+        }
+        None => "(no response)".to_string(),
+    };
+    html.push_str(&format!(
+        "<div><h4>Response</h4><pre class=\"response\">{}</pre></div>\n</div>\n",
+        escape(&response)
+    ));
+    let partial = if request.curl_is_partial() {
+        "<p class=\"note\">The request body was too long to keep whole; this command sends only its beginning.</p>\n"
+    } else {
+        ""
+    };
+    html.push_str(&format!(
+        "<h4>Reproduce</h4>\n{partial}<div class=\"curl-box\"><pre class=\"curl\" id=\"curl-{index}\">{}</pre>\
+         <button type=\"button\" class=\"copy\" data-target=\"curl-{index}\" hidden>Copy</button></div>\n",
+        escape(&request.curl())
+    ));
+    html
+}
+
+fn headers(headers: &[Header]) -> String {
+    headers
+        .iter()
+        .map(|h| format!("{}: {}\n", h.name, h.value))
+        .collect()
+}
+
+fn body_text(body: &RecordedBody) -> String {
+    let mut text = body.pretty();
+    if body.truncated {
+        text.push_str(&format!(
+            "\n… (cut: {} of {} bytes shown)",
+            body.text.len(),
+            body.bytes
+        ));
+    }
+    text
+}
+
+/// A CSP source expression for an inline block: `sha256-<base64>`.
+fn csp_hash(text: &str) -> String {
+    format!("sha256-{}", base64(&Sha256::digest(text.as_bytes())))
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::sample;
+
+    fn written(report: &RunReport) -> String {
+        let mut out = Vec::new();
+        write(report, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn base64_matches_the_rfc_vectors() {
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(base64(input.as_bytes()), expected, "{input}");
+        }
+    }
+
+    #[test]
+    fn one_row_per_requirement_with_filter_attributes() {
+        let html = written(&sample::report());
+        assert_eq!(html.matches("<tr data-profile=").count(), 4);
+        assert!(html.contains(
+            "<tr data-profile=\"core\" data-disposition=\"fail\"><td><code class=\"id\">core.create.bounds-required</code>"
+        ));
+        assert!(html.contains("<td class=\"mutation\">—</td>"));
+    }
+
+    #[test]
+    fn profiles_show_their_verdict_and_counts() {
+        let html = written(&sample::report());
+        assert!(html.contains("<li class=\"profile failed\" data-profile=\"core\"><h3>core</h3><p class=\"verdict\">not certified</p>"));
+        assert!(html.contains("<li class=\"profile opted-out\" data-profile=\"strict\">"));
+        assert!(html.contains("<span>1 fail</span>"));
+    }
+
+    #[test]
+    fn a_failing_step_shows_its_exchange_and_curl() {
+        let html = written(&sample::report());
+        let article = &html[html.find("id=\"scenario-core::bounds\"").unwrap()..];
+        assert!(article.contains("<th>Expected</th><td><code>422</code></td>"));
+        assert!(article.contains("<th>Actual</th><td><code>201</code></td>"));
+        assert!(article.contains("authorization: Bearer $TOKEN"));
+        // Pretty JSON, escaped.
+        assert!(article.contains("  &quot;state&quot;: &quot;&lt;b&gt;active&lt;/b&gt;&quot;"));
+        assert!(article.contains("<pre class=\"curl\" id=\"curl-0\">curl -sS -i"));
+        // The erroring scenario has no exchange but still its message.
+        let error = &html[html.find("id=\"scenario-core::discovery\"").unwrap()..];
+        assert!(error.contains("<details open><summary>Full message</summary>"));
+    }
+
+    #[test]
+    fn the_page_is_self_contained() {
+        let html = written(&sample::report());
+        for external in ["src=", "<link", "http-equiv=\"refresh\"", "@import", "url("] {
+            assert!(!html.contains(external), "{external}");
+        }
+        assert_eq!(html.matches("<script>").count(), 1);
+        assert!(html.contains(&format!("script-src '{}'", csp_hash(SCRIPT))));
+    }
+
+    #[test]
+    fn observations_sit_under_their_requirement() {
+        let mut report = sample::report();
+        report.requirements[0].observations = vec![crate::observation::RequirementObservation {
+            scenario: "core::create".to_string(),
+            what: "arm calls <b>".to_string(),
+            suite: serde_json::json!(3),
+            host: Some(serde_json::json!(4)),
+            agree: Some(false),
+        }];
+        let html = written(&report);
+        assert!(html.contains(
+            "<tr><td>arm calls &lt;b&gt;</td><td><code>3</code></td><td><code>4</code></td><td><span class=\"disagree\">differ</span></td></tr>"
+        ), "{html}");
+    }
+
+    #[test]
+    fn hostile_text_cannot_inject_markup() {
+        let hostile = "</pre></td><script>alert(1)</script><img src=x onerror=alert(2)>\"'&";
+        let mut report = sample::report();
+        report.host.url = hostile.to_string();
+        report.requirements[1].message = Some(hostile.to_string());
+        report.requirements[1].text = hostile.to_string();
+        report.scenarios[1].title = hostile.to_string();
+        report.scenarios[1].message = Some(hostile.to_string());
+        if let Some(step) = report.scenarios[1].failed_step.as_mut() {
+            step.name = hostile.to_string();
+            step.request.url = hostile.to_string();
+            step.request.headers[0].value = hostile.to_string();
+            if let Some(response) = step.response.as_mut() {
+                response.body.text = hostile.to_string();
+                response.headers[0].name = hostile.to_string();
+            }
+            if let Some(check) = step.check.as_mut() {
+                check.actual = hostile.to_string();
+            }
+        }
+        let html = written(&report);
+        assert_eq!(html.matches("<script").count(), 1, "{html}");
+        assert!(!html.contains("<img"));
+        assert!(!html.contains("</pre></td>"));
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    }
+}
