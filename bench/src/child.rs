@@ -39,6 +39,9 @@ pub enum ChildCommand {
         db: PathBuf,
         #[arg(long)]
         until_ms: i64,
+        /// The scheduler's tick; the host's default when absent.
+        #[arg(long)]
+        tick_ms: Option<u64>,
     },
     /// Start the host on `db`, answer one request, idle `idle_ms`.
     Startup {
@@ -59,7 +62,11 @@ pub fn run(command: ChildCommand) -> Result<Value> {
             dues,
         } => crate::seed::schedule_goals(&db, goals, interval_ms, first_due_ms, &dues),
         ChildCommand::SeedMixed { db, goals } => crate::seed::mixed_goals(&db, goals),
-        ChildCommand::Scheduler { db, until_ms } => crate::scale::child(&db, until_ms),
+        ChildCommand::Scheduler {
+            db,
+            until_ms,
+            tick_ms,
+        } => crate::scale::child(&db, until_ms, tick_ms),
         ChildCommand::Startup { db, idle_ms } => crate::startup::child(&db, idle_ms),
     }
 }

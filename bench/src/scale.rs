@@ -43,7 +43,8 @@ fn now_ms() -> i64 {
 }
 
 /// In the child: the scheduler loop until `until_ms`, sampling memory.
-pub fn child(db: &Path, until_ms: i64) -> Result<Value> {
+pub fn child(db: &Path, until_ms: i64, tick_ms: Option<u64>) -> Result<Value> {
+    let tick = tick_ms.map_or(DEFAULT_TICK, Duration::from_millis);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -61,8 +62,7 @@ pub fn child(db: &Path, until_ms: i64) -> Result<Value> {
         let (stop, stopped) = watch::channel(false);
         let cpu_before = cpu_time().unwrap_or_default();
         let started_ms = now_ms();
-        let task =
-            tokio::spawn(scheduler.run(clock, DEFAULT_TICK, Duration::from_secs(5), stopped));
+        let task = tokio::spawn(scheduler.run(clock, tick, Duration::from_secs(5), stopped));
         let mut rss_max = 0;
         while now_ms() < until_ms {
             tokio::time::sleep(Duration::from_millis(250)).await;
@@ -93,7 +93,7 @@ struct Point {
     cpu_share: f64,
 }
 
-fn point(goals: usize) -> Result<Point> {
+fn point(goals: usize, tick_ms: Option<u64>) -> Result<Point> {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("scale.db");
     let dues_file = dir.path().join("dues.txt");
@@ -117,13 +117,17 @@ fn point(goals: usize) -> Result<Point> {
         seeded["secs"].as_f64().unwrap_or(0.0)
     );
     let until = first_due + (INTERVAL_MS as f64 * INTERVALS) as i64;
-    let ran = spawn(&[
-        "scheduler".into(),
+    let mut args = vec![
+        "scheduler".to_string(),
         "--db".into(),
         db.display().to_string(),
         "--until-ms".into(),
         until.to_string(),
-    ])?;
+    ];
+    if let Some(tick) = tick_ms {
+        args.extend(["--tick-ms".to_string(), tick.to_string()]);
+    }
+    let ran = spawn(&args)?;
     let started = ran["startedMs"].as_i64().context("startedMs")?;
     let stopped = ran["stoppedMs"].as_i64().context("stoppedMs")?;
 
@@ -203,23 +207,32 @@ fn idle_rss() -> Result<u64> {
     Ok(ran["rssMax"].as_u64().unwrap_or(0))
 }
 
+/// A faster tick than the host's default (`--tick-ms`), to show how much
+/// of the lag is the tick itself.
+const FAST_TICK_MS: u64 = 25;
+
 pub fn measure(full: bool) -> Result<Vec<Row>> {
-    let sizes: &[usize] = if full {
-        &[1_000, 10_000, 100_000]
-    } else {
-        &[1_000, 10_000]
-    };
+    let mut points: Vec<(usize, Option<u64>)> =
+        vec![(1_000, None), (10_000, None), (10_000, Some(FAST_TICK_MS))];
+    if full {
+        points.push((100_000, None));
+    }
     let idle = idle_rss()?;
     let mut rows = Vec::new();
-    for &goals in sizes {
-        eprintln!("scheduler: {goals} goals");
-        let mut point = point(goals)?;
+    for (goals, tick_ms) in points {
+        let tick = tick_ms.map_or(DEFAULT_TICK, Duration::from_millis);
+        eprintln!("scheduler: {goals} goals, tick {}", duration(tick));
+        let mut point = point(goals, tick_ms)?;
         let p50 = point.lag.percentile(50.0).unwrap_or_default();
         let p99 = point.lag.percentile(99.0).unwrap_or(Duration::MAX);
-        let n = thousands(point.goals as f64);
+        let n = format!(
+            "{} goals, tick {}",
+            thousands(point.goals as f64),
+            duration(tick)
+        );
         rows.push(Row::target(
             format!(
-                "scheduler {n} goals: fire lag p50 / p99 ({} fires, {} due before the scheduler started)",
+                "scheduler {n}: fire lag p50 / p99 ({} fires, {} due before the scheduler started)",
                 point.fires, point.overdue
             ),
             format!("{} / {}", duration(p50), duration(p99)),
@@ -230,7 +243,7 @@ pub fn measure(full: bool) -> Result<Vec<Row>> {
         rows.push(
             Row::target(
                 format!(
-                    "scheduler {n} goals: evaluations/s sustained (CPU {:.0}% of one core)",
+                    "scheduler {n}: evaluations/s sustained (CPU {:.0}% of one core)",
                     point.cpu_share * 100.0
                 ),
                 format!("{} /s", thousands(point.rate)),
@@ -241,7 +254,7 @@ pub fn measure(full: bool) -> Result<Vec<Row>> {
         );
         let rss = mib(point.rss_max);
         let row = Row {
-            metric: format!("scheduler {n} goals: resident memory (max)"),
+            metric: format!("scheduler {n}: resident memory (max)"),
             value: format!("{rss:.1} MiB"),
             ..Row::info("", "")
         }
