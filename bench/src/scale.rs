@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::child::spawn;
-use crate::stats::{cpu_time, duration, mib, peak_rss_bytes, rss_bytes, Samples};
+use crate::stats::{cpu_time, duration, mib, peak_rss_bytes, rss_bytes, rss_file_bytes, Samples};
 use crate::table::{thousands, Row};
 
 const INTERVAL_MS: u64 = 10_000;
@@ -63,10 +63,14 @@ pub fn child(db: &Path, until_ms: i64, tick_ms: Option<u64>) -> Result<Value> {
         let cpu_before = cpu_time().unwrap_or_default();
         let started_ms = now_ms();
         let task = tokio::spawn(scheduler.run(clock, tick, Duration::from_secs(5), stopped));
-        let mut rss_max = 0;
+        let (mut rss_max, mut rss_file) = (0, 0);
         while now_ms() < until_ms {
             tokio::time::sleep(Duration::from_millis(250)).await;
-            rss_max = rss_max.max(rss_bytes().unwrap_or(0));
+            let rss = rss_bytes().unwrap_or(0);
+            if rss > rss_max {
+                rss_max = rss;
+                rss_file = rss_file_bytes().unwrap_or(0);
+            }
         }
         let _ = stop.send(true);
         task.await.context("the scheduler task failed")?;
@@ -76,6 +80,7 @@ pub fn child(db: &Path, until_ms: i64, tick_ms: Option<u64>) -> Result<Value> {
             "startedMs": started_ms,
             "stoppedMs": stopped_ms,
             "rssMax": rss_max,
+            "rssFileAtMax": rss_file,
             "rssPeak": peak_rss_bytes(),
             "cpuSecs": cpu.as_secs_f64(),
         }))
@@ -90,6 +95,8 @@ struct Point {
     rate: f64,
     required: f64,
     rss_max: u64,
+    /// Of `rss_max`, mapped file pages.
+    rss_file: u64,
     cpu_share: f64,
 }
 
@@ -181,6 +188,7 @@ fn point(goals: usize, tick_ms: Option<u64>) -> Result<Point> {
         rate: recorded_in_window as f64 / window_s.max(f64::EPSILON),
         required: goals as f64 / (INTERVAL_MS as f64 / 1000.0),
         rss_max: ran["rssMax"].as_u64().unwrap_or(0),
+        rss_file: ran["rssFileAtMax"].as_u64().unwrap_or(0),
         cpu_share: cpu / ((stopped - started) as f64 / 1000.0).max(f64::EPSILON),
     })
 }
@@ -255,7 +263,10 @@ pub fn measure(full: bool) -> Result<Vec<Row>> {
         let rss = mib(point.rss_max);
         let row = Row {
             metric: format!("scheduler {n}: resident memory (max)"),
-            value: format!("{rss:.1} MiB"),
+            value: format!(
+                "{rss:.1} MiB (of which {:.1} MiB mapped database pages)",
+                mib(point.rss_file)
+            ),
             ..Row::info("", "")
         }
         .with_baseline(

@@ -65,6 +65,13 @@ pub fn rss_bytes() -> Option<u64> {
     status_kb("VmRSS").map(|kb| kb * 1024)
 }
 
+/// The part of the resident memory that is file pages mapped into the
+/// process (the store's memory-mapped database), in bytes: page cache the
+/// kernel can take back, not heap.
+pub fn rss_file_bytes() -> Option<u64> {
+    status_kb("RssFile").map(|kb| kb * 1024)
+}
+
 /// The most resident memory this process has had, in bytes.
 pub fn peak_rss_bytes() -> Option<u64> {
     status_kb("VmHWM").map(|kb| kb * 1024)

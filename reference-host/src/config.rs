@@ -21,7 +21,8 @@ pub struct Config {
     /// start.
     pub tokens_file: Option<PathBuf>,
     pub conformance_seams: bool,
-    /// How often the scheduler ticks.
+    /// The longest the scheduler sleeps between ticks (it wakes sooner
+    /// when something is due).
     pub tick: Duration,
     /// Sent as `X-Goalpost-Webhook-Secret` on every webhook call; a random
     /// one per start when `None`.
@@ -164,7 +165,7 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_CONFORMANCE_SEAMS")]
     pub conformance_seams: bool,
 
-    /// Scheduler tick in milliseconds.
+    /// Longest scheduler sleep between ticks, in milliseconds.
     #[arg(long, env = "GOALPOST_HOST_TICK_MS", default_value = "100", value_parser = parse_tick)]
     pub tick_ms: Duration,
 

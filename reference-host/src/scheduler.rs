@@ -1,9 +1,10 @@
 //! The scheduler: one step, [`Scheduler::tick`], that closes goals past
 //! their deadline, fires due `schedule` goals and probes due `heartbeat`
 //! goals. Tests call `tick` with a manual clock; the host runs
-//! [`Scheduler::run`] every 100 ms. No task per goal: a fire or a probe is a
-//! short task that exists only while it runs, so a slow webhook never holds
-//! up the tick.
+//! [`Scheduler::run`], which ticks whenever the next fire, deadline or probe
+//! is due, and at least every `--tick-ms` (100 ms). No task per goal: a fire
+//! or a probe is a short task that exists only while it runs, so a slow
+//! webhook never holds up the tick.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use tokio::sync::{watch, Mutex as AsyncMutex, Semaphore};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 use crate::clock::Clock;
 use crate::domain::goal::DEFAULT_HEARTBEAT_MS;
@@ -26,6 +28,11 @@ pub const MAX_PROBES_IN_FLIGHT: usize = 16;
 /// 100k goals due holds 100k ids, not 100k tasks (one task per due goal
 /// took 750 MB at 100k goals, docs/PROFILING.md).
 pub const MAX_FIRES_IN_FLIGHT: usize = 64;
+
+/// The shortest sleep between the end of one tick and the start of the
+/// next: with something due every moment (10k goals on a 10 s interval are
+/// a fire a millisecond) the loop still sleeps between ticks.
+pub const MIN_SLEEP: Duration = Duration::from_millis(1);
 
 /// What one tick did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -223,6 +230,7 @@ impl Scheduler {
                     .entry(firing.goal.clone())
                     .or_default()
                     .next_at = Some(next_at);
+                engine.scheduler_wake().arm(next_at);
                 drop(permit);
             });
             tick.probed.push(id);
@@ -236,9 +244,18 @@ impl Scheduler {
         while fires.join_next().await.is_some() {}
     }
 
-    /// Ticks every `every` with `clock` until `shutdown` turns true, then
-    /// waits up to `grace` for fires in flight (a run cut off here is
-    /// recorded as an environmental failure at the next start).
+    /// Ticks with `clock` until `shutdown` turns true, then waits up to
+    /// `grace` for fires in flight (a run cut off here is recorded as an
+    /// environmental failure at the next start).
+    ///
+    /// Between ticks it sleeps until the next fire, deadline or probe is
+    /// due, at most `every` and at least [`MIN_SLEEP`], so a fire starts
+    /// about when it is due rather than up to a whole `every` later. A write
+    /// that arms a goal sooner than that (a create, a resume, a recorded
+    /// iteration) wakes it through the engine's [`SchedulerWake`]; it ticks
+    /// then only if that goal is due by now.
+    ///
+    /// [`SchedulerWake`]: crate::engine::SchedulerWake
     pub async fn run(
         self: Arc<Self>,
         clock: Arc<dyn Clock>,
@@ -246,18 +263,39 @@ impl Scheduler {
         grace: Duration,
         mut shutdown: watch::Receiver<bool>,
     ) {
-        let mut interval = tokio::time::interval(every.max(Duration::from_millis(1)));
-        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = interval.tick() => {
-                    if let Err(error) = self.tick(clock.now()).await {
-                        tracing::warn!(%error, "scheduler tick failed");
+        let every = every.max(MIN_SLEEP);
+        let wake = self.engine.scheduler_wake();
+        'ticks: loop {
+            let now = clock.now();
+            // Every arm from here on wakes the loop; what was armed before
+            // is seen by this tick or by the read of the next due time.
+            wake.unplan();
+            wake.take();
+            if let Err(error) = self.tick(now).await {
+                tracing::warn!(%error, "scheduler tick failed");
+            }
+            let mut wake_at = self.next_wake(now, every).await;
+            wake.plan(wake_at);
+            // Bounded both ways on tokio's monotonic time, so a wall clock
+            // that jumps back cannot stretch the sleep past `every`.
+            let (earliest, latest) = (Instant::now() + MIN_SLEEP, Instant::now() + every);
+            let bounded = |at| instant_at(clock.as_ref(), at).min(latest).max(earliest);
+            let mut deadline = bounded(wake_at);
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep_until(deadline) => break,
+                    () = wake.notified() => {
+                        let Some(at) = wake.take() else { continue };
+                        if at < wake_at && !self.backlogged() {
+                            wake_at = at;
+                            wake.plan(wake_at);
+                            deadline = bounded(wake_at);
+                        }
                     }
-                }
-                changed = shutdown.changed() => {
-                    if changed.is_err() || *shutdown.borrow() {
-                        break;
+                    changed = shutdown.changed() => {
+                        if changed.is_err() || *shutdown.borrow() {
+                            break 'ticks;
+                        }
                     }
                 }
             }
@@ -266,4 +304,49 @@ impl Scheduler {
             self.fires.lock().await.abort_all();
         }
     }
+
+    /// When to tick next after a tick at `now`: the next fire or deadline
+    /// after `now`, the next heartbeat probe, or `now + every`, whichever is
+    /// first.
+    async fn next_wake(&self, now: Timestamp, every: Duration) -> Timestamp {
+        let every_ms = u64::try_from(every.as_millis()).unwrap_or(u64::MAX);
+        let mut at = now.saturating_add_ms(every_ms);
+        // With fires waiting for a slot, a goal due sooner would only join
+        // the end of the queue: waking for it would re-list the whole
+        // backlog every millisecond for nothing.
+        if !self.backlogged() {
+            match self.engine.next_due_after(now).await {
+                Ok(Some(due)) => at = at.min(due),
+                Ok(None) => {}
+                Err(error) => tracing::warn!(%error, "cannot read when the next goal is due"),
+            }
+        }
+        // A beat due by `now` was probed at `now` or is waiting for a probe
+        // slot (the periodic tick retries it); only later ones wake.
+        let beats = self.beats.lock().unwrap_or_else(PoisonError::into_inner);
+        beats
+            .values()
+            .filter_map(|beat| beat.next_at)
+            .filter(|next| *next > now)
+            .fold(at, Timestamp::min)
+    }
+
+    /// Every fire slot is taken and due goals wait for one. (Goals queued
+    /// while slots are free are not a backlog: the tasks just started for
+    /// them take them at once.)
+    fn backlogged(&self) -> bool {
+        self.fire_slots.available_permits() == 0
+            && !self
+                .queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_empty()
+    }
+}
+
+/// The tokio instant at which `clock` will read `at` (now if it already
+/// does): the loop sleeps on tokio time but plans on the injected clock.
+fn instant_at(clock: &dyn Clock, at: Timestamp) -> Instant {
+    let ahead_ms = at.unix_ms().saturating_sub(clock.now().unix_ms());
+    Instant::now() + Duration::from_millis(u64::try_from(ahead_ms).unwrap_or(0))
 }

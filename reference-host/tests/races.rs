@@ -10,14 +10,39 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use goalpost_host::clock::ManualClock;
 use goalpost_host::scheduler::Scheduler;
+use goalpost_host::storage::DbLocation;
 use serde_json::{json, Value};
 use support::receiver::{Answer, Receiver};
 use support::{goal_body, id_of, Harness};
 
 #[tokio::test]
 async fn fifty_concurrent_continues_make_exactly_five_evaluations() {
-    let host = Arc::new(Harness::seams());
+    fifty_continues_on(Arc::new(Harness::seams())).await;
+}
+
+/// The same on a file database, where concurrent writes share group
+/// commits and reads use their own connections; four goals at once so a
+/// group mixes goals, on two workers so calls really overlap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_continues_on_a_file_database_keep_every_bound() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let location = DbLocation::File(dir.path().join("races.db"));
+    let host = Arc::new(Harness::open(
+        &location,
+        true,
+        Arc::new(ManualClock::fixed()),
+    ));
+    let goals: Vec<_> = (0..4)
+        .map(|_| tokio::spawn(fifty_continues_on(Arc::clone(&host))))
+        .collect();
+    for goal in goals {
+        goal.await.expect("every goal keeps its bound");
+    }
+}
+
+async fn fifty_continues_on(host: Arc<Harness>) {
     let id = id_of(
         &host
             .create(goal_body(

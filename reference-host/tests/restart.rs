@@ -106,7 +106,10 @@ async fn a_run_in_flight_at_a_crash_gets_one_environmental_verdict() {
                 started_at: clock.now(),
             };
             assert_eq!(
-                host.store.reserve_run(&reservation, 1).expect("reserved"),
+                host.store
+                    .reserve_run(&reservation, 1)
+                    .await
+                    .expect("reserved"),
                 Written::Done(())
             );
         }

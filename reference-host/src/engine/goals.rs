@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS};
 use super::quota::{is_armed, is_open, Quota};
+use super::wake::due_at;
 use super::{Engine, EngineError, IfMatch};
 use crate::domain::transition::{self, Change, TransitionError};
 use crate::domain::{
@@ -71,10 +72,8 @@ impl Engine {
         let expired = keys_expire_at_or_before(now);
         let key = key.map(|key| (key.as_str().to_string(), fingerprint(body)));
         if let Some((text, print)) = &key {
-            let (owner, text) = (tenant.clone(), text.clone());
-            if let Some(stored) = self
-                .db(move |store| store.idempotency_key(&owner, &text, expired))
-                .await?
+            if let Some(stored) =
+                self.lookup(|store| store.idempotency_key(tenant, text, expired))?
             {
                 return self.replay(tenant, stored, print).await;
             }
@@ -97,12 +96,11 @@ impl Engine {
             key: key.clone(),
             keys_expire_at_or_before: expired,
         };
-        let stored = goal.clone();
-        match self
-            .db(move |store| store.insert_goal_guarded(&stored, &guard))
-            .await?
-        {
-            Inserted::Done => Ok(Created { goal, replay: None }),
+        match self.store.insert_goal_guarded(&goal, &guard).await? {
+            Inserted::Done => {
+                self.armed(&goal, now, true);
+                Ok(Created { goal, replay: None })
+            }
             Inserted::KeyTaken(stored) => {
                 let print = key.map(|(_, print)| print).unwrap_or_default();
                 self.replay(tenant, stored, &print).await
@@ -140,14 +138,12 @@ impl Engine {
     /// Forgets idempotency keys older than 24 h; returns how many.
     pub async fn purge_idempotency_keys(&self) -> Result<usize, EngineError> {
         let expired = keys_expire_at_or_before(self.clock.now());
-        self.db(move |store| store.purge_idempotency_keys(expired))
-            .await
+        Ok(self.store.purge_idempotency_keys(expired).await?)
     }
 
     /// Any goal, whoever owns it (for the scheduler and the engine itself).
     pub(super) async fn load(&self, id: &GoalId) -> Result<Option<Goal>, EngineError> {
-        let id = id.clone();
-        self.db(move |store| store.goal(&id)).await
+        self.lookup(|store| store.goal(id))
     }
 
     /// The caller's goal; another tenant's goal does not exist for them.
@@ -379,8 +375,16 @@ impl Engine {
         expected_version: u64,
         now: Timestamp,
     ) -> Result<Written<Vec<Event>>, EngineError> {
-        self.db(move |store| store.apply(&change, expected_version, None, now))
-            .await
+        // Worked out before the change moves into the write.
+        let due = due_at(&change.goal, now, true);
+        let written = self
+            .store
+            .apply(&change, expected_version, None, now)
+            .await?;
+        if let (Written::Done(_), Some(at)) = (&written, due) {
+            self.scheduler_wake().arm(at);
+        }
+        Ok(written)
     }
 }
 
@@ -394,5 +398,11 @@ impl Engine {
 
     pub async fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, EngineError> {
         self.db(move |store| store.goals_past_deadline(now)).await
+    }
+
+    /// The next scheduled fire or deadline strictly after `after` (the
+    /// scheduler's last tick): when it next has something to do.
+    pub async fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, EngineError> {
+        self.db(move |store| store.next_due_after(after)).await
     }
 }

@@ -285,12 +285,7 @@ impl Engine {
                 iteration: goal.progress.iterations.saturating_add(1),
                 started_at: now,
             };
-            let stored = reservation.clone();
-            let version = goal.version;
-            match self
-                .db(move |store| store.reserve_run(&stored, version))
-                .await?
-            {
+            match self.store.reserve_run(&reservation, goal.version).await? {
                 Written::Done(()) => return Ok(Reserved::Run(Box::new(goal), reservation)),
                 Written::Conflict => continue,
             }
@@ -374,8 +369,7 @@ impl Engine {
         let VerifierSpec::Named(name) = spec else {
             return self.judges.verifier_for(spec);
         };
-        let (tenant, name) = (goal.owner.clone(), name.clone());
-        match self.db(move |store| store.verifier(&tenant, &name)).await {
+        match self.lookup(|store| store.verifier(&goal.owner, name)) {
             Ok(found) => {
                 found.map(|verifier| Arc::new(CriteriaJudge::new(verifier)) as Arc<dyn Verifier>)
             }
@@ -400,17 +394,15 @@ impl Engine {
             let change =
                 crate::mutants::engine::record(&self.mutants, goal.as_ref(), finished, now, change);
             let (Some(goal), Some(change)) = (goal, change) else {
-                let run = finished.run_id.clone();
-                self.db(move |store| store.discard_run(&run, now)).await?;
+                self.store.discard_run(&finished.run_id, now).await?;
                 return Ok(Iteration::Discarded);
             };
-            let run = finished.run_id.clone();
-            let expected = goal.version;
-            let stored = change.clone();
             let written = self
-                .db(move |store| store.apply(&stored, expected, Some(&run), now))
+                .store
+                .apply(&change, goal.version, Some(&finished.run_id), now)
                 .await?;
             if let Written::Done(_) = written {
+                self.armed(&change.goal, now, false);
                 return Ok(Iteration::Recorded {
                     iteration: change.goal.progress.iterations,
                     goal: Box::new(change.goal),

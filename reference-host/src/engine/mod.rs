@@ -11,6 +11,7 @@ mod locks;
 mod precondition;
 mod quota;
 mod verifiers;
+mod wake;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +33,7 @@ pub use locks::GoalLocks;
 pub use precondition::IfMatch;
 pub use quota::{Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT};
 pub use verifiers::VerifierFileError;
+pub use wake::SchedulerWake;
 
 /// Tunables of the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +88,8 @@ pub struct Engine {
     judges: Judges,
     locks: GoalLocks,
     cancels: Cancels,
+    /// Wakes the scheduler when a write arms a goal earlier than it knew.
+    wake: SchedulerWake,
     settings: EngineSettings,
     #[cfg(feature = "mutants")]
     mutants: Arc<crate::mutants::Switch>,
@@ -114,6 +118,7 @@ impl Engine {
             judges: Judges::new(webhooks),
             locks: GoalLocks::default(),
             cancels: Cancels::default(),
+            wake: SchedulerWake::default(),
             #[cfg(feature = "mutants")]
             mutants: Arc::new(crate::mutants::Switch::new(settings.mutant)),
             settings,
@@ -132,6 +137,18 @@ impl Engine {
         RequestContext {
             fixtures_enabled: self.settings.conformance_seams,
         }
+    }
+
+    /// Runs a lookup by key on the calling async worker. It answers from
+    /// SQLite's page cache in microseconds and, on a file database, from a
+    /// read connection that never waits for a writer (WAL); the two thread
+    /// hand-offs of [`Engine::db`] cost more than the read itself
+    /// (docs/PROFILING.md). Scans and writes go through `db`.
+    fn lookup<T>(
+        &self,
+        call: impl FnOnce(&dyn Store) -> Result<T, StoreError>,
+    ) -> Result<T, EngineError> {
+        call(self.store.as_ref()).map_err(EngineError::from)
     }
 
     /// Runs a storage call off the async workers (SQLite is synchronous).

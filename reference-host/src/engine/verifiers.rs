@@ -37,11 +37,7 @@ impl Engine {
         body: &Value,
     ) -> Result<CriteriaVerifier, EngineError> {
         let verifier = parse_verifier(body)?.into_verifier(self.clock.now());
-        let (owner, stored) = (tenant.clone(), verifier.clone());
-        match self
-            .db(move |store| store.put_verifier(&owner, &stored, false))
-            .await?
-        {
+        match self.store.put_verifier(tenant, &verifier, false).await? {
             Written::Done(()) => Ok(verifier),
             Written::Conflict => Err(EngineError::VerifierExists),
         }
@@ -59,9 +55,7 @@ impl Engine {
         name: &str,
     ) -> Result<CriteriaVerifier, EngineError> {
         let name = VerifierName::parse(name).ok_or(EngineError::NotFound)?;
-        let tenant = tenant.clone();
-        self.db(move |store| store.verifier(&tenant, &name))
-            .await?
+        self.lookup(|store| store.verifier(tenant, &name))?
             .ok_or(EngineError::NotFound)
     }
 
@@ -79,8 +73,7 @@ impl Engine {
         let Some(name) = verifier_ref.name() else {
             return Ok(());
         };
-        let (tenant, name) = (tenant.clone(), name.clone());
-        match self.db(move |store| store.verifier(&tenant, &name)).await? {
+        match self.lookup(|store| store.verifier(tenant, name))? {
             Some(_) => Ok(()),
             None => Err(EngineError::Request(RequestError::UnknownVerifier {
                 pointer: pointer.to_string(),
@@ -108,8 +101,10 @@ impl Engine {
         let count = entries.len();
         for (tenant, new) in entries {
             let verifier = new.into_verifier(now);
-            self.db(move |store| store.put_verifier(&tenant, &verifier, true))
-                .await?;
+            self.store
+                .put_verifier(&tenant, &verifier, true)
+                .await
+                .map_err(EngineError::from)?;
         }
         Ok(count)
     }

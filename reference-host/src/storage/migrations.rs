@@ -82,6 +82,22 @@ CREATE INDEX goals_open_by_tenant ON goals (tenant, state, mode);
 CREATE INDEX goals_due ON goals (state, paused, COALESCE(next_fire_ms, 0)) WHERE mode = 'schedule';
 CREATE INDEX goals_deadline ON goals (state, deadline_ms) WHERE deadline_ms IS NOT NULL;
 ",
+    // Issue 7: a goal's contributing run ids move out of its JSON record
+    // into rows of their own. In the record, every iteration rewrote the
+    // whole list (a goal 500 runs old wrote 20 KB per iteration and parsed
+    // it on every read); as rows, an iteration appends one.
+    r"
+CREATE TABLE goal_runs (
+    goal_id  TEXT NOT NULL REFERENCES goals (id),
+    position INTEGER NOT NULL,
+    run_id   TEXT NOT NULL,
+    PRIMARY KEY (goal_id, position)
+) WITHOUT ROWID;
+INSERT INTO goal_runs (goal_id, position, run_id)
+    SELECT goals.id, CAST(ids.key AS INTEGER), ids.value
+    FROM goals, json_each(goals.record, '$.run_ids') AS ids;
+UPDATE goals SET record = json_remove(record, '$.run_ids');
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
@@ -103,4 +119,51 @@ pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
         transaction.commit()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database written before migration 5 keeps its goals' run ids:
+    /// they move from the record into `goal_runs`, in order.
+    #[test]
+    fn run_ids_move_out_of_old_records() {
+        let mut connection = Connection::open_in_memory().expect("opens");
+        for sql in &MIGRATIONS[..4] {
+            connection.execute_batch(sql).expect("an old migration");
+        }
+        connection
+            .pragma_update(None, "user_version", 4)
+            .expect("version 4");
+        connection
+            .execute(
+                "INSERT INTO goals (id, tenant, state, paused, mode, created_ms, version, record)
+                 VALUES ('g1', 't', 'active', 0, 'manual', 0, 3, ?1)",
+                [r#"{"id":"g1","iterations":2,"run_ids":["r-a","r-b"],"paused":false}"#],
+            )
+            .expect("an old goal");
+        migrate(&mut connection).expect("migrates");
+        let rows: Vec<(i64, String)> = connection
+            .prepare(
+                "SELECT position, run_id FROM goal_runs WHERE goal_id = 'g1' ORDER BY position",
+            )
+            .expect("prepares")
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .expect("queries")
+            .collect::<Result<_, _>>()
+            .expect("reads");
+        assert_eq!(rows, vec![(0, "r-a".to_string()), (1, "r-b".to_string())]);
+        let record: String = connection
+            .query_row("SELECT record FROM goals WHERE id = 'g1'", [], |row| {
+                row.get(0)
+            })
+            .expect("the record");
+        assert!(!record.contains("run_ids"), "{record}");
+        assert!(record.contains(r#""iterations":2"#), "{record}");
+        let version: i64 = connection
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .expect("the version");
+        assert_eq!(version, i64::try_from(MIGRATIONS.len()).expect("fits"));
+    }
 }

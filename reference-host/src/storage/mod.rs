@@ -5,7 +5,10 @@
 //! only if nobody changed the goal since it was read (optimistic concurrency
 //! on the goal's version).
 
+mod group_commit;
 mod migrations;
+mod next_due;
+mod readers;
 mod record;
 mod sqlite;
 
@@ -17,6 +20,7 @@ use crate::domain::{
     VerifierName,
 };
 
+pub use group_commit::Pending;
 pub use sqlite::SqliteStore;
 
 /// Where the database lives: `:memory:` or a file.
@@ -57,6 +61,10 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The shared transaction this write was part of failed to begin or
+    /// commit; nothing of it was written.
+    #[error("the write was not committed: {0}")]
+    GroupCommit(String),
     #[error("cannot open the database at {location}: {source}")]
     Open {
         location: String,
@@ -130,6 +138,10 @@ pub enum Inserted {
     TooManyArmed,
 }
 
+/// Reads answer at once (they are short, and never wait for a writer on a
+/// file database). Writes that the engine makes while serving are
+/// [`Pending`]: futures that resolve once the write committed, so a task
+/// waits for a shared commit without holding a thread (`group_commit.rs`).
 pub trait Store: Send + Sync {
     /// Stores a new goal (version 1).
     fn insert_goal(&self, goal: &Goal) -> Result<(), StoreError>;
@@ -155,17 +167,13 @@ pub trait Store: Send + Sync {
         expected_version: u64,
         run: Option<&RunId>,
         at: Timestamp,
-    ) -> Result<Written<Vec<Event>>, StoreError>;
+    ) -> Pending<Written<Vec<Event>>>;
 
     /// Reserves a run if the stored goal is still at `expected_version`.
-    fn reserve_run(
-        &self,
-        run: &RunReservation,
-        expected_version: u64,
-    ) -> Result<Written<()>, StoreError>;
+    fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>>;
 
     /// Ends a reserved run without recording anything for it.
-    fn discard_run(&self, run: &RunId, at: Timestamp) -> Result<(), StoreError>;
+    fn discard_run(&self, run: &RunId, at: Timestamp) -> Pending<()>;
 
     /// Runs reserved but never ended (a crash or shutdown in flight).
     fn runs_in_flight(&self) -> Result<Vec<RunReservation>, StoreError>;
@@ -182,6 +190,11 @@ pub trait Store: Send + Sync {
     /// Active goals (paused or not) whose deadline is at or before `now`.
     fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError>;
 
+    /// The earliest instant strictly after `after` at which an active,
+    /// unpaused `schedule` goal fires or an active goal reaches its
+    /// deadline: when the scheduler next has something to do.
+    fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError>;
+
     /// Active, unpaused `heartbeat` goals, oldest first.
     fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError>;
 
@@ -192,7 +205,7 @@ pub trait Store: Send + Sync {
         tenant: &Tenant,
         verifier: &CriteriaVerifier,
         replace: bool,
-    ) -> Result<Written<()>, StoreError>;
+    ) -> Pending<Written<()>>;
 
     fn verifier(
         &self,
@@ -205,8 +218,7 @@ pub trait Store: Send + Sync {
 
     /// Stores a new goal (version 1) if `guard` allows it, remembering its
     /// idempotency key, in one transaction.
-    fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard)
-        -> Result<Inserted, StoreError>;
+    fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted>;
 
     /// The tenant's key, unless stored at or before `expired_at_or_before`.
     fn idempotency_key(
@@ -217,7 +229,7 @@ pub trait Store: Send + Sync {
     ) -> Result<Option<StoredKey>, StoreError>;
 
     /// Forgets keys stored at or before `at`; returns how many.
-    fn purge_idempotency_keys(&self, at: Timestamp) -> Result<usize, StoreError>;
+    fn purge_idempotency_keys(&self, at: Timestamp) -> Pending<usize>;
 
     /// The tenant's open goals in `schedule` or `heartbeat` mode.
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError>;

@@ -62,7 +62,8 @@ pub(super) struct GoalRecord {
     created_ms: i64,
     updated_ms: i64,
     iterations: u64,
-    run_ids: Vec<String>,
+    // The contributing run ids live in `goal_runs` (migration 5), one row
+    // per run: a goal's record stays the same size however long it runs.
     paused: bool,
     spent_micros: u64,
     next_fire_ms: Option<i64>,
@@ -103,12 +104,6 @@ impl GoalRecord {
             created_ms: goal.created_at.unix_ms(),
             updated_ms: goal.updated_at.unix_ms(),
             iterations: goal.progress.iterations,
-            run_ids: goal
-                .progress
-                .contributing_run_ids
-                .iter()
-                .map(|run| run.as_str().to_string())
-                .collect(),
             paused: goal.paused,
             spent_micros: goal.spent.micros(),
             next_fire_ms: goal.next_fire_at.map(Timestamp::unix_ms),
@@ -116,7 +111,8 @@ impl GoalRecord {
         }
     }
 
-    pub(super) fn into_goal(self) -> Result<Goal, StoreError> {
+    /// The goal, with its contributing run ids (as stored, in order).
+    pub(super) fn into_goal(self, run_ids: &[String]) -> Result<Goal, StoreError> {
         let verifier_ref = self
             .verifier_ref
             .map(|text| VerifierRef::parse(&text, true).map_err(|error| corrupt(error.to_string())))
@@ -160,8 +156,7 @@ impl GoalRecord {
             updated_at: timestamp(self.updated_ms)?,
             progress: Progress {
                 iterations: self.iterations,
-                contributing_run_ids: self
-                    .run_ids
+                contributing_run_ids: run_ids
                     .iter()
                     .map(|run| run_id(run))
                     .collect::<Result<_, _>>()?,

@@ -1,12 +1,17 @@
-//! The SQLite [`Store`]: one connection behind a mutex (SQLite serialises
-//! writers anyway), WAL for file databases, one transaction per change.
+//! The SQLite [`Store`]: one write connection shared by group commit
+//! (`group_commit.rs`: concurrent writes share a transaction, each answered
+//! only once it committed), read-only connections for file databases
+//! (`readers.rs`), WAL for file databases.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 
+use std::sync::Arc;
+
+use super::group_commit::{GroupCommit, Pending};
 use super::migrations::migrate;
+use super::readers::Readers;
 use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
     CreateGuard, DbLocation, Inserted, RunReservation, Store, StoreError, StoredKey, Written,
@@ -19,8 +24,22 @@ use crate::domain::{
 /// More than the distinct statements this store runs.
 const STATEMENT_CACHE: usize = 64;
 
+// A text parameter compared with an indexed column is written
+// `CAST(?n AS TEXT)` where the statement also sorts or aggregates: with the
+// bare parameter, this SQLite build re-prepares the statement on every run
+// (the planner looked at the bound value), and the statement cache saves
+// nothing (docs/PROFILING.md). `tests::no_statement_is_prepared_twice`
+// holds every statement to it.
+
+/// How much of a file database connections map into memory (address
+/// space, not resident memory).
+pub(super) const MMAP_BYTES: i64 = 256 << 20;
+
 pub struct SqliteStore {
-    connection: Mutex<Connection>,
+    writer: Arc<GroupCommit>,
+    /// `None` for an in-memory database, which only the write connection
+    /// can see.
+    readers: Option<Readers>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -52,62 +71,200 @@ impl SqliteStore {
         // Every statement below is prepared once and reused: parsing SQL on
         // each call was a quarter of a `continue` (docs/PROFILING.md).
         connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        if let DbLocation::File(_) = location {
+        let mut readers = None;
+        if let DbLocation::File(path) = location {
             // `journal_mode` answers with the mode in effect.
             let mode: String =
                 connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
-            if !mode.eq_ignore_ascii_case("wal") {
+            if mode.eq_ignore_ascii_case("wal") {
+                readers = Some(Readers::new(path));
+            } else {
+                // Without WAL a reader would block the writer: reads share
+                // the write connection instead.
                 tracing::warn!(mode, "SQLite refused WAL mode");
             }
             connection.pragma_update(None, "synchronous", "NORMAL")?;
+            // Pages are read through a memory map rather than a `pread`
+            // each: another connection's commit empties a connection's
+            // page cache, so reads fetch pages often.
+            connection.pragma_update(None, "mmap_size", MMAP_BYTES)?;
         }
         connection.pragma_update(None, "foreign_keys", "ON")?;
         migrate(&mut connection)?;
         Ok(SqliteStore {
-            connection: Mutex::new(connection),
+            writer: Arc::new(GroupCommit::new(connection)),
+            readers,
         })
     }
 
-    fn connection(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves no half-written transaction
-        // (it rolls back on drop), so the connection is still usable.
-        self.connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// Runs a read on a read connection, or on the write connection when
+    /// there is no other.
+    fn read<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match &self.readers {
+            Some(readers) => readers.read(read),
+            None => read(&self.writer.connection()),
+        }
     }
 }
 
-fn deadline_ms(goal: &Goal) -> Option<i64> {
-    goal.deadline().map(Timestamp::unix_ms)
+/// A write that failed before it was queued.
+fn failed<T: Send + 'static>(error: StoreError) -> Pending<T> {
+    Box::pin(std::future::ready(Err(error)))
 }
 
+/// A goal's columns, computed before the write so the JSON work happens
+/// outside the shared transaction.
+struct GoalRow {
+    id: String,
+    tenant: String,
+    state: &'static str,
+    paused: bool,
+    mode: &'static str,
+    deadline_ms: Option<i64>,
+    next_fire_ms: Option<i64>,
+    created_ms: i64,
+    version: i64,
+    record: String,
+    run_ids: Vec<String>,
+}
+
+impl GoalRow {
+    fn new(goal: &Goal) -> Result<GoalRow, StoreError> {
+        Ok(GoalRow {
+            id: goal.id.as_str().to_string(),
+            tenant: goal.owner.as_str().to_string(),
+            state: goal.state.as_str(),
+            paused: goal.paused,
+            mode: goal.continuation.mode.as_str(),
+            deadline_ms: goal.deadline().map(Timestamp::unix_ms),
+            next_fire_ms: goal.next_fire_at.map(Timestamp::unix_ms),
+            created_ms: goal.created_at.unix_ms(),
+            version: int(goal.version)?,
+            record: to_json(&GoalRecord::from_goal(goal))?,
+            run_ids: goal
+                .progress
+                .contributing_run_ids
+                .iter()
+                .map(|run| run.as_str().to_string())
+                .collect(),
+        })
+    }
+}
+
+/// Updates the goal if it is still at `expected_version`; `false` when it
+/// is not (nothing written).
 fn write_goal_columns(
-    transaction: &Transaction<'_>,
-    goal: &Goal,
-    expected_version: u64,
-) -> Result<usize, StoreError> {
-    let record = to_json(&GoalRecord::from_goal(goal))?;
-    Ok(transaction
+    connection: &Connection,
+    row: &GoalRow,
+    expected_version: i64,
+) -> Result<bool, StoreError> {
+    let updated = connection
         .prepare_cached(
             "UPDATE goals SET state = ?2, paused = ?3, mode = ?4, deadline_ms = ?5, next_fire_ms = ?6,
                               version = ?7, record = ?8
              WHERE id = ?1 AND version = ?9",
         )?
         .execute(params![
-            goal.id.as_str(),
-            goal.state.as_str(),
-            goal.paused,
-            goal.continuation.mode.as_str(),
-            deadline_ms(goal),
-            goal.next_fire_at.map(Timestamp::unix_ms),
-            int(goal.version)?,
-            record,
-            int(expected_version)?,
-        ])?)
+            row.id,
+            row.state,
+            row.paused,
+            row.mode,
+            row.deadline_ms,
+            row.next_fire_ms,
+            row.version,
+            row.record,
+            expected_version,
+        ])?;
+    if updated != 1 {
+        return Ok(false);
+    }
+    write_run_ids(connection, &row.id, &row.run_ids)?;
+    Ok(true)
 }
 
-fn goal_from_row(record: &str) -> Result<Goal, StoreError> {
-    from_json::<GoalRecord>(record)?.into_goal()
+/// A query of goals: each row is a goal's record and its contributing run
+/// ids as `position run_id` pairs, read in one statement so both are of one
+/// commit. The pairs are put in order in Rust: an aggregate's input order
+/// is not something SQL promises, and `ORDER BY` inside the aggregate costs
+/// a sort per goal.
+macro_rules! select_goals {
+    ($where:literal) => {
+        concat!(
+            "SELECT record,
+                    (SELECT group_concat(position || ' ' || run_id, ' ')
+                     FROM goal_runs WHERE goal_id = goals.id)
+             FROM goals ",
+            $where
+        )
+    };
+}
+
+/// A goal's columns from a [`select_goals`] row.
+fn goal_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Option<String>)> {
+    Ok((row.get(0)?, row.get(1)?))
+}
+
+fn into_goal((record, pairs): (String, Option<String>)) -> Result<Goal, StoreError> {
+    let mut numbered = Vec::new();
+    let mut words = pairs.as_deref().unwrap_or("").split_ascii_whitespace();
+    while let Some(position) = words.next() {
+        let position: u64 = position
+            .parse()
+            .map_err(|_| StoreError::Corrupt(format!("run position {position:?}")))?;
+        let run_id = words
+            .next()
+            .ok_or_else(|| StoreError::Corrupt("a run position without its id".to_string()))?;
+        numbered.push((position, run_id));
+    }
+    // Stored in order, so this is a check more than a sort.
+    numbered.sort_unstable_by_key(|(position, _)| *position);
+    let run_ids: Vec<String> = numbered.into_iter().map(|(_, id)| id.to_string()).collect();
+    from_json::<GoalRecord>(&record)?.into_goal(&run_ids)
+}
+
+/// Makes `goal_runs` hold `run_ids` for the goal: the list only grows, so
+/// the rows past the stored ones are appended (and any beyond the list,
+/// which the domain never makes, removed).
+fn write_run_ids(
+    connection: &Connection,
+    goal_id: &str,
+    run_ids: &[String],
+) -> Result<(), StoreError> {
+    let stored: i64 = connection
+        .prepare_cached(
+            "SELECT COALESCE(MAX(position) + 1, 0) FROM goal_runs WHERE goal_id = CAST(?1 AS TEXT)",
+        )?
+        .query_row(params![goal_id], |row| row.get(0))?;
+    let stored =
+        usize::try_from(stored).map_err(|_| StoreError::Corrupt(format!("run count {stored}")))?;
+    if run_ids.len() < stored {
+        connection
+            .prepare_cached(
+                "DELETE FROM goal_runs WHERE goal_id = CAST(?1 AS TEXT) AND position >= ?2",
+            )?
+            .execute(params![goal_id, int(run_ids.len() as u64)?])?;
+    }
+    append_run_ids(connection, goal_id, run_ids, stored)
+}
+
+/// Stores `run_ids[from..]` at their positions.
+fn append_run_ids(
+    connection: &Connection,
+    goal_id: &str,
+    run_ids: &[String],
+    from: usize,
+) -> Result<(), StoreError> {
+    for (position, run_id) in run_ids.iter().enumerate().skip(from) {
+        connection
+            .prepare_cached(
+                "INSERT INTO goal_runs (goal_id, position, run_id) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![goal_id, int(position as u64)?, run_id])?;
+    }
+    Ok(())
 }
 
 fn verifier_from_row(record: &str, created_ms: i64) -> Result<CriteriaVerifier, StoreError> {
@@ -134,7 +291,9 @@ fn count(connection: &Connection, sql: &str, tenant: &Tenant) -> Result<u64, Sto
 fn open_goals(connection: &Connection, tenant: &Tenant) -> Result<u64, StoreError> {
     count(
         connection,
-        &format!("SELECT COUNT(*) FROM goals WHERE tenant = ?1 AND state IN {OPEN_STATES}"),
+        &format!(
+            "SELECT COUNT(*) FROM goals WHERE tenant = CAST(?1 AS TEXT) AND state IN {OPEN_STATES}"
+        ),
         tenant,
     )
 }
@@ -143,7 +302,7 @@ fn open_armed(connection: &Connection, tenant: &Tenant) -> Result<u64, StoreErro
     count(
         connection,
         &format!(
-            "SELECT COUNT(*) FROM goals WHERE tenant = ?1 AND state IN {OPEN_STATES} AND mode IN {ARMED_MODES}"
+            "SELECT COUNT(*) FROM goals WHERE tenant = CAST(?1 AS TEXT) AND state IN {OPEN_STATES} AND mode IN {ARMED_MODES}"
         ),
         tenant,
     )
@@ -177,26 +336,25 @@ fn stored_key(
     .transpose()
 }
 
-fn insert_goal_row(connection: &Connection, goal: &Goal) -> Result<(), StoreError> {
-    let record = to_json(&GoalRecord::from_goal(goal))?;
+fn insert_goal_row(connection: &Connection, row: &GoalRow) -> Result<(), StoreError> {
     connection
         .prepare_cached(
             "INSERT INTO goals (id, tenant, state, paused, mode, deadline_ms, next_fire_ms, created_ms, version, record)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         )?
         .execute(params![
-            goal.id.as_str(),
-            goal.owner.as_str(),
-            goal.state.as_str(),
-            goal.paused,
-            goal.continuation.mode.as_str(),
-            deadline_ms(goal),
-            goal.next_fire_at.map(Timestamp::unix_ms),
-            goal.created_at.unix_ms(),
-            int(goal.version)?,
-            record,
+            row.id,
+            row.tenant,
+            row.state,
+            row.paused,
+            row.mode,
+            row.deadline_ms,
+            row.next_fire_ms,
+            row.created_ms,
+            row.version,
+            row.record,
         ])?;
-    Ok(())
+    append_run_ids(connection, &row.id, &row.run_ids, 0)
 }
 
 fn ids(connection: &Connection, sql: &str, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
@@ -211,57 +369,45 @@ fn ids(connection: &Connection, sql: &str, now: Timestamp) -> Result<Vec<GoalId>
 
 impl Store for SqliteStore {
     fn insert_goals(&self, goals: &[Goal]) -> Result<(), StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction()?;
-        for goal in goals {
-            insert_goal_row(&transaction, goal)?;
-        }
-        transaction.commit()?;
-        Ok(())
+        let rows = goals
+            .iter()
+            .map(GoalRow::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.writer.write(move |connection| {
+            rows.iter()
+                .try_for_each(|row| insert_goal_row(connection, row))
+        })
     }
 
     fn insert_goal(&self, goal: &Goal) -> Result<(), StoreError> {
-        let record = to_json(&GoalRecord::from_goal(goal))?;
-        self.connection()
-            .prepare_cached(
-                "INSERT INTO goals (id, tenant, state, paused, mode, deadline_ms, next_fire_ms, created_ms, version, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?
-            .execute(params![
-                goal.id.as_str(),
-                goal.owner.as_str(),
-                goal.state.as_str(),
-                goal.paused,
-                goal.continuation.mode.as_str(),
-                deadline_ms(goal),
-                goal.next_fire_at.map(Timestamp::unix_ms),
-                goal.created_at.unix_ms(),
-                int(goal.version)?,
-                record,
-            ])?;
-        Ok(())
+        let row = GoalRow::new(goal)?;
+        self.writer
+            .write(move |connection| insert_goal_row(connection, &row))
     }
 
     fn goal(&self, id: &GoalId) -> Result<Option<Goal>, StoreError> {
-        let record: Option<String> = self
-            .connection()
-            .prepare_cached("SELECT record FROM goals WHERE id = ?1")?
-            .query_row(params![id.as_str()], |row| row.get(0))
-            .optional()?;
-        record.as_deref().map(goal_from_row).transpose()
+        let row = self.read(|connection| {
+            Ok(connection
+                .prepare_cached(select_goals!("WHERE id = ?1"))?
+                .query_row(params![id.as_str()], goal_from_row)
+                .optional()?)
+        })?;
+        row.map(into_goal).transpose()
     }
 
     fn goals(&self, tenant: &Tenant, state: Option<GoalState>) -> Result<Vec<Goal>, StoreError> {
-        let connection = self.connection();
-        let mut statement = connection.prepare_cached(
-            "SELECT record FROM goals WHERE tenant = ?1 AND (?2 IS NULL OR state = ?2)
-             ORDER BY created_ms, rowid",
-        )?;
-        let rows = statement.query_map(
-            params![tenant.as_str(), state.map(GoalState::as_str)],
-            |row| row.get::<_, String>(0),
-        )?;
-        rows.map(|row| goal_from_row(&row?)).collect()
+        let rows = self.read(|connection| {
+            let mut statement = connection.prepare_cached(select_goals!(
+                "WHERE tenant = CAST(?1 AS TEXT) AND (?2 IS NULL OR state = ?2)
+                 ORDER BY created_ms, rowid"
+            ))?;
+            let rows = statement.query_map(
+                params![tenant.as_str(), state.map(GoalState::as_str)],
+                goal_from_row,
+            )?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        rows.into_iter().map(into_goal).collect()
     }
 
     fn apply(
@@ -270,158 +416,194 @@ impl Store for SqliteStore {
         expected_version: u64,
         run: Option<&RunId>,
         at: Timestamp,
-    ) -> Result<Written<Vec<Event>>, StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction()?;
-        if write_goal_columns(&transaction, &change.goal, expected_version)? != 1 {
-            return Ok(Written::Conflict);
-        }
-        let goal_id = change.goal.id.as_str();
-        let last: i64 = transaction
-            .prepare_cached("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE goal_id = ?1")?
-            .query_row(params![goal_id], |row| row.get(0))?;
-        let mut sequence = unsigned(last)?;
-        let mut events = Vec::with_capacity(change.events.len());
-        for payload in &change.events {
-            sequence += 1;
-            transaction
-                .prepare_cached(
-                    "INSERT INTO events (goal_id, sequence, at_ms, record) VALUES (?1, ?2, ?3, ?4)",
-                )?
-                .execute(params![
-                    goal_id,
-                    int(sequence)?,
-                    at.unix_ms(),
-                    to_json(&EventRecord::from_payload(payload))?
-                ])?;
-            events.push(Event {
-                sequence,
-                at,
-                payload: payload.clone(),
-            });
-        }
-        if let Some(evaluation) = &change.evaluation {
-            transaction
-                .prepare_cached(
-                    "INSERT INTO evaluations (goal_id, run_id, iteration, record) VALUES (?1, ?2, ?3, ?4)",
-                )?
-                .execute(params![
-                    goal_id,
-                    evaluation.run_id.as_str(),
-                    int(evaluation.iteration)?,
-                    to_json(&EvaluationRecord::from_evaluation(evaluation))?,
-                ])?;
-        }
-        if let Some(run) = run {
-            transaction
-                .prepare_cached(
-                    "UPDATE runs SET status = 'recorded', ended_ms = ?2 WHERE run_id = ?1 AND status = 'in-flight'",
-                )?
-                .execute(params![run.as_str(), at.unix_ms()])?;
-        }
-        transaction.commit()?;
-        Ok(Written::Done(events))
+    ) -> Pending<Written<Vec<Event>>> {
+        let prepared = (|| -> Result<_, StoreError> {
+            let records = change
+                .events
+                .iter()
+                .map(|payload| to_json(&EventRecord::from_payload(payload)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let evaluation = change
+                .evaluation
+                .as_ref()
+                .map(|evaluation| -> Result<_, StoreError> {
+                    Ok((
+                        evaluation.run_id.as_str().to_string(),
+                        int(evaluation.iteration)?,
+                        to_json(&EvaluationRecord::from_evaluation(evaluation))?,
+                    ))
+                })
+                .transpose()?;
+            Ok((
+                GoalRow::new(&change.goal)?,
+                int(expected_version)?,
+                records,
+                evaluation,
+            ))
+        })();
+        let (row, expected_version, records, evaluation) = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => return failed(error),
+        };
+        let run = run.map(|run| run.as_str().to_string());
+        let at_ms = at.unix_ms();
+        let payloads = change.events.clone();
+        let write = self.writer.submit(move |connection| {
+            if !write_goal_columns(connection, &row, expected_version)? {
+                return Ok(None);
+            }
+            let last: i64 = connection
+                .prepare_cached("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE goal_id = CAST(?1 AS TEXT)")?
+                .query_row(params![row.id], |r| r.get(0))?;
+            let mut sequence = last;
+            for record in &records {
+                sequence += 1;
+                connection
+                    .prepare_cached(
+                        "INSERT INTO events (goal_id, sequence, at_ms, record) VALUES (?1, ?2, ?3, ?4)",
+                    )?
+                    .execute(params![row.id, sequence, at_ms, record])?;
+            }
+            if let Some((run_id, iteration, record)) = &evaluation {
+                connection
+                    .prepare_cached(
+                        "INSERT INTO evaluations (goal_id, run_id, iteration, record) VALUES (?1, ?2, ?3, ?4)",
+                    )?
+                    .execute(params![row.id, run_id, iteration, record])?;
+            }
+            if let Some(run) = &run {
+                connection
+                    .prepare_cached(
+                        "UPDATE runs SET status = 'recorded', ended_ms = ?2 WHERE run_id = ?1 AND status = 'in-flight'",
+                    )?
+                    .execute(params![run, at_ms])?;
+            }
+            Ok(Some(last))
+        });
+        Box::pin(async move {
+            let Some(last) = write.await? else {
+                return Ok(Written::Conflict);
+            };
+            let mut sequence = unsigned(last)?;
+            let events = payloads
+                .into_iter()
+                .map(|payload| {
+                    sequence += 1;
+                    Event {
+                        sequence,
+                        at,
+                        payload,
+                    }
+                })
+                .collect();
+            Ok(Written::Done(events))
+        })
     }
 
-    fn reserve_run(
-        &self,
-        run: &RunReservation,
-        expected_version: u64,
-    ) -> Result<Written<()>, StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction()?;
-        let version: Option<i64> = transaction
-            .prepare_cached("SELECT version FROM goals WHERE id = ?1")?
-            .query_row(params![run.goal_id.as_str()], |row| row.get(0))
-            .optional()?;
-        if version != Some(int(expected_version)?) {
-            return Ok(Written::Conflict);
-        }
-        transaction
-            .prepare_cached(
-                "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms) VALUES (?1, ?2, ?3, 'in-flight', ?4)",
-            )?
-            .execute(params![
-                run.run_id.as_str(),
-                run.goal_id.as_str(),
-                int(run.iteration)?,
-                run.started_at.unix_ms()
-            ])?;
-        transaction.commit()?;
-        Ok(Written::Done(()))
+    fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>> {
+        let run_id = run.run_id.as_str().to_string();
+        let goal_id = run.goal_id.as_str().to_string();
+        let started_ms = run.started_at.unix_ms();
+        let (iteration, expected_version) = match (int(run.iteration), int(expected_version)) {
+            (Ok(iteration), Ok(expected)) => (iteration, expected),
+            (Err(error), _) | (_, Err(error)) => return failed(error),
+        };
+        self.writer.submit(move |connection| {
+            let version: Option<i64> = connection
+                .prepare_cached("SELECT version FROM goals WHERE id = ?1")?
+                .query_row(params![goal_id], |row| row.get(0))
+                .optional()?;
+            if version != Some(expected_version) {
+                return Ok(Written::Conflict);
+            }
+            connection
+                .prepare_cached(
+                    "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms) VALUES (?1, ?2, ?3, 'in-flight', ?4)",
+                )?
+                .execute(params![run_id, goal_id, iteration, started_ms])?;
+            Ok(Written::Done(()))
+        })
     }
 
-    fn discard_run(&self, run: &RunId, at: Timestamp) -> Result<(), StoreError> {
-        self.connection()
-            .prepare_cached(
-                "UPDATE runs SET status = 'discarded', ended_ms = ?2 WHERE run_id = ?1 AND status = 'in-flight'",
-            )?
-            .execute(params![run.as_str(), at.unix_ms()])?;
-        Ok(())
+    fn discard_run(&self, run: &RunId, at: Timestamp) -> Pending<()> {
+        let run = run.as_str().to_string();
+        let at_ms = at.unix_ms();
+        self.writer.submit(move |connection| {
+            connection
+                .prepare_cached(
+                    "UPDATE runs SET status = 'discarded', ended_ms = ?2 WHERE run_id = ?1 AND status = 'in-flight'",
+                )?
+                .execute(params![run, at_ms])?;
+            Ok(())
+        })
     }
 
     fn runs_in_flight(&self) -> Result<Vec<RunReservation>, StoreError> {
-        let connection = self.connection();
-        let mut statement = connection.prepare_cached(
-            "SELECT run_id, goal_id, iteration, started_ms FROM runs WHERE status = 'in-flight' ORDER BY started_ms",
-        )?;
-        let rows = statement.query_map([], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, i64>(2)?,
-                row.get::<_, i64>(3)?,
-            ))
-        })?;
-        rows.map(|row| {
-            let (run_id, goal_id, iteration, started_ms) = row?;
-            Ok(RunReservation {
-                run_id: RunId::parse(&run_id)
-                    .ok_or_else(|| StoreError::Corrupt(format!("run id {run_id:?}")))?,
-                goal_id: GoalId::parse(&goal_id)
-                    .ok_or_else(|| StoreError::Corrupt(format!("goal id {goal_id:?}")))?,
-                iteration: unsigned(iteration)?,
-                started_at: Timestamp::from_unix_ms(started_ms)
-                    .ok_or_else(|| StoreError::Corrupt(format!("timestamp {started_ms}")))?,
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT run_id, goal_id, iteration, started_ms FROM runs WHERE status = 'in-flight' ORDER BY started_ms",
+            )?;
+            let rows = statement.query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, i64>(2)?,
+                    row.get::<_, i64>(3)?,
+                ))
+            })?;
+            rows.map(|row| {
+                let (run_id, goal_id, iteration, started_ms) = row?;
+                Ok(RunReservation {
+                    run_id: RunId::parse(&run_id)
+                        .ok_or_else(|| StoreError::Corrupt(format!("run id {run_id:?}")))?,
+                    goal_id: GoalId::parse(&goal_id)
+                        .ok_or_else(|| StoreError::Corrupt(format!("goal id {goal_id:?}")))?,
+                    iteration: unsigned(iteration)?,
+                    started_at: Timestamp::from_unix_ms(started_ms)
+                        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {started_ms}")))?,
+                })
             })
+            .collect()
         })
-        .collect()
     }
 
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
-        let connection = self.connection();
-        let mut statement = connection.prepare_cached(
-            "SELECT sequence, at_ms, record FROM events WHERE goal_id = ?1 AND sequence > ?2 ORDER BY sequence",
-        )?;
-        // Sequences past i64 cannot exist, so clamping keeps the meaning.
-        let after = i64::try_from(after).unwrap_or(i64::MAX);
-        let rows = statement.query_map(params![goal.as_str(), after], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, i64>(1)?,
-                row.get::<_, String>(2)?,
-            ))
-        })?;
-        rows.map(|row| {
-            let (sequence, at_ms, record) = row?;
-            Ok(Event {
-                sequence: unsigned(sequence)?,
-                at: Timestamp::from_unix_ms(at_ms)
-                    .ok_or_else(|| StoreError::Corrupt(format!("timestamp {at_ms}")))?,
-                payload: from_json::<EventRecord>(&record)?.into_payload()?,
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT sequence, at_ms, record FROM events WHERE goal_id = CAST(?1 AS TEXT) AND sequence > ?2 ORDER BY sequence",
+            )?;
+            // Sequences past i64 cannot exist, so clamping keeps the meaning.
+            let after = i64::try_from(after).unwrap_or(i64::MAX);
+            let rows = statement.query_map(params![goal.as_str(), after], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })?;
+            rows.map(|row| {
+                let (sequence, at_ms, record) = row?;
+                Ok(Event {
+                    sequence: unsigned(sequence)?,
+                    at: Timestamp::from_unix_ms(at_ms)
+                        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {at_ms}")))?,
+                    payload: from_json::<EventRecord>(&record)?.into_payload()?,
+                })
             })
+            .collect()
         })
-        .collect()
     }
 
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError> {
-        let connection = self.connection();
-        let mut statement = connection.prepare_cached(
-            "SELECT record FROM evaluations WHERE goal_id = ?1 ORDER BY iteration",
-        )?;
-        let rows = statement.query_map(params![goal.as_str()], |row| row.get::<_, String>(0))?;
-        rows.map(|row| from_json::<EvaluationRecord>(&row?)?.into_evaluation())
-            .collect()
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record FROM evaluations WHERE goal_id = CAST(?1 AS TEXT) ORDER BY iteration",
+            )?;
+            let rows =
+                statement.query_map(params![goal.as_str()], |row| row.get::<_, String>(0))?;
+            rows.map(|row| from_json::<EvaluationRecord>(&row?)?.into_evaluation())
+                .collect()
+        })
     }
 
     fn due_schedule_goals(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
@@ -434,32 +616,36 @@ impl Store for SqliteStore {
              ORDER BY COALESCE(next_fire_ms, 0), created_ms",
             Mode::Schedule.as_str()
         );
-        ids(&self.connection(), &sql, now)
+        self.read(|connection| ids(connection, &sql, now))
     }
 
     fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
-        ids(
-            &self.connection(),
-            "SELECT id FROM goals WHERE state = 'active' AND deadline_ms IS NOT NULL AND deadline_ms <= ?1
-             ORDER BY deadline_ms",
-            now,
-        )
+        self.read(|connection| {
+            ids(
+                connection,
+                "SELECT id FROM goals WHERE state = 'active' AND deadline_ms IS NOT NULL AND deadline_ms <= ?1
+                 ORDER BY deadline_ms",
+                now,
+            )
+        })
     }
 
     fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError> {
-        let connection = self.connection();
-        let mut statement = connection.prepare_cached(
-            "SELECT id FROM goals WHERE state = 'active' AND paused = 0 AND mode = ?1
-             ORDER BY created_ms, rowid",
-        )?;
-        let rows = statement.query_map(params![Mode::Heartbeat.as_str()], |row| {
-            row.get::<_, String>(0)
-        })?;
-        rows.map(|row| {
-            let text = row?;
-            GoalId::parse(&text).ok_or_else(|| StoreError::Corrupt(format!("goal id {text:?}")))
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT id FROM goals WHERE state = 'active' AND paused = 0 AND mode = CAST(?1 AS TEXT)
+                 ORDER BY created_ms, rowid",
+            )?;
+            let rows = statement.query_map(params![Mode::Heartbeat.as_str()], |row| {
+                row.get::<_, String>(0)
+            })?;
+            rows.map(|row| {
+                let text = row?;
+                GoalId::parse(&text)
+                    .ok_or_else(|| StoreError::Corrupt(format!("goal id {text:?}")))
+            })
+            .collect()
         })
-        .collect()
     }
 
     fn put_verifier(
@@ -467,8 +653,11 @@ impl Store for SqliteStore {
         tenant: &Tenant,
         verifier: &CriteriaVerifier,
         replace: bool,
-    ) -> Result<Written<()>, StoreError> {
-        let record = to_json(&wire::verifier_registration(verifier))?;
+    ) -> Pending<Written<()>> {
+        let record = match to_json(&wire::verifier_registration(verifier)) {
+            Ok(record) => record,
+            Err(error) => return failed(error),
+        };
         let sql = if replace {
             "INSERT INTO verifiers (tenant, name, created_ms, record) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (tenant, name) DO UPDATE SET created_ms = ?3, record = ?4"
@@ -476,16 +665,18 @@ impl Store for SqliteStore {
             "INSERT INTO verifiers (tenant, name, created_ms, record) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (tenant, name) DO NOTHING"
         };
-        let written = self.connection().prepare_cached(sql)?.execute(params![
-            tenant.as_str(),
-            verifier.name.as_str(),
-            verifier.created_at.unix_ms(),
-            record
-        ])?;
-        Ok(if written == 1 {
-            Written::Done(())
-        } else {
-            Written::Conflict
+        let tenant = tenant.as_str().to_string();
+        let name = verifier.name.as_str().to_string();
+        let created_ms = verifier.created_at.unix_ms();
+        self.writer.submit(move |connection| {
+            let written = connection
+                .prepare_cached(sql)?
+                .execute(params![tenant, name, created_ms, record])?;
+            Ok(if written == 1 {
+                Written::Done(())
+            } else {
+                Written::Conflict
+            })
         })
     }
 
@@ -494,81 +685,89 @@ impl Store for SqliteStore {
         tenant: &Tenant,
         name: &VerifierName,
     ) -> Result<Option<CriteriaVerifier>, StoreError> {
-        let row: Option<(String, i64)> = self
-            .connection()
-            .prepare_cached(
-                "SELECT record, created_ms FROM verifiers WHERE tenant = ?1 AND name = ?2",
-            )?
-            .query_row(params![tenant.as_str(), name.as_str()], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })
-            .optional()?;
+        let row: Option<(String, i64)> = self.read(|connection| {
+            Ok(connection
+                .prepare_cached(
+                    "SELECT record, created_ms FROM verifiers WHERE tenant = ?1 AND name = ?2",
+                )?
+                .query_row(params![tenant.as_str(), name.as_str()], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
+                .optional()?)
+        })?;
         row.map(|(record, created_ms)| verifier_from_row(&record, created_ms))
             .transpose()
     }
 
     fn verifiers(&self, tenant: &Tenant) -> Result<Vec<CriteriaVerifier>, StoreError> {
-        let connection = self.connection();
-        let mut statement = connection.prepare_cached(
-            "SELECT record, created_ms FROM verifiers WHERE tenant = ?1 ORDER BY name",
-        )?;
-        let rows = statement.query_map(params![tenant.as_str()], |row| {
-            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
-        })?;
-        rows.map(|row| {
-            let (record, created_ms) = row?;
-            verifier_from_row(&record, created_ms)
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record, created_ms FROM verifiers WHERE tenant = CAST(?1 AS TEXT) ORDER BY name",
+            )?;
+            let rows = statement.query_map(params![tenant.as_str()], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+            })?;
+            rows.map(|row| {
+                let (record, created_ms) = row?;
+                verifier_from_row(&record, created_ms)
+            })
+            .collect()
         })
-        .collect()
     }
 
-    fn insert_goal_guarded(
-        &self,
-        goal: &Goal,
-        guard: &CreateGuard,
-    ) -> Result<Inserted, StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction()?;
-        if let Some((key, _)) = &guard.key {
-            if let Some(stored) = stored_key(
-                &transaction,
-                &goal.owner,
-                key,
-                guard.keys_expire_at_or_before,
-            )? {
-                return Ok(Inserted::KeyTaken(stored));
-            }
-        }
-        if open_goals(&transaction, &goal.owner)? >= guard.max_open_goals {
-            return Ok(Inserted::TooManyGoals);
-        }
+    fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted> {
+        let prepared = (|| -> Result<_, StoreError> {
+            // What the key remembers: the create's answer, computed up front.
+            let remembered = match &guard.key {
+                Some(_) => Some((to_json(&wire::goal(goal))?, goal.etag())),
+                None => None,
+            };
+            Ok((GoalRow::new(goal)?, remembered))
+        })();
+        let (row, remembered) = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => return failed(error),
+        };
+        let owner = goal.owner.clone();
         let armed = matches!(goal.continuation.mode, Mode::Schedule | Mode::Heartbeat);
-        if armed && open_armed(&transaction, &goal.owner)? >= guard.max_open_armed {
-            return Ok(Inserted::TooManyArmed);
-        }
-        insert_goal_row(&transaction, goal)?;
-        if let Some((key, fingerprint)) = &guard.key {
-            // An expired row of the same key is replaced.
-            transaction
-                .prepare_cached(
-                    "INSERT INTO idempotency_keys
-                         (tenant, key, fingerprint, goal_id, answer, etag, created_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                     ON CONFLICT (tenant, key) DO UPDATE
-                     SET fingerprint = ?3, goal_id = ?4, answer = ?5, etag = ?6, created_ms = ?7",
-                )?
-                .execute(params![
-                    goal.owner.as_str(),
-                    key,
-                    fingerprint,
-                    goal.id.as_str(),
-                    to_json(&wire::goal(goal))?,
-                    goal.etag(),
-                    goal.created_at.unix_ms()
-                ])?;
-        }
-        transaction.commit()?;
-        Ok(Inserted::Done)
+        let guard = guard.clone();
+        self.writer.submit(move |connection| {
+            if let Some((key, _)) = &guard.key {
+                if let Some(stored) =
+                    stored_key(connection, &owner, key, guard.keys_expire_at_or_before)?
+                {
+                    return Ok(Inserted::KeyTaken(stored));
+                }
+            }
+            if open_goals(connection, &owner)? >= guard.max_open_goals {
+                return Ok(Inserted::TooManyGoals);
+            }
+            if armed && open_armed(connection, &owner)? >= guard.max_open_armed {
+                return Ok(Inserted::TooManyArmed);
+            }
+            insert_goal_row(connection, &row)?;
+            if let (Some((key, fingerprint)), Some((answer, etag))) = (&guard.key, &remembered) {
+                // An expired row of the same key is replaced.
+                connection
+                    .prepare_cached(
+                        "INSERT INTO idempotency_keys
+                             (tenant, key, fingerprint, goal_id, answer, etag, created_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                         ON CONFLICT (tenant, key) DO UPDATE
+                         SET fingerprint = ?3, goal_id = ?4, answer = ?5, etag = ?6, created_ms = ?7",
+                    )?
+                    .execute(params![
+                        row.tenant,
+                        key,
+                        fingerprint,
+                        row.id,
+                        answer,
+                        etag,
+                        row.created_ms
+                    ])?;
+            }
+            Ok(Inserted::Done)
+        })
     }
 
     fn idempotency_key(
@@ -577,17 +776,153 @@ impl Store for SqliteStore {
         key: &str,
         expired_at_or_before: Timestamp,
     ) -> Result<Option<StoredKey>, StoreError> {
-        stored_key(&self.connection(), tenant, key, expired_at_or_before)
+        self.read(|connection| stored_key(connection, tenant, key, expired_at_or_before))
     }
 
-    fn purge_idempotency_keys(&self, at: Timestamp) -> Result<usize, StoreError> {
-        Ok(self
-            .connection()
-            .prepare_cached("DELETE FROM idempotency_keys WHERE created_ms <= ?1")?
-            .execute(params![at.unix_ms()])?)
+    fn purge_idempotency_keys(&self, at: Timestamp) -> Pending<usize> {
+        let at_ms = at.unix_ms();
+        self.writer.submit(move |connection| {
+            Ok(connection
+                .prepare_cached("DELETE FROM idempotency_keys WHERE created_ms <= ?1")?
+                .execute(params![at_ms])?)
+        })
     }
 
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError> {
-        open_armed(&self.connection(), tenant)
+        self.read(|connection| open_armed(connection, tenant))
+    }
+
+    fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        self.read(|connection| super::next_due::next_due_after(connection, after))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CStr;
+
+    use rusqlite::ffi;
+
+    use super::*;
+    use crate::domain::fixture::{at, goal, unsatisfied, usd};
+    use crate::domain::transition::{pause, record_run, resume};
+    use crate::domain::FinishedRun;
+
+    /// Every statement prepared on the connection and how often SQLite
+    /// had to prepare it again.
+    fn reprepares(connection: &Connection) -> Vec<(String, i32)> {
+        let mut found = Vec::new();
+        // SAFETY: the handle is live while `connection` is borrowed, and
+        // statements are only walked and read, never finalized or stepped.
+        unsafe {
+            let db = connection.handle();
+            let mut statement = ffi::sqlite3_next_stmt(db, std::ptr::null_mut());
+            while !statement.is_null() {
+                let count =
+                    ffi::sqlite3_stmt_status(statement, ffi::SQLITE_STMTSTATUS_REPREPARE, 0);
+                let sql = CStr::from_ptr(ffi::sqlite3_sql(statement))
+                    .to_string_lossy()
+                    .into_owned();
+                found.push((sql, count));
+                statement = ffi::sqlite3_next_stmt(db, statement);
+            }
+        }
+        found
+    }
+
+    /// The statement cache only helps if SQLite keeps the prepared plan:
+    /// a statement whose plan depends on a bound value is prepared again
+    /// on every run. Every store call runs here on several goals and
+    /// tenants (so the bound values change), then no statement may have
+    /// been prepared twice.
+    #[tokio::test]
+    async fn no_statement_is_prepared_twice() {
+        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
+        let tenants = [
+            Tenant::parse("acme").expect("tenant"),
+            Tenant::parse("other").expect("tenant"),
+        ];
+        let mut goals = Vec::new();
+        for (n, tenant) in tenants.iter().cycle().take(4).enumerate() {
+            let mut created = goal(Some(50), Some(60_000), None);
+            created.owner = tenant.clone();
+            let guard = CreateGuard {
+                max_open_goals: 10,
+                max_open_armed: 10,
+                key: Some((format!("key-{n}"), format!("print-{n}"))),
+                keys_expire_at_or_before: at(-1),
+            };
+            assert_eq!(
+                store
+                    .insert_goal_guarded(&created, &guard)
+                    .await
+                    .expect("inserts"),
+                Inserted::Done
+            );
+            goals.push(created);
+        }
+        for round in 1..=3i64 {
+            for current in &mut goals {
+                let now = at(round * 1000);
+                let reservation = RunReservation {
+                    run_id: RunId::generate(),
+                    goal_id: current.id.clone(),
+                    iteration: current.progress.iterations + 1,
+                    started_at: now,
+                };
+                let reserved = store.reserve_run(&reservation, current.version).await;
+                assert_eq!(reserved.expect("reserves"), Written::Done(()));
+                let finished = FinishedRun {
+                    run_id: reservation.run_id.clone(),
+                    cost: usd(0.01),
+                    outcome: unsatisfied(),
+                };
+                let change = record_run(current, &finished, now).expect("a change");
+                let written = store
+                    .apply(&change, current.version, Some(&reservation.run_id), now)
+                    .await
+                    .expect("applies");
+                assert!(matches!(written, Written::Done(_)));
+                *current = change.goal;
+                let paused = pause(current, now).expect("allowed").expect("a change");
+                let written = store.apply(&paused, current.version, None, now).await;
+                assert!(matches!(written.expect("applies"), Written::Done(_)));
+                let resumed = resume(&paused.goal, now)
+                    .expect("allowed")
+                    .expect("a change");
+                let written = store.apply(&resumed, paused.goal.version, None, now).await;
+                assert!(matches!(written.expect("applies"), Written::Done(_)));
+                *current = store.goal(&current.id).expect("reads").expect("there");
+                let spare = RunId::generate();
+                store.discard_run(&spare, now).await.expect("discards");
+                store.events(&current.id, 1).expect("events");
+                store.evaluations(&current.id).expect("evaluations");
+            }
+            for tenant in &tenants {
+                store.goals(tenant, None).expect("lists");
+                store.goals(tenant, Some(GoalState::Active)).expect("lists");
+                store.open_armed_goals(tenant).expect("counts");
+                store.verifiers(tenant).expect("lists");
+                store
+                    .idempotency_key(tenant, "key-0", at(-1))
+                    .expect("reads");
+            }
+            store.due_schedule_goals(at(round * 1000)).expect("due");
+            store.goals_past_deadline(at(round * 1000)).expect("past");
+            store.heartbeat_goals().expect("heartbeats");
+            store.next_due_after(at(round * 1000)).expect("next");
+            store.runs_in_flight().expect("in flight");
+            store
+                .purge_idempotency_keys(at(-10 - round))
+                .await
+                .expect("purges");
+        }
+        let counts = reprepares(&store.writer.connection());
+        assert!(
+            counts.len() > 20,
+            "the calls above prepared the store's statements: {counts:?}"
+        );
+        let again: Vec<_> = counts.into_iter().filter(|(_, count)| *count > 0).collect();
+        assert!(again.is_empty(), "prepared again on every run: {again:#?}");
     }
 }
