@@ -199,7 +199,7 @@ impl Engine {
                 cost: MicroUsd::ZERO,
                 outcome: RunOutcome::Judged(Verdict::environmental()),
             };
-            self.record(&run.goal_id, &finished).await?;
+            self.record(&run.goal_id, &finished, None).await?;
         }
         Ok(count)
     }
@@ -235,7 +235,16 @@ impl Engine {
                     }
                     finished = self.dispatch(&goal, &reservation) => finished,
                 };
-                self.record(id, &finished).await
+                // A mutant may have dispatched from an altered view of the
+                // goal; its record starts from the stored goal as before.
+                #[cfg(feature = "mutants")]
+                let goal = match self.mutants.active() {
+                    Some(_) => None,
+                    None => Some(goal),
+                };
+                #[cfg(not(feature = "mutants"))]
+                let goal = Some(goal);
+                self.record(id, &finished, goal.map(|goal| *goal)).await
             }
             Reserved::Closed => Ok(Iteration::Closed),
             Reserved::Skip => Ok(Iteration::Skipped),
@@ -383,10 +392,23 @@ impl Engine {
     /// Records a finished run on a fresh read of the goal, retried if a
     /// person changed the goal meanwhile (a pause or an edit does not undo
     /// the run; an abandon does: nothing is recorded after a close).
-    async fn record(&self, id: &GoalId, finished: &FinishedRun) -> Result<Iteration, EngineError> {
+    ///
+    /// `reserved` is the goal as it was when the run was reserved: the first
+    /// attempt records on it without reading the goal again, since the
+    /// write's version check refuses it if anything changed during the run,
+    /// and the next attempt then reads the goal afresh.
+    async fn record(
+        &self,
+        id: &GoalId,
+        finished: &FinishedRun,
+        mut reserved: Option<Goal>,
+    ) -> Result<Iteration, EngineError> {
         for _ in 0..MAX_ATTEMPTS {
             let now = self.clock.now();
-            let goal = self.load(id).await?;
+            let goal = match reserved.take() {
+                Some(goal) => Some(goal),
+                None => self.load(id).await?,
+            };
             let change = goal
                 .as_ref()
                 .and_then(|goal| record_run(goal, finished, now));
