@@ -20,6 +20,10 @@ use crate::http::{AppState, GOALS_BASE};
 
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
+/// How long the first of concurrent keyed creates waits for a second
+/// (`idempotency-not-atomic`); a create without company goes on after it.
+const RACE_WINDOW: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// `if-match-checked-apart`: how long its check and its write lie apart.
 const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -383,9 +387,17 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
                 .memory()
                 .keys_in_flight
                 .insert(owner.clone());
-            if !first {
+            if first {
+                // The bug's window between lookup and insert. A host whose
+                // create never yields would close it before a concurrent
+                // request arrives, so the first request waits (briefly) for
+                // one: the race this mutant models then always happens.
+                let raced = state.engine().mutants().raced.notified();
+                let _ = tokio::time::timeout(RACE_WINDOW, raced).await;
+            } else {
                 // Raced past the lookup: this one inserts as if unkeyed.
                 request.headers_mut().remove(IDEMPOTENCY_KEY);
+                state.engine().mutants().raced.notify_waiters();
             }
             let response = next.run(request).await;
             if first {

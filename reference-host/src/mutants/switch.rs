@@ -13,6 +13,9 @@ use crate::domain::{ArmRef, Bounds, GoalId, RunId, Tenant, VerifierRef};
 pub struct Switch {
     active: Option<Mutant>,
     memory: Mutex<Memory>,
+    /// Signalled when a keyed create races one in flight (see
+    /// `idempotency-not-atomic`).
+    pub(crate) raced: tokio::sync::Notify,
 }
 
 /// What the stateful mutants remember, per host.
@@ -47,6 +50,7 @@ impl Switch {
         Switch {
             active,
             memory: Mutex::new(Memory::default()),
+            raced: tokio::sync::Notify::new(),
         }
     }
 
