@@ -6,7 +6,6 @@ use serde_json::Value;
 
 use super::idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS};
 use super::quota::{is_armed, is_open, Quota};
-use super::wake::due_at;
 use super::{Engine, EngineError, IfMatch};
 use crate::domain::transition::{self, Change, TransitionError};
 use crate::domain::{
@@ -375,14 +374,12 @@ impl Engine {
         expected_version: u64,
         now: Timestamp,
     ) -> Result<Written<Vec<Event>>, EngineError> {
-        // Worked out before the change moves into the write.
-        let due = due_at(&change.goal, now, true);
         let written = self
             .store
             .apply(&change, expected_version, None, now)
             .await?;
-        if let (Written::Done(_), Some(at)) = (&written, due) {
-            self.scheduler_wake().arm(at);
+        if let Written::Done(_) = written {
+            self.armed(&change.goal, now, true);
         }
         Ok(written)
     }
@@ -401,8 +398,9 @@ impl Engine {
     }
 
     /// The next scheduled fire or deadline strictly after `after` (the
-    /// scheduler's last tick): when it next has something to do.
+    /// scheduler's last tick): when it next has something to do. One index
+    /// seek after every tick, so a lookup rather than a blocking-pool hop.
     pub async fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, EngineError> {
-        self.db(move |store| store.next_due_after(after)).await
+        self.lookup(|store| store.next_due_after(after))
     }
 }

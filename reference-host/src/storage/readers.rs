@@ -33,9 +33,7 @@ impl Readers {
     fn open(&self) -> Result<Connection, StoreError> {
         let connection = Connection::open_with_flags(
             &self.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                | OpenFlags::SQLITE_OPEN_URI,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|source| StoreError::Open {
             location: self.path.display().to_string(),
