@@ -3,6 +3,11 @@
 //! printed as one Markdown table. Not a test: nothing here asserts a time.
 //! Build it with `--release`; see BENCHMARKS.md.
 
+// The allocator the host binary uses, so host, load generator and
+// baseline all run on it (see reference-host/src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod certify;
 mod child;
 mod load;

@@ -9,6 +9,12 @@ use goalpost_host::cli::{Cli, Invocation, ServeArgs};
 use goalpost_host::client::{self, GoalsArgs};
 use goalpost_host::{logging, RunningHost};
 
+// glibc's malloc made the two runtime workers queue on its arena lock when
+// one frees what the other allocated (a request's buffers); mimalloc frees
+// across threads without a shared lock (docs/PROFILING.md, section 4).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // Usage errors exit 2, `--help`/`--version` exit 0 (clap's codes).
     match Cli::parse().invocation() {

@@ -1,19 +1,22 @@
 //! Identifiers and names, each parsed once at the boundary.
 
 use std::fmt;
+use std::sync::Arc;
 
 use uuid::Uuid;
 
 macro_rules! prefixed_id {
     ($name:ident, $prefix:literal) => {
+        /// Shared text: a goal carries every contributing run id, and
+        /// copies of a goal (the store's cache, answers) share them.
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(String);
+        pub struct $name(Arc<str>);
 
         impl $name {
             pub const PREFIX: &'static str = $prefix;
 
             pub fn generate() -> $name {
-                $name(format!("{}{}", $prefix, Uuid::new_v4()))
+                $name(format!("{}{}", $prefix, Uuid::new_v4()).into())
             }
 
             /// Only ids this host could have minted: the prefix and a UUID.
@@ -22,7 +25,9 @@ macro_rules! prefixed_id {
                 let rest = text.strip_prefix($prefix)?;
                 let uuid = Uuid::try_parse(rest).ok()?;
                 // Canonical form only, so one id has one spelling.
-                (uuid.hyphenated().to_string() == rest).then(|| $name(text.to_string()))
+                let mut canonical = [0u8; uuid::fmt::Hyphenated::LENGTH];
+                (uuid.hyphenated().encode_lower(&mut canonical).as_bytes() == rest.as_bytes())
+                    .then(|| $name(text.into()))
             }
 
             pub fn as_str(&self) -> &str {

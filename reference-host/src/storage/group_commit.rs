@@ -1,9 +1,14 @@
 //! Group commit: concurrent writes share one transaction and one commit.
 //!
 //! Every write is a job queued here. The caller that leads runs every
-//! queued job in one transaction, each inside its own savepoint (a failing
-//! job is rolled back alone), commits once, and only then hands each job
-//! its result. So a caller learns its write happened only once it is
+//! queued job in one transaction, commits once, and only then hands each
+//! job its result. A job that fails is rolled back alone: the transaction
+//! is rolled back, the failed job gets its error, and the others run again
+//! in a new transaction (jobs are `Fn`, and write nothing outside it).
+//! Failures are rare — a version conflict is a result, not a failure — so
+//! this costs less than a savepoint around every job, which copied each
+//! page a job touched into a sub-journal and freed it again (a third of a
+//! group's time, docs/PROFILING.md section 4). So a caller learns its write happened only once it is
 //! durable — a run is never dispatched before its reservation is on disk —
 //! while a burst of writers pays for one commit instead of one each (under
 //! load a `continue` waited mostly for the commits of the others, see
@@ -37,14 +42,21 @@ use super::StoreError;
 /// how long a leader holds its thread (about a millisecond here).
 const MAX_GROUP: usize = 64;
 
-type Work<T> = Box<dyn FnOnce(&Connection) -> Result<T, StoreError> + Send>;
+type Work<T> = Box<dyn Fn(&Connection) -> Result<T, StoreError> + Send>;
+
+/// Runs once a job's result is committed, before anybody is answered.
+type OnCommit<T> = Box<dyn FnOnce(&T) + Send>;
 
 /// A write in progress; resolves once it committed (or failed).
 pub type Pending<T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'static>>;
 
 /// One queued write and, once its group committed, its result.
 struct Slot<T> {
+    /// Kept until the job is settled: rolled back with a failing job of its
+    /// group, it runs again.
+    work: Mutex<Option<Work<T>>>,
     state: Mutex<SlotState<T>>,
+    on_commit: Mutex<Option<OnCommit<T>>>,
     signal: Mutex<Signal>,
     /// Wakes a thread waiting in [`Slot::wait`].
     thread: Condvar,
@@ -54,8 +66,9 @@ struct Slot<T> {
 }
 
 enum SlotState<T> {
-    Queued(Work<T>),
-    /// Ran inside the open transaction; not yet committed.
+    Queued,
+    /// Ran inside the open transaction; not yet committed (and maybe to
+    /// run again).
     Ran(Result<T, StoreError>),
     /// Final: committed, failed, or rolled back with its group.
     Done(Result<T, StoreError>),
@@ -72,10 +85,13 @@ struct Signal {
 
 /// What the leader needs of a job, whatever its result type.
 trait Job: Send + Sync {
-    /// Runs the work; `false` when it failed and its savepoint must go.
+    /// Runs the work; `false` when it failed and the transaction must go.
     fn run(&self, connection: &Connection) -> bool;
-    /// The group committed (`None`) or failed as a whole (`Some`).
-    fn finish(&self, group_failed: Option<&str>);
+    /// The group committed (`None`) or failed as a whole (`Some`): the
+    /// result is final and the commit hook ran. The caller is not woken
+    /// yet ([`Job::wake`]).
+    fn settle(&self, group_failed: Option<&str>);
+    fn wake(&self);
     /// Tells the job's caller to lead; `false` if the caller is gone.
     fn hand_lead(&self) -> bool;
     fn is_done(&self) -> bool;
@@ -89,8 +105,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl<T: Send> Job for Slot<T> {
     fn run(&self, connection: &Connection) -> bool {
-        let mut state = lock(&self.state);
-        let SlotState::Queued(work) = std::mem::replace(&mut *state, SlotState::Taken) else {
+        let work = lock(&self.work);
+        let Some(work) = work.as_ref() else {
             return true;
         };
         let result = catch_unwind(AssertUnwindSafe(|| work(connection))).unwrap_or_else(|_| {
@@ -99,11 +115,12 @@ impl<T: Send> Job for Slot<T> {
             ))
         });
         let ok = result.is_ok();
-        *state = SlotState::Ran(result);
+        *lock(&self.state) = SlotState::Ran(result);
         ok
     }
 
-    fn finish(&self, group_failed: Option<&str>) {
+    fn settle(&self, group_failed: Option<&str>) {
+        drop(lock(&self.work).take());
         let mut state = lock(&self.state);
         let result = match std::mem::replace(&mut *state, SlotState::Taken) {
             SlotState::Ran(Err(error)) => Err(error),
@@ -111,13 +128,21 @@ impl<T: Send> Job for Slot<T> {
                 None => Ok(value),
                 Some(reason) => Err(StoreError::GroupCommit(reason.to_string())),
             },
-            SlotState::Queued(_) | SlotState::Taken | SlotState::Done(_) => Err(
+            SlotState::Queued | SlotState::Taken | SlotState::Done(_) => Err(
                 StoreError::GroupCommit(group_failed.unwrap_or("the write never ran").to_string()),
             ),
         };
+        if let (Ok(value), Some(hook)) = (&result, lock(&self.on_commit).take()) {
+            hook(value);
+        }
         *state = SlotState::Done(result);
-        drop(state);
-        self.wake();
+    }
+
+    fn wake(&self) {
+        // Taking `signal` orders this wake after a waiting thread's check.
+        drop(lock(&self.signal));
+        self.thread.notify_one();
+        self.task.notify_one();
     }
 
     fn hand_lead(&self) -> bool {
@@ -128,7 +153,7 @@ impl<T: Send> Job for Slot<T> {
             }
             signal.lead = true;
         }
-        self.wake();
+        Job::wake(self);
         true
     }
 
@@ -138,20 +163,15 @@ impl<T: Send> Job for Slot<T> {
 }
 
 impl<T: Send> Slot<T> {
-    fn new(work: Work<T>) -> Slot<T> {
+    fn new(work: Work<T>, on_commit: Option<OnCommit<T>>) -> Slot<T> {
         Slot {
-            state: Mutex::new(SlotState::Queued(work)),
+            work: Mutex::new(Some(work)),
+            state: Mutex::new(SlotState::Queued),
+            on_commit: Mutex::new(on_commit),
             signal: Mutex::new(Signal::default()),
             thread: Condvar::new(),
             task: Notify::new(),
         }
-    }
-
-    fn wake(&self) {
-        // Taking `signal` orders this wake after a waiting thread's check.
-        drop(lock(&self.signal));
-        self.thread.notify_one();
-        self.task.notify_one();
     }
 
     /// Sleeps until the job is done (`false`) or its caller is to lead
@@ -328,9 +348,9 @@ impl GroupCommit {
     /// thread: for callers off the async workers.
     pub(super) fn write<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        work: impl Fn(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let slot = Arc::new(Slot::new(Box::new(work)));
+        let slot = Arc::new(Slot::new(Box::new(work), None));
         if self.enqueue(Arc::clone(&slot) as Arc<dyn Job>) || slot.wait() {
             self.lead(slot.as_ref());
         }
@@ -341,11 +361,22 @@ impl GroupCommit {
     /// on the caller's worker.
     pub(super) fn submit<T: Send + 'static>(
         self: &Arc<Self>,
-        work: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        work: impl Fn(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Pending<T> {
+        self.submit_then(work, None)
+    }
+
+    /// [`GroupCommit::submit`], running `on_commit` with the job's result
+    /// once it committed and before anybody in its group is answered, even
+    /// if the caller went away meanwhile.
+    pub(super) fn submit_then<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl Fn(&Connection) -> Result<T, StoreError> + Send + 'static,
+        on_commit: Option<OnCommit<T>>,
     ) -> Pending<T> {
         let commit = Arc::clone(self);
         Box::pin(async move {
-            let slot = Arc::new(Slot::new(Box::new(work)));
+            let slot = Arc::new(Slot::new(Box::new(work), on_commit));
             let mut leads = commit.enqueue(Arc::clone(&slot) as Arc<dyn Job>);
             if !leads {
                 let mut waiting = Waiting {
@@ -365,55 +396,39 @@ impl GroupCommit {
 }
 
 fn run_group(connection: &Connection, group: &[Arc<dyn Job>]) {
-    if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
-        let reason = error.to_string();
-        group.iter().for_each(|job| job.finish(Some(&reason)));
-        return;
-    }
-    // One job needs no savepoint: its failure rolls back the transaction.
-    let single = group.len() == 1;
-    for job in group {
-        if single {
-            if !job.run(connection) {
-                rollback(connection);
-                job.finish(None);
-                return;
+    let mut pending: Vec<Arc<dyn Job>> = group.to_vec();
+    loop {
+        if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
+            finish(&pending, Some(&error.to_string()));
+            return;
+        }
+        let Some(failed) = pending.iter().position(|job| !job.run(connection)) else {
+            match connection.execute_batch("COMMIT") {
+                Ok(()) => finish(&pending, None),
+                Err(error) => {
+                    rollback(connection);
+                    finish(&pending, Some(&error.to_string()));
+                }
             }
-            continue;
-        }
-        if let Err(error) = savepoint(connection, "SAVEPOINT job") {
-            let reason = error.to_string();
-            rollback(connection);
-            group.iter().for_each(|job| job.finish(Some(&reason)));
             return;
-        }
-        let ok = job.run(connection);
-        let end = if ok {
-            savepoint(connection, "RELEASE job")
-        } else {
-            savepoint(connection, "ROLLBACK TO job")
-                .and_then(|()| savepoint(connection, "RELEASE job"))
         };
-        if let Err(error) = end {
-            let reason = error.to_string();
-            rollback(connection);
-            group.iter().for_each(|job| job.finish(Some(&reason)));
+        // Nothing of the group is written; the failed job gets its own
+        // error, the rest run again.
+        rollback(connection);
+        let job = pending.remove(failed);
+        finish(&[job], None);
+        if pending.is_empty() {
             return;
-        }
-    }
-    match connection.execute_batch("COMMIT") {
-        Ok(()) => group.iter().for_each(|job| job.finish(None)),
-        Err(error) => {
-            let reason = error.to_string();
-            rollback(connection);
-            group.iter().for_each(|job| job.finish(Some(&reason)));
         }
     }
 }
 
-fn savepoint(connection: &Connection, sql: &str) -> Result<(), rusqlite::Error> {
-    connection.prepare_cached(sql)?.execute([])?;
-    Ok(())
+/// Settles every job of the group (their commit hooks run), then wakes
+/// their callers: nobody woken sees a state that a hook of its own group
+/// has yet to put in place.
+fn finish(group: &[Arc<dyn Job>], group_failed: Option<&str>) {
+    group.iter().for_each(|job| job.settle(group_failed));
+    group.iter().for_each(|job| job.wake());
 }
 
 fn rollback(connection: &Connection) {
@@ -497,7 +512,7 @@ mod tests {
                     }
                     Ok(v)
                 });
-                Arc::new(Slot::new(work))
+                Arc::new(Slot::new(work, None))
             })
             .collect();
         let jobs: Vec<Arc<dyn Job>> = slots
@@ -519,6 +534,39 @@ mod tests {
             .collect::<Result<_, _>>()
             .expect("reads");
         assert_eq!(values, vec![1, 3]);
+    }
+
+    /// The hook sees the committed result before the caller is answered,
+    /// and a failed write runs no hook.
+    #[tokio::test]
+    async fn the_commit_hook_runs_before_the_answer_and_only_on_success() {
+        let group = Arc::new(store());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let hook = |seen: &Arc<Mutex<Vec<i64>>>| -> Option<OnCommit<i64>> {
+            let seen = Arc::clone(seen);
+            Some(Box::new(move |value: &i64| lock(&seen).push(*value)))
+        };
+        let written = group
+            .submit_then(
+                |c| Ok(c.execute("INSERT INTO t (v) VALUES (7)", [])? as i64 * 7),
+                hook(&seen),
+            )
+            .await
+            .expect("writes");
+        assert_eq!(written, 7);
+        assert_eq!(*lock(&seen), vec![7], "the hook ran before the answer");
+        let failed = group
+            .submit_then(
+                |c| {
+                    c.execute("INSERT INTO t (v) VALUES (8)", [])?;
+                    Err(StoreError::Corrupt("no".into()))
+                },
+                hook(&seen),
+            )
+            .await;
+        assert!(failed.is_err());
+        assert_eq!(*lock(&seen), vec![7], "a failed write ran its hook");
+        assert_eq!(count(&group), 1);
     }
 
     /// Many threads writing at once: every write lands exactly once and

@@ -5,6 +5,8 @@
 //! only if nobody changed the goal since it was read (optimistic concurrency
 //! on the goal's version).
 
+mod checkpoint;
+mod goal_cache;
 mod group_commit;
 mod migrations;
 mod next_due;

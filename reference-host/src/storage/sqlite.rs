@@ -9,6 +9,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use std::sync::Arc;
 
+use super::checkpoint::{Checkpointer, CHECKPOINT_PAGES};
+use super::goal_cache::GoalCache;
 use super::group_commit::{GroupCommit, Pending};
 use super::migrations::migrate;
 use super::readers::Readers;
@@ -35,11 +37,19 @@ const STATEMENT_CACHE: usize = 64;
 /// space, not resident memory).
 pub(super) const MMAP_BYTES: i64 = 256 << 20;
 
+/// About how much memory goals kept in memory may take (`goal_cache.rs`):
+/// some 16,000 small goals.
+const GOAL_CACHE_BYTES: usize = 16 << 20;
+
 pub struct SqliteStore {
     writer: Arc<GroupCommit>,
+    /// Goals as last committed; every goal write goes through this store.
+    cache: Arc<GoalCache>,
     /// `None` for an in-memory database, which only the write connection
     /// can see.
     readers: Option<Readers>,
+    /// WAL checkpoints, for a file database in WAL mode.
+    _checkpointer: Option<Checkpointer>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -72,12 +82,23 @@ impl SqliteStore {
         // each call was a quarter of a `continue` (docs/PROFILING.md).
         connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let mut readers = None;
+        let mut checkpointer = None;
         if let DbLocation::File(path) = location {
             // `journal_mode` answers with the mode in effect.
             let mode: String =
                 connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
             if mode.eq_ignore_ascii_case("wal") {
                 readers = Some(Readers::new(path));
+                let started = Checkpointer::start(path)?;
+                let ask = started.ask();
+                // Replaces SQLite's automatic checkpoint (`checkpoint.rs`).
+                connection.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: i32| {
+                    if pages >= CHECKPOINT_PAGES {
+                        ask.checkpoint();
+                    }
+                    Ok(())
+                }))?;
+                checkpointer = Some(started);
             } else {
                 // Without WAL a reader would block the writer: reads share
                 // the write connection instead.
@@ -93,7 +114,9 @@ impl SqliteStore {
         migrate(&mut connection)?;
         Ok(SqliteStore {
             writer: Arc::new(GroupCommit::new(connection)),
+            cache: Arc::new(GoalCache::new(GOAL_CACHE_BYTES)),
             readers,
+            _checkpointer: checkpointer,
         })
     }
 
@@ -386,13 +409,23 @@ impl Store for SqliteStore {
     }
 
     fn goal(&self, id: &GoalId) -> Result<Option<Goal>, StoreError> {
+        if let Some(goal) = self.cache.get(id) {
+            return Ok(Some(Goal::clone(&goal)));
+        }
+        let ticket = self.cache.ticket(id);
         let row = self.read(|connection| {
             Ok(connection
                 .prepare_cached(select_goals!("WHERE id = ?1"))?
                 .query_row(params![id.as_str()], goal_from_row)
                 .optional()?)
         })?;
-        row.map(into_goal).transpose()
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let record_len = row.0.len();
+        let goal = into_goal(row)?;
+        self.cache.fill(ticket, goal.clone(), record_len);
+        Ok(Some(goal))
     }
 
     fn goals(&self, tenant: &Tenant, state: Option<GoalState>) -> Result<Vec<Goal>, StoreError> {
@@ -448,7 +481,17 @@ impl Store for SqliteStore {
         let run = run.map(|run| run.as_str().to_string());
         let at_ms = at.unix_ms();
         let payloads = change.events.clone();
-        let write = self.writer.submit(move |connection| {
+        let (cache, goal, record_len) = (
+            Arc::clone(&self.cache),
+            change.goal.clone(),
+            row.record.len(),
+        );
+        let on_commit = Box::new(move |written: &Option<i64>| {
+            if written.is_some() {
+                cache.committed(goal, record_len);
+            }
+        });
+        let write = self.writer.submit_then(move |connection| {
             if !write_goal_columns(connection, &row, expected_version)? {
                 return Ok(None);
             }
@@ -479,7 +522,7 @@ impl Store for SqliteStore {
                     .execute(params![run, at_ms])?;
             }
             Ok(Some(last))
-        });
+        }, Some(on_commit));
         Box::pin(async move {
             let Some(last) = write.await? else {
                 return Ok(Written::Conflict);
@@ -731,7 +774,14 @@ impl Store for SqliteStore {
         let owner = goal.owner.clone();
         let armed = matches!(goal.continuation.mode, Mode::Schedule | Mode::Heartbeat);
         let guard = guard.clone();
-        self.writer.submit(move |connection| {
+        let (cache, created, record_len) =
+            (Arc::clone(&self.cache), goal.clone(), row.record.len());
+        let on_commit = Box::new(move |inserted: &Inserted| {
+            if *inserted == Inserted::Done {
+                cache.committed(created, record_len);
+            }
+        });
+        self.writer.submit_then(move |connection| {
             if let Some((key, _)) = &guard.key {
                 if let Some(stored) =
                     stored_key(connection, &owner, key, guard.keys_expire_at_or_before)?
@@ -767,7 +817,7 @@ impl Store for SqliteStore {
                     ])?;
             }
             Ok(Inserted::Done)
-        })
+        }, Some(on_commit))
     }
 
     fn idempotency_key(
@@ -924,5 +974,49 @@ mod tests {
         );
         let again: Vec<_> = counts.into_iter().filter(|(_, count)| *count > 0).collect();
         assert!(again.is_empty(), "prepared again on every run: {again:#?}");
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::domain::fixture::goal;
+    use crate::domain::Objective;
+
+    /// SQLite's own automatic checkpoint is replaced (`checkpoint.rs`): the
+    /// database file must still take in the WAL's pages while the store
+    /// writes, not only when the last connection closes.
+    #[test]
+    fn the_wal_is_checkpointed_into_the_database_while_writing() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("host.db");
+        let store = SqliteStore::open(&DbLocation::File(path.clone())).expect("opens");
+        let text = "x".repeat(4000);
+        for _ in 0..40 {
+            let batch: Vec<Goal> = (0..50)
+                .map(|_| {
+                    let mut stored = goal(Some(10), None, None);
+                    stored.objective = Objective::new(text.clone());
+                    stored
+                })
+                .collect();
+            store.insert_goals(&batch).expect("stored");
+        }
+        // About 2,000 pages went through the WAL; a checkpoint copies them
+        // into the file. Polled: the checkpoint runs on its own thread.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        while size() < 4 << 20 {
+            assert!(
+                Instant::now() < deadline,
+                "the database file is still {} bytes (WAL {:?}): nothing was checkpointed",
+                size(),
+                std::fs::metadata(path.with_extension("db-wal")).map(|m| m.len())
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(store);
     }
 }
