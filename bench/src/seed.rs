@@ -34,9 +34,21 @@ fn new_goal(body: &Value, owner: Tenant, now: Timestamp) -> Result<goalpost_host
     Ok(parsed.into_goal(GoalId::generate(), owner, now))
 }
 
+/// The due slot of the goal created `index`-th of `n`: a fixed shuffle of
+/// creation order. Ids are time-ordered (UUID v7), so goals firing in
+/// creation order would touch neighbouring pages of every index keyed by
+/// goal id and flatter the store; goals made at different times fire in
+/// no such order.
+fn due_slot(index: usize, n: usize) -> usize {
+    // Multiplying by a prime that does not divide `n` permutes 0..n.
+    let prime = if n % 7919 == 0 { 7907 } else { 7919 };
+    ((index as u128 * prime as u128 + 13) % n.max(1) as u128) as usize
+}
+
 /// `n` active `schedule` goals (fixture arm every `interval_ms`, fixture
 /// judge that never satisfies) whose first fires are due one after the
-/// other, `interval_ms / n` apart from `first_due_ms`: the steady state of
+/// other, `interval_ms / n` apart from `first_due_ms`, in an order unrelated
+/// to the order they were created in ([`due_slot`]): the steady state of
 /// goals created at different times. Writes `goal-id due-ms` lines to
 /// `dues`.
 pub fn schedule_goals(
@@ -60,7 +72,7 @@ pub fn schedule_goals(
     let mut batch = Vec::with_capacity(BATCH);
     for index in 0..n {
         let mut goal = new_goal(&body, tenant(index)?, now)?;
-        let due = first_due_ms + (index as f64 * spacing) as i64;
+        let due = first_due_ms + (due_slot(index, n) as f64 * spacing) as i64;
         goal.next_fire_at = Some(Timestamp::from_unix_ms(due).context("due time")?);
         writeln!(out, "{} {due}", goal.id)?;
         batch.push(goal);
@@ -105,4 +117,26 @@ pub fn mixed_goals(db: &Path, n: usize) -> Result<Value> {
         }
     }
     Ok(json!({"inserted": n, "secs": started.elapsed().as_secs_f64()}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::due_slot;
+
+    #[test]
+    fn due_slots_are_a_shuffle_of_creation_order() {
+        for n in [1, 2, 1000, 7919, 100_000] {
+            let mut slots: Vec<usize> = (0..n).map(|index| due_slot(index, n)).collect();
+            let in_creation_order = slots.windows(2).filter(|w| w[1] == w[0] + 1).count();
+            slots.sort_unstable();
+            assert!(
+                slots.iter().copied().eq(0..n),
+                "not a permutation of 0..{n}"
+            );
+            assert!(
+                n < 1000 || in_creation_order < n / 100,
+                "{in_creation_order} in order"
+            );
+        }
+    }
 }

@@ -32,6 +32,10 @@ pub const MAX_PROBES_IN_FLIGHT: usize = 16;
 /// more memory).
 pub const MAX_FIRES_IN_FLIGHT: usize = 256;
 
+/// Due goals a tick lists beyond those already firing or queued: enough to
+/// fill every fire slot several times over before the next tick.
+const LIST_AHEAD: usize = 4 * MAX_FIRES_IN_FLIGHT;
+
 /// The shortest sleep between the end of one tick and the start of the
 /// next: with something due every moment (10k goals on a 10 s interval are
 /// a fire a millisecond) the loop still sleeps between ticks.
@@ -131,8 +135,18 @@ impl Scheduler {
                 tick.closed.push(id);
             }
         }
+        // Goals already firing or queued are still due in the store until
+        // their run is recorded, and they are the longest due: list past
+        // them, and only so many more. Listing the whole backlog every tick
+        // made a scheduler that fell behind fall further behind.
+        let firing = self
+            .firing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        let limit = firing.saturating_add(LIST_AHEAD);
         let mut due = Vec::new();
-        for id in self.engine.due_schedule_goals(now).await? {
+        for id in self.engine.due_schedule_goals(now, limit).await? {
             let Some(firing) = self.start_firing(&id) else {
                 continue;
             };

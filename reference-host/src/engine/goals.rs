@@ -386,8 +386,15 @@ impl Engine {
 }
 
 impl Engine {
-    pub async fn due_schedule_goals(&self, now: Timestamp) -> Result<Vec<GoalId>, EngineError> {
-        let due = self.db(move |store| store.due_schedule_goals(now)).await?;
+    /// Due `schedule` goals, longest due first, at most `limit`.
+    pub async fn due_schedule_goals(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<GoalId>, EngineError> {
+        let due = self
+            .db(move |store| store.due_schedule_goals(now, limit))
+            .await?;
         #[cfg(feature = "mutants")]
         let due = crate::mutants::engine::due(&self.mutants, due);
         Ok(due)

@@ -186,8 +186,9 @@ pub trait Store: Send + Sync {
     /// A goal's evaluations in iteration order.
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError>;
 
-    /// Active, unpaused `schedule` goals whose next fire is due at `now`.
-    fn due_schedule_goals(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError>;
+    /// Active, unpaused `schedule` goals whose next fire is due at `now`,
+    /// longest due first, at most `limit` of them.
+    fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError>;
 
     /// Active goals (paused or not) whose deadline is at or before `now`.
     fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError>;

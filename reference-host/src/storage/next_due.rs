@@ -63,7 +63,7 @@ mod tests {
             .expect("the plan rows are text");
         let text = plan.join("\n");
         assert!(
-            text.contains("SEARCH goals USING INDEX goals_due"),
+            text.contains("SEARCH goals USING COVERING INDEX goals_due"),
             "{text}"
         );
         assert!(text.contains("INDEX goals_deadline"), "{text}");

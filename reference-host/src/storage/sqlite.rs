@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use std::sync::Arc;
 
-use super::checkpoint::{Checkpointer, CHECKPOINT_PAGES};
+use super::checkpoint::{self, Checkpointer};
 use super::goal_cache::GoalCache;
 use super::group_commit::{GroupCommit, Pending};
 use super::migrations::migrate;
@@ -69,6 +69,13 @@ fn unsigned(value: i64) -> Result<u64, StoreError> {
 impl SqliteStore {
     /// Opens (creating if needed) and migrates the database.
     pub fn open(location: &DbLocation) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(location, checkpoint::Thresholds::default())
+    }
+
+    fn open_with(
+        location: &DbLocation,
+        thresholds: checkpoint::Thresholds,
+    ) -> Result<SqliteStore, StoreError> {
         let opened = match location {
             DbLocation::Memory => Connection::open_in_memory(),
             DbLocation::File(path) => Connection::open(path),
@@ -92,10 +99,8 @@ impl SqliteStore {
                 let started = Checkpointer::start(path)?;
                 let ask = started.ask();
                 // Replaces SQLite's automatic checkpoint (`checkpoint.rs`).
-                connection.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: i32| {
-                    if pages >= CHECKPOINT_PAGES {
-                        ask.checkpoint();
-                    }
+                connection.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages: i32| {
+                    checkpoint::after_commit(wal, pages, &ask, thresholds);
                     Ok(())
                 }))?;
                 checkpointer = Some(started);
@@ -380,6 +385,21 @@ fn insert_goal_row(connection: &Connection, row: &GoalRow) -> Result<(), StoreEr
     append_run_ids(connection, &row.id, &row.run_ids, 0)
 }
 
+/// Due schedule goals, longest due first. `COALESCE` is the expression the
+/// index `goals_due` holds: written as `IS NULL OR <=`, SQLite would scan
+/// every active schedule goal. The index holds every column read here, in
+/// this order, so no row of `goals` is read.
+fn due_sql() -> String {
+    format!(
+        "SELECT id FROM goals
+         WHERE state = 'active' AND paused = 0 AND mode = '{}'
+           AND COALESCE(next_fire_ms, 0) <= ?1
+         ORDER BY COALESCE(next_fire_ms, 0), created_ms
+         LIMIT CAST(?2 AS INTEGER)",
+        Mode::Schedule.as_str()
+    )
+}
+
 fn ids(connection: &Connection, sql: &str, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
     let mut statement = connection.prepare_cached(sql)?;
     let rows = statement.query_map(params![now.unix_ms()], |row| row.get::<_, String>(0))?;
@@ -649,17 +669,19 @@ impl Store for SqliteStore {
         })
     }
 
-    fn due_schedule_goals(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
-        // `COALESCE` is the expression index `goals_due` holds: written as
-        // `IS NULL OR <=`, SQLite would scan every active schedule goal.
-        let sql = format!(
-            "SELECT id FROM goals
-             WHERE state = 'active' AND paused = 0 AND mode = '{}'
-               AND COALESCE(next_fire_ms, 0) <= ?1
-             ORDER BY COALESCE(next_fire_ms, 0), created_ms",
-            Mode::Schedule.as_str()
-        );
-        self.read(|connection| ids(connection, &sql, now))
+    fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
+        let sql = due_sql();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(&sql)?;
+            let rows = statement
+                .query_map(params![now.unix_ms(), limit], |row| row.get::<_, String>(0))?;
+            rows.map(|row| {
+                let text = row?;
+                GoalId::parse(&text).ok_or_else(|| StoreError::Corrupt(format!("goal id {text:?}")))
+            })
+            .collect()
+        })
     }
 
     fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
@@ -957,7 +979,9 @@ mod tests {
                     .idempotency_key(tenant, "key-0", at(-1))
                     .expect("reads");
             }
-            store.due_schedule_goals(at(round * 1000)).expect("due");
+            store
+                .due_schedule_goals(at(round * 1000), 100)
+                .expect("due");
             store.goals_past_deadline(at(round * 1000)).expect("past");
             store.heartbeat_goals().expect("heartbeats");
             store.next_due_after(at(round * 1000)).expect("next");
@@ -978,6 +1002,52 @@ mod tests {
 }
 
 #[cfg(test)]
+mod plan_tests {
+    use super::*;
+
+    #[test]
+    fn the_due_listing_reads_only_its_index_in_order() {
+        let mut connection = Connection::open_in_memory().expect("in-memory database");
+        migrate(&mut connection).expect("the schema migrates");
+        let mut statement = connection
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", due_sql()))
+            .expect("the query prepares");
+        let plan: Vec<String> = statement
+            .query_map(params![0, 10], |row| row.get::<_, String>(3))
+            .expect("the plan is readable")
+            .collect::<Result<_, _>>()
+            .expect("the plan rows are text");
+        let text = plan.join("\n");
+        assert!(
+            text.contains("SEARCH goals USING COVERING INDEX goals_due"),
+            "{text}"
+        );
+        assert!(!text.contains("TEMP B-TREE"), "sorts: {text}");
+    }
+
+    #[test]
+    fn the_due_listing_is_longest_due_first_and_bounded() {
+        use crate::domain::fixture::{at, goal};
+        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
+        let goals: Vec<Goal> = [30, 10, 50, 20, 40]
+            .into_iter()
+            .map(|due_ms| {
+                let mut stored = goal(Some(10), None, None);
+                stored.continuation.mode = Mode::Schedule;
+                stored.next_fire_at = Some(at(due_ms));
+                stored
+            })
+            .collect();
+        store.insert_goals(&goals).expect("stored");
+        let listed = store.due_schedule_goals(at(45), 3).expect("listed");
+        let expected: Vec<GoalId> = [1, 3, 0].iter().map(|&i| goals[i].id.clone()).collect();
+        assert_eq!(listed, expected);
+        let all = store.due_schedule_goals(at(45), 100).expect("listed");
+        assert_eq!(all.len(), 4, "the goal due at 50 is not due at 45");
+    }
+}
+
+#[cfg(test)]
 mod file_tests {
     use std::time::{Duration, Instant};
 
@@ -992,23 +1062,54 @@ mod file_tests {
     fn the_wal_is_checkpointed_into_the_database_while_writing() {
         let dir = tempfile::tempdir().expect("temporary directory");
         let path = dir.path().join("host.db");
-        let store = SqliteStore::open(&DbLocation::File(path.clone())).expect("opens");
-        let text = "x".repeat(4000);
-        for _ in 0..40 {
-            let batch: Vec<Goal> = (0..50)
-                .map(|_| {
-                    let mut stored = goal(Some(10), None, None);
-                    stored.objective = Objective::new(text.clone());
-                    stored
+        // Small thresholds, so a few thousand pages cross them many times.
+        let thresholds = checkpoint::Thresholds {
+            ask: 250,
+            catch_up: 1000,
+        };
+        let store =
+            SqliteStore::open_with(&DbLocation::File(path.clone()), thresholds).expect("opens");
+        let store = Arc::new(store);
+        let wal = path.with_extension("db-wal");
+        // Writers without a pause between commits: two threads, one small
+        // commit after another, about 10,000 pages in all.
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                let store = Arc::clone(&store);
+                let wal = wal.clone();
+                std::thread::spawn(move || {
+                    let text = "x".repeat(4000);
+                    let mut largest = 0;
+                    for _ in 0..1500 {
+                        let mut stored = goal(Some(10), None, None);
+                        stored.objective = Objective::new(text.clone());
+                        store.insert_goals(&[stored]).expect("stored");
+                        largest =
+                            largest.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
+                    }
+                    largest
                 })
-                .collect();
-            store.insert_goals(&batch).expect("stored");
-        }
-        // About 2,000 pages went through the WAL; a checkpoint copies them
-        // into the file. Polled: the checkpoint runs on its own thread.
+            })
+            .collect();
+        let largest_wal = writers
+            .into_iter()
+            .map(|writer| writer.join().expect("no writer panicked"))
+            .max()
+            .unwrap_or(0);
+        // The WAL starts over instead of growing far past the catch-up
+        // point (a few commits can land while a catch-up waits for the
+        // thread's checkpoint). Without the catch-up it grew past 20,000
+        // pages here.
+        let bound = 3 * thresholds.catch_up as u64 * 4120;
+        assert!(
+            largest_wal <= bound,
+            "the WAL grew to {largest_wal} bytes (bound {bound})"
+        );
+        // A checkpoint copies the pages into the file. Polled: the
+        // checkpoint runs on its own thread.
         let deadline = Instant::now() + Duration::from_secs(30);
         let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        while size() < 4 << 20 {
+        while size() < 8 << 20 {
             assert!(
                 Instant::now() < deadline,
                 "the database file is still {} bytes (WAL {:?}): nothing was checkpointed",
@@ -1017,6 +1118,5 @@ mod file_tests {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
-        drop(store);
     }
 }
