@@ -33,7 +33,7 @@ const TOKEN: &str = "bench-overhead";
 const GOALS: &str = "/v1/host/sample/goals";
 /// Each side runs this long per turn, [`TURNS`] turns each.
 const TURN: Duration = Duration::from_millis(1500);
-const TURNS: usize = 2;
+const TURNS: usize = 4;
 const TARGET: f64 = 0.7;
 
 fn create_body(objective: &str) -> Value {
@@ -191,11 +191,12 @@ pub fn measure() -> Result<Vec<Row>> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let host = RunningHost::start(Config::conformance_in_memory(vec![(
-            TOKEN.to_string(),
-            "tenant-a".to_string(),
-        )]))
-        .await?;
+        let mut config =
+            Config::conformance_in_memory(vec![(TOKEN.to_string(), "tenant-a".to_string())]);
+        // One tenant creates a goal per scenario run, tens of thousands in
+        // all: the default quota of open goals would stop the measurement.
+        config.quotas.goals_per_tenant = u64::MAX;
+        let host = RunningHost::start(config).await?;
         let base: Arc<str> = Arc::from(host.base_url());
         let http = Http::new(1.0, DEFAULT_BODY_CAP).map_err(anyhow::Error::msg)?;
         let found = discovery::fetch(&http, &base).await?;

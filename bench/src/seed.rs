@@ -41,7 +41,11 @@ fn new_goal(body: &Value, owner: Tenant, now: Timestamp) -> Result<goalpost_host
 /// no such order.
 fn due_slot(index: usize, n: usize) -> usize {
     // Multiplying by a prime that does not divide `n` permutes 0..n.
-    let prime = if n.checked_rem(7919) == Some(0) { 7907 } else { 7919 };
+    let prime = if n.checked_rem(7919) == Some(0) {
+        7907
+    } else {
+        7919
+    };
     ((index as u128 * prime as u128 + 13) % n.max(1) as u128) as usize
 }
 

@@ -163,11 +163,10 @@ impl Http {
                 .map_err(|_| scenario_error(format!("invalid value for header `{name}`")))?;
             headers.insert(name, value);
         }
-        let mut builder = self
-            .client
-            .request(method, &outgoing.url)
-            .headers(headers)
-            .timeout(self.timeout);
+        // No per-request timeout on the reqwest side: the one below covers
+        // the whole exchange, and a second timer per request was measurable
+        // (`goalpost-bench --only overhead`).
+        let mut builder = self.client.request(method, &outgoing.url).headers(headers);
         if let Some(body) = &outgoing.body {
             builder = builder.body(body.bytes.clone());
         }
@@ -211,9 +210,8 @@ impl Http {
             }
             Ok(Exchange::new(&method, &url, status, headers, body))
         };
-        // reqwest's own timeout covers the body too; this outer one is the
-        // guarantee, whatever a client upgrade changes, that no answer
-        // (headers, body, or neither) holds a step past its deadline.
+        // The one deadline of the exchange: no answer (headers, body, or
+        // neither) holds a step past it.
         match tokio::time::timeout(self.timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(RunError::Timeout {

@@ -7,12 +7,15 @@
 //! in a new transaction (jobs are `Fn`, and write nothing outside it).
 //! Failures are rare — a version conflict is a result, not a failure — so
 //! this costs less than a savepoint around every job, which copied each
-//! page a job touched into a sub-journal and freed it again (a third of a
-//! group's time, docs/PROFILING.md section 4). So a caller learns its write happened only once it is
-//! durable — a run is never dispatched before its reservation is on disk —
-//! while a burst of writers pays for one commit instead of one each (under
-//! load a `continue` waited mostly for the commits of the others, see
-//! docs/PROFILING.md).
+//! page a job touched into a sub-journal and freed it again (about a
+//! quarter of a group's time, docs/PROFILING.md section 4).
+//!
+//! So a caller learns its write happened only once it is durable — a run
+//! is never dispatched before its reservation is on disk — while a burst
+//! of writers pays for one commit instead of one each (under load a
+//! `continue` waited mostly for the commits of the others, see
+//! docs/PROFILING.md). A job may also carry a commit hook, run once it
+//! committed and before anybody in its group is woken (the goal cache).
 //!
 //! No writer thread: the caller that finds nobody leading leads, running
 //! group after group until its own job is done, then hands the lead to the
