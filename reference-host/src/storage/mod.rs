@@ -237,3 +237,20 @@ pub trait Store: Send + Sync {
     /// The tenant's open goals in `schedule` or `heartbeat` mode.
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError>;
 }
+
+/// `EXPLAIN QUERY PLAN` of `sql` on a freshly migrated in-memory database,
+/// one plan line each, for tests that hold a query to its index.
+#[cfg(test)]
+fn query_plan(sql: &str, params: impl rusqlite::Params) -> String {
+    let mut connection = rusqlite::Connection::open_in_memory().expect("in-memory database");
+    migrations::migrate(&mut connection).expect("the schema migrates");
+    let mut statement = connection
+        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .expect("the query prepares");
+    let plan: Vec<String> = statement
+        .query_map(params, |row| row.get::<_, String>(3))
+        .expect("the plan is readable")
+        .collect::<Result<_, _>>()
+        .expect("the plan rows are text");
+    plan.join("\n")
+}

@@ -47,21 +47,10 @@ pub(super) fn next_due_after(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::migrations::migrate;
 
     #[test]
     fn the_lookup_seeks_the_partial_indexes_and_scans_nothing() {
-        let mut connection = Connection::open_in_memory().expect("in-memory database");
-        migrate(&mut connection).expect("the schema migrates");
-        let mut statement = connection
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", sql()))
-            .expect("the query prepares");
-        let plan: Vec<String> = statement
-            .query_map(params![0], |row| row.get::<_, String>(3))
-            .expect("the plan is readable")
-            .collect::<Result<_, _>>()
-            .expect("the plan rows are text");
-        let text = plan.join("\n");
+        let text = crate::storage::query_plan(&sql(), params![0]);
         assert!(
             text.contains("SEARCH goals USING COVERING INDEX goals_due"),
             "{text}"

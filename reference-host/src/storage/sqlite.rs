@@ -1044,17 +1044,7 @@ mod plan_tests {
 
     #[test]
     fn the_due_listing_reads_only_its_index_in_order() {
-        let mut connection = Connection::open_in_memory().expect("in-memory database");
-        migrate(&mut connection).expect("the schema migrates");
-        let mut statement = connection
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", due_sql()))
-            .expect("the query prepares");
-        let plan: Vec<String> = statement
-            .query_map(params![0, 10], |row| row.get::<_, String>(3))
-            .expect("the plan is readable")
-            .collect::<Result<_, _>>()
-            .expect("the plan rows are text");
-        let text = plan.join("\n");
+        let text = crate::storage::query_plan(&due_sql(), params![0, 10]);
         assert!(
             text.contains("SEARCH goals USING COVERING INDEX goals_due"),
             "{text}"
