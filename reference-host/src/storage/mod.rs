@@ -145,15 +145,10 @@ pub enum Inserted {
 /// [`Pending`]: futures that resolve once the write committed, so a task
 /// waits for a shared commit without holding a thread (`group_commit.rs`).
 pub trait Store: Send + Sync {
-    /// Stores a new goal (version 1).
-    fn insert_goal(&self, goal: &Goal) -> Result<(), StoreError>;
-
-    /// Stores new goals in bulk (the benchmarks seed a million goals with
-    /// it). This default stores them one by one; `SqliteStore` writes them
-    /// all or none, in one transaction.
-    fn insert_goals(&self, goals: &[Goal]) -> Result<(), StoreError> {
-        goals.iter().try_for_each(|goal| self.insert_goal(goal))
-    }
+    /// Stores new goals (version 1), all or none, with no quota or key
+    /// check: for tests and the benchmarks (which seed a million goals with
+    /// it). Creates go through [`Store::insert_goal_guarded`].
+    fn insert_goals(&self, goals: &[Goal]) -> Result<(), StoreError>;
 
     fn goal(&self, id: &GoalId) -> Result<Option<Goal>, StoreError>;
 

@@ -459,12 +459,6 @@ impl Store for SqliteStore {
         })
     }
 
-    fn insert_goal(&self, goal: &Goal) -> Result<(), StoreError> {
-        let row = GoalRow::new(goal)?;
-        self.writer
-            .write(move |connection| insert_goal_row(connection, &row))
-    }
-
     fn goal(&self, id: &GoalId) -> Result<Option<Goal>, StoreError> {
         if let Some(goal) = self.cache.get(id) {
             return Ok(Some(Goal::clone(&goal)));
