@@ -143,7 +143,8 @@ impl Engine {
     /// SQLite's page cache in microseconds and, on a file database, from a
     /// read connection that never waits for a writer (WAL); the two thread
     /// hand-offs of [`Engine::db`] cost more than the read itself
-    /// (docs/PROFILING.md). Scans and writes go through `db`.
+    /// (docs/PROFILING.md). Scans and lists go through `db`; writes are
+    /// the store's `Pending` futures, awaited where they are made.
     fn lookup<T>(
         &self,
         call: impl FnOnce(&dyn Store) -> Result<T, StoreError>,
@@ -151,7 +152,7 @@ impl Engine {
         call(self.store.as_ref()).map_err(EngineError::from)
     }
 
-    /// Runs a storage call off the async workers (SQLite is synchronous).
+    /// Runs a scan or list off the async workers (SQLite is synchronous).
     async fn db<T, F>(&self, call: F) -> Result<T, EngineError>
     where
         T: Send + 'static,

@@ -118,8 +118,8 @@ impl Checkpointer {
         // read it; until then a checkpoint does nothing.
         let mode: String = connection.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::Corrupt(format!(
-                "the checkpoint connection found journal mode {mode:?}, not WAL"
+            return Err(StoreError::Checkpointer(format!(
+                "its connection found journal mode {mode:?}, not WAL"
             )));
         }
         let shared = Arc::new(Shared::default());
@@ -129,7 +129,7 @@ impl Checkpointer {
                 let shared = Arc::clone(&shared);
                 move || run(&connection, &shared)
             })
-            .map_err(|error| StoreError::Corrupt(format!("cannot start a thread: {error}")))?;
+            .map_err(|error| StoreError::Checkpointer(error.to_string()))?;
         Ok(Checkpointer {
             shared,
             thread: Some(thread),

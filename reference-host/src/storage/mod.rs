@@ -67,6 +67,8 @@ pub enum StoreError {
     /// commit; nothing of it was written.
     #[error("the write was not committed: {0}")]
     GroupCommit(String),
+    #[error("cannot start the WAL checkpoint thread: {0}")]
+    Checkpointer(String),
     #[error("cannot open the database at {location}: {source}")]
     Open {
         location: String,

@@ -437,9 +437,14 @@ fn due_sql() -> String {
     )
 }
 
-fn ids(connection: &Connection, sql: &str, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
+/// The goal ids a query of one `id` column answers, in its order.
+fn ids(
+    connection: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<GoalId>, StoreError> {
     let mut statement = connection.prepare_cached(sql)?;
-    let rows = statement.query_map(params![now.unix_ms()], |row| row.get::<_, String>(0))?;
+    let rows = statement.query_map(params, |row| row.get::<_, String>(0))?;
     rows.map(|row| {
         let text = row?;
         GoalId::parse(&text).ok_or_else(|| StoreError::Corrupt(format!("goal id {text:?}")))
@@ -701,18 +706,8 @@ impl Store for SqliteStore {
     }
 
     fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
-        let sql = due_sql();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.read(|connection| {
-            let mut statement = connection.prepare_cached(&sql)?;
-            let rows = statement
-                .query_map(params![now.unix_ms(), limit], |row| row.get::<_, String>(0))?;
-            rows.map(|row| {
-                let text = row?;
-                GoalId::parse(&text).ok_or_else(|| StoreError::Corrupt(format!("goal id {text:?}")))
-            })
-            .collect()
-        })
+        self.read(|connection| ids(connection, &due_sql(), params![now.unix_ms(), limit]))
     }
 
     fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
@@ -721,26 +716,19 @@ impl Store for SqliteStore {
                 connection,
                 "SELECT id FROM goals WHERE state = 'active' AND deadline_ms IS NOT NULL AND deadline_ms <= ?1
                  ORDER BY deadline_ms",
-                now,
+                params![now.unix_ms()],
             )
         })
     }
 
     fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError> {
         self.read(|connection| {
-            let mut statement = connection.prepare_cached(
+            ids(
+                connection,
                 "SELECT id FROM goals WHERE state = 'active' AND paused = 0 AND mode = CAST(?1 AS TEXT)
                  ORDER BY created_ms, rowid",
-            )?;
-            let rows = statement.query_map(params![Mode::Heartbeat.as_str()], |row| {
-                row.get::<_, String>(0)
-            })?;
-            rows.map(|row| {
-                let text = row?;
-                GoalId::parse(&text)
-                    .ok_or_else(|| StoreError::Corrupt(format!("goal id {text:?}")))
-            })
-            .collect()
+                params![Mode::Heartbeat.as_str()],
+            )
         })
     }
 
