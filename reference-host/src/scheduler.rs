@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{watch, Mutex as AsyncMutex, Semaphore};
+use tokio::sync::{watch, Mutex as AsyncMutex, Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -35,6 +35,14 @@ pub const MAX_FIRES_IN_FLIGHT: usize = 256;
 /// Due goals a tick lists beyond those already firing or queued: enough to
 /// fill every fire slot several times over before the next tick.
 const LIST_AHEAD: usize = 4 * MAX_FIRES_IN_FLIGHT;
+
+/// When a fire takes a goal off the queue and leaves this many, the loop
+/// ticks at once to list more (see [`Scheduler::run`]). Without it a
+/// backlog was listed only once per `--tick-ms`, [`LIST_AHEAD`] goals at a
+/// time: at the 100 ms tick no more than about 10k fires a second could
+/// ever start, however fast they ran, so a scheduler with exactly 10k due
+/// a second never caught up after a slow stretch.
+const REFILL_AT: usize = 2 * MAX_FIRES_IN_FLIGHT;
 
 /// The shortest sleep between the end of one tick and the start of the
 /// next: with something due every moment (10k goals on a 10 s interval are
@@ -74,6 +82,8 @@ pub struct Scheduler {
     /// Due goals waiting for a fire slot.
     queue: Arc<Mutex<VecDeque<Firing>>>,
     fire_slots: Arc<Semaphore>,
+    /// Told when the queue runs down to [`REFILL_AT`].
+    refill: Arc<Notify>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -107,6 +117,7 @@ impl Scheduler {
             probes: Arc::new(Semaphore::new(MAX_PROBES_IN_FLIGHT)),
             queue: Arc::new(Mutex::new(VecDeque::new())),
             fire_slots: Arc::new(Semaphore::new(MAX_FIRES_IN_FLIGHT)),
+            refill: Arc::new(Notify::new()),
         }
     }
 
@@ -174,12 +185,19 @@ impl Scheduler {
             };
             let engine = Arc::clone(&self.engine);
             let queue = Arc::clone(&self.queue);
+            let refill = Arc::clone(&self.refill);
             fires.spawn(async move {
                 loop {
-                    let next = queue
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .pop_front();
+                    let next = {
+                        let mut queue = queue.lock().unwrap_or_else(PoisonError::into_inner);
+                        let next = queue.pop_front();
+                        // Once per run-down: the queue only grows again
+                        // in a tick, which lists past it.
+                        if next.is_some() && queue.len() == REFILL_AT {
+                            refill.notify_one();
+                        }
+                        next
+                    };
                     let Some(firing) = next else {
                         break;
                     };
@@ -267,7 +285,9 @@ impl Scheduler {
     ///
     /// Between ticks it sleeps until the next fire, deadline or probe is
     /// due, at most `every` and at least [`MIN_SLEEP`], so a fire starts
-    /// about when it is due rather than up to a whole `every` later. A write
+    /// about when it is due rather than up to a whole `every` later. A
+    /// backlog that runs down to [`REFILL_AT`] queued goals ends the sleep
+    /// too, so fires never wait for a tick to be listed. A write
     /// that arms a goal sooner than that (a create, a resume, a recorded
     /// iteration) wakes it through the engine's [`SchedulerWake`]; it ticks
     /// then only if that goal is due by now.
@@ -301,6 +321,7 @@ impl Scheduler {
             loop {
                 tokio::select! {
                     () = tokio::time::sleep_until(deadline) => break,
+                    () = self.refill.notified() => break,
                     () = wake.notified() => {
                         let Some(at) = wake.take() else { continue };
                         if at < wake_at && !self.backlogged() {

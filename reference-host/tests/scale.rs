@@ -5,10 +5,16 @@
 
 mod support;
 
-use goalpost_host::clock::Clock;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goalpost_host::clock::{Clock, SystemClock};
 use goalpost_host::domain::{parse_create, GoalId, RequestContext, Tenant};
-use goalpost_host::scheduler::MAX_FIRES_IN_FLIGHT;
+use goalpost_host::engine::{Engine, EngineSettings};
+use goalpost_host::scheduler::{Scheduler, MAX_FIRES_IN_FLIGHT};
+use goalpost_host::storage::{DbLocation, SqliteStore, Store};
 use serde_json::json;
+use tokio::sync::watch;
 use support::{id_of, Harness, BASE};
 
 fn schedule_body() -> serde_json::Value {
@@ -76,4 +82,65 @@ fn bulk_inserts_store_every_goal_or_none() {
     let refused = h.store.insert_goals(&[fresh.clone(), batch[0].clone()]);
     assert!(refused.is_err());
     assert_eq!(h.store.goal(&fresh.id).expect("readable"), None);
+}
+
+/// A backlog several listings long drains without waiting for the loop's
+/// period: the loop here ticks once a minute, so every goal past the first
+/// listing fired because the queue running low woke it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_longer_than_one_listing_drains_between_ticks() {
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&DbLocation::Memory).expect("the store opens"));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let tenant = Tenant::parse("tenant-a").expect("tenant");
+    let context = RequestContext {
+        fixtures_enabled: true,
+    };
+    // A tick lists at most four fire slots' worth beyond what is firing.
+    let count = MAX_FIRES_IN_FLIGHT * 12;
+    let due: Vec<_> = (0..count)
+        .map(|_| {
+            let mut goal = parse_create(&schedule_body(), context)
+                .expect("a valid body")
+                .into_goal(GoalId::generate(), tenant.clone(), clock.now());
+            goal.next_fire_at = Some(clock.now());
+            goal
+        })
+        .collect();
+    store.insert_goals(&due).expect("stored");
+
+    let settings = EngineSettings {
+        conformance_seams: true,
+        ..EngineSettings::default()
+    };
+    let engine = Arc::new(Engine::new(Arc::clone(&store), Arc::clone(&clock), settings));
+    let scheduler = Arc::new(Scheduler::new(engine));
+    let (stop, stopped) = watch::channel(false);
+    let running = tokio::spawn(scheduler.run(
+        clock,
+        Duration::from_secs(60),
+        Duration::from_secs(5),
+        stopped,
+    ));
+
+    // Polls (a patient observer; the loop does not depend on it).
+    let give_up = Instant::now() + Duration::from_secs(30);
+    loop {
+        let fired = store
+            .goals(&tenant, None)
+            .expect("readable")
+            .iter()
+            .filter(|goal| goal.progress.iterations >= 1)
+            .count();
+        if fired == count {
+            break;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "{fired} of {count} due goals fired in 30 s with a one-minute tick"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = stop.send(true);
+    running.await.expect("the loop stops");
 }
