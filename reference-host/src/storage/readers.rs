@@ -41,7 +41,13 @@ impl Readers {
         })?;
         connection.busy_timeout(Duration::from_secs(5))?;
         connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        connection.pragma_update(None, "mmap_size", super::sqlite::MMAP_BYTES)?;
+        // No memory map here, unlike the write connection. A read
+        // connection that finds the database changed since its last read
+        // (under steady writes: nearly always) unmaps the whole file
+        // before it reads, and then faults every page in again: `munmap`
+        // alone was 6% of the scheduler's time at 100k goals
+        // (docs/PROFILING.md, section 5). A `pread` per page costs less.
+        connection.pragma_update(None, "mmap_size", 0)?;
         Ok(connection)
     }
 

@@ -33,9 +33,10 @@ const STATEMENT_CACHE: usize = 64;
 // nothing (docs/PROFILING.md). `tests::no_statement_is_prepared_twice`
 // holds every statement to it.
 
-/// How much of a file database connections map into memory (address
-/// space, not resident memory).
-pub(super) const MMAP_BYTES: i64 = 256 << 20;
+/// How much of a file database the write connection maps into memory
+/// (address space, not resident memory). Read connections map none
+/// (`readers.rs` says why).
+const MMAP_BYTES: i64 = 256 << 20;
 
 /// About how much memory goals kept in memory may take (`goal_cache.rs`):
 /// some 16,000 small goals.
