@@ -14,8 +14,8 @@ use goalpost_host::engine::{Engine, EngineSettings};
 use goalpost_host::scheduler::{Scheduler, MAX_FIRES_IN_FLIGHT};
 use goalpost_host::storage::{DbLocation, SqliteStore, Store};
 use serde_json::json;
-use tokio::sync::watch;
 use support::{id_of, Harness, BASE};
+use tokio::sync::watch;
 
 fn schedule_body() -> serde_json::Value {
     json!({
@@ -113,7 +113,11 @@ async fn a_backlog_longer_than_one_listing_drains_between_ticks() {
         conformance_seams: true,
         ..EngineSettings::default()
     };
-    let engine = Arc::new(Engine::new(Arc::clone(&store), Arc::clone(&clock), settings));
+    let engine = Arc::new(Engine::new(
+        Arc::clone(&store),
+        Arc::clone(&clock),
+        settings,
+    ));
     let scheduler = Arc::new(Scheduler::new(engine));
     let (stop, stopped) = watch::channel(false);
     let running = tokio::spawn(scheduler.run(

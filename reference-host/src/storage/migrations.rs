@@ -107,6 +107,41 @@ DROP INDEX goals_due;
 CREATE INDEX goals_due ON goals (state, paused, COALESCE(next_fire_ms, 0), created_ms, id, mode)
     WHERE mode = 'schedule';
 ",
+    // Issue 7: a goal's events and evaluations share one table, clustered
+    // by goal in the order they were written. An iteration appends its
+    // `goal.evaluated` event and its evaluation next to each other: one
+    // page written instead of a page in each of two tables, at a random
+    // place in each (an iteration wrote about four such pages; each costs
+    // its WAL frame and its checkpoint copy). `sequence` is an event's
+    // sequence, and on an evaluation the goal's last event sequence when
+    // it was written, so the goal's last entry tells the next sequence.
+    r"
+CREATE TABLE goal_log (
+    goal_id   TEXT NOT NULL REFERENCES goals (id),
+    entry     INTEGER NOT NULL,
+    kind      TEXT NOT NULL CHECK (kind IN ('event', 'evaluation')),
+    sequence  INTEGER NOT NULL,
+    at_ms     INTEGER,
+    run_id    TEXT,
+    iteration INTEGER,
+    record    TEXT NOT NULL,
+    PRIMARY KEY (goal_id, entry)
+);
+INSERT INTO goal_log (goal_id, entry, kind, sequence, at_ms, record)
+    SELECT goal_id, ROW_NUMBER() OVER (PARTITION BY goal_id ORDER BY sequence),
+           'event', sequence, at_ms, record
+    FROM events;
+INSERT INTO goal_log (goal_id, entry, kind, sequence, run_id, iteration, record)
+    SELECT goal_id,
+           (SELECT COUNT(*) FROM events WHERE events.goal_id = evaluations.goal_id)
+               + ROW_NUMBER() OVER (PARTITION BY goal_id ORDER BY iteration, rowid),
+           'evaluation',
+           (SELECT COALESCE(MAX(sequence), 0) FROM events WHERE events.goal_id = evaluations.goal_id),
+           run_id, iteration, record
+    FROM evaluations;
+DROP TABLE events;
+DROP TABLE evaluations;
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
@@ -174,5 +209,59 @@ mod tests {
             .query_row("PRAGMA user_version", [], |row| row.get(0))
             .expect("the version");
         assert_eq!(version, i64::try_from(MIGRATIONS.len()).expect("fits"));
+    }
+
+    /// A database written before migration 7 keeps its events and
+    /// evaluations, each kind in its order, and the goal's last entry
+    /// carries its last event sequence.
+    #[test]
+    fn events_and_evaluations_move_into_the_goal_log() {
+        let mut connection = Connection::open_in_memory().expect("opens");
+        for sql in &MIGRATIONS[..6] {
+            connection.execute_batch(sql).expect("an old migration");
+        }
+        connection
+            .pragma_update(None, "user_version", 6)
+            .expect("version 6");
+        connection
+            .execute_batch(
+                "INSERT INTO goals (id, tenant, state, paused, mode, created_ms, version, record)
+                     VALUES ('g1', 't', 'active', 0, 'manual', 0, 3, '{}'),
+                            ('g2', 't', 'active', 0, 'manual', 0, 1, '{}');
+                 INSERT INTO events (goal_id, sequence, at_ms, record)
+                     VALUES ('g1', 2, 20, 'e2'), ('g1', 1, 10, 'e1'), ('g2', 1, 5, 'f1');
+                 INSERT INTO evaluations (goal_id, run_id, iteration, record)
+                     VALUES ('g1', 'r-b', 2, 'v2'), ('g1', 'r-a', 1, 'v1');",
+            )
+            .expect("old rows");
+        migrate(&mut connection).expect("migrates");
+        let rows: Vec<(String, i64, String, i64, String)> = connection
+            .prepare("SELECT goal_id, entry, kind, sequence, record FROM goal_log ORDER BY goal_id, entry")
+            .expect("prepares")
+            .query_map([], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+            })
+            .expect("queries")
+            .collect::<Result<_, _>>()
+            .expect("reads");
+        let row = |goal: &str, entry, kind: &str, sequence, record: &str| {
+            (
+                goal.to_string(),
+                entry,
+                kind.to_string(),
+                sequence,
+                record.to_string(),
+            )
+        };
+        assert_eq!(
+            rows,
+            vec![
+                row("g1", 1, "event", 1, "e1"),
+                row("g1", 2, "event", 2, "e2"),
+                row("g1", 3, "evaluation", 2, "v1"),
+                row("g1", 4, "evaluation", 2, "v2"),
+                row("g2", 1, "event", 1, "f1"),
+            ]
+        );
     }
 }

@@ -552,24 +552,35 @@ impl Store for SqliteStore {
             if !write_goal_columns(connection, &row, expected_version)? {
                 return Ok(None);
             }
-            let last: i64 = connection
-                .prepare_cached("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE goal_id = CAST(?1 AS TEXT)")?
-                .query_row(params![row.id], |r| r.get(0))?;
+            // The goal's last log entry holds its last event sequence
+            // (migration 7): one seek for both numbers.
+            let (mut entry, last): (i64, i64) = connection
+                .prepare_cached(
+                    "SELECT entry, sequence FROM goal_log WHERE goal_id = CAST(?1 AS TEXT)
+                     ORDER BY entry DESC LIMIT 1",
+                )?
+                .query_row(params![row.id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?
+                .unwrap_or((0, 0));
             let mut sequence = last;
             for record in &records {
                 sequence += 1;
+                entry += 1;
                 connection
                     .prepare_cached(
-                        "INSERT INTO events (goal_id, sequence, at_ms, record) VALUES (?1, ?2, ?3, ?4)",
+                        "INSERT INTO goal_log (goal_id, entry, kind, sequence, at_ms, record)
+                         VALUES (?1, ?2, 'event', ?3, ?4, ?5)",
                     )?
-                    .execute(params![row.id, sequence, at_ms, record])?;
+                    .execute(params![row.id, entry, sequence, at_ms, record])?;
             }
             if let Some((run_id, iteration, record)) = &evaluation {
+                entry += 1;
                 connection
                     .prepare_cached(
-                        "INSERT INTO evaluations (goal_id, run_id, iteration, record) VALUES (?1, ?2, ?3, ?4)",
+                        "INSERT INTO goal_log (goal_id, entry, kind, sequence, run_id, iteration, record)
+                         VALUES (?1, ?2, 'evaluation', ?3, ?4, ?5, ?6)",
                     )?
-                    .execute(params![row.id, run_id, iteration, record])?;
+                    .execute(params![row.id, entry, sequence, run_id, iteration, record])?;
             }
             if let Some(run) = &run {
                 connection
@@ -670,7 +681,9 @@ impl Store for SqliteStore {
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(
-                "SELECT sequence, at_ms, record FROM events WHERE goal_id = CAST(?1 AS TEXT) AND sequence > ?2 ORDER BY sequence",
+                "SELECT sequence, at_ms, record FROM goal_log
+                 WHERE goal_id = CAST(?1 AS TEXT) AND kind = 'event' AND sequence > ?2
+                 ORDER BY entry",
             )?;
             // Sequences past i64 cannot exist, so clamping keeps the meaning.
             let after = i64::try_from(after).unwrap_or(i64::MAX);
@@ -697,7 +710,9 @@ impl Store for SqliteStore {
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError> {
         self.read(|connection| {
             let mut statement = connection.prepare_cached(
-                "SELECT record FROM evaluations WHERE goal_id = CAST(?1 AS TEXT) ORDER BY iteration",
+                "SELECT record FROM goal_log
+                 WHERE goal_id = CAST(?1 AS TEXT) AND kind = 'evaluation'
+                 ORDER BY iteration, entry",
             )?;
             let rows =
                 statement.query_map(params![goal.as_str()], |row| row.get::<_, String>(0))?;
