@@ -107,38 +107,56 @@ DROP INDEX goals_due;
 CREATE INDEX goals_due ON goals (state, paused, COALESCE(next_fire_ms, 0), created_ms, id, mode)
     WHERE mode = 'schedule';
 ",
-    // Issue 7: a goal's events and evaluations share one table, clustered
-    // by goal in the order they were written. An iteration appends its
-    // `goal.evaluated` event and its evaluation next to each other: one
-    // page written instead of a page in each of two tables, at a random
-    // place in each (an iteration wrote about four such pages; each costs
-    // its WAL frame and its checkpoint copy). `sequence` is an event's
-    // sequence, and on an evaluation the goal's last event sequence when
-    // it was written, so the goal's last entry tells the next sequence.
+    // Issue 7: a goal's run ids, events and evaluations become entries of
+    // one log, clustered by goal in the order they were written, so an
+    // iteration's three entries share one index leaf (`goal_log.rs`). The
+    // JSON of events and evaluations moves out of the tree, to
+    // `log_records`, so entries stay small. Each entry carries the goal's
+    // event and run counts so far.
     r"
+CREATE TABLE log_records (
+    id     INTEGER PRIMARY KEY,
+    record TEXT NOT NULL
+);
 CREATE TABLE goal_log (
     goal_id   TEXT NOT NULL REFERENCES goals (id),
     entry     INTEGER NOT NULL,
-    kind      TEXT NOT NULL CHECK (kind IN ('event', 'evaluation')),
-    sequence  INTEGER NOT NULL,
-    at_ms     INTEGER,
+    kind      TEXT NOT NULL CHECK (kind IN ('run', 'event', 'evaluation')),
+    events    INTEGER NOT NULL,
+    runs      INTEGER NOT NULL,
     run_id    TEXT,
     iteration INTEGER,
-    record    TEXT NOT NULL,
+    at_ms     INTEGER,
+    record_id INTEGER,
     PRIMARY KEY (goal_id, entry)
-);
-INSERT INTO goal_log (goal_id, entry, kind, sequence, at_ms, record)
-    SELECT goal_id, ROW_NUMBER() OVER (PARTITION BY goal_id ORDER BY sequence),
-           'event', sequence, at_ms, record
-    FROM events;
-INSERT INTO goal_log (goal_id, entry, kind, sequence, run_id, iteration, record)
-    SELECT goal_id,
-           (SELECT COUNT(*) FROM events WHERE events.goal_id = evaluations.goal_id)
-               + ROW_NUMBER() OVER (PARTITION BY goal_id ORDER BY iteration, rowid),
-           'evaluation',
-           (SELECT COALESCE(MAX(sequence), 0) FROM events WHERE events.goal_id = evaluations.goal_id),
-           run_id, iteration, record
-    FROM evaluations;
+) WITHOUT ROWID;
+CREATE TEMP TABLE counts AS
+    SELECT goals.id AS goal_id,
+           (SELECT COUNT(*) FROM goal_runs WHERE goal_runs.goal_id = goals.id) AS runs,
+           (SELECT COUNT(*) FROM events WHERE events.goal_id = goals.id) AS logged_events,
+           (SELECT COALESCE(MAX(sequence), 0) FROM events WHERE events.goal_id = goals.id) AS events
+    FROM goals;
+INSERT INTO log_records (id, record) SELECT rowid, record FROM events;
+INSERT INTO log_records (id, record)
+    SELECT rowid + (SELECT COALESCE(MAX(rowid), 0) FROM events), record FROM evaluations;
+INSERT INTO goal_log (goal_id, entry, kind, events, runs, run_id)
+    SELECT goal_id, ROW_NUMBER() OVER (PARTITION BY goal_id ORDER BY position),
+           'run', 0, ROW_NUMBER() OVER (PARTITION BY goal_id ORDER BY position), run_id
+    FROM goal_runs;
+INSERT INTO goal_log (goal_id, entry, kind, events, runs, at_ms, record_id)
+    SELECT events.goal_id,
+           counts.runs + ROW_NUMBER() OVER (PARTITION BY events.goal_id ORDER BY sequence),
+           'event', sequence, counts.runs, at_ms, events.rowid
+    FROM events JOIN counts ON counts.goal_id = events.goal_id;
+INSERT INTO goal_log (goal_id, entry, kind, events, runs, run_id, iteration, record_id)
+    SELECT evaluations.goal_id,
+           counts.runs + counts.logged_events
+               + ROW_NUMBER() OVER (PARTITION BY evaluations.goal_id ORDER BY iteration, evaluations.rowid),
+           'evaluation', counts.events, counts.runs, run_id, iteration,
+           evaluations.rowid + (SELECT COALESCE(MAX(rowid), 0) FROM events)
+    FROM evaluations JOIN counts ON counts.goal_id = evaluations.goal_id;
+DROP TABLE counts;
+DROP TABLE goal_runs;
 DROP TABLE events;
 DROP TABLE evaluations;
 ",
@@ -170,7 +188,8 @@ mod tests {
     use super::*;
 
     /// A database written before migration 5 keeps its goals' run ids:
-    /// they move from the record into `goal_runs`, in order.
+    /// they move from the record into `goal_runs`, in order, and from
+    /// there into the goal log (migration 7).
     #[test]
     fn run_ids_move_out_of_old_records() {
         let mut connection = Connection::open_in_memory().expect("opens");
@@ -190,7 +209,8 @@ mod tests {
         migrate(&mut connection).expect("migrates");
         let rows: Vec<(i64, String)> = connection
             .prepare(
-                "SELECT position, run_id FROM goal_runs WHERE goal_id = 'g1' ORDER BY position",
+                "SELECT runs - 1, run_id FROM goal_log WHERE goal_id = 'g1' AND kind = 'run'
+                 ORDER BY entry",
             )
             .expect("prepares")
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -211,11 +231,11 @@ mod tests {
         assert_eq!(version, i64::try_from(MIGRATIONS.len()).expect("fits"));
     }
 
-    /// A database written before migration 7 keeps its events and
-    /// evaluations, each kind in its order, and the goal's last entry
-    /// carries its last event sequence.
+    /// A database written before migration 7 keeps its run ids, events
+    /// and evaluations, each kind in its order, and a goal's last entry
+    /// carries its event and run counts.
     #[test]
-    fn events_and_evaluations_move_into_the_goal_log() {
+    fn run_ids_events_and_evaluations_move_into_the_goal_log() {
         let mut connection = Connection::open_in_memory().expect("opens");
         for sql in &MIGRATIONS[..6] {
             connection.execute_batch(sql).expect("an old migration");
@@ -227,7 +247,10 @@ mod tests {
             .execute_batch(
                 "INSERT INTO goals (id, tenant, state, paused, mode, created_ms, version, record)
                      VALUES ('g1', 't', 'active', 0, 'manual', 0, 3, '{}'),
-                            ('g2', 't', 'active', 0, 'manual', 0, 1, '{}');
+                            ('g2', 't', 'active', 0, 'manual', 0, 1, '{}'),
+                            ('g3', 't', 'active', 0, 'manual', 0, 1, '{}');
+                 INSERT INTO goal_runs (goal_id, position, run_id)
+                     VALUES ('g1', 1, 'r-b'), ('g1', 0, 'r-a'), ('g3', 0, 'r-c');
                  INSERT INTO events (goal_id, sequence, at_ms, record)
                      VALUES ('g1', 2, 20, 'e2'), ('g1', 1, 10, 'e1'), ('g2', 1, 5, 'f1');
                  INSERT INTO evaluations (goal_id, run_id, iteration, record)
@@ -235,32 +258,64 @@ mod tests {
             )
             .expect("old rows");
         migrate(&mut connection).expect("migrates");
-        let rows: Vec<(String, i64, String, i64, String)> = connection
-            .prepare("SELECT goal_id, entry, kind, sequence, record FROM goal_log ORDER BY goal_id, entry")
+        type Entry = (
+            String,
+            i64,
+            String,
+            i64,
+            i64,
+            Option<String>,
+            Option<String>,
+        );
+        let rows: Vec<Entry> = connection
+            .prepare(
+                "SELECT goal_id, entry, kind, events, runs, run_id, record
+                 FROM goal_log LEFT JOIN log_records ON log_records.id = goal_log.record_id
+                 ORDER BY goal_id, entry",
+            )
             .expect("prepares")
             .query_map([], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                    row.get(6)?,
+                ))
             })
             .expect("queries")
             .collect::<Result<_, _>>()
             .expect("reads");
-        let row = |goal: &str, entry, kind: &str, sequence, record: &str| {
+        let row = |goal: &str,
+                   entry,
+                   kind: &str,
+                   events,
+                   runs,
+                   run: Option<&str>,
+                   record: Option<&str>| {
             (
                 goal.to_string(),
                 entry,
                 kind.to_string(),
-                sequence,
-                record.to_string(),
+                events,
+                runs,
+                run.map(str::to_string),
+                record.map(str::to_string),
             )
         };
         assert_eq!(
             rows,
             vec![
-                row("g1", 1, "event", 1, "e1"),
-                row("g1", 2, "event", 2, "e2"),
-                row("g1", 3, "evaluation", 2, "v1"),
-                row("g1", 4, "evaluation", 2, "v2"),
-                row("g2", 1, "event", 1, "f1"),
+                row("g1", 1, "run", 0, 1, Some("r-a"), None),
+                row("g1", 2, "run", 0, 2, Some("r-b"), None),
+                row("g1", 3, "event", 1, 2, None, Some("e1")),
+                row("g1", 4, "event", 2, 2, None, Some("e2")),
+                row("g1", 5, "evaluation", 2, 2, Some("r-a"), Some("v1")),
+                row("g1", 6, "evaluation", 2, 2, Some("r-b"), Some("v2")),
+                row("g2", 1, "event", 1, 0, None, Some("f1")),
+                row("g3", 1, "run", 0, 1, Some("r-c"), None),
             ]
         );
     }

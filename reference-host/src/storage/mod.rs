@@ -7,6 +7,7 @@
 
 mod checkpoint;
 mod goal_cache;
+mod goal_log;
 mod group_commit;
 mod migrations;
 mod next_due;

@@ -62,8 +62,9 @@ pub(super) struct GoalRecord {
     created_ms: i64,
     updated_ms: i64,
     iterations: u64,
-    // The contributing run ids live in `goal_runs` (migration 5), one row
-    // per run: a goal's record stays the same size however long it runs.
+    // The contributing run ids live in the goal log (migrations 5 and 7),
+    // an entry per run: a goal's record stays the same size however long
+    // it runs.
     paused: bool,
     spent_micros: u64,
     next_fire_ms: Option<i64>,

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use super::checkpoint::{self, Checkpointer};
 use super::goal_cache::GoalCache;
+use super::goal_log;
 use super::group_commit::{GroupCommit, Pending};
 use super::migrations::migrate;
 use super::readers::Readers;
@@ -247,7 +248,6 @@ fn write_goal_columns(
             row.id
         )));
     }
-    write_run_ids(connection, &row.id, &row.run_ids)?;
     Ok(true)
 }
 
@@ -259,10 +259,9 @@ fn write_goal_columns(
 macro_rules! select_goals {
     ($where:literal) => {
         concat!(
-            "SELECT record,
-                    (SELECT group_concat(position || ' ' || run_id, ' ')
-                     FROM goal_runs WHERE goal_id = goals.id)
-             FROM goals ",
+            "SELECT record, ",
+            goal_log::run_pairs!(),
+            " FROM goals ",
             $where
         )
     };
@@ -289,48 +288,6 @@ fn into_goal((record, pairs): (String, Option<String>)) -> Result<Goal, StoreErr
     numbered.sort_unstable_by_key(|(position, _)| *position);
     let run_ids: Vec<String> = numbered.into_iter().map(|(_, id)| id.to_string()).collect();
     from_json::<GoalRecord>(&record)?.into_goal(&run_ids)
-}
-
-/// Makes `goal_runs` hold `run_ids` for the goal: the list only grows, so
-/// the rows past the stored ones are appended (and any beyond the list,
-/// which the domain never makes, removed).
-fn write_run_ids(
-    connection: &Connection,
-    goal_id: &str,
-    run_ids: &[String],
-) -> Result<(), StoreError> {
-    let stored: i64 = connection
-        .prepare_cached(
-            "SELECT COALESCE(MAX(position) + 1, 0) FROM goal_runs WHERE goal_id = CAST(?1 AS TEXT)",
-        )?
-        .query_row(params![goal_id], |row| row.get(0))?;
-    let stored =
-        usize::try_from(stored).map_err(|_| StoreError::Corrupt(format!("run count {stored}")))?;
-    if run_ids.len() < stored {
-        connection
-            .prepare_cached(
-                "DELETE FROM goal_runs WHERE goal_id = CAST(?1 AS TEXT) AND position >= ?2",
-            )?
-            .execute(params![goal_id, int(run_ids.len() as u64)?])?;
-    }
-    append_run_ids(connection, goal_id, run_ids, stored)
-}
-
-/// Stores `run_ids[from..]` at their positions.
-fn append_run_ids(
-    connection: &Connection,
-    goal_id: &str,
-    run_ids: &[String],
-    from: usize,
-) -> Result<(), StoreError> {
-    for (position, run_id) in run_ids.iter().enumerate().skip(from) {
-        connection
-            .prepare_cached(
-                "INSERT INTO goal_runs (goal_id, position, run_id) VALUES (?1, ?2, ?3)",
-            )?
-            .execute(params![goal_id, int(position as u64)?, run_id])?;
-    }
-    Ok(())
 }
 
 fn verifier_from_row(record: &str, created_ms: i64) -> Result<CriteriaVerifier, StoreError> {
@@ -420,7 +377,7 @@ fn insert_goal_row(connection: &Connection, row: &GoalRow) -> Result<(), StoreEr
             row.version,
             row.record,
         ])?;
-    append_run_ids(connection, &row.id, &row.run_ids, 0)
+    goal_log::Tail::default().runs(connection, &row.id, &row.run_ids)
 }
 
 /// Due schedule goals, longest due first. `COALESCE` is the expression the
@@ -552,35 +509,14 @@ impl Store for SqliteStore {
             if !write_goal_columns(connection, &row, expected_version)? {
                 return Ok(None);
             }
-            // The goal's last log entry holds its last event sequence
-            // (migration 7): one seek for both numbers.
-            let (mut entry, last): (i64, i64) = connection
-                .prepare_cached(
-                    "SELECT entry, sequence FROM goal_log WHERE goal_id = CAST(?1 AS TEXT)
-                     ORDER BY entry DESC LIMIT 1",
-                )?
-                .query_row(params![row.id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?
-                .unwrap_or((0, 0));
-            let mut sequence = last;
+            let mut tail = goal_log::Tail::read(connection, &row.id)?;
+            tail.runs(connection, &row.id, &row.run_ids)?;
+            let last = tail.events;
             for record in &records {
-                sequence += 1;
-                entry += 1;
-                connection
-                    .prepare_cached(
-                        "INSERT INTO goal_log (goal_id, entry, kind, sequence, at_ms, record)
-                         VALUES (?1, ?2, 'event', ?3, ?4, ?5)",
-                    )?
-                    .execute(params![row.id, entry, sequence, at_ms, record])?;
+                tail.event(connection, &row.id, at_ms, record)?;
             }
             if let Some((run_id, iteration, record)) = &evaluation {
-                entry += 1;
-                connection
-                    .prepare_cached(
-                        "INSERT INTO goal_log (goal_id, entry, kind, sequence, run_id, iteration, record)
-                         VALUES (?1, ?2, 'evaluation', ?3, ?4, ?5, ?6)",
-                    )?
-                    .execute(params![row.id, entry, sequence, run_id, iteration, record])?;
+                tail.evaluation(connection, &row.id, run_id, *iteration, record)?;
             }
             if let Some(run) = &run {
                 connection
@@ -680,11 +616,7 @@ impl Store for SqliteStore {
 
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
         self.read(|connection| {
-            let mut statement = connection.prepare_cached(
-                "SELECT sequence, at_ms, record FROM goal_log
-                 WHERE goal_id = CAST(?1 AS TEXT) AND kind = 'event' AND sequence > ?2
-                 ORDER BY entry",
-            )?;
+            let mut statement = connection.prepare_cached(goal_log::EVENTS_AFTER)?;
             // Sequences past i64 cannot exist, so clamping keeps the meaning.
             let after = i64::try_from(after).unwrap_or(i64::MAX);
             let rows = statement.query_map(params![goal.as_str(), after], |row| {
@@ -709,11 +641,7 @@ impl Store for SqliteStore {
 
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError> {
         self.read(|connection| {
-            let mut statement = connection.prepare_cached(
-                "SELECT record FROM goal_log
-                 WHERE goal_id = CAST(?1 AS TEXT) AND kind = 'evaluation'
-                 ORDER BY iteration, entry",
-            )?;
+            let mut statement = connection.prepare_cached(goal_log::EVALUATIONS)?;
             let rows =
                 statement.query_map(params![goal.as_str()], |row| row.get::<_, String>(0))?;
             rows.map(|row| from_json::<EvaluationRecord>(&row?)?.into_evaluation())

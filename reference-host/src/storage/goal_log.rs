@@ -1,0 +1,237 @@
+//! A goal's log (migration 7): its contributing run ids, events and
+//! evaluations, as entries of one table clustered by goal in the order
+//! they were written.
+//!
+//! Why one table: an iteration adds a run id, a `goal.evaluated` event and
+//! an evaluation. In three tables keyed by goal, that was three index
+//! leaves at three random places, and every such page costs a WAL frame,
+//! a checkpoint copy and B-tree work. In one, the three entries are
+//! neighbours: one leaf. Leaving out the run-id row alone took the
+//! scheduler at 100k goals from about 9.2k to 12k fires a second
+//! (docs/PROFILING.md, section 5).
+//!
+//! Entries are small (the JSON of events and evaluations sits in
+//! `log_records`, appended in time order), so a goal's run ids, read with
+//! every goal, are a short range scan. Each entry carries the goal's event
+//! and run counts so far: the last entry tells a write where to go on.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::StoreError;
+
+/// The goal's run ids as `position run_id` pairs, a column of a query of
+/// `goals` (a macro, so queries can `concat!` it).
+macro_rules! run_pairs {
+    () => {
+        "(SELECT group_concat((runs - 1) || ' ' || run_id, ' ')
+          FROM goal_log WHERE goal_id = goals.id AND kind = 'run')"
+    };
+}
+pub(super) use run_pairs;
+
+/// A goal's events after a sequence: `sequence, at_ms, record`.
+pub(super) const EVENTS_AFTER: &str = "SELECT log.events, log.at_ms, records.record
+     FROM goal_log AS log JOIN log_records AS records ON records.id = log.record_id
+     WHERE log.goal_id = CAST(?1 AS TEXT) AND log.kind = 'event' AND log.events > ?2
+     ORDER BY log.entry";
+
+/// A goal's evaluations, by iteration: `record`.
+pub(super) const EVALUATIONS: &str = "SELECT records.record
+     FROM goal_log AS log JOIN log_records AS records ON records.id = log.record_id
+     WHERE log.goal_id = CAST(?1 AS TEXT) AND log.kind = 'evaluation'
+     ORDER BY log.iteration, log.entry";
+
+/// Where a goal's log ends: its last entry, events and run ids.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Tail {
+    entry: i64,
+    /// The goal's last event sequence.
+    pub(super) events: i64,
+    runs: i64,
+}
+
+impl Tail {
+    /// The end of `goal`'s log (all zero for a goal without one): one
+    /// seek to its last entry.
+    pub(super) fn read(connection: &Connection, goal: &str) -> Result<Tail, StoreError> {
+        Ok(connection
+            .prepare_cached(
+                "SELECT entry, events, runs FROM goal_log WHERE goal_id = CAST(?1 AS TEXT)
+                 ORDER BY entry DESC LIMIT 1",
+            )?
+            .query_row(params![goal], |row| {
+                Ok(Tail {
+                    entry: row.get(0)?,
+                    events: row.get(1)?,
+                    runs: row.get(2)?,
+                })
+            })
+            .optional()?
+            .unwrap_or_default())
+    }
+
+    /// Appends the run ids of `run_ids` past those already logged. The
+    /// list only grows (an iteration appends its run); a shorter one is
+    /// refused, since the log keeps every entry.
+    pub(super) fn runs(
+        &mut self,
+        connection: &Connection,
+        goal: &str,
+        run_ids: &[String],
+    ) -> Result<(), StoreError> {
+        let logged = usize::try_from(self.runs)
+            .map_err(|_| StoreError::Corrupt(format!("run count {}", self.runs)))?;
+        if run_ids.len() < logged {
+            return Err(StoreError::Corrupt(format!(
+                "goal {goal} would drop logged run ids ({} of {logged} left)",
+                run_ids.len()
+            )));
+        }
+        for run_id in &run_ids[logged..] {
+            self.entry += 1;
+            self.runs += 1;
+            connection
+                .prepare_cached(
+                    "INSERT INTO goal_log (goal_id, entry, kind, events, runs, run_id)
+                     VALUES (?1, ?2, 'run', ?3, ?4, ?5)",
+                )?
+                .execute(params![goal, self.entry, self.events, self.runs, run_id])?;
+        }
+        Ok(())
+    }
+
+    /// Appends an event; answers its sequence.
+    pub(super) fn event(
+        &mut self,
+        connection: &Connection,
+        goal: &str,
+        at_ms: i64,
+        record: &str,
+    ) -> Result<i64, StoreError> {
+        let record_id = insert_record(connection, record)?;
+        self.entry += 1;
+        self.events += 1;
+        connection
+            .prepare_cached(
+                "INSERT INTO goal_log (goal_id, entry, kind, events, runs, at_ms, record_id)
+                 VALUES (?1, ?2, 'event', ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                goal,
+                self.entry,
+                self.events,
+                self.runs,
+                at_ms,
+                record_id
+            ])?;
+        Ok(self.events)
+    }
+
+    /// Appends an evaluation.
+    pub(super) fn evaluation(
+        &mut self,
+        connection: &Connection,
+        goal: &str,
+        run_id: &str,
+        iteration: i64,
+        record: &str,
+    ) -> Result<(), StoreError> {
+        let record_id = insert_record(connection, record)?;
+        self.entry += 1;
+        connection
+            .prepare_cached(
+                "INSERT INTO goal_log (goal_id, entry, kind, events, runs, run_id, iteration, record_id)
+                 VALUES (?1, ?2, 'evaluation', ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                goal,
+                self.entry,
+                self.events,
+                self.runs,
+                run_id,
+                iteration,
+                record_id
+            ])?;
+        Ok(())
+    }
+}
+
+fn insert_record(connection: &Connection, record: &str) -> Result<i64, StoreError> {
+    connection
+        .prepare_cached("INSERT INTO log_records (record) VALUES (?1)")?
+        .execute(params![record])?;
+    Ok(connection.last_insert_rowid())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::migrations::migrate;
+
+    fn log(connection: &Connection, goal: &str) -> Vec<(i64, String, i64, i64)> {
+        connection
+            .prepare(
+                "SELECT entry, kind, events, runs FROM goal_log WHERE goal_id = ?1 ORDER BY entry",
+            )
+            .expect("prepares")
+            .query_map([goal], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })
+            .expect("queries")
+            .collect::<Result<_, _>>()
+            .expect("reads")
+    }
+
+    #[test]
+    fn entries_go_on_from_the_tail_and_carry_the_counts() {
+        let mut connection = Connection::open_in_memory().expect("opens");
+        migrate(&mut connection).expect("migrates");
+        connection
+            .execute_batch(
+                "INSERT INTO goals (id, tenant, state, paused, mode, created_ms, version, record)
+                 VALUES ('g1', 't', 'active', 0, 'manual', 0, 1, '{}')",
+            )
+            .expect("a goal");
+        assert_eq!(
+            Tail::read(&connection, "g1").expect("reads"),
+            Tail::default()
+        );
+
+        let mut tail = Tail::default();
+        tail.runs(&connection, "g1", &["r-a".to_string()])
+            .expect("a run");
+        assert_eq!(tail.event(&connection, "g1", 5, "e1").expect("an event"), 1);
+        tail.evaluation(&connection, "g1", "r-a", 1, "v1")
+            .expect("an evaluation");
+
+        // A later write starts from what is stored, not from memory.
+        let mut tail = Tail::read(&connection, "g1").expect("reads");
+        tail.runs(&connection, "g1", &["r-a".to_string(), "r-b".to_string()])
+            .expect("one more run");
+        assert_eq!(tail.event(&connection, "g1", 6, "e2").expect("an event"), 2);
+        let shrunk = Tail::read(&connection, "g1")
+            .expect("reads")
+            .runs(&connection, "g1", &[]);
+        assert!(shrunk.is_err(), "{shrunk:?}");
+
+        let entry = |entry, kind: &str, events, runs| (entry, kind.to_string(), events, runs);
+        assert_eq!(
+            log(&connection, "g1"),
+            vec![
+                entry(1, "run", 0, 1),
+                entry(2, "event", 1, 1),
+                entry(3, "evaluation", 1, 1),
+                entry(4, "run", 1, 2),
+                entry(5, "event", 2, 2),
+            ]
+        );
+        let pairs: String = connection
+            .query_row(
+                concat!("SELECT ", run_pairs!(), " FROM goals WHERE id = 'g1'"),
+                [],
+                |row| row.get(0),
+            )
+            .expect("run pairs");
+        assert_eq!(pairs, "0 r-a 1 r-b");
+    }
+}
