@@ -7,6 +7,7 @@
 //! webhook never holds up the tick.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -36,8 +37,9 @@ pub const MAX_FIRES_IN_FLIGHT: usize = 256;
 /// fill every fire slot several times over before the next tick.
 const LIST_AHEAD: usize = 4 * MAX_FIRES_IN_FLIGHT;
 
-/// When a fire takes a goal off the queue and leaves this many, the loop
-/// ticks at once to list more (see [`Scheduler::run`]). Without it a
+/// When a fire takes a goal off the queue and leaves this many or fewer
+/// while the loop sleeps on a backlog, the loop ticks at once to list more
+/// (see [`Scheduler::run`]). Without it a
 /// backlog was listed only once per `--tick-ms`, [`LIST_AHEAD`] goals at a
 /// time: at the 100 ms tick no more than about 10k fires a second could
 /// ever start, however fast they ran, so a scheduler with exactly 10k due
@@ -82,7 +84,10 @@ pub struct Scheduler {
     /// Due goals waiting for a fire slot.
     queue: Arc<Mutex<VecDeque<Firing>>>,
     fire_slots: Arc<Semaphore>,
-    /// Told when the queue runs down to [`REFILL_AT`].
+    /// Up while the loop sleeps without looking at what comes due next,
+    /// because fires were waiting for a slot; the fire that takes the
+    /// queue down to [`REFILL_AT`] takes it down and wakes the loop.
+    awaiting_refill: Arc<AtomicBool>,
     refill: Arc<Notify>,
 }
 
@@ -117,6 +122,7 @@ impl Scheduler {
             probes: Arc::new(Semaphore::new(MAX_PROBES_IN_FLIGHT)),
             queue: Arc::new(Mutex::new(VecDeque::new())),
             fire_slots: Arc::new(Semaphore::new(MAX_FIRES_IN_FLIGHT)),
+            awaiting_refill: Arc::new(AtomicBool::new(false)),
             refill: Arc::new(Notify::new()),
         }
     }
@@ -186,14 +192,16 @@ impl Scheduler {
             let engine = Arc::clone(&self.engine);
             let queue = Arc::clone(&self.queue);
             let refill = Arc::clone(&self.refill);
+            let awaiting_refill = Arc::clone(&self.awaiting_refill);
             fires.spawn(async move {
                 loop {
                     let next = {
                         let mut queue = queue.lock().unwrap_or_else(PoisonError::into_inner);
                         let next = queue.pop_front();
-                        // Once per run-down: the queue only grows again
-                        // in a tick, which lists past it.
-                        if next.is_some() && queue.len() == REFILL_AT {
+                        if next.is_some()
+                            && queue.len() <= REFILL_AT
+                            && awaiting_refill.swap(false, Ordering::SeqCst)
+                        {
                             refill.notify_one();
                         }
                         next
@@ -312,6 +320,9 @@ impl Scheduler {
                 tracing::warn!(%error, "scheduler tick failed");
             }
             let mut wake_at = self.next_wake(now, every).await;
+            if self.backlogged() {
+                self.await_refill();
+            }
             wake.plan(wake_at);
             // Bounded both ways on tokio's monotonic time, so a wall clock
             // that jumps back cannot stretch the sleep past `every`.
@@ -369,16 +380,37 @@ impl Scheduler {
             .fold(at, Timestamp::min)
     }
 
-    /// Every fire slot is taken and due goals wait for one. (Goals queued
-    /// while slots are free are not a backlog: the tasks just started for
-    /// them take them at once.)
+    /// Has the fire that takes the queue down to [`REFILL_AT`] wake the
+    /// loop, which [`Scheduler::next_wake`] did not plan to wake for what
+    /// comes due meanwhile.
+    fn await_refill(&self) {
+        self.awaiting_refill.store(true, Ordering::SeqCst);
+        // The queue may have run down before the flag went up: then no
+        // later fire would see it.
+        let low = self
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+            <= REFILL_AT;
+        if low && self.awaiting_refill.swap(false, Ordering::SeqCst) {
+            self.refill.notify_one();
+        }
+    }
+
+    /// Every fire slot is taken and more than [`REFILL_AT`] due goals wait
+    /// for one. (Goals queued while slots are free are not a backlog: the
+    /// tasks just started for them take them at once. A short queue is
+    /// not one either: the loop keeps waking for what comes due, so a
+    /// queue that runs dry has more behind it.)
     fn backlogged(&self) -> bool {
         self.fire_slots.available_permits() == 0
-            && !self
+            && self
                 .queue
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .is_empty()
+                .len()
+                > REFILL_AT
     }
 }
 
