@@ -187,18 +187,25 @@ pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
 mod tests {
     use super::*;
 
+    /// An in-memory database as a host with the first `applied`
+    /// migrations left it.
+    fn at_version(applied: usize) -> Connection {
+        let connection = Connection::open_in_memory().expect("opens");
+        for sql in &MIGRATIONS[..applied] {
+            connection.execute_batch(sql).expect("an old migration");
+        }
+        connection
+            .pragma_update(None, "user_version", i64::try_from(applied).expect("few"))
+            .expect("the old version");
+        connection
+    }
+
     /// A database written before migration 5 keeps its goals' run ids:
     /// they move from the record into `goal_runs`, in order, and from
     /// there into the goal log (migration 7).
     #[test]
     fn run_ids_move_out_of_old_records() {
-        let mut connection = Connection::open_in_memory().expect("opens");
-        for sql in &MIGRATIONS[..4] {
-            connection.execute_batch(sql).expect("an old migration");
-        }
-        connection
-            .pragma_update(None, "user_version", 4)
-            .expect("version 4");
+        let mut connection = at_version(4);
         connection
             .execute(
                 "INSERT INTO goals (id, tenant, state, paused, mode, created_ms, version, record)
@@ -236,13 +243,7 @@ mod tests {
     /// carries its event and run counts.
     #[test]
     fn run_ids_events_and_evaluations_move_into_the_goal_log() {
-        let mut connection = Connection::open_in_memory().expect("opens");
-        for sql in &MIGRATIONS[..6] {
-            connection.execute_batch(sql).expect("an old migration");
-        }
-        connection
-            .pragma_update(None, "user_version", 6)
-            .expect("version 6");
+        let mut connection = at_version(6);
         connection
             .execute_batch(
                 "INSERT INTO goals (id, tenant, state, paused, mode, created_ms, version, record)
