@@ -157,9 +157,11 @@ impl Engine {
         fire_outcome(self.iterate(id, Trigger::Schedule).await)
     }
 
-    /// Closes a goal past its deadline, at once: without the goal's lock, so
-    /// a slow run in flight does not delay it. That run is cancelled and
-    /// recorded nowhere.
+    /// Closes an idle goal past its deadline. A goal with an iteration
+    /// under way is left to it: its run was reserved before the deadline
+    /// and dispatched, so it gets its verdict, and recording it closes the
+    /// goal. Never waits for the goal's lock, so a slow run does not hold
+    /// up the tick.
     pub async fn close_if_past_deadline(&self, id: &GoalId) -> Result<bool, EngineError> {
         #[cfg(feature = "mutants")]
         if self
@@ -168,6 +170,15 @@ impl Engine {
         {
             return Ok(false);
         }
+        // Only an idle goal is closed here. An iteration under way was
+        // reserved before the deadline (the fail-closed check refuses one
+        // after it), so its run is out and gets its verdict; recording it
+        // closes the goal, since the decision checks the deadline. Closing
+        // under it would drop a run the worker already saw. Held through
+        // the close, so no iteration starts meanwhile.
+        let Some(_idle) = self.locks.try_lock(id) else {
+            return Ok(false);
+        };
         for _ in 0..MAX_ATTEMPTS {
             let Some(goal) = self.load(id).await? else {
                 return Ok(false);
