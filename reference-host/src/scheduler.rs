@@ -39,11 +39,11 @@ const LIST_AHEAD: usize = 4 * MAX_FIRES_IN_FLIGHT;
 
 /// When a fire takes a goal off the queue and leaves this many or fewer
 /// while the loop sleeps on a backlog, the loop ticks at once to list more
-/// (see [`Scheduler::run`]). Without it a
-/// backlog was listed only once per `--tick-ms`, [`LIST_AHEAD`] goals at a
-/// time: at the 100 ms tick no more than about 10k fires a second could
-/// ever start, however fast they ran, so a scheduler with exactly 10k due
-/// a second never caught up after a slow stretch.
+/// (see [`Scheduler::run`]). Without it a backlog was listed only once per
+/// `--tick-ms`, [`LIST_AHEAD`] goals at a time: at the 100 ms tick no more
+/// than about 10k fires a second could ever start, however fast they ran,
+/// so a scheduler with exactly 10k due a second never caught up after a
+/// slow stretch.
 const REFILL_AT: usize = 2 * MAX_FIRES_IN_FLIGHT;
 
 /// The shortest sleep between the end of one tick and the start of the
@@ -85,8 +85,8 @@ pub struct Scheduler {
     queue: Arc<Mutex<VecDeque<Firing>>>,
     fire_slots: Arc<Semaphore>,
     /// Up while the loop sleeps without looking at what comes due next,
-    /// because fires were waiting for a slot; the fire that takes the
-    /// queue down to [`REFILL_AT`] takes it down and wakes the loop.
+    /// because fires were waiting for a slot. The fire that takes the
+    /// queue down to [`REFILL_AT`] lowers it and wakes the loop.
     awaiting_refill: Arc<AtomicBool>,
     refill: Arc<Notify>,
 }
