@@ -100,14 +100,14 @@ impl Tail {
         Ok(())
     }
 
-    /// Appends an event; answers its sequence.
+    /// Appends an event, numbered one past the goal's last.
     pub(super) fn event(
         &mut self,
         connection: &Connection,
         goal: &str,
         at_ms: i64,
         record: &str,
-    ) -> Result<i64, StoreError> {
+    ) -> Result<(), StoreError> {
         let record_id = insert_record(connection, record)?;
         self.entry += 1;
         self.events += 1;
@@ -124,7 +124,7 @@ impl Tail {
                 at_ms,
                 record_id
             ])?;
-        Ok(self.events)
+        Ok(())
     }
 
     /// Appends an evaluation.
@@ -200,7 +200,8 @@ mod tests {
         let mut tail = Tail::default();
         tail.runs(&connection, "g1", &["r-a".to_string()])
             .expect("a run");
-        assert_eq!(tail.event(&connection, "g1", 5, "e1").expect("an event"), 1);
+        tail.event(&connection, "g1", 5, "e1").expect("an event");
+        assert_eq!(tail.events, 1);
         tail.evaluation(&connection, "g1", "r-a", 1, "v1")
             .expect("an evaluation");
 
@@ -208,7 +209,8 @@ mod tests {
         let mut tail = Tail::read(&connection, "g1").expect("reads");
         tail.runs(&connection, "g1", &["r-a".to_string(), "r-b".to_string()])
             .expect("one more run");
-        assert_eq!(tail.event(&connection, "g1", 6, "e2").expect("an event"), 2);
+        tail.event(&connection, "g1", 6, "e2").expect("an event");
+        assert_eq!(tail.events, 2);
         let shrunk = Tail::read(&connection, "g1")
             .expect("reads")
             .runs(&connection, "g1", &[]);

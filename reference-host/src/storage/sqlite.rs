@@ -383,16 +383,20 @@ fn insert_goal_row(connection: &Connection, row: &GoalRow) -> Result<(), StoreEr
 /// Due schedule goals, longest due first. `COALESCE` is the expression the
 /// index `goals_due` holds: written as `IS NULL OR <=`, SQLite would scan
 /// every active schedule goal. The index holds every column read here, in
-/// this order, so no row of `goals` is read.
-fn due_sql() -> String {
-    format!(
-        "SELECT id FROM goals
-         WHERE state = 'active' AND paused = 0 AND mode = '{}'
-           AND COALESCE(next_fire_ms, 0) <= ?1
-         ORDER BY COALESCE(next_fire_ms, 0), created_ms
-         LIMIT CAST(?2 AS INTEGER)",
-        Mode::Schedule.as_str()
-    )
+/// this order, so no row of `goals` is read. Built once: the scheduler
+/// asks up to a thousand times a second.
+fn due_sql() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        format!(
+            "SELECT id FROM goals
+             WHERE state = 'active' AND paused = 0 AND mode = '{}'
+               AND COALESCE(next_fire_ms, 0) <= ?1
+             ORDER BY COALESCE(next_fire_ms, 0), created_ms
+             LIMIT CAST(?2 AS INTEGER)",
+            Mode::Schedule.as_str()
+        )
+    })
 }
 
 /// The goal ids a query of one `id` column answers, in its order.
@@ -651,7 +655,7 @@ impl Store for SqliteStore {
 
     fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.read(|connection| ids(connection, &due_sql(), params![now.unix_ms(), limit]))
+        self.read(|connection| ids(connection, due_sql(), params![now.unix_ms(), limit]))
     }
 
     fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
@@ -970,7 +974,7 @@ mod plan_tests {
 
     #[test]
     fn the_due_listing_reads_only_its_index_in_order() {
-        let text = crate::storage::query_plan(&due_sql(), params![0, 10]);
+        let text = crate::storage::query_plan(due_sql(), params![0, 10]);
         assert!(
             text.contains("SEARCH goals USING COVERING INDEX goals_due"),
             "{text}"
