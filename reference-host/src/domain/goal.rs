@@ -1,9 +1,10 @@
 //! The goal aggregate and its enumerations.
 
 use super::bounds::Bounds;
-use super::ids::{GoalId, Objective, RunId, Tenant};
+use super::ids::{GoalId, Objective, Tenant};
 use super::money::MicroUsd;
 use super::refs::{ArmRef, VerifierRef};
+use super::run_ids::RunIds;
 use super::timestamp::Timestamp;
 use super::verdict::LastVerdict;
 
@@ -133,7 +134,7 @@ pub struct Continuation {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Progress {
     pub iterations: u64,
-    pub contributing_run_ids: Vec<RunId>,
+    pub contributing_run_ids: RunIds,
 }
 
 /// `GET {base}/{id}/attention`: pause is attention, not state.

@@ -10,6 +10,7 @@ pub mod ids;
 pub mod money;
 pub mod refs;
 pub mod request;
+pub mod run_ids;
 pub mod timestamp;
 pub mod transition;
 pub mod verdict;
@@ -36,6 +37,7 @@ pub use request::{
     parse_create, parse_patch, parse_verifier, GoalPatch, NewGoal, NewVerifier, RequestContext,
     RequestError,
 };
+pub use run_ids::RunIds;
 pub use timestamp::Timestamp;
 pub use transition::{Change, FinishedRun, TransitionError};
 pub use verdict::{

@@ -188,7 +188,7 @@ fn recording_a_verdict_counts_it_and_emits_one_evaluated() {
     assert_eq!(change.goal.progress.iterations, 1);
     assert_eq!(
         change.goal.progress.contributing_run_ids,
-        vec![finished.run_id.clone()]
+        [finished.run_id.clone()].into_iter().collect()
     );
     assert_eq!(change.goal.spent, usd(0.4));
     let last = change

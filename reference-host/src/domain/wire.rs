@@ -1,64 +1,128 @@
 //! The JSON the wire shows for domain values (SPEC §1, §4). Host-private
 //! fields never appear here.
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
 
 use super::criteria::{CriteriaVerifier, Rule};
 use super::event::{Event, EventPayload};
 use super::goal::Goal;
+use super::run_ids::RunIds;
 use super::verdict::{Criterion, Evaluation};
 
-pub fn goal(goal: &Goal) -> Value {
-    let last_verdict = goal.completion.last_verdict.as_ref().map(|verdict| {
-        json!({
-            "satisfied": verdict.satisfied,
-            "confidence": verdict.confidence,
-            "runId": verdict.run_id.as_str(),
-        })
-    });
-    let mut bounds = Map::new();
-    if let Some(iterations) = goal.bounds.max_loop_iterations() {
-        bounds.insert("maxLoopIterations".into(), iterations.into());
-    }
-    if let Some(timeout) = goal.bounds.run_timeout_ms() {
-        bounds.insert("runTimeoutMs".into(), timeout.into());
-    }
-    if let Some(cap) = goal.bounds.max_cost() {
-        bounds.insert("maxCostUsd".into(), Value::Number(cap.written().clone()));
-    }
-    let run_ids: Vec<&str> = goal
-        .progress
-        .contributing_run_ids
-        .iter()
-        .map(|run| run.as_str())
-        .collect();
-    json!({
-        "id": goal.id.as_str(),
-        "objective": goal.objective.as_str(),
-        "state": goal.state.as_str(),
-        "completion": {
-            "check": goal.completion.check.as_str(),
-            "verifierRef": goal.completion.verifier_ref.as_ref().map(|r| r.as_str()),
-            "lastVerdict": last_verdict,
-        },
-        "continuation": {
-            "mode": goal.continuation.mode.as_str(),
-            "armRef": goal.continuation.arm_ref.as_ref().map(|r| r.as_str()),
-        },
-        "bounds": bounds,
-        "owner": { "tenant": goal.owner.as_str() },
-        "createdAt": goal.created_at.to_wire(),
-        "updatedAt": goal.updated_at.to_wire(),
-        "progress": {
-            "iterations": goal.progress.iterations,
-            "contributingRunIds": run_ids,
-        },
-    })
+/// A goal as the wire shows it. Serialized straight from the goal rather
+/// than through a `Value`: a `Value` copies every contributing run id into
+/// a string of its own, and a long-lived goal has thousands.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireGoal<'a> {
+    id: &'a str,
+    objective: &'a str,
+    state: &'static str,
+    completion: WireCompletion<'a>,
+    continuation: WireContinuation<'a>,
+    bounds: WireBounds<'a>,
+    owner: WireOwner<'a>,
+    created_at: String,
+    updated_at: String,
+    progress: WireProgress<'a>,
 }
 
-pub fn goal_list<'a>(goals: impl IntoIterator<Item = &'a Goal>) -> Value {
-    let goals: Vec<Value> = goals.into_iter().map(goal).collect();
-    json!({ "goals": goals })
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireCompletion<'a> {
+    check: &'static str,
+    verifier_ref: Option<&'a str>,
+    last_verdict: Option<WireVerdict<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireVerdict<'a> {
+    satisfied: bool,
+    confidence: f64,
+    run_id: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireContinuation<'a> {
+    mode: &'static str,
+    arm_ref: Option<&'a str>,
+}
+
+/// Only the bounds the goal declares.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireBounds<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_loop_iterations: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_timeout_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_cost_usd: Option<&'a serde_json::Number>,
+}
+
+#[derive(Serialize)]
+struct WireOwner<'a> {
+    tenant: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireProgress<'a> {
+    iterations: u64,
+    contributing_run_ids: &'a RunIds,
+}
+
+pub fn goal(goal: &Goal) -> WireGoal<'_> {
+    WireGoal {
+        id: goal.id.as_str(),
+        objective: goal.objective.as_str(),
+        state: goal.state.as_str(),
+        completion: WireCompletion {
+            check: goal.completion.check.as_str(),
+            verifier_ref: goal.completion.verifier_ref.as_ref().map(|r| r.as_str()),
+            last_verdict: goal
+                .completion
+                .last_verdict
+                .as_ref()
+                .map(|verdict| WireVerdict {
+                    satisfied: verdict.satisfied,
+                    confidence: verdict.confidence,
+                    run_id: verdict.run_id.as_str(),
+                }),
+        },
+        continuation: WireContinuation {
+            mode: goal.continuation.mode.as_str(),
+            arm_ref: goal.continuation.arm_ref.as_ref().map(|r| r.as_str()),
+        },
+        bounds: WireBounds {
+            max_loop_iterations: goal.bounds.max_loop_iterations(),
+            run_timeout_ms: goal.bounds.run_timeout_ms(),
+            max_cost_usd: goal.bounds.max_cost().map(|cap| cap.written()),
+        },
+        owner: WireOwner {
+            tenant: goal.owner.as_str(),
+        },
+        created_at: goal.created_at.to_wire(),
+        updated_at: goal.updated_at.to_wire(),
+        progress: WireProgress {
+            iterations: goal.progress.iterations,
+            contributing_run_ids: &goal.progress.contributing_run_ids,
+        },
+    }
+}
+
+#[derive(Serialize)]
+pub struct GoalList<'a> {
+    goals: Vec<WireGoal<'a>>,
+}
+
+pub fn goal_list<'a>(goals: impl IntoIterator<Item = &'a Goal>) -> GoalList<'a> {
+    GoalList {
+        goals: goals.into_iter().map(goal).collect(),
+    }
 }
 
 pub fn event_payload(payload: &EventPayload) -> Value {
@@ -135,11 +199,20 @@ pub fn evaluation_list<'a>(evaluations: impl IntoIterator<Item = &'a Evaluation>
     json!({ "evaluations": evaluations })
 }
 
-pub fn continue_response(goal_now: &Goal, evaluation_now: Option<&Evaluation>) -> Value {
-    json!({
-        "goal": goal(goal_now),
-        "evaluation": evaluation_now.map(evaluation),
-    })
+#[derive(Serialize)]
+pub struct ContinueResponse<'a> {
+    goal: WireGoal<'a>,
+    evaluation: Option<Value>,
+}
+
+pub fn continue_response<'a>(
+    goal_now: &'a Goal,
+    evaluation_now: Option<&Evaluation>,
+) -> ContinueResponse<'a> {
+    ContinueResponse {
+        goal: goal(goal_now),
+        evaluation: evaluation_now.map(evaluation),
+    }
 }
 
 pub fn attention(goal: &Goal) -> Value {

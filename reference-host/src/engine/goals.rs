@@ -386,6 +386,13 @@ impl Engine {
 }
 
 impl Engine {
+    /// Reads these goals ahead of their fires (see [`Store::warm`]).
+    ///
+    /// [`Store::warm`]: crate::storage::Store::warm
+    pub async fn warm(&self, ids: Vec<GoalId>) -> Result<usize, EngineError> {
+        self.db(move |store| store.warm(&ids)).await
+    }
+
     /// Due `schedule` goals, longest due first, at most `limit`.
     pub async fn due_schedule_goals(
         &self,

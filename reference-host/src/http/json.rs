@@ -6,6 +6,7 @@ use axum::extract::{FromRequest, Request};
 use axum::http::header::{HeaderValue, CONTENT_TYPE, ETAG, LOCATION};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::error::ApiError;
@@ -60,12 +61,12 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
 }
 
 /// A JSON response.
-pub fn json(status: StatusCode, body: Value) -> Response {
+pub fn json(status: StatusCode, body: impl Serialize) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
 /// A goal-carrying response with the goal's `ETag`.
-pub fn with_etag(status: StatusCode, goal: &Goal, body: Value) -> Response {
+pub fn with_etag(status: StatusCode, goal: &Goal, body: impl Serialize) -> Response {
     let mut response = json(status, body);
     if let Ok(etag) = HeaderValue::from_str(&goal.etag()) {
         response.headers_mut().insert(ETAG, etag);
@@ -74,7 +75,7 @@ pub fn with_etag(status: StatusCode, goal: &Goal, body: Value) -> Response {
 }
 
 /// `201 Created` with `Location` and `ETag`.
-pub fn created(location: &str, goal: &Goal, body: Value) -> Response {
+pub fn created(location: &str, goal: &Goal, body: impl Serialize) -> Response {
     let mut response = with_etag(StatusCode::CREATED, goal, body);
     if let Ok(location) = HeaderValue::from_str(location) {
         response.headers_mut().insert(LOCATION, location);

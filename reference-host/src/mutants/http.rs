@@ -543,7 +543,9 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
             let mut leaked = Vec::new();
             for tenant in tenants {
                 if let Ok(goals) = state.engine().list(&tenant, Some(filter)).await {
-                    leaked.extend(goals.iter().map(crate::domain::wire::goal));
+                    leaked.extend(goals.iter().filter_map(|goal| {
+                        serde_json::to_value(crate::domain::wire::goal(goal)).ok()
+                    }));
                 }
             }
             rewrite(response, move |list| {

@@ -9,10 +9,16 @@
 //! - A write puts its goal here after its transaction committed and before
 //!   its caller (or anybody in its group) is answered (`GroupCommit`'s
 //!   commit hook), even when that caller has gone away.
-//! - A read that missed fills the entry from the database only if no write
-//!   touched its shard in between: it takes a [`Ticket`] (the shard's
-//!   generation) before reading, and writes bump the generation. A read
-//!   that began before a commit cannot put the older goal back.
+//! - A read that missed fills the entry from the database only if its goal
+//!   cannot have been written in between: it takes a [`Ticket`] (the
+//!   shard's generation) before reading, and writes bump the generation. A
+//!   goal written after the ticket is either here (a write always puts its
+//!   goal here), and a fill never replaces an entry, or it left the shard
+//!   since, and the shard remembers the latest write that left (`hidden`):
+//!   a fill older than that is dropped. A read that began before a commit
+//!   cannot put the older goal back. The check is per goal, not per shard,
+//!   so a batch read (the scheduler warming the goals it is about to fire)
+//!   still fills while other goals are written.
 //! - Commits reach the cache in the order they committed: one group
 //!   leads at a time and its hooks run before the next group begins. So
 //!   the last commit's goal is the cached one, whatever its version says.
@@ -46,11 +52,17 @@ struct Shard {
     bytes: usize,
     /// Bumped by every write put here.
     generation: u64,
+    /// The latest generation whose goal is no longer here: evicted, or too
+    /// big to keep. A read that began before it may have missed a write.
+    hidden: u64,
 }
 
 struct Entry {
     goal: Arc<Goal>,
     weight: usize,
+    /// The generation that wrote this entry; 0 for an entry filled by a
+    /// read, whose leaving hides no write.
+    written: u64,
 }
 
 /// A shard's generation, taken before a read of the database.
@@ -95,15 +107,15 @@ impl GoalCache {
         Ticket(self.shard(id).generation)
     }
 
-    /// Keeps a goal read from the database, unless a write came since the
-    /// ticket was taken.
+    /// Keeps a goal read from the database, unless it may have been written
+    /// since the ticket was taken.
     pub(super) fn fill(&self, ticket: Ticket, goal: Goal, record_len: usize) {
         let weight = weight(&goal, record_len);
         let mut shard = self.shard(&goal.id);
-        if shard.generation != ticket.0 || shard.goals.contains_key(&goal.id) {
+        if shard.hidden > ticket.0 || shard.goals.contains_key(&goal.id) {
             return;
         }
-        self.insert(&mut shard, Arc::new(goal), weight);
+        self.insert(&mut shard, Arc::new(goal), weight, 0);
     }
 
     /// Keeps a goal just committed (commits come in commit order).
@@ -112,35 +124,46 @@ impl GoalCache {
         let mut guard = self.shard(&goal.id);
         let shard = &mut *guard;
         shard.generation += 1;
+        let written = shard.generation;
         if let Some(entry) = shard.goals.get_mut(&goal.id) {
             shard.bytes = shard.bytes - entry.weight + weight;
             *entry = Entry {
                 goal: Arc::new(goal),
                 weight,
+                written,
             };
-            self.evict(shard);
+            Self::evict(shard, self.bytes_per_shard);
             return;
         }
-        self.insert(shard, Arc::new(goal), weight);
+        self.insert(shard, Arc::new(goal), weight, written);
     }
 
-    fn insert(&self, shard: &mut Shard, goal: Arc<Goal>, weight: usize) {
+    fn insert(&self, shard: &mut Shard, goal: Arc<Goal>, weight: usize, written: u64) {
         if weight > self.bytes_per_shard {
+            shard.hidden = shard.hidden.max(written);
             return;
         }
         shard.order.push_back(goal.id.clone());
         shard.bytes += weight;
-        shard.goals.insert(goal.id.clone(), Entry { goal, weight });
-        self.evict(shard);
+        shard.goals.insert(
+            goal.id.clone(),
+            Entry {
+                goal,
+                weight,
+                written,
+            },
+        );
+        Self::evict(shard, self.bytes_per_shard);
     }
 
-    fn evict(&self, shard: &mut Shard) {
-        while shard.bytes > self.bytes_per_shard {
+    fn evict(shard: &mut Shard, budget: usize) {
+        while shard.bytes > budget {
             let Some(oldest) = shard.order.pop_front() else {
                 break;
             };
             if let Some(entry) = shard.goals.remove(&oldest) {
                 shard.bytes -= entry.weight;
+                shard.hidden = shard.hidden.max(entry.written);
             }
         }
     }
@@ -207,14 +230,71 @@ mod tests {
         cache.committed(with_version(&before, 2), RECORD);
         cache.fill(ticket, before.clone(), RECORD);
         assert_eq!(cache.get(&before.id).map(|g| g.version), Some(2));
-        // As if evicted between the commit and the fill.
-        cache.shard(&before.id).goals.clear();
+        // Evicted between the commit and the fill.
+        evict_everything(&cache, &before.id);
+        assert!(cache.get(&before.id).is_none());
         cache.fill(ticket, before.clone(), RECORD);
         assert!(cache.get(&before.id).is_none(), "a stale fill landed");
         // A read that starts afterwards fills.
         let fresh = cache.ticket(&before.id);
         cache.fill(fresh, with_version(&before, 2), RECORD);
         assert_eq!(cache.get(&before.id).map(|g| g.version), Some(2));
+    }
+
+    /// Evicts everything `id`'s shard holds.
+    fn evict_everything(cache: &GoalCache, id: &GoalId) {
+        GoalCache::evict(&mut cache.shard(id), 0);
+    }
+
+    /// Writes to other goals of the same shard, and fills of other goals,
+    /// do not stop a goal that was not written from being filled: the
+    /// scheduler warms a batch of goals while others commit.
+    #[test]
+    fn a_fill_is_kept_while_other_goals_are_written_and_filled() {
+        let cache = GoalCache::new(1 << 20);
+        let stored = goal(4);
+        let ticket = cache.ticket(&stored.id);
+        for _ in 0..50 {
+            cache.committed(goal(1), RECORD);
+            let other = goal(1);
+            let other_ticket = cache.ticket(&other.id);
+            cache.fill(other_ticket, other, RECORD);
+        }
+        cache.fill(ticket, stored.clone(), RECORD);
+        assert_eq!(cache.get(&stored.id).as_deref(), Some(&stored));
+    }
+
+    /// Once a goal written after the ticket has been evicted, a fill from
+    /// before cannot tell whether it was its own goal: dropped. Entries
+    /// filled by reads leave without hiding anything.
+    #[test]
+    fn an_evicted_write_stops_older_fills_of_its_shard() {
+        // Room for two entries a shard.
+        let cache = GoalCache::new(SHARDS * 2 * (ENTRY_OVERHEAD + RECORD));
+        let target = goal(1);
+        // Fills that get evicted by other fills hide nothing.
+        let ticket = cache.ticket(&target.id);
+        for _ in 0..(SHARDS * 32) {
+            let other = goal(1);
+            let other_ticket = cache.ticket(&other.id);
+            cache.fill(other_ticket, other, RECORD);
+        }
+        cache.fill(ticket, target.clone(), RECORD);
+        assert!(
+            cache.get(&target.id).is_some(),
+            "a fill was dropped for nothing"
+        );
+
+        // A write that is evicted again hides itself from older fills.
+        let late = goal(1);
+        let ticket = cache.ticket(&late.id);
+        cache.committed(with_version(&late, 2), RECORD);
+        for _ in 0..(SHARDS * 32) {
+            cache.committed(goal(1), RECORD);
+        }
+        assert!(cache.get(&late.id).is_none(), "the write was not evicted");
+        cache.fill(ticket, late.clone(), RECORD);
+        assert!(cache.get(&late.id).is_none(), "a stale fill landed");
     }
 
     #[test]

@@ -18,6 +18,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::StoreError;
+use crate::domain::RunIds;
 
 /// The goal's run ids as `position run_id` pairs, a column of a query of
 /// `goals` (a macro, so queries can `concat!` it).
@@ -77,7 +78,7 @@ impl Tail {
         &mut self,
         connection: &Connection,
         goal: &str,
-        run_ids: &[String],
+        run_ids: &RunIds,
     ) -> Result<(), StoreError> {
         let logged = usize::try_from(self.runs)
             .map_err(|_| StoreError::Corrupt(format!("run count {}", self.runs)))?;
@@ -87,7 +88,7 @@ impl Tail {
                 run_ids.len()
             )));
         }
-        for run_id in &run_ids[logged..] {
+        for run_id in run_ids.iter_from(logged) {
             self.entry += 1;
             self.runs += 1;
             connection
@@ -95,7 +96,13 @@ impl Tail {
                     "INSERT INTO goal_log (goal_id, entry, kind, events, runs, run_id)
                      VALUES (?1, ?2, 'run', ?3, ?4, ?5)",
                 )?
-                .execute(params![goal, self.entry, self.events, self.runs, run_id])?;
+                .execute(params![
+                    goal,
+                    self.entry,
+                    self.events,
+                    self.runs,
+                    run_id.as_str()
+                ])?;
         }
         Ok(())
     }
@@ -166,6 +173,7 @@ fn insert_record(connection: &Connection, record: &str) -> Result<i64, StoreErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::RunId;
     use crate::storage::migrations::migrate;
 
     fn log(connection: &Connection, goal: &str) -> Vec<(i64, String, i64, i64)> {
@@ -197,23 +205,30 @@ mod tests {
             Tail::default()
         );
 
+        let (a, b) = (RunId::generate(), RunId::generate());
         let mut tail = Tail::default();
-        tail.runs(&connection, "g1", &["r-a".to_string()])
+        tail.runs(&connection, "g1", &[a.clone()].into_iter().collect())
             .expect("a run");
         tail.event(&connection, "g1", 5, "e1").expect("an event");
         assert_eq!(tail.events, 1);
-        tail.evaluation(&connection, "g1", "r-a", 1, "v1")
+        tail.evaluation(&connection, "g1", a.as_str(), 1, "v1")
             .expect("an evaluation");
 
         // A later write starts from what is stored, not from memory.
         let mut tail = Tail::read(&connection, "g1").expect("reads");
-        tail.runs(&connection, "g1", &["r-a".to_string(), "r-b".to_string()])
-            .expect("one more run");
+        tail.runs(
+            &connection,
+            "g1",
+            &[a.clone(), b.clone()].into_iter().collect(),
+        )
+        .expect("one more run");
         tail.event(&connection, "g1", 6, "e2").expect("an event");
         assert_eq!(tail.events, 2);
-        let shrunk = Tail::read(&connection, "g1")
-            .expect("reads")
-            .runs(&connection, "g1", &[]);
+        let shrunk = Tail::read(&connection, "g1").expect("reads").runs(
+            &connection,
+            "g1",
+            &RunIds::default(),
+        );
         assert!(shrunk.is_err(), "{shrunk:?}");
 
         let entry = |entry, kind: &str, events, runs| (entry, kind.to_string(), events, runs);
@@ -234,6 +249,6 @@ mod tests {
                 |row| row.get(0),
             )
             .expect("run pairs");
-        assert_eq!(pairs, "0 r-a 1 r-b");
+        assert_eq!(pairs, format!("0 {} 1 {}", a.as_str(), b.as_str()));
     }
 }
