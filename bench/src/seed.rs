@@ -23,7 +23,11 @@ pub fn tenant(index: usize) -> Result<Tenant> {
     Tenant::parse(&format!("bench-tenant-{}", index % TENANTS)).context("tenant name")
 }
 
-fn new_goal(body: &Value, owner: Tenant, now: Timestamp) -> Result<goalpost_host::domain::Goal> {
+pub fn new_goal(
+    body: &Value,
+    owner: Tenant,
+    now: Timestamp,
+) -> Result<goalpost_host::domain::Goal> {
     let parsed = parse_create(
         body,
         RequestContext {

@@ -4,22 +4,41 @@
 //! The baseline is an axum hello-world handler served on the same runtime,
 //! loaded the same way, measured before and after the host.
 
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use axum::routing::get;
+use goalpost_host::clock::{Clock, SystemClock};
+use goalpost_host::domain::{RunId, Tenant};
+use goalpost_host::storage::{SqliteStore, Store};
 use goalpost_host::{Config, DbLocation, RunningHost};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::load::{self, MakeRequest, Outcome, Spec};
+use crate::seed;
 use crate::stats::duration;
 use crate::table::{thousands, Row};
 
 const GOALS: &str = "/v1/host/sample/goals";
-/// Keep-alive connections, one tenant and one goal each.
+/// Keep-alive connections, one tenant each.
 pub const CONCURRENCY: usize = 64;
+/// `continue` moves a connection to its next goal after this many runs.
+/// A goal's answer lists every contributing run id, so the cost of a
+/// `continue` grows with the goal's history; without a bound the rate
+/// measured would depend on the length of the window (goals of one
+/// connection each reached 500 runs in a 3 s window, 1,000 in 6 s). The
+/// deep-history cost is measured on its own (`continue-deep`).
+const RUNS_PER_GOAL: u64 = 100;
+/// Goals per connection for `continue`: 3,200 requests per connection,
+/// 200k in all, more than the window holds on this machine. A connection
+/// that runs out says so as an error rather than deepening the history.
+const GOALS_PER_CONNECTION: usize = 32;
+/// The history of `continue-deep`'s goals when the phase starts.
+const DEEP_RUNS: usize = 1000;
 const WARMUP: Duration = Duration::from_millis(500);
 const WINDOW: Duration = Duration::from_secs(3);
 /// Targets.
@@ -29,6 +48,10 @@ const WRITE_P99: Duration = Duration::from_millis(20);
 
 fn token(worker: usize) -> String {
     format!("bench-token-{worker}")
+}
+
+fn tenant(worker: usize) -> String {
+    format!("tenant-{worker}")
 }
 
 fn spec(requests: Option<u64>) -> Spec {
@@ -96,6 +119,28 @@ async fn create_goal(
         .context("create answered without an id")
 }
 
+/// One goal per connection (owned by its tenant) with `DEEP_RUNS`
+/// contributing runs, written through the host's own store before the
+/// host opens the database; their ids in connection order.
+fn seed_deep(db: &Path) -> Result<Vec<String>> {
+    let store = SqliteStore::open(&DbLocation::File(db.to_path_buf()))?;
+    let now = SystemClock.now();
+    let body = goal_body("bench continue deep", true);
+    let mut goals = Vec::with_capacity(CONCURRENCY);
+    for worker in 0..CONCURRENCY {
+        let owner = Tenant::parse(&tenant(worker)).context("tenant name")?;
+        let mut goal = seed::new_goal(&body, owner, now)?;
+        goal.progress.contributing_run_ids = (0..DEEP_RUNS).map(|_| RunId::generate()).collect();
+        goal.progress.iterations = DEEP_RUNS as u64;
+        goals.push(goal);
+    }
+    store.insert_goals(&goals)?;
+    Ok(goals
+        .iter()
+        .map(|goal| goal.id.as_str().to_string())
+        .collect())
+}
+
 async fn hello_server() -> Result<(String, oneshot::Sender<()>, tokio::task::JoinHandle<()>)> {
     let router = axum::Router::new().route("/hello", get(|| async { "hello" }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -141,7 +186,7 @@ fn describe(outcome: &mut Outcome) -> String {
 }
 
 /// The phases, in the order they run; `hello` runs first and last.
-const PHASES: [&str; 4] = ["hello", "get", "create", "continue"];
+const PHASES: [&str; 5] = ["hello", "get", "create", "continue", "continue-deep"];
 
 pub fn measure(only: &[String], requests: Option<u64>) -> Result<Vec<Row>> {
     let wanted = |phase: &str| only.is_empty() || only.iter().any(|p| p == phase);
@@ -157,12 +202,18 @@ pub fn measure(only: &[String], requests: Option<u64>) -> Result<Vec<Row>> {
             hellos.push(hello(&client, requests).await?);
         }
 
+        let db = dir.path().join("host.db");
+        let deep = if wanted("continue-deep") {
+            seed_deep(&db)?
+        } else {
+            Vec::new()
+        };
         let mut config = Config::conformance_in_memory(
             (0..CONCURRENCY)
-                .map(|w| (token(w), format!("tenant-{w}")))
+                .map(|w| (token(w), tenant(w)))
                 .collect(),
         );
-        config.db = DbLocation::File(dir.path().join("host.db"));
+        config.db = DbLocation::File(db);
         let host = RunningHost::start(config).await?;
         let base = host.base_url();
 
@@ -170,7 +221,13 @@ pub fn measure(only: &[String], requests: Option<u64>) -> Result<Vec<Row>> {
         let mut runnable = Vec::with_capacity(CONCURRENCY);
         for worker in 0..CONCURRENCY {
             readable.push(create_goal(&client, &base, worker, &goal_body("bench read", false)).await?);
-            runnable.push(create_goal(&client, &base, worker, &goal_body("bench continue", true)).await?);
+            let mut pool = Vec::new();
+            if wanted("continue") {
+                for _ in 0..GOALS_PER_CONNECTION {
+                    pool.push(create_goal(&client, &base, worker, &goal_body("bench continue", true)).await?);
+                }
+            }
+            runnable.push(pool);
         }
 
         let mut measured: Vec<(&str, Outcome)> = Vec::new();
@@ -194,13 +251,39 @@ pub fn measure(only: &[String], requests: Option<u64>) -> Result<Vec<Row>> {
             measured.push(("create", load::run(&client, spec(requests), 201, make).await));
         }
         if wanted("continue") {
-            let (continue_base, ids) = (base.clone(), Arc::new(runnable));
-            let make: MakeRequest = Arc::new(move |client, w, _| {
+            let (continue_base, pools) = (base.clone(), Arc::new(runnable));
+            let exhausted = Arc::new(AtomicBool::new(false));
+            let ran_out = Arc::clone(&exhausted);
+            let make: MakeRequest = Arc::new(move |client, w, n| {
+                let pool = &pools[w];
+                let next = usize::try_from(n / RUNS_PER_GOAL).unwrap_or(usize::MAX);
+                if next >= pool.len() {
+                    ran_out.store(true, Ordering::Relaxed);
+                }
                 client
-                    .post(format!("{continue_base}{GOALS}/{}/continue", ids[w]))
+                    .post(format!("{continue_base}{GOALS}/{}/continue", pool[next % pool.len()]))
                     .bearer_auth(token(w))
             });
-            measured.push(("continue", load::run(&client, spec(requests), 200, make).await));
+            let mut outcome = load::run(&client, spec(requests), 200, make).await;
+            if exhausted.load(Ordering::Relaxed) {
+                outcome.errors += 1;
+                outcome.first_error.get_or_insert_with(|| {
+                    format!(
+                        "a connection sent more than {} requests: its goals went past {RUNS_PER_GOAL} runs",
+                        GOALS_PER_CONNECTION as u64 * RUNS_PER_GOAL
+                    )
+                });
+            }
+            measured.push(("continue", outcome));
+        }
+        if wanted("continue-deep") {
+            let (deep_base, ids) = (base.clone(), Arc::new(deep));
+            let make: MakeRequest = Arc::new(move |client, w, _| {
+                client
+                    .post(format!("{deep_base}{GOALS}/{}/continue", ids[w]))
+                    .bearer_auth(token(w))
+            });
+            measured.push(("continue-deep", load::run(&client, spec(requests), 200, make).await));
         }
         host.shutdown().await;
         if wanted("hello") {
@@ -221,7 +304,17 @@ pub fn measure(only: &[String], requests: Option<u64>) -> Result<Vec<Row>> {
         }
         for (phase, mut outcome) in measured {
             let ratio = outcome.rate() / baseline_rate.max(f64::EPSILON);
-            let row = if phase == "get" {
+            let row = if phase == "continue-deep" {
+                Row::info(
+                    format!(
+                        "host continue on goals with {} runs already ({} to {} in the window), {CONCURRENCY} connections",
+                        thousands(DEEP_RUNS as f64),
+                        thousands(DEEP_RUNS as f64),
+                        thousands(DEEP_RUNS as f64 + outcome.rate() * WINDOW.as_secs_f64() / CONCURRENCY as f64),
+                    ),
+                    describe(&mut outcome),
+                )
+            } else if phase == "get" {
                 let mut row = Row::target(
                     format!("host GET goal, {CONCURRENCY} connections"),
                     describe(&mut outcome),
@@ -237,7 +330,7 @@ pub fn measure(only: &[String], requests: Option<u64>) -> Result<Vec<Row>> {
                 let name = if phase == "create" {
                     "create goal"
                 } else {
-                    "continue (fixture arm + judge, durable record)"
+                    "continue (fixture arm + judge, durable record; goals of at most 100 runs)"
                 };
                 let p99 = outcome.latencies.percentile(99.0).unwrap_or(Duration::MAX);
                 let met = outcome.errors == 0 && outcome.rate() >= WRITE_RATE && p99 < WRITE_P99;
