@@ -324,6 +324,22 @@ mod tests {
         assert!(cache.get(&goals[0].id).is_none(), "the oldest entry stayed");
     }
 
+    /// A write too big to keep leaves nothing behind to stop an older
+    /// fill of its goal: the shard remembers it instead.
+    #[test]
+    fn a_write_too_big_to_keep_stops_older_fills() {
+        let cache = GoalCache::new(1 << 20);
+        let stored = goal(1);
+        let ticket = cache.ticket(&stored.id);
+        cache.committed(with_version(&stored, 2), 1 << 20);
+        assert!(
+            cache.get(&stored.id).is_none(),
+            "kept a write past the budget"
+        );
+        cache.fill(ticket, stored.clone(), RECORD);
+        assert!(cache.get(&stored.id).is_none(), "a stale fill landed");
+    }
+
     #[test]
     fn a_zero_sized_cache_keeps_nothing() {
         let cache = GoalCache::new(0);

@@ -1038,6 +1038,53 @@ mod plan_tests {
 }
 
 #[cfg(test)]
+mod warm_tests {
+    use super::*;
+    use crate::domain::fixture::{at, goal, unsatisfied, usd};
+    use crate::domain::transition::record_run;
+    use crate::domain::FinishedRun;
+
+    /// Warming reads what is stored into memory once, and a write after
+    /// it is what the next read answers.
+    #[tokio::test]
+    async fn warmed_goals_are_read_from_memory_and_stay_current() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store =
+            SqliteStore::open(&DbLocation::File(dir.path().join("host.db"))).expect("opens");
+        let stored: Vec<Goal> = (0..3).map(|_| goal(Some(10), None, None)).collect();
+        store.insert_goals(&stored).expect("stored");
+        assert!(
+            store.cache.get(&stored[0].id).is_none(),
+            "bulk inserts skip the cache"
+        );
+
+        let unknown = GoalId::generate();
+        let ids = [stored[0].id.clone(), stored[1].id.clone(), unknown.clone()];
+        assert_eq!(store.warm(&ids).expect("warms"), 2);
+        for warmed in &stored[..2] {
+            assert_eq!(store.cache.get(&warmed.id).as_deref(), Some(warmed));
+        }
+        assert!(store.cache.get(&stored[2].id).is_none(), "not asked for");
+        assert_eq!(store.warm(&ids).expect("warms"), 0, "already in memory");
+        assert_eq!(store.goal(&unknown).expect("reads"), None);
+
+        let finished = FinishedRun {
+            run_id: RunId::generate(),
+            cost: usd(0.01),
+            outcome: unsatisfied(),
+        };
+        let change = record_run(&stored[0], &finished, at(5)).expect("a change");
+        let written = store
+            .apply(&change, stored[0].version, None, at(5))
+            .await
+            .expect("applies");
+        assert!(matches!(written, Written::Done(_)));
+        assert_eq!(store.warm(&ids).expect("warms"), 0);
+        assert_eq!(store.goal(&stored[0].id).expect("reads"), Some(change.goal));
+    }
+}
+
+#[cfg(test)]
 mod file_tests {
     use std::time::{Duration, Instant};
 
