@@ -160,6 +160,48 @@ DROP TABLE goal_runs;
 DROP TABLE events;
 DROP TABLE evaluations;
 ",
+    // Issue 7: the same checks without a three-value `IN` list. SQLite
+    // evaluates `x IN (a, b, c)` of constants by building a temporary
+    // B-tree of the list on every run of the statement, so every insert
+    // into `goal_log` and every insert or update of `runs` built one: five
+    // per iteration, about a seventh of a `continue`'s instructions
+    // (docs/PROFILING.md section 6). A chain of `=` checks the same
+    // values. A CHECK cannot be altered, so both tables are rebuilt.
+    r"
+CREATE TABLE runs_checked (
+    run_id      TEXT PRIMARY KEY,
+    goal_id     TEXT NOT NULL REFERENCES goals (id),
+    iteration   INTEGER NOT NULL,
+    status      TEXT NOT NULL
+                CHECK (status = 'in-flight' OR status = 'recorded' OR status = 'discarded'),
+    started_ms  INTEGER NOT NULL,
+    ended_ms    INTEGER
+);
+INSERT INTO runs_checked (run_id, goal_id, iteration, status, started_ms, ended_ms)
+    SELECT run_id, goal_id, iteration, status, started_ms, ended_ms FROM runs ORDER BY rowid;
+DROP TABLE runs;
+ALTER TABLE runs_checked RENAME TO runs;
+CREATE INDEX runs_in_flight ON runs (status);
+
+CREATE TABLE goal_log_checked (
+    goal_id   TEXT NOT NULL REFERENCES goals (id),
+    entry     INTEGER NOT NULL,
+    kind      TEXT NOT NULL CHECK (kind = 'run' OR kind = 'event' OR kind = 'evaluation'),
+    events    INTEGER NOT NULL,
+    runs      INTEGER NOT NULL,
+    run_id    TEXT,
+    iteration INTEGER,
+    at_ms     INTEGER,
+    record_id INTEGER,
+    PRIMARY KEY (goal_id, entry)
+) WITHOUT ROWID;
+INSERT INTO goal_log_checked
+    (goal_id, entry, kind, events, runs, run_id, iteration, at_ms, record_id)
+    SELECT goal_id, entry, kind, events, runs, run_id, iteration, at_ms, record_id
+    FROM goal_log;
+DROP TABLE goal_log;
+ALTER TABLE goal_log_checked RENAME TO goal_log;
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
@@ -236,6 +278,75 @@ mod tests {
             .query_row("PRAGMA user_version", [], |row| row.get(0))
             .expect("the version");
         assert_eq!(version, i64::try_from(MIGRATIONS.len()).expect("fits"));
+    }
+
+    /// Migration 8 rebuilds `runs` and `goal_log`: their rows stay, their
+    /// checks still refuse what they refused, and no insert or update the
+    /// store runs on them builds a temporary B-tree any more.
+    #[test]
+    fn the_rebuilt_tables_keep_their_rows_and_checks_without_temporary_trees() {
+        let mut connection = at_version(7);
+        let seed = "INSERT INTO goals (id, tenant, state, paused, mode, created_ms, version, record)
+                        VALUES ('g1', 't', 'active', 0, 'manual', 0, 1, '{}');
+                    INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, ended_ms)
+                        VALUES ('r-a', 'g1', 1, 'recorded', 5, 6), ('r-b', 'g1', 2, 'in-flight', 7, NULL);
+                    INSERT INTO goal_log (goal_id, entry, kind, events, runs, run_id)
+                        VALUES ('g1', 1, 'run', 0, 1, 'r-a');";
+        connection.execute_batch(seed).expect("old rows");
+        let before = dump(&connection);
+        migrate(&mut connection).expect("migrates");
+        assert_eq!(dump(&connection), before);
+
+        let refused = [
+            "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms)
+                 VALUES ('r-c', 'g1', 3, 'lost', 8)",
+            "UPDATE runs SET status = 'lost' WHERE run_id = 'r-b'",
+            "INSERT INTO goal_log (goal_id, entry, kind, events, runs) VALUES ('g1', 2, 'note', 0, 1)",
+        ];
+        for sql in refused {
+            let error = connection.execute(sql, []).expect_err(sql);
+            assert!(error.to_string().contains("CHECK"), "{sql}: {error}");
+        }
+        let writes = [
+            "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms)
+                 VALUES (?1, ?2, ?3, 'in-flight', ?4)",
+            "UPDATE runs SET status = 'recorded', ended_ms = ?2 WHERE run_id = ?1",
+            "INSERT INTO goal_log (goal_id, entry, kind, events, runs, run_id)
+                 VALUES (?1, ?2, 'run', ?3, ?4, ?5)",
+        ];
+        for sql in writes {
+            let mut explain = connection
+                .prepare(&format!("EXPLAIN {sql}"))
+                .expect("explains");
+            // Unbound parameters: the program does not depend on them.
+            let mut rows = explain.raw_query();
+            let mut program = Vec::new();
+            while let Some(row) = rows.next().expect("runs") {
+                program.push(row.get::<_, String>(1).expect("an opcode"));
+            }
+            assert!(
+                !program.iter().any(|op| op == "OpenEphemeral"),
+                "{sql} builds a temporary B-tree: {program:?}"
+            );
+        }
+    }
+
+    /// Every row of `runs` and `goal_log`, in key order.
+    fn dump(connection: &Connection) -> Vec<String> {
+        let mut rows = Vec::new();
+        for sql in [
+            "SELECT json_array(run_id, goal_id, iteration, status, started_ms, ended_ms)
+             FROM runs ORDER BY run_id",
+            "SELECT json_array(goal_id, entry, kind, events, runs, run_id, iteration, at_ms, record_id)
+             FROM goal_log ORDER BY goal_id, entry",
+        ] {
+            let mut statement = connection.prepare(sql).expect("prepares");
+            let found = statement
+                .query_map([], |row| row.get::<_, String>(0))
+                .expect("queries");
+            rows.extend(found.map(|row| row.expect("reads")));
+        }
+        rows
     }
 
     /// A database written before migration 7 keeps its run ids, events
