@@ -1008,7 +1008,7 @@ mod tests {
         let ephemeral: Vec<&String> = statements
             .iter()
             .filter(|sql| {
-                let verb = sql.trim_start().split_whitespace().next().unwrap_or("");
+                let verb = sql.split_whitespace().next().unwrap_or("");
                 ["INSERT", "UPDATE", "DELETE"].contains(&verb.to_ascii_uppercase().as_str())
             })
             .filter(|sql| {
