@@ -45,7 +45,7 @@ struct Args {
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(NAMES))]
     only: Vec<String>,
     /// For profiling: only these phases of `throughput` (hello, get,
-    /// create, continue).
+    /// create, continue, continue-deep).
     #[arg(long, hide = true)]
     phase: Vec<String>,
     /// For profiling: `throughput` sends exactly this many requests per
