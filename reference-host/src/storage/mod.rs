@@ -259,3 +259,18 @@ fn query_plan(sql: &str, params: impl rusqlite::Params) -> String {
         .expect("the plan rows are text");
     plan.join("\n")
 }
+
+/// The opcodes of `sql`'s program on `connection` (`EXPLAIN`), its
+/// parameters left unbound: the program does not depend on them.
+#[cfg(test)]
+fn opcodes(connection: &rusqlite::Connection, sql: &str) -> Vec<String> {
+    let mut explain = connection
+        .prepare(&format!("EXPLAIN {sql}"))
+        .expect("explains");
+    let mut rows = explain.raw_query();
+    let mut program = Vec::new();
+    while let Some(row) = rows.next().expect("the program is readable") {
+        program.push(row.get::<_, String>(1).expect("an opcode"));
+    }
+    program
+}

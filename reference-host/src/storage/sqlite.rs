@@ -1012,15 +1012,9 @@ mod tests {
                 ["INSERT", "UPDATE", "DELETE"].contains(&verb.to_ascii_uppercase().as_str())
             })
             .filter(|sql| {
-                let mut explain = connection
-                    .prepare(&format!("EXPLAIN {sql}"))
-                    .expect("explains");
-                let mut rows = explain.raw_query();
-                let mut found = false;
-                while let Some(row) = rows.next().expect("runs") {
-                    found |= row.get::<_, String>(1).expect("an opcode") == "OpenEphemeral";
-                }
-                found
+                crate::storage::opcodes(&connection, sql)
+                    .iter()
+                    .any(|op| op == "OpenEphemeral")
             })
             .collect();
         assert!(ephemeral.is_empty(), "temporary B-trees: {ephemeral:#?}");
