@@ -315,15 +315,7 @@ mod tests {
                  VALUES (?1, ?2, 'run', ?3, ?4, ?5)",
         ];
         for sql in writes {
-            let mut explain = connection
-                .prepare(&format!("EXPLAIN {sql}"))
-                .expect("explains");
-            // Unbound parameters: the program does not depend on them.
-            let mut rows = explain.raw_query();
-            let mut program = Vec::new();
-            while let Some(row) = rows.next().expect("runs") {
-                program.push(row.get::<_, String>(1).expect("an opcode"));
-            }
+            let program = crate::storage::opcodes(&connection, sql);
             assert!(
                 !program.iter().any(|op| op == "OpenEphemeral"),
                 "{sql} builds a temporary B-tree: {program:?}"
