@@ -127,7 +127,7 @@ fn a_host_without_goals_skips_everything_as_not_advertised() {
 }
 
 #[test]
-fn unselected_profiles_and_filtered_trials_are_opted_out() {
+fn unselected_profiles_are_opted_out_and_filtered_trials_filtered() {
     let reports = tempfile::tempdir().unwrap();
     let mut config = config(bare_host(), fixtures(), reports.path(), &["core::auth"]);
     config.profiles = Some(BTreeSet::from(["core".to_string()]));
@@ -143,7 +143,7 @@ fn unselected_profiles_and_filtered_trials_are_opted_out() {
     );
     assert_eq!(
         requirement(&report, "core.fake.create")["reason"],
-        "opted-out"
+        "filtered"
     );
     assert_eq!(
         requirement(&report, "behavior.fake.continue")["reason"],
@@ -151,6 +151,16 @@ fn unselected_profiles_and_filtered_trials_are_opted_out() {
     );
     // A partial run certifies nothing.
     assert_eq!(report["profiles"]["core"]["certified"], false);
+    // Each skip reason present is explained, with the section to read.
+    assert_eq!(
+        report["legend"]["filtered"]["section"],
+        "PROFILE.md#skip-filtered"
+    );
+    assert_eq!(
+        report["legend"]["opted-out"]["section"],
+        "PROFILE.md#skip-opted-out"
+    );
+    assert!(report["legend"].get("seam-absent").is_none(), "{report:#}");
 }
 
 #[test]
