@@ -58,12 +58,21 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
     // The harness's own "test result" line counts trials (scenarios); say
     // so, so nobody compares it with the table, which counts requirements.
     let run = report.scenarios_run();
-    let skipped = report.scenarios.len() - run;
+    let filtered = report
+        .scenarios
+        .iter()
+        .filter(|s| s.reason.as_deref() == Some("filtered"))
+        .count();
+    let skipped = report.scenarios.len() - run - filtered;
+    let filtered = if filtered > 0 {
+        format!(", {filtered} filtered out")
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "{run} scenario{} (trials) ran and {skipped} {} skipped: the harness's line above counts those trials; the table counts requirements.",
+        "{run} scenario{} (trials) ran, {skipped} skipped{filtered}: the harness counts these trials; the table below counts requirements.",
         plural(run),
-        if skipped == 1 { "was" } else { "were" },
     )?;
     let version = report.profile_version.as_deref().map_or_else(
         || "unversioned profile".to_string(),
@@ -275,7 +284,7 @@ mod tests {
         assert_eq!(
             lines(&report, Style::default()),
             [
-                "3 scenarios (trials) ran and 1 was skipped: the harness's line above counts those trials; the table counts requirements.",
+                "3 scenarios (trials) ran, 1 skipped: the harness counts these trials; the table below counts requirements.",
                 "requirements per profile (profile 1.0; certified = every MUST requirement passed):",
                 "profile   verdict         pass   fail  advisory  not-reached   skip  error",
                 "behavior  certified          4      0         0            0      0      0",

@@ -67,12 +67,14 @@ fn summary(report: &RunReport) -> String {
     md.push_str(&requirement_list(
         report,
         "not-reached",
-        "Not reached (an earlier check failed; neither proven nor broken)",
+        ("not reached", "not reached"),
+        "an earlier check failed, so neither proven nor broken",
     ));
     md.push_str(&requirement_list(
         report,
         "advisory",
-        "Advisories (SHOULD requirements not met; they never block certification)",
+        ("advisory", "advisories"),
+        "SHOULD requirements not met: counted apart, they never block certification",
     ));
     md.push_str(&skip_legend(report));
     let failing: Vec<&ScenarioReport> = report
@@ -116,7 +118,12 @@ fn link(report: &RunReport, section: &str, label: &str) -> String {
 
 /// The requirements with one disposition, each with its level, section
 /// link and message; nothing when there are none.
-fn requirement_list(report: &RunReport, disposition: &str, title: &str) -> String {
+fn requirement_list(
+    report: &RunReport,
+    disposition: &str,
+    (one, many): (&str, &str),
+    note: &str,
+) -> String {
     let listed: Vec<_> = report
         .requirements
         .iter()
@@ -125,7 +132,8 @@ fn requirement_list(report: &RunReport, disposition: &str, title: &str) -> Strin
     if listed.is_empty() {
         return String::new();
     }
-    let mut md = format!("\n#### {title} ({})\n\n", listed.len());
+    let noun = if listed.len() == 1 { one } else { many };
+    let mut md = format!("\n#### {} {noun} ({note})\n\n", listed.len());
     for requirement in listed.iter().take(FAILURES_SHOWN) {
         md.push_str(&format!(
             "- {} {} ({}): {}\n",
@@ -360,7 +368,7 @@ mod tests {
     fn advisories_and_not_reached_are_listed_apart_with_their_sections() {
         let md = written(&sample::report());
         assert!(md.contains(
-            "#### Advisories (SHOULD requirements not met; they never block certification) (1)\n\n\
+            "#### 1 advisory (SHOULD requirements not met: counted apart, they never block certification)\n\n\
              - `core.create.location` SHOULD ([section](../../PROFILE.md#core.create.location)): `core/create.json step 1 \"create\": header location is absent`\n"
         ), "{md}");
         assert!(md.contains(
