@@ -23,6 +23,9 @@ pub enum SkipReason {
     NeedsSecondTenant,
     /// Its profile was not selected, or a filter left it out.
     OptedOut,
+    /// A suite option the scenario needs (e.g. `--webhook-secret`) was not
+    /// given.
+    NotConfigured,
 }
 
 impl SkipReason {
@@ -32,6 +35,7 @@ impl SkipReason {
             SkipReason::SeamAbsent => "seam-absent",
             SkipReason::NeedsSecondTenant => "needs-second-tenant",
             SkipReason::OptedOut => "opted-out",
+            SkipReason::NotConfigured => "not-configured",
         }
     }
 }
