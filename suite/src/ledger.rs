@@ -93,6 +93,81 @@ impl Outcome {
     }
 }
 
+/// What one scenario run says about one requirement it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequirementOutcome {
+    /// Every check proving it ran and held.
+    Pass,
+    /// A blocking check proving it failed (a MUST requirement).
+    Fail(Attributed),
+    /// A check proving it failed and it is SHOULD: reported, never blocking.
+    Advisory(Attributed),
+    /// Its checks never ran: an earlier blocking check of another
+    /// requirement, or a setup check, failed. The reason names the step and
+    /// what failed there.
+    NotReached(String),
+    /// The host could not be used while its checks were pending.
+    Error(Attributed),
+}
+
+impl RequirementOutcome {
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            RequirementOutcome::Pass => "pass",
+            RequirementOutcome::Fail(_) => "fail",
+            RequirementOutcome::Advisory(_) => "advisory",
+            RequirementOutcome::NotReached(_) => "not-reached",
+            RequirementOutcome::Error(_) => "error",
+        }
+    }
+
+    /// Why it did not pass.
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            RequirementOutcome::Pass => None,
+            RequirementOutcome::Fail(why)
+            | RequirementOutcome::Advisory(why)
+            | RequirementOutcome::Error(why) => Some(&why.message),
+            RequirementOutcome::NotReached(reason) => Some(reason),
+        }
+    }
+
+    /// The step whose check failed (or errored on) this requirement, with
+    /// that check's exchange.
+    pub fn failed_step(&self) -> Option<&FailedStep> {
+        match self {
+            RequirementOutcome::Fail(why)
+            | RequirementOutcome::Advisory(why)
+            | RequirementOutcome::Error(why) => why.failed_step.as_deref(),
+            RequirementOutcome::Pass | RequirementOutcome::NotReached(_) => None,
+        }
+    }
+
+    /// What a whole-scenario outcome says about each requirement, for
+    /// scenarios that recorded nothing finer (skipped, never run, errored
+    /// before their first step).
+    pub fn from_outcome(outcome: &Outcome, failed_step: Option<&FailedStep>) -> Option<Self> {
+        let why = |message: &String| Attributed {
+            message: message.clone(),
+            failed_step: failed_step.cloned().map(Box::new),
+        };
+        match outcome {
+            Outcome::Pass => Some(RequirementOutcome::Pass),
+            Outcome::Fail(message) => Some(RequirementOutcome::Fail(why(message))),
+            Outcome::Error(message) => Some(RequirementOutcome::Error(why(message))),
+            Outcome::Skip(_) => None,
+        }
+    }
+}
+
+/// A failure or error pinned on a requirement: the message of the check
+/// that failed it and that check's step and exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attributed {
+    pub message: String,
+    pub failed_step: Option<Box<FailedStep>>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioResult {
     pub name: String,
@@ -106,9 +181,21 @@ pub struct ScenarioResult {
     pub failed_step: Option<Box<FailedStep>>,
     /// The suite's own counts next to the host's claims.
     pub observations: Vec<Observation>,
+    /// Per requirement the scenario names, what this run says about it.
+    /// Empty when the scenario did not run (skipped, or errored before it
+    /// could): then `outcome` speaks for every requirement it names.
+    pub requirements: BTreeMap<String, RequirementOutcome>,
 }
 
 impl ScenarioResult {
+    /// What this run says about requirement `id`; `None` for a skip.
+    pub fn requirement(&self, id: &str) -> Option<RequirementOutcome> {
+        match self.requirements.get(id) {
+            Some(outcome) => Some(outcome.clone()),
+            None => RequirementOutcome::from_outcome(&self.outcome, self.failed_step.as_deref()),
+        }
+    }
+
     pub fn skipped(name: &str, reason: SkipReason) -> ScenarioResult {
         ScenarioResult {
             name: name.to_string(),
@@ -118,6 +205,7 @@ impl ScenarioResult {
             quiet: Duration::ZERO,
             failed_step: None,
             observations: Vec::new(),
+            requirements: BTreeMap::new(),
         }
     }
 }
@@ -214,11 +302,15 @@ impl Ledger {
     }
 }
 
-/// One disposition per requirement, over the scenarios naming it: any fail →
-/// fail; else any error → error; else all skipped → skip with the first
-/// reason (scenarios in name order); else pass. A named scenario with no
-/// recorded outcome counts as an error: a requirement is never passed by a
-/// scenario that did not run.
+/// One disposition per requirement, over what each scenario naming it says
+/// about it (its per-requirement outcome, or its whole outcome when it
+/// recorded none): any fail → fail; else any error → error; else any
+/// not-reached → not-reached; else any advisory → advisory; else all
+/// skipped → skip with the first reason (scenarios in name order); else
+/// pass. A SHOULD requirement never ends fail: its failure is advisory. A
+/// named scenario with no recorded outcome counts as an error: a
+/// requirement is never passed by a scenario that did not run. `message`
+/// is the first (in scenario name order) message of the deciding kind.
 pub fn dispose(
     requirements: &[Requirement],
     scenarios: &[Scenario],
@@ -240,44 +332,113 @@ pub fn dispose(
                 .get(requirement.id.as_str())
                 .map(|names| names.iter().map(|n| n.to_string()).collect())
                 .unwrap_or_default();
-            let outcomes: Vec<Option<&Outcome>> = names
+            let verdicts: Vec<Said> = names
                 .iter()
-                .map(|name| ledger.get(name).map(|r| &r.outcome))
+                .map(|name| match ledger.get(name) {
+                    None => Said::Error(format!("{name} did not run")),
+                    Some(result) => match result.requirement(&requirement.id) {
+                        None => match result.outcome {
+                            Outcome::Skip(reason) => Said::Skip(reason),
+                            _ => Said::Error(format!("{name} recorded nothing")),
+                        },
+                        Some(RequirementOutcome::Pass) => Said::Pass,
+                        Some(RequirementOutcome::Fail(why)) if is_blocking(requirement) => {
+                            Said::Fail(why.message)
+                        }
+                        Some(RequirementOutcome::Fail(why) | RequirementOutcome::Advisory(why)) => {
+                            Said::Advisory(why.message)
+                        }
+                        Some(RequirementOutcome::NotReached(reason)) => Said::NotReached(reason),
+                        Some(RequirementOutcome::Error(why)) => Said::Error(why.message),
+                    },
+                })
                 .collect();
-            let disposition = if outcomes.iter().any(|o| matches!(o, Some(Outcome::Fail(_)))) {
-                Disposition::Fail
-            } else if outcomes
-                .iter()
-                .any(|o| matches!(o, None | Some(Outcome::Error(_))))
-                || outcomes.is_empty()
-            {
-                Disposition::Error
-            } else if let Some(reason) = all_skipped(&outcomes) {
-                Disposition::Skip(reason)
-            } else {
-                Disposition::Pass
-            };
+            let (disposition, message) = merge(&verdicts);
             RequirementResult {
                 requirement: requirement.clone(),
                 disposition,
                 scenarios: names,
-                message: None,
+                message,
             }
         })
         .collect()
 }
 
-fn all_skipped(outcomes: &[Option<&Outcome>]) -> Option<SkipReason> {
-    let mut first = None;
-    for outcome in outcomes {
-        match outcome {
-            Some(Outcome::Skip(reason)) => {
-                first.get_or_insert(*reason);
-            }
-            _ => return None,
+/// What one scenario said about one requirement, level already applied.
+enum Said {
+    Pass,
+    Fail(String),
+    Advisory(String),
+    NotReached(String),
+    Skip(SkipReason),
+    Error(String),
+}
+
+fn merge(verdicts: &[Said]) -> (Disposition, Option<String>) {
+    let first = |wanted: fn(&Said) -> Option<&String>| verdicts.iter().find_map(wanted).cloned();
+    if let Some(message) = first(|s| match s {
+        Said::Fail(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Fail, Some(message))
+    } else if verdicts.is_empty() {
+        (
+            Disposition::Error,
+            Some("no scenario names this requirement".to_string()),
+        )
+    } else if let Some(message) = first(|s| match s {
+        Said::Error(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Error, Some(message))
+    } else if let Some(reason) = first(|s| match s {
+        Said::NotReached(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::NotReached, Some(reason))
+    } else if let Some(message) = first(|s| match s {
+        Said::Advisory(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Advisory, Some(message))
+    } else if verdicts.iter().all(|s| matches!(s, Said::Skip(_))) {
+        let reason = verdicts.iter().find_map(|s| match s {
+            Said::Skip(reason) => Some(*reason),
+            _ => None,
+        });
+        match reason {
+            Some(reason) => (Disposition::Skip(reason), None),
+            None => (Disposition::Error, None),
         }
+    } else {
+        (Disposition::Pass, None)
     }
-    first
+}
+
+/// The scenario outcome that decided `result`'s disposition, with the
+/// scenario's name: where a report finds the failed step (and exchange) of
+/// the check that failed, errored on or blocked the requirement.
+pub fn deciding<'a>(
+    result: &RequirementResult,
+    ledger: &'a Ledger,
+) -> Option<(&'a str, RequirementOutcome)> {
+    let wanted = match result.disposition {
+        Disposition::Fail => "fail",
+        Disposition::Error => "error",
+        Disposition::NotReached => "not-reached",
+        Disposition::Advisory => "advisory",
+        Disposition::Pass | Disposition::Skip(_) => return None,
+    };
+    result.scenarios.iter().find_map(|name| {
+        let scenario = ledger.get(name)?;
+        let outcome = scenario.requirement(&result.requirement.id)?;
+        let keyword = match (&outcome, wanted) {
+            // A SHOULD requirement's failure is its advisory.
+            (RequirementOutcome::Fail(_), "advisory") => "advisory",
+            (outcome, _) => outcome.keyword(),
+        };
+        (keyword == wanted).then_some((scenario.name.as_str(), outcome))
+    })
 }
 
 /// Whether a requirement's level makes it block certification: MUST does,
@@ -361,6 +522,7 @@ mod tests {
             path: PathBuf::from(format!("{name}.json")),
             title: name.to_string(),
             requirements: requirements.iter().map(|r| r.to_string()).collect(),
+            should: Default::default(),
             needs: Needs::default(),
             checks: 1,
             steps: Vec::new(),
@@ -379,6 +541,7 @@ mod tests {
             quiet: Duration::ZERO,
             failed_step: None,
             observations: Vec::new(),
+            requirements: BTreeMap::new(),
         }
     }
 
