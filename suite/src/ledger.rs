@@ -561,6 +561,160 @@ mod tests {
         results[0].disposition
     }
 
+    /// What one scenario said about `core.r`: a per-requirement outcome, or
+    /// only a whole-scenario one (a skip, or a run that recorded nothing
+    /// finer).
+    enum Says {
+        Req(RequirementOutcome),
+        Whole(Outcome),
+    }
+
+    fn why(message: &str) -> Attributed {
+        Attributed {
+            message: message.to_string(),
+            failed_step: None,
+        }
+    }
+
+    /// `core.r` at `level`, named by scenarios `core::s0..` that said these
+    /// things about it (each scenario also names `core.other`, which failed
+    /// everywhere: per-requirement outcomes keep it apart).
+    fn merged(level: &str, says: Vec<Says>) -> RequirementResult {
+        let names: Vec<String> = (0..says.len()).map(|i| format!("core::s{i}")).collect();
+        let scenarios: Vec<Scenario> = names
+            .iter()
+            .map(|n| scenario(n, &["core.r", "core.other"]))
+            .collect();
+        let mut ledger = Ledger::default();
+        for (name, said) in names.iter().zip(says) {
+            let recorded = match said {
+                Says::Whole(outcome) => result(name, outcome),
+                Says::Req(outcome) => {
+                    let mut recorded = result(name, Outcome::Fail("core.other failed".into()));
+                    recorded.requirements = [
+                        ("core.r".to_string(), outcome),
+                        (
+                            "core.other".to_string(),
+                            RequirementOutcome::Fail(why("core.other failed")),
+                        ),
+                    ]
+                    .into();
+                    recorded
+                }
+            };
+            ledger.record(recorded);
+        }
+        let requirement = Requirement {
+            level: level.to_string(),
+            ..requirement("core.r")
+        };
+        let results = dispose(&[requirement], &scenarios, &ledger);
+        results.into_iter().next().expect("one result")
+    }
+
+    fn pass() -> Says {
+        Says::Req(RequirementOutcome::Pass)
+    }
+
+    #[test]
+    fn per_requirement_outcomes_decide_not_the_scenario_outcome() {
+        let result = merged("MUST", vec![pass(), pass()]);
+        assert_eq!(result.disposition, Disposition::Pass);
+        assert_eq!(result.message, None);
+    }
+
+    #[test]
+    fn merging_follows_fail_error_not_reached_advisory_skip_pass() {
+        let fail = || Says::Req(RequirementOutcome::Fail(why("broke it")));
+        let error = || Says::Req(RequirementOutcome::Error(why("garbage")));
+        let not_reached = || Says::Req(RequirementOutcome::NotReached("not reached: x".into()));
+        let advisory = || Says::Req(RequirementOutcome::Advisory(why("should have")));
+        let skip = || Says::Whole(Outcome::Skip(SkipReason::SeamAbsent));
+        let cases: Vec<(Vec<Says>, Disposition, Option<&str>)> = vec![
+            (
+                vec![pass(), advisory(), not_reached(), error(), fail(), skip()],
+                Disposition::Fail,
+                Some("broke it"),
+            ),
+            (
+                vec![pass(), advisory(), not_reached(), error(), skip()],
+                Disposition::Error,
+                Some("garbage"),
+            ),
+            (
+                vec![pass(), advisory(), not_reached(), skip()],
+                Disposition::NotReached,
+                Some("not reached: x"),
+            ),
+            (
+                vec![skip(), pass(), advisory()],
+                Disposition::Advisory,
+                Some("should have"),
+            ),
+            (
+                vec![
+                    skip(),
+                    Says::Whole(Outcome::Skip(SkipReason::NotConfigured)),
+                ],
+                Disposition::Skip(SkipReason::SeamAbsent),
+                None,
+            ),
+            (vec![skip(), pass()], Disposition::Pass, None),
+        ];
+        for (says, disposition, message) in cases {
+            let result = merged("MUST", says);
+            assert_eq!(result.disposition, disposition);
+            assert_eq!(result.message.as_deref(), message, "{disposition:?}");
+        }
+    }
+
+    #[test]
+    fn a_should_requirement_never_fails() {
+        let result = merged(
+            "SHOULD",
+            vec![pass(), Says::Req(RequirementOutcome::Fail(why("missed")))],
+        );
+        assert_eq!(result.disposition, Disposition::Advisory);
+        assert_eq!(result.message.as_deref(), Some("missed"));
+        // Scenarios that recorded nothing finer fail it as a whole: still
+        // only an advisory.
+        let result = merged("SHOULD", vec![Says::Whole(Outcome::Fail("whole".into()))]);
+        assert_eq!(result.disposition, Disposition::Advisory);
+        let result = merged("MUST", vec![Says::Whole(Outcome::Fail("whole".into()))]);
+        assert_eq!(result.disposition, Disposition::Fail);
+    }
+
+    #[test]
+    fn the_deciding_scenario_carries_the_failed_step() {
+        let names = ["core::s0", "core::s1"];
+        let scenarios: Vec<Scenario> = names.iter().map(|n| scenario(n, &["core.r"])).collect();
+        let mut ledger = Ledger::default();
+        ledger.record(result(names[0], Outcome::Pass));
+        let mut failing = result(names[1], Outcome::Pass);
+        let step = FailedStep {
+            step: 2,
+            ..FailedStep::default()
+        };
+        failing.requirements = [(
+            "core.r".to_string(),
+            RequirementOutcome::Advisory(Attributed {
+                message: "no Location".to_string(),
+                failed_step: Some(Box::new(step.clone())),
+            }),
+        )]
+        .into();
+        ledger.record(failing);
+        let requirement = Requirement {
+            level: "SHOULD".to_string(),
+            ..requirement("core.r")
+        };
+        let results = dispose(&[requirement], &scenarios, &ledger);
+        assert_eq!(results[0].disposition, Disposition::Advisory);
+        let (name, outcome) = deciding(&results[0], &ledger).expect("a deciding scenario");
+        assert_eq!(name, "core::s1");
+        assert_eq!(outcome.failed_step(), Some(&step));
+    }
+
     #[test]
     fn any_fail_wins() {
         let outcomes = [
