@@ -185,6 +185,10 @@ fn scenario_anchor(name: &str) -> String {
     format!("scenario-{}", escape(name))
 }
 
+fn requirement_anchor(id: &str) -> String {
+    format!("requirement-{}", escape(id))
+}
+
 fn requirements(report: &RunReport) -> String {
     let mut html = String::from("<section id=\"requirements\">\n<h2>Requirements</h2>\n");
     html.push_str("<form id=\"filters\" hidden>\n<label>Profile <select id=\"filter-profile\"><option value=\"\">all</option>");
@@ -229,35 +233,41 @@ fn requirement_row(report: &RunReport, requirement: &RequirementReport) -> Strin
                     .map_or("", |entry| entry.meaning.as_str())
             ),
         ),
-        // Not reached or advisory: the ledger's own words (which earlier
-        // check blocked it, which SHOULD check did not hold); the failing
-        // step of the scenario may be about another requirement.
-        (None, Some(message))
-            if requirement.disposition == "not-reached"
-                || requirement.disposition == "advisory" =>
-        {
-            let first = escape(message.lines().next().unwrap_or_default());
-            match articles.first() {
-                Some(scenario) => format!(
-                    "<a href=\"#{}\">{first}</a>",
-                    scenario_anchor(&scenario.name)
-                ),
-                None => first,
-            }
-        }
         (None, Some(message)) => {
-            let short = articles
-                .iter()
-                .find_map(|s| s.failed_step.as_deref())
-                .and_then(short_reason)
-                .unwrap_or_else(|| message.lines().next().unwrap_or_default().to_string());
+            // The check that decided this requirement, when the ledger
+            // knows it: with per-requirement attribution the scenario's
+            // first failed step may be about another requirement.
+            let decided = requirement.failed_step.as_deref().and_then(short_reason);
+            let short = match requirement.disposition.as_str() {
+                // The ledger's own words name what blocked it.
+                "not-reached" => None,
+                "fail" | "error" => decided.or_else(|| {
+                    articles
+                        .iter()
+                        .find_map(|s| s.failed_step.as_deref())
+                        .and_then(short_reason)
+                }),
+                _ => decided,
+            }
+            .unwrap_or_else(|| message.lines().next().unwrap_or_default().to_string());
             let first = escape(&short);
-            match articles.first() {
-                Some(scenario) => format!(
+            let in_scenario = requirement
+                .failed_check
+                .as_ref()
+                .and_then(|check| articles.iter().find(|s| s.name == check.scenario))
+                .or(articles.first());
+            if requirement.disposition == "advisory" {
+                format!(
+                    "<a href=\"#{}\">{first}</a>",
+                    requirement_anchor(&requirement.id)
+                )
+            } else if let Some(scenario) = in_scenario {
+                format!(
                     "<a href=\"#{}\">{first}</a>",
                     scenario_anchor(&scenario.name)
-                ),
-                None => first,
+                )
+            } else {
+                first
             }
         }
         (None, None) => "—".to_string(),
@@ -381,8 +391,54 @@ fn failures(report: &RunReport) -> String {
     } else {
         html.push_str("<p class=\"note\">Set <code>TOKEN</code> (and <code>TOKEN_B</code>) to your bearer tokens before running a curl command.</p>\n");
     }
+    let shown = failing.len();
     for (index, scenario) in failing {
         html.push_str(&article(report, index, scenario));
+    }
+    html.push_str("</section>\n");
+    html.push_str(&advisories(report, shown));
+    html
+}
+
+/// One article per advisory: the SHOULD check that did not hold, with its
+/// exchange and curl, apart from the failures (its scenario may well have
+/// passed). `first_index` numbers the curl boxes after the failures'.
+fn advisories(report: &RunReport, first_index: usize) -> String {
+    let advisory: Vec<&RequirementReport> = report
+        .requirements
+        .iter()
+        .filter(|r| r.disposition == "advisory")
+        .collect();
+    if advisory.is_empty() {
+        return String::new();
+    }
+    let mut html = String::from(
+        "<section id=\"advisories\">\n<h2>Advisories</h2>\n<p class=\"note\">SHOULD requirements the host did not meet: reported, counted apart, never blocking certification.</p>\n",
+    );
+    for (offset, requirement) in advisory.into_iter().enumerate() {
+        html.push_str(&format!(
+            "<article class=\"failure advisory\" id=\"{anchor}\">\n<h3><span class=\"badge advisory\">advisory</span> <code>{id}</code> {text}</h3>\n<p class=\"proves\">{level}, {section}</p>\n",
+            anchor = requirement_anchor(&requirement.id),
+            id = escape(&requirement.id),
+            text = escape(&requirement.text),
+            level = escape(&requirement.level),
+            section = section_link(report, &requirement.section, "its section in PROFILE.md"),
+        ));
+        if let Some(step) = &requirement.failed_step {
+            html.push_str(&failed_step(first_index + offset, step));
+        }
+        if let Some(message) = &requirement.message {
+            let open = if requirement.failed_step.is_none() {
+                " open"
+            } else {
+                ""
+            };
+            html.push_str(&format!(
+                "<details{open}><summary>Full message</summary><pre class=\"message\">{}</pre></details>\n",
+                escape(message)
+            ));
+        }
+        html.push_str("</article>\n");
     }
     html.push_str("</section>\n");
     html
@@ -615,8 +671,11 @@ mod tests {
             row.contains("<span class=\"badge advisory\">advisory</span>"),
             "{row}"
         );
-        // Its reason is the ledger's, not the failing step of its scenario.
-        assert!(row.contains("header location is absent"), "{row}");
+        // Its reason is its own check's, linked to its own article.
+        assert!(
+            row.contains("<a href=\"#requirement-core.create.location\">status: expected 422"),
+            "{row}"
+        );
         let row = &html[html.find("data-disposition=\"not-reached\"").unwrap()..];
         let row = &row[..row.find("</tr>").unwrap()];
         assert!(
@@ -655,6 +714,35 @@ mod tests {
         let html = written(&report);
         assert!(html.contains("How to act. (<code>PROFILE.md#skip-seam-absent</code>)"));
         assert!(!html.contains("href=\"../../PROFILE.md"));
+    }
+
+    #[test]
+    fn an_advisory_has_its_own_article_with_its_exchange() {
+        let html = written(&sample::report());
+        let row = &html[html.find("data-disposition=\"advisory\"").unwrap()..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert!(
+            row.contains("<a href=\"#requirement-core.create.location\">status: expected 422, actual 201</a>"),
+            "{row}"
+        );
+        let article = &html[html
+            .find("<article class=\"failure advisory\" id=\"requirement-core.create.location\">")
+            .unwrap()..];
+        let article = &article[..article.find("</article>").unwrap()];
+        assert!(
+            article.contains("<pre class=\"curl\" id=\"curl-2\">curl -sS -i"),
+            "{article}"
+        );
+        assert!(
+            article.contains(
+                "<a href=\"../../PROFILE.md#core.create.location\">its section in PROFILE.md</a>"
+            ),
+            "{article}"
+        );
+        // The advisory is no failure: it is not among the failing steps.
+        let failures = &html[html.find("<section id=\"failures\">").unwrap()
+            ..html.find("<section id=\"advisories\">").unwrap()];
+        assert!(!failures.contains("id=\"requirement-"), "{failures}");
     }
 
     #[test]

@@ -57,7 +57,12 @@ mod tests {
         assert_eq!(advisory["disposition"], "advisory");
         assert_eq!(advisory["level"], "SHOULD");
         assert_eq!(advisory["section"], "PROFILE.md#core.create.location");
+        assert_eq!(
+            advisory["failedCheck"],
+            serde_json::json!({"scenario": "core::create", "step": 1, "name": "create", "at": "/steps/0/expect/status"})
+        );
         assert_eq!(value["requirements"][5]["disposition"], "not-reached");
+        assert!(value["requirements"][5].get("failedCheck").is_none());
         assert_eq!(
             value["legend"]["seam-absent"]["section"],
             "PROFILE.md#skip-seam-absent"

@@ -148,6 +148,14 @@ pub struct RequirementReport {
     /// from being reached), else the message of the first scenario (in name
     /// order) with that outcome.
     pub message: Option<String>,
+    /// The check that failed it (fail, advisory) or errored on it (error):
+    /// where to look in which scenario. Absent when there is none (pass,
+    /// skip, not-reached: its message names what blocked it).
+    #[serde(rename = "failedCheck", skip_serializing_if = "Option::is_none")]
+    pub failed_check: Option<FailedCheck>,
+    /// HTML: that check's step with its exchange.
+    #[serde(skip)]
+    pub failed_step: Option<Box<FailedStep>>,
     /// Whether a mutant of the reference host that breaks this requirement
     /// is caught by its scenarios (see `mutation`; the kill matrix proves
     /// it). `None` only in reports built without the registry.
@@ -162,9 +170,36 @@ pub struct RequirementReport {
     pub observations: Vec<RequirementObservation>,
 }
 
+/// Where the check that decided a requirement is: its scenario, step and
+/// the claim's place in the scenario file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FailedCheck {
+    /// Trial name of the scenario.
+    pub scenario: String,
+    /// 1-based step of that scenario.
+    pub step: usize,
+    /// The step's name.
+    pub name: String,
+    /// JSON pointer of the claim in the scenario file; null when the step
+    /// errored rather than a claim failing.
+    pub at: Option<String>,
+}
+
 impl RequirementReport {
     fn new(result: &RequirementResult, ledger: &Ledger) -> Self {
         let requirement = &result.requirement;
+        let deciding = crate::ledger::deciding(result, ledger);
+        let failed_step: Option<Box<FailedStep>> = deciding
+            .as_ref()
+            .and_then(|(_, outcome)| outcome.failed_step().cloned().map(Box::new));
+        let failed_check = deciding.as_ref().and_then(|(scenario, _)| {
+            failed_step.as_deref().map(|step| FailedCheck {
+                scenario: scenario.to_string(),
+                step: step.step,
+                name: step.name.clone(),
+                at: step.check.as_ref().map(|check| check.at.clone()),
+            })
+        });
         let wanted = result.disposition.keyword();
         let message = match result.disposition {
             _ if result.message.is_some() => result.message.clone(),
@@ -192,6 +227,8 @@ impl RequirementReport {
             reason: result.disposition.reason().map(|r| r.to_string()),
             scenarios: result.scenarios.clone(),
             message,
+            failed_check,
+            failed_step,
             mutation_verified: Some(crate::mutation::verified(&requirement.id)),
             mutants: crate::mutation::mutants_for(&requirement.id),
             observations: crate::observation::for_requirement(
@@ -479,6 +516,14 @@ pub(crate) mod sample {
         (core.advisory, core.not_reached) = (1, 1);
         report.requirements[4].message =
             Some("core/create.json step 1 \"create\": header location is absent".to_string());
+        let step = exchange::sample::failed_step();
+        report.requirements[4].failed_check = Some(FailedCheck {
+            scenario: "core::create".to_string(),
+            step: step.step,
+            name: step.name.clone(),
+            at: step.check.as_ref().map(|c| c.at.clone()),
+        });
+        report.requirements[4].failed_step = Some(Box::new(step));
         report.requirements[5].message = Some(
             "not reached: step 1 \"create\" failed on core.create.bounds-required".to_string(),
         );

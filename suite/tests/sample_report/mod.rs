@@ -10,7 +10,7 @@ use goalpost::report::exchange::{
     Check, FailedStep, Header, RecordedBody, RecordedRequest, RecordedResponse,
 };
 use goalpost::report::{
-    HostInfo, ProfileReport, RequirementReport, RunReport, ScenarioReport, SuiteInfo,
+    FailedCheck, HostInfo, ProfileReport, RequirementReport, RunReport, ScenarioReport, SuiteInfo,
 };
 
 /// What the hostile host answers: markup and script that must stay text.
@@ -378,6 +378,31 @@ pub fn report() -> RunReport {
         profile_version: Some("1.0".to_string()),
         profile_href: Some("../../PROFILE.md".to_string()),
     };
+    // The advisory's own check, apart from any failing scenario.
+    if let Some(advisory) = report
+        .requirements
+        .iter_mut()
+        .find(|r| r.id == "core.create.location")
+    {
+        let mut step = failing_step();
+        step.step = 1;
+        step.name = "create".to_string();
+        step.pointer = "/steps/0".to_string();
+        step.file = "scenarios/core/create.json".to_string();
+        if let Some(check) = step.check.as_mut() {
+            check.at = "/steps/0/expect/headers/location".to_string();
+            check.what = "header location".to_string();
+            check.expected = "present".to_string();
+            check.actual = "absent".to_string();
+        }
+        advisory.failed_check = Some(FailedCheck {
+            scenario: "core::create".to_string(),
+            step: 1,
+            name: "create".to_string(),
+            at: Some("/steps/0/expect/headers/location".to_string()),
+        });
+        advisory.failed_step = Some(Box::new(step));
+    }
     report.refresh_legend();
     report
 }
