@@ -6,6 +6,8 @@
 //! names as properties, and in `<system-out>` each with its level, its
 //! disposition (an advisory is not a failure: the case passes) and its
 //! section; a failing case ends with the curl command that replays its step.
+//! Each suite's properties carry its profile's verdict and requirement
+//! counts (the case counts are scenarios).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -60,6 +62,35 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
             seconds(scenarios),
             escape(&report.started_at),
         )?;
+        // The profile's verdict, which counts requirements: the case counts
+        // above are scenarios, and an advisory is never a failed case.
+        if let Some(summary) = report.profiles.get(*profile) {
+            writeln!(out, "    <properties>")?;
+            let verdict = if !summary.selected {
+                "opted-out"
+            } else if summary.certified {
+                "certified"
+            } else {
+                "not certified"
+            };
+            let counts = [
+                ("verdict", verdict.to_string()),
+                ("requirements.pass", summary.pass.to_string()),
+                ("requirements.fail", summary.fail.to_string()),
+                ("requirements.advisory", summary.advisory.to_string()),
+                ("requirements.not-reached", summary.not_reached.to_string()),
+                ("requirements.skip", summary.skip.to_string()),
+                ("requirements.error", summary.error.to_string()),
+            ];
+            for (name, value) in counts {
+                writeln!(
+                    out,
+                    r#"      <property name="{name}" value="{}"/>"#,
+                    escape(&value)
+                )?;
+            }
+            writeln!(out, "    </properties>")?;
+        }
         for scenario in scenarios {
             writeln!(
                 out,
@@ -276,6 +307,25 @@ mod tests {
         let create = &xml[xml.find(r#"name="core::create""#).unwrap()..];
         let create = &create[..create.find("</testcase>").unwrap()];
         assert!(!create.contains("<failure"), "{create}");
+    }
+
+    #[test]
+    fn each_suite_carries_its_profile_verdict_in_requirements() {
+        let xml = written();
+        let core = &xml[xml.find(r#"<testsuite name="core""#).unwrap()..];
+        let core = &core[..core.find("<testcase").unwrap()];
+        assert!(
+            core.contains(r#"<property name="verdict" value="not certified"/>"#),
+            "{core}"
+        );
+        assert!(
+            core.contains(r#"<property name="requirements.advisory" value="1"/>"#),
+            "{core}"
+        );
+        assert!(
+            core.contains(r#"<property name="requirements.not-reached" value="1"/>"#),
+            "{core}"
+        );
     }
 
     #[test]
