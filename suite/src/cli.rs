@@ -115,9 +115,17 @@ Any other argument goes to the test harness, like the arguments of `cargo test`:
   FILTER [--exact]       run only trials whose name contains FILTER
   --skip FILTER          leave out trials whose name contains FILTER
   --test-threads N       run N trials at once (default 8)
-Put them after `--` to be sure they are not read as goalpost options.
+Put them after `--` to be sure they are not read as goalpost options. What a
+filter or --skip leaves out is reported as skipped, reason `filtered`, and
+certifies nothing.
 
-Exit codes: 0 nothing failed or errored; 1 something did; 2 the run could not start.";
+The harness's `test result` line counts trials (scenarios); the summary table
+after it counts requirements. A profile is certified when every MUST
+requirement in it passed; a SHOULD requirement not met is an `advisory`,
+counted apart, and never blocks.
+
+Exit codes: 0 nothing failed or errored (advisories never count); 1 something
+did; 2 the run could not start.";
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {

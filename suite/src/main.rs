@@ -67,7 +67,7 @@ fn run(args: RunArgs, harness: libtest_mimic::Arguments) -> anyhow::Result<u8> {
             println!("wrote {}", path.display());
         }
         if outcome.filtered {
-            println!("(a filter left trials out: their requirements are reported as opted-out)");
+            println!("(a filter or --skip left trials out: their requirements are reported as skipped, reason filtered)");
         }
     }
     Ok(outcome.exit_code())

@@ -18,7 +18,7 @@ use crate::config::{HostChoice, RunConfig};
 use crate::discovery::{self, Capabilities, Discovery, DISCOVERY_PATH};
 use crate::driver::{Driver, HostTarget};
 use crate::error::{RunError, StartError};
-use crate::gate::gate;
+use crate::gate::{self, gate};
 use crate::http::{Http, DEFAULT_BODY_CAP};
 use crate::ledger::{self, Ledger, Outcome, ScenarioResult, SkipReason};
 use crate::loader::{self, Catalog, LoadError};
@@ -180,7 +180,10 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         token_b: config.token_b.clone(),
     });
     let mut driver = Driver::new(http, target, plan.schemas.clone(), config.timeout_scale);
-    let mock = if !config.harness.list && needs_mock(&plan, &discovery, config.token_b.is_some()) {
+    let options = gate::options_given(&config);
+    let mock = if !config.harness.list
+        && needs_mock(&plan, &discovery, config.token_b.is_some(), &options)
+    {
         let started = runtime.block_on(MockServer::start(
             config.callback.mock_config(),
             plan.schemas.clone(),
@@ -206,6 +209,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     let mut trials = build_trials(
         &plan,
         &discovery,
+        &options,
         unusable.as_deref(),
         &driver,
         &ledger,
@@ -219,14 +223,16 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
             );
         }
     }
-    let filtered = trials
-        .iter()
-        .any(|trial| config.harness.is_filtered_out(trial));
+    let left_out = filtered_out(&config.harness, &trials);
+    let filtered = !left_out.is_empty();
     if !config.harness.list {
         let mut records = lock(&ledger);
-        for trial in &trials {
-            if config.harness.is_filtered_out(trial) && records.get(trial.name()).is_none() {
-                records.record(ScenarioResult::skipped(trial.name(), SkipReason::OptedOut));
+        for name in &left_out {
+            // A scenario the gate already skipped keeps that reason: it says
+            // more about the host (and `opted-out` stays for unselected
+            // profiles) than the filter does.
+            if records.get(name).is_none() {
+                records.record(ScenarioResult::skipped(name, SkipReason::Filtered));
             }
         }
     }
@@ -250,6 +256,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     let mut report = build_report(
         &plan,
         &ledger,
+        profile_version(&config.scenarios_dir),
         HostInfo {
             url: base_url,
             discovery_sha256: discovery.sha256.clone(),
@@ -258,6 +265,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         (started_at, finished_at),
     );
     report.order = RunOrder::of(config.order);
+    report.profile_href = profile_href(&config.scenarios_dir, &config.report_dir);
     let written = write_reports(&report, &config.report_dir)?;
     Ok(RunOutcome {
         report: Some(report),
@@ -270,6 +278,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
 pub fn build_report(
     plan: &Plan,
     ledger: &Ledger,
+    profile_version: Option<String>,
     host: HostInfo,
     (started_at, finished_at): (OffsetDateTime, OffsetDateTime),
 ) -> RunReport {
@@ -286,7 +295,56 @@ pub fn build_report(
         ledger,
         requirements: &requirements,
         profiles: &summaries,
+        profile_version,
     })
+}
+
+/// The trials the harness will leave out, by name: exactly the ones
+/// libtest-mimic drops before running (a name filter, `--exact`, every
+/// `--skip`, and with `--ignored` every trial not marked ignored), asked of
+/// libtest-mimic itself so the two can never disagree.
+pub fn filtered_out(harness: &libtest_mimic::Arguments, trials: &[Trial]) -> BTreeSet<String> {
+    trials
+        .iter()
+        .filter(|trial| harness.is_filtered_out(trial))
+        .map(|trial| trial.name().to_string())
+        .collect()
+}
+
+/// `profileVersion` of `requirements.json` in the scenarios folder. The
+/// loader has already read and checked that file, so any problem here only
+/// means "unversioned".
+pub fn profile_version(scenarios_dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(scenarios_dir.join(loader::REQUIREMENTS_FILE)).ok()?;
+    let document: serde_json::Value = serde_json::from_str(&text).ok()?;
+    document.get("profileVersion")?.as_str().map(str::to_string)
+}
+
+/// Where PROFILE.md (beside the scenarios folder) is, relative to the
+/// report folder, so the HTML and Markdown reports' section links open from
+/// disk; `None` when there is no PROFILE.md there.
+pub fn profile_href(scenarios_dir: &Path, report_dir: &Path) -> Option<String> {
+    let scenarios = std::fs::canonicalize(scenarios_dir).ok()?;
+    let profile = scenarios.parent()?.join(report::legend::PROFILE_DOCUMENT);
+    if !profile.is_file() {
+        return None;
+    }
+    let reports = std::fs::canonicalize(report_dir).ok()?;
+    Some(relative_path(&reports, &profile))
+}
+
+/// `to` as a relative URL path from the folder `from` (both absolute).
+fn relative_path(from: &Path, to: &Path) -> String {
+    let from: Vec<_> = from.components().collect();
+    let to: Vec<_> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); from.len() - common];
+    parts.extend(
+        to[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    parts.join("/")
 }
 
 /// Writes every report format into `dir`.
@@ -319,7 +377,12 @@ pub fn write_reports(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, Sta
 
 /// Whether a scenario that will run has a `mock` block: only then does the
 /// run open a port for the webhook mock.
-fn needs_mock(plan: &Plan, discovery: &Discovery, second_tenant: bool) -> bool {
+fn needs_mock(
+    plan: &Plan,
+    discovery: &Discovery,
+    second_tenant: bool,
+    options: &BTreeSet<String>,
+) -> bool {
     plan.catalog.scenarios.iter().any(|scenario| {
         scenario.mock.is_some()
             && gate(
@@ -327,6 +390,7 @@ fn needs_mock(plan: &Plan, discovery: &Discovery, second_tenant: bool) -> bool {
                 &discovery.capabilities,
                 &plan.selected,
                 second_tenant,
+                options,
             )
             .is_none()
     })
@@ -355,6 +419,7 @@ fn discovery_problem(discovery: &Discovery, base_url: &str) -> Option<String> {
 fn build_trials(
     plan: &Plan,
     discovery: &Discovery,
+    options: &BTreeSet<String>,
     unusable: Option<&str>,
     driver: &Arc<Driver>,
     ledger: &Arc<Mutex<Ledger>>,
@@ -370,6 +435,7 @@ fn build_trials(
                 &discovery.capabilities,
                 &plan.selected,
                 second_tenant,
+                options,
             );
             match (gated, unusable) {
                 (gated, Some(problem)) if gated != Some(SkipReason::OptedOut) => {
@@ -427,6 +493,7 @@ fn scenario_trial(
             quiet: run.quiet,
             failed_step: run.failed_step,
             observations: run.observations,
+            requirements: run.requirements,
         };
         lock(&ledger).record(result);
         match run.outcome {
@@ -435,4 +502,145 @@ fn scenario_trial(
             Outcome::Error(message) => Err(Failed::from(format!("error: {message}"))),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn harness(args: &[&str]) -> libtest_mimic::Arguments {
+        let mut all = vec!["goalpost"];
+        all.extend_from_slice(args);
+        libtest_mimic::Arguments::try_parse_from(all).expect("harness arguments")
+    }
+
+    fn trials() -> Vec<Trial> {
+        vec![
+            Trial::test("core::create", || Ok(())),
+            Trial::test("core::create-bounds", || Ok(())),
+            Trial::test("behavior::pause", || Ok(())),
+            // A trial the gate skipped: listed as ignored with its reason as kind.
+            Trial::test("observed::deadline", || Ok(()))
+                .with_ignored_flag(true)
+                .with_kind("seam-absent"),
+        ]
+    }
+
+    fn left_out(args: &[&str]) -> Vec<String> {
+        filtered_out(&harness(args), &trials())
+            .into_iter()
+            .collect()
+    }
+
+    #[test]
+    fn without_filters_nothing_is_left_out() {
+        assert!(left_out(&[]).is_empty());
+        assert!(left_out(&["--test-threads", "1"]).is_empty());
+    }
+
+    #[test]
+    fn a_name_filter_leaves_out_every_other_trial() {
+        assert_eq!(
+            left_out(&["core::"]),
+            ["behavior::pause", "observed::deadline"]
+        );
+        assert_eq!(
+            left_out(&["core::create", "--exact"]),
+            [
+                "behavior::pause",
+                "core::create-bounds",
+                "observed::deadline"
+            ]
+        );
+    }
+
+    #[test]
+    fn skip_leaves_out_what_it_matches() {
+        assert_eq!(
+            left_out(&["--skip", "create", "--skip", "pause"]),
+            ["behavior::pause", "core::create", "core::create-bounds"]
+        );
+        assert_eq!(
+            left_out(&["--skip", "core::create", "--exact"]),
+            ["core::create"]
+        );
+    }
+
+    #[test]
+    fn only_ignored_leaves_out_every_trial_that_runs() {
+        assert_eq!(
+            left_out(&["--ignored"]),
+            ["behavior::pause", "core::create", "core::create-bounds"]
+        );
+    }
+
+    #[test]
+    fn filtered_trials_are_recorded_as_filtered_and_gated_ones_keep_their_reason() {
+        let mut ledger = Ledger::default();
+        ledger.record(ScenarioResult::skipped(
+            "observed::deadline",
+            SkipReason::SeamAbsent,
+        ));
+        for name in filtered_out(&harness(&["core::"]), &trials()) {
+            if ledger.get(&name).is_none() {
+                ledger.record(ScenarioResult::skipped(&name, SkipReason::Filtered));
+            }
+        }
+        let outcome = |name: &str| ledger.get(name).map(|r| r.outcome.clone());
+        assert_eq!(
+            outcome("behavior::pause"),
+            Some(Outcome::Skip(SkipReason::Filtered))
+        );
+        assert_eq!(
+            outcome("observed::deadline"),
+            Some(Outcome::Skip(SkipReason::SeamAbsent))
+        );
+        assert_eq!(outcome("core::create"), None);
+    }
+
+    #[test]
+    fn relative_paths_climb_to_the_common_folder() {
+        assert_eq!(
+            relative_path(Path::new("/w/reports/latest"), Path::new("/w/PROFILE.md")),
+            "../../PROFILE.md"
+        );
+        assert_eq!(
+            relative_path(Path::new("/w"), Path::new("/w/PROFILE.md")),
+            "PROFILE.md"
+        );
+        assert_eq!(
+            relative_path(Path::new("/tmp/r"), Path::new("/w/PROFILE.md")),
+            "../../w/PROFILE.md"
+        );
+    }
+
+    #[test]
+    fn the_profile_version_comes_from_requirements_json() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        assert_eq!(profile_version(dir.path()), None);
+        std::fs::write(
+            dir.path().join(loader::REQUIREMENTS_FILE),
+            r#"{"profileVersion": "1.0", "requirements": []}"#,
+        )
+        .expect("write");
+        assert_eq!(profile_version(dir.path()).as_deref(), Some("1.0"));
+        std::fs::write(dir.path().join(loader::REQUIREMENTS_FILE), "[]").expect("write");
+        assert_eq!(profile_version(dir.path()), None);
+    }
+
+    #[test]
+    fn the_profile_link_is_relative_to_the_report_folder() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let scenarios = root.path().join("scenarios");
+        let reports = root.path().join("reports/latest");
+        std::fs::create_dir_all(&scenarios).expect("scenarios");
+        std::fs::create_dir_all(&reports).expect("reports");
+        assert_eq!(profile_href(&scenarios, &reports), None);
+        std::fs::write(root.path().join("PROFILE.md"), "# Profile\n").expect("write");
+        assert_eq!(
+            profile_href(&scenarios, &reports).as_deref(),
+            Some("../../PROFILE.md")
+        );
+    }
 }

@@ -141,7 +141,7 @@ fn a_failing_report_shows_every_row_filters_and_the_curl_command() {
 
     let dom = dump_dom(&report, "");
     let all = rows(&dom);
-    assert_eq!(all.len(), 7, "{dom}");
+    assert_eq!(all.len(), 12, "{dom}");
     assert!(all.iter().all(|(_, _, hidden)| !hidden), "{all:?}");
     assert!(
         !dom.contains("<form id=\"filters\" hidden"),
@@ -149,22 +149,29 @@ fn a_failing_report_shows_every_row_filters_and_the_curl_command() {
     );
     assert_eq!(
         element_text(&dom, "<output id=\"shown\">"),
-        "7 of 7 requirements shown"
+        "12 of 12 requirements shown"
     );
 
     // The fragment sets the select and fires its change event, the same
     // path as choosing "fail" with the mouse.
     let failed = dump_dom(&report, "#disposition=fail");
     let rows_after = rows(&failed);
-    assert_eq!(rows_after.len(), 7);
+    assert_eq!(rows_after.len(), 12);
     for (disposition, _, hidden) in &rows_after {
         assert_eq!(*hidden, disposition != "fail", "{rows_after:?}");
     }
     assert_eq!(
         element_text(&failed, "<output id=\"shown\">"),
-        "2 of 7 requirements shown"
+        "2 of 12 requirements shown"
     );
     assert!(failed.contains("data-filter-disposition=\"fail\""));
+
+    // Advisories are a disposition of their own, never shown as failures.
+    let advisory = dump_dom(&report, "#disposition=advisory");
+    assert_eq!(
+        element_text(&advisory, "<output id=\"shown\">"),
+        "2 of 12 requirements shown"
+    );
 
     let core_failed = dump_dom(&report, "#profile=core&disposition=fail");
     let visible: Vec<_> = rows(&core_failed)

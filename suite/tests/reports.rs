@@ -123,7 +123,9 @@ fn a_run_writes_every_format_with_the_failing_exchange() {
 
     let md = read(reports.path(), "report.md");
     assert!(
-        md.contains("- ❌ **core**: not certified (1 pass, 1 fail, 0 skip, 0 error)"),
+        md.contains(
+            "- ❌ **core**: not certified (1 pass, 1 fail, 0 advisory, 0 not reached, 0 skip, 0 error)"
+        ),
         "{md}"
     );
     assert!(
@@ -163,7 +165,8 @@ fn quiet_prints_only_the_summary_and_keeps_the_harness_log() {
     assert!(!stdout.contains("test core::"), "{stdout}");
     assert!(!stdout.contains("test result"), "{stdout}");
     assert!(
-        stdout.contains("core      not certified      1      1      0      0"),
+        stdout
+            .contains("core      not certified      1      1         0            0      0      0"),
         "{stdout}"
     );
     assert!(

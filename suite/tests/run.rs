@@ -67,7 +67,7 @@ fn a_host_without_seams_passes_core_and_skips_behavior_with_a_reason() {
         .unwrap_or_else(|v| panic!("report.json invalid: {v:?}"));
     assert_eq!(
         report["profiles"]["core"],
-        json!({"certified": true, "pass": 2, "fail": 0, "skip": 0, "error": 0})
+        json!({"certified": true, "pass": 2, "fail": 0, "advisory": 0, "notReached": 0, "skip": 0, "error": 0})
     );
     assert_eq!(report["profiles"]["behavior"]["certified"], false);
     let skipped = requirement(&report, "behavior.fake.continue");
@@ -82,7 +82,7 @@ fn a_host_without_seams_passes_core_and_skips_behavior_with_a_reason() {
     assert_eq!(report["host"]["bundled"], false);
     let junit = std::fs::read_to_string(reports.path().join("junit.xml")).unwrap();
     assert!(
-        junit.contains(r#"<skipped message="seam-absent"/>"#),
+        junit.contains(r#"<skipped message="seam-absent">The host does not list"#),
         "{junit}"
     );
 }
@@ -127,7 +127,7 @@ fn a_host_without_goals_skips_everything_as_not_advertised() {
 }
 
 #[test]
-fn unselected_profiles_and_filtered_trials_are_opted_out() {
+fn unselected_profiles_are_opted_out_and_filtered_trials_filtered() {
     let reports = tempfile::tempdir().unwrap();
     let mut config = config(bare_host(), fixtures(), reports.path(), &["core::auth"]);
     config.profiles = Some(BTreeSet::from(["core".to_string()]));
@@ -143,7 +143,7 @@ fn unselected_profiles_and_filtered_trials_are_opted_out() {
     );
     assert_eq!(
         requirement(&report, "core.fake.create")["reason"],
-        "opted-out"
+        "filtered"
     );
     assert_eq!(
         requirement(&report, "behavior.fake.continue")["reason"],
@@ -151,6 +151,26 @@ fn unselected_profiles_and_filtered_trials_are_opted_out() {
     );
     // A partial run certifies nothing.
     assert_eq!(report["profiles"]["core"]["certified"], false);
+    // Each skip reason present is explained, with the section to read.
+    assert_eq!(
+        report["legend"]["filtered"]["section"],
+        "PROFILE.md#skip-filtered"
+    );
+    assert_eq!(
+        report["legend"]["opted-out"]["section"],
+        "PROFILE.md#skip-opted-out"
+    );
+    assert!(report["legend"].get("seam-absent").is_none(), "{report:#}");
+    let mut summary = Vec::new();
+    goalpost::report::console::write(outcome.report.as_ref().expect("report"), &mut summary)
+        .expect("summary");
+    let summary = String::from_utf8(summary).expect("utf-8");
+    assert!(
+        summary.contains(
+            "1 scenario (trials) ran, 1 skipped, 1 filtered out: the harness counts these trials"
+        ),
+        "{summary}"
+    );
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! `badge-<profile>.svg`: a small shields-style badge per profile, for a
-//! README: `certified` (green), `N failed` (red), `N skipped` (amber: it ran
-//! but something could not be checked) or `not run` (grey).
+//! README: `certified` (green; `certified, N advisory` when SHOULD
+//! requirements were not met, which never blocks), `N failed` (red),
+//! `N not reached` or `N skipped` (amber: it ran but something could not be
+//! checked) or `not run` (grey).
 //!
 //! [`write`] writes the badge of every profile into one stream (handy for
 //! golden tests); [`write_profile`] writes one file's worth and [`file_name`]
@@ -40,12 +42,16 @@ pub fn write_profile(report: &RunReport, profile: &str, mut out: impl io::Write)
 
 fn message(profile: &ProfileReport) -> (String, &'static str) {
     let broken = profile.fail + profile.error;
-    if !profile.selected || profile.pass + broken == 0 {
+    if !profile.selected || profile.ran() == 0 {
         ("not run".to_string(), GREY)
+    } else if profile.certified && profile.advisory > 0 {
+        (format!("certified, {} advisory", profile.advisory), GREEN)
     } else if profile.certified {
         ("certified".to_string(), GREEN)
     } else if broken > 0 {
         (format!("{broken} failed"), RED)
+    } else if profile.not_reached > 0 {
+        (format!("{} not reached", profile.not_reached), AMBER)
     } else {
         (format!("{} skipped", profile.skip), AMBER)
     }
@@ -120,6 +126,7 @@ mod tests {
             skip,
             error,
             selected,
+            ..ProfileReport::default()
         };
         let certified = badge(profile(true, 5, 0, 0, 0, true));
         assert!(certified.contains("<title>goalpost core: certified</title>"));
@@ -131,6 +138,38 @@ mod tests {
         assert!(skipped.contains(": 2 skipped</title>"));
         assert!(badge(profile(false, 0, 0, 0, 0, false)).contains(": not run</title>"));
         assert!(badge(profile(false, 0, 0, 4, 0, true)).contains(": not run</title>"));
+    }
+
+    #[test]
+    fn advisories_never_take_certified_away() {
+        let advised = badge(ProfileReport {
+            certified: true,
+            pass: 5,
+            advisory: 2,
+            selected: true,
+            ..ProfileReport::default()
+        });
+        assert!(advised.contains("<title>goalpost core: certified, 2 advisory</title>"));
+        assert!(advised.contains(GREEN));
+        // Only advisories ran (no MUST passed): it ran, but is not certified.
+        let only_advisory = badge(ProfileReport {
+            advisory: 1,
+            skip: 3,
+            selected: true,
+            ..ProfileReport::default()
+        });
+        assert!(
+            only_advisory.contains(": 3 skipped</title>"),
+            "{only_advisory}"
+        );
+        let blocked = badge(ProfileReport {
+            pass: 2,
+            not_reached: 3,
+            selected: true,
+            ..ProfileReport::default()
+        });
+        assert!(blocked.contains(": 3 not reached</title>"));
+        assert!(blocked.contains(AMBER));
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! The summary printed after the harness's own progress lines: a table of
-//! the profiles, the requirements that failed or errored, and how long the
-//! run had to wait. Coloured only when asked (a terminal, no `NO_COLOR`).
+//! The summary printed after the harness's own progress lines: how many
+//! scenarios ran (what the harness counts), a table of the profiles
+//! counting requirements by disposition, the requirements that failed,
+//! errored or were not reached, the advisories apart, what each skip reason
+//! means, and how long the run had to wait. Coloured only when asked (a
+//! terminal, no `NO_COLOR`).
 
 use std::io::{self, IsTerminal};
 
@@ -52,7 +55,40 @@ pub fn write(report: &RunReport, out: impl io::Write) -> io::Result<()> {
 
 pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -> io::Result<()> {
     writeln!(out)?;
-    let verdicts: Vec<(&str, &str)> = report.profiles.values().map(verdict).collect();
+    // The harness's own "test result" line counts trials (scenarios); say
+    // so, so nobody compares it with the table, which counts requirements.
+    let run = report.scenarios_run();
+    let filtered = report
+        .scenarios
+        .iter()
+        .filter(|s| s.reason.as_deref() == Some("filtered"))
+        .count();
+    let skipped = report.scenarios.len() - run - filtered;
+    let filtered = if filtered > 0 {
+        format!(", {filtered} filtered out")
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "{run} scenario{} (trials) ran, {skipped} skipped{filtered}: the harness counts these trials; the table below counts requirements.",
+        plural(run),
+    )?;
+    let version = report.profile_version.as_deref().map_or_else(
+        || "unversioned profile".to_string(),
+        |v| format!("profile {v}"),
+    );
+    writeln!(
+        out,
+        "{}",
+        style.paint(
+            &format!(
+                "requirements per profile ({version}; certified = every MUST requirement passed):"
+            ),
+            BOLD
+        )
+    )?;
+    let verdicts: Vec<(String, &str)> = report.profiles.values().map(verdict).collect();
     let name_width = report
         .profiles
         .keys()
@@ -66,83 +102,158 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
         .chain(["verdict".len()])
         .max()
         .unwrap_or(0);
-    let header = format!(
-        "{:<name_width$}  {:<verdict_width$}  {:>5}  {:>5}  {:>5}  {:>5}",
-        "profile", "verdict", "pass", "fail", "skip", "error"
-    );
+    let mut header = format!("{:<name_width$}  {:<verdict_width$}", "profile", "verdict");
+    for column in COLUMNS {
+        header.push_str(&format!("  {column:>w$}", w = column.len().max(5)));
+    }
     writeln!(out, "{}", style.paint(&header, BOLD))?;
     for ((name, profile), (word, colour)) in report.profiles.iter().zip(&verdicts) {
         // Pad before painting: escape codes have no width on screen.
         let padded = format!("{word:<verdict_width$}");
-        writeln!(
-            out,
-            "{name:<name_width$}  {}  {:>5}  {:>5}  {:>5}  {:>5}",
-            style.paint(&padded, colour),
+        let mut line = format!("{name:<name_width$}  {}", style.paint(&padded, colour));
+        let counts = [
             profile.pass,
             profile.fail,
+            profile.advisory,
+            profile.not_reached,
             profile.skip,
-            profile.error
-        )?;
+            profile.error,
+        ];
+        for (column, count) in COLUMNS.iter().zip(counts) {
+            line.push_str(&format!("  {count:>w$}", w = column.len().max(5)));
+        }
+        writeln!(out, "{line}")?;
     }
     let broken: Vec<_> = report
         .requirements
         .iter()
-        .filter(|r| r.disposition == "fail" || r.disposition == "error")
+        .filter(|r| {
+            r.disposition == "fail" || r.disposition == "error" || r.disposition == "not-reached"
+        })
         .collect();
     if !broken.is_empty() {
         writeln!(out)?;
-        writeln!(out, "{}", style.paint("failed or errored:", BOLD))?;
+        writeln!(
+            out,
+            "{}",
+            style.paint("failed, errored or not reached:", BOLD)
+        )?;
+        let width = broken
+            .iter()
+            .map(|r| r.disposition.len())
+            .max()
+            .unwrap_or(0);
         for requirement in broken.iter().take(FAILURES_SHOWN) {
-            let why = requirement
-                .message
-                .as_deref()
-                .and_then(|m| m.lines().next())
-                .map(|line| format!("  {line}"))
-                .unwrap_or_default();
-            let colour = if requirement.disposition == "fail" {
-                RED
-            } else {
-                YELLOW
+            let colour = match requirement.disposition.as_str() {
+                "fail" => RED,
+                _ => YELLOW,
             };
             writeln!(
                 out,
-                "  {} {}{why}",
-                style.paint(&format!("{:<5}", requirement.disposition), colour),
-                requirement.id
+                "  {} {}{}",
+                style.paint(&format!("{:<width$}", requirement.disposition), colour),
+                requirement.id,
+                first_line(requirement.message.as_deref())
             )?;
         }
-        if broken.len() > FAILURES_SHOWN {
+        more(&mut out, broken.len())?;
+    }
+    let advisories: Vec<_> = report
+        .requirements
+        .iter()
+        .filter(|r| r.disposition == "advisory")
+        .collect();
+    if !advisories.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}",
+            style.paint(
+                "advisory (SHOULD requirements not met: counted apart, never block certification):",
+                BOLD
+            )
+        )?;
+        for requirement in advisories.iter().take(FAILURES_SHOWN) {
             writeln!(
                 out,
-                "  … and {} more (see report.html)",
-                broken.len() - FAILURES_SHOWN
+                "  {}{}",
+                requirement.id,
+                first_line(requirement.message.as_deref())
             )?;
+        }
+        more(&mut out, advisories.len())?;
+    }
+    if !report.legend.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}",
+            style.paint(
+                "skip reasons in this run (and the section that says how to act):",
+                BOLD
+            )
+        )?;
+        for (reason, entry) in super::legend::in_reading_order(&report.legend) {
+            writeln!(out, "  {reason}: {} ({})", entry.meaning, entry.section)?;
         }
     }
     let quiet: Vec<_> = report.scenarios.iter().filter(|s| s.quiet_ms > 0).collect();
     if !quiet.is_empty() {
         let total: u64 = quiet.iter().map(|s| s.quiet_ms).sum();
+        writeln!(out)?;
         writeln!(
             out,
             "unavoidable waits: {:.1} s in {} scenario{} (quiet periods the profile requires)",
             total as f64 / 1000.0,
             quiet.len(),
-            if quiet.len() == 1 { "" } else { "s" }
+            plural(quiet.len())
         )?;
     }
     out.flush()
 }
 
-/// The verdict word and its colour.
-fn verdict(profile: &ProfileReport) -> (&'static str, &'static str) {
-    if !profile.selected {
-        ("opted-out", DIM)
-    } else if profile.certified {
-        ("certified", GREEN)
-    } else if profile.fail + profile.error > 0 {
-        ("not certified", RED)
+/// The count columns of the table, in order.
+const COLUMNS: [&str; 6] = ["pass", "fail", "advisory", "not-reached", "skip", "error"];
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
     } else {
-        ("not certified", YELLOW)
+        "s"
+    }
+}
+
+/// Two spaces and the first line of a message, or nothing.
+fn first_line(message: Option<&str>) -> String {
+    message
+        .and_then(|m| m.lines().next())
+        .map(|line| format!("  {line}"))
+        .unwrap_or_default()
+}
+
+fn more(out: &mut impl io::Write, listed: usize) -> io::Result<()> {
+    if listed > FAILURES_SHOWN {
+        writeln!(
+            out,
+            "  … and {} more (see report.html)",
+            listed - FAILURES_SHOWN
+        )?;
+    }
+    Ok(())
+}
+
+/// The verdict words and their colour.
+fn verdict(profile: &ProfileReport) -> (String, &'static str) {
+    if !profile.selected {
+        ("opted-out".to_string(), DIM)
+    } else if profile.certified && profile.advisory > 0 {
+        (format!("certified, {} advisory", profile.advisory), GREEN)
+    } else if profile.certified {
+        ("certified".to_string(), GREEN)
+    } else if profile.fail + profile.error > 0 {
+        ("not certified".to_string(), RED)
+    } else {
+        ("not certified".to_string(), YELLOW)
     }
 }
 
@@ -173,16 +284,45 @@ mod tests {
         assert_eq!(
             lines(&report, Style::default()),
             [
-                "profile   verdict         pass   fail   skip  error",
-                "behavior  certified          4      0      0      0",
-                "core      not certified      1      1      0      1",
-                "strict    opted-out          0      0      0      0",
-                "failed or errored:",
-                "  fail  core.create.bounds-required  core/bounds.json step 1: status did not hold",
-                "  error core.discovery.shape",
+                "3 scenarios (trials) ran, 1 skipped: the harness counts these trials; the table below counts requirements.",
+                "requirements per profile (profile 1.0; certified = every MUST requirement passed):",
+                "profile   verdict         pass   fail  advisory  not-reached   skip  error",
+                "behavior  certified          4      0         0            0      0      0",
+                "core      not certified      1      1         1            1      0      1",
+                "strict    opted-out          0      0         0            0      0      0",
+                "failed, errored or not reached:",
+                "  fail        core.create.bounds-required  core/bounds.json step 1: status did not hold",
+                "  error       core.discovery.shape",
+                "  not-reached core.lifecycle.abandon  not reached: step 1 \"create\" failed on core.create.bounds-required",
+                "advisory (SHOULD requirements not met: counted apart, never block certification):",
+                "  core.create.location  core/create.json step 1 \"create\": header location is absent",
+                "skip reasons in this run (and the section that says how to act):",
+                "  seam-absent: The host does not list a conformance seam the scenario drives (conformanceSeams.goals); add the seam as the profile's seam contract describes to have the requirement checked. (PROFILE.md#skip-seam-absent)",
                 "unavoidable waits: 1.5 s in 1 scenario (quiet periods the profile requires)",
             ]
         );
+    }
+
+    #[test]
+    fn a_certified_profile_with_advisories_says_so() {
+        let mut report = sample::report();
+        let core = report.profiles.get_mut("core").unwrap();
+        *core = ProfileReport {
+            certified: true,
+            pass: 3,
+            advisory: 2,
+            selected: true,
+            ..ProfileReport::default()
+        };
+        report.profile_version = None;
+        let lines = lines(&report, Style::default());
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("core      certified, 2 advisory  ")),
+            "{lines:#?}"
+        );
+        assert!(lines[1].contains("(unversioned profile;"), "{lines:#?}");
     }
 
     #[test]
@@ -192,7 +332,7 @@ mod tests {
         assert!(plain.iter().all(|l| !l.contains('\x1b')));
         let coloured = lines(&report, Style { colour: true });
         assert!(
-            coloured[2].contains("\x1b[31mnot certified\x1b[0m"),
+            coloured[4].contains("\x1b[31mnot certified\x1b[0m"),
             "{coloured:?}"
         );
         let strip = |l: &String| {

@@ -15,13 +15,11 @@ use sha2::{Digest, Sha256};
 
 use super::escape::markup as escape;
 use super::exchange::{FailedStep, Header, RecordedBody};
+use super::legend::{self, DISPOSITIONS};
 use super::{ProfileReport, RequirementReport, RunReport, ScenarioReport};
 
 const STYLE: &str = include_str!("html/style.css");
 const SCRIPT: &str = include_str!("html/filter.js");
-
-/// Dispositions in the order the filter offers them.
-const DISPOSITIONS: [&str; 4] = ["pass", "fail", "skip", "error"];
 
 pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
     out.write_all(page(report).as_bytes())?;
@@ -46,6 +44,7 @@ fn page(report: &RunReport) -> String {
     html.push_str(&header(report));
     html.push_str("<main>\n");
     html.push_str(&profiles(report));
+    html.push_str(&legend_section(report));
     html.push_str(&requirements(report));
     html.push_str(&failures(report));
     html.push_str("</main>\n");
@@ -63,6 +62,7 @@ fn header(report: &RunReport) -> String {
         "<header>\n<h1>goalpost conformance report</h1>\n<dl class=\"meta\">\n\
          <dt>Host</dt><dd><code id=\"host-url\">{url}</code>{host_note}</dd>\n\
          <dt>Suite</dt><dd>{suite} {version}</dd>\n\
+         <dt>Profile</dt><dd>{profile}</dd>\n\
          <dt>Date</dt><dd><time datetime=\"{started}\">{started}</time> to <time datetime=\"{finished}\">{finished}</time> ({seconds:.1} s)</dd>\n\
          <dt>Discovery SHA-256</dt><dd><code>{digest}</code></dd>\n</dl>\n</header>\n",
         url = escape(&report.host.url),
@@ -72,38 +72,108 @@ fn header(report: &RunReport) -> String {
         finished = escape(&report.finished_at),
         seconds = report.duration_ms as f64 / 1000.0,
         digest = escape(&report.host.discovery_sha256),
+        profile = profile_version(report),
     )
 }
 
-/// The verdict word and CSS class of a profile.
-fn verdict(profile: &ProfileReport) -> (&'static str, &'static str) {
+/// "Profile 1.0", linked to PROFILE.md when it was found.
+fn profile_version(report: &RunReport) -> String {
+    let words = match &report.profile_version {
+        Some(version) => format!("{} {}", legend::PROFILE_DOCUMENT, escape(version)),
+        None => "unversioned (the scenarios folder names no profileVersion)".to_string(),
+    };
+    match &report.profile_href {
+        Some(href) => format!("<a href=\"{}\">{words}</a>", escape(href)),
+        None => words,
+    }
+}
+
+/// A link to a PROFILE.md section when PROFILE.md was found, else the
+/// section's name: a link that does not resolve helps nobody.
+fn section_link(report: &RunReport, section: &str, label: &str) -> String {
+    match report.section_href(section) {
+        Some(href) => format!("<a href=\"{}\">{}</a>", escape(&href), escape(label)),
+        None => format!("{} (<code>{}</code>)", escape(label), escape(section)),
+    }
+}
+
+/// The verdict words and CSS class of a profile.
+fn verdict(profile: &ProfileReport) -> (String, &'static str) {
     if !profile.selected {
-        ("opted out", "opted-out")
+        ("opted out".to_string(), "opted-out")
+    } else if profile.certified && profile.advisory > 0 {
+        (
+            format!("certified, {} advisory", profile.advisory),
+            "certified",
+        )
     } else if profile.certified {
-        ("certified", "certified")
+        ("certified".to_string(), "certified")
     } else if profile.fail + profile.error > 0 {
-        ("not certified", "failed")
+        ("not certified".to_string(), "failed")
     } else {
-        ("not certified", "incomplete")
+        ("not certified".to_string(), "incomplete")
     }
 }
 
 fn profiles(report: &RunReport) -> String {
-    let mut html =
-        String::from("<section id=\"profiles\">\n<h2>Profiles</h2>\n<ul class=\"profiles\">\n");
+    let mut html = format!(
+        "<section id=\"profiles\">\n<h2>Profiles</h2>\n<p class=\"note\">Counts are of requirements ({run} scenarios ran, {skipped} skipped). \
+         A profile is certified when every {must} requirement passed; {should} requirements never block: one not met is an advisory, counted apart.</p>\n\
+         <ul class=\"profiles\">\n",
+        run = report.scenarios_run(),
+        skipped = report.scenarios.len() - report.scenarios_run(),
+        must = section_link(report, &legend::levels_section(), "MUST"),
+        should = section_link(report, &legend::levels_section(), "SHOULD"),
+    );
     for (name, profile) in &report.profiles {
         let (word, class) = verdict(profile);
         html.push_str(&format!(
             "<li class=\"profile {class}\" data-profile=\"{name}\"><h3>{name}</h3><p class=\"verdict\">{word}</p>\
-             <p class=\"counts\"><span>{} pass</span> <span>{} fail</span> <span>{} skip</span> <span>{} error</span></p></li>\n",
+             <p class=\"counts\"><span>{} pass</span> <span>{} fail</span> <span class=\"advisory\">{} advisory</span> \
+             <span>{} not reached</span> <span>{} skip</span> <span>{} error</span></p></li>\n",
             profile.pass,
             profile.fail,
+            profile.advisory,
+            profile.not_reached,
             profile.skip,
             profile.error,
             name = escape(name),
+            word = escape(&word),
         ));
     }
     html.push_str("</ul>\n</section>\n");
+    html
+}
+
+/// What every disposition means, and every skip reason present in this
+/// run with the PROFILE.md section that says how to act on it.
+fn legend_section(report: &RunReport) -> String {
+    let mut html = format!(
+        "<section id=\"legend\">\n<h2>Legend</h2>\n<h3>Dispositions ({})</h3>\n<dl class=\"legend\">\n",
+        section_link(report, &legend::dispositions_section(), "PROFILE.md")
+    );
+    for (disposition, meaning) in DISPOSITIONS {
+        html.push_str(&format!(
+            "<dt><span class=\"badge {disposition}\">{disposition}</span></dt><dd>{}</dd>\n",
+            escape(meaning)
+        ));
+    }
+    html.push_str("</dl>\n");
+    if !report.legend.is_empty() {
+        html.push_str(
+            "<h3>Skip reasons in this run</h3>\n<dl class=\"legend\" id=\"skip-reasons\">\n",
+        );
+        for (reason, entry) in legend::in_reading_order(&report.legend) {
+            html.push_str(&format!(
+                "<dt id=\"skip-{reason}\"><code>{reason}</code></dt><dd>{} {}</dd>\n",
+                escape(&entry.meaning),
+                section_link(report, &entry.section, "How to act."),
+                reason = escape(reason),
+            ));
+        }
+        html.push_str("</dl>\n");
+    }
+    html.push_str("</section>\n");
     html
 }
 
@@ -115,6 +185,10 @@ fn scenario_anchor(name: &str) -> String {
     format!("scenario-{}", escape(name))
 }
 
+fn requirement_anchor(id: &str) -> String {
+    format!("requirement-{}", escape(id))
+}
+
 fn requirements(report: &RunReport) -> String {
     let mut html = String::from("<section id=\"requirements\">\n<h2>Requirements</h2>\n");
     html.push_str("<form id=\"filters\" hidden>\n<label>Profile <select id=\"filter-profile\"><option value=\"\">all</option>");
@@ -122,7 +196,7 @@ fn requirements(report: &RunReport) -> String {
         html.push_str(&format!("<option>{}</option>", escape(name)));
     }
     html.push_str("</select></label>\n<label>Disposition <select id=\"filter-disposition\"><option value=\"\">all</option>");
-    for disposition in DISPOSITIONS {
+    for (disposition, _) in DISPOSITIONS {
         html.push_str(&format!("<option>{disposition}</option>"));
     }
     html.push_str(&format!(
@@ -131,7 +205,7 @@ fn requirements(report: &RunReport) -> String {
     ));
     html.push_str(
         "<table id=\"requirement-table\">\n<thead><tr><th class=\"c-id\">Requirement</th><th class=\"c-level\">Level</th>\
-         <th class=\"c-clause\">SPEC clause</th><th class=\"c-disposition\">Disposition</th><th class=\"c-reason\">Reason</th>\
+         <th class=\"c-clause\">Section</th><th class=\"c-disposition\">Disposition</th><th class=\"c-reason\">Reason</th>\
          <th class=\"c-scenarios\">Scenarios</th><th class=\"c-mutation\">Mutation-verified</th></tr></thead>\n<tbody>\n",
     );
     for requirement in &report.requirements {
@@ -149,20 +223,51 @@ fn requirement_row(report: &RunReport, requirement: &RequirementReport) -> Strin
         .filter(|s| has_article(s))
         .collect();
     let reason = match (&requirement.reason, &requirement.message) {
-        (Some(reason), _) => escape(reason),
+        (Some(reason), _) => format!(
+            "<a href=\"#skip-{reason}\" title=\"{meaning}\">{reason}</a>",
+            reason = escape(reason),
+            meaning = escape(
+                report
+                    .legend
+                    .get(reason)
+                    .map_or("", |entry| entry.meaning.as_str())
+            ),
+        ),
         (None, Some(message)) => {
-            let short = articles
-                .iter()
-                .find_map(|s| s.failed_step.as_deref())
-                .and_then(short_reason)
-                .unwrap_or_else(|| message.lines().next().unwrap_or_default().to_string());
+            // The check that decided this requirement, when the ledger
+            // knows it: with per-requirement attribution the scenario's
+            // first failed step may be about another requirement.
+            let decided = requirement.failed_step.as_deref().and_then(short_reason);
+            let short = match requirement.disposition.as_str() {
+                // The ledger's own words name what blocked it.
+                "not-reached" => None,
+                "fail" | "error" => decided.or_else(|| {
+                    articles
+                        .iter()
+                        .find_map(|s| s.failed_step.as_deref())
+                        .and_then(short_reason)
+                }),
+                _ => decided,
+            }
+            .unwrap_or_else(|| message.lines().next().unwrap_or_default().to_string());
             let first = escape(&short);
-            match articles.first() {
-                Some(scenario) => format!(
+            let in_scenario = requirement
+                .failed_check
+                .as_ref()
+                .and_then(|check| articles.iter().find(|s| s.name == check.scenario))
+                .or(articles.first());
+            if requirement.disposition == "advisory" {
+                format!(
+                    "<a href=\"#{}\">{first}</a>",
+                    requirement_anchor(&requirement.id)
+                )
+            } else if let Some(scenario) = in_scenario {
+                format!(
                     "<a href=\"#{}\">{first}</a>",
                     scenario_anchor(&scenario.name)
-                ),
-                None => first,
+                )
+            } else {
+                first
             }
         }
         (None, None) => "—".to_string(),
@@ -195,15 +300,27 @@ fn requirement_row(report: &RunReport, requirement: &RequirementReport) -> Strin
         Some(false) => "no".to_string(),
     };
     let disposition = escape(&requirement.disposition);
+    // The clause as requirements.json states it, linked to its section;
+    // when the clause is the section itself, the link says so once.
+    let clause_text = if requirement.clause == requirement.section || requirement.clause.is_empty()
+    {
+        legend::PROFILE_DOCUMENT.to_string()
+    } else {
+        requirement.clause.clone()
+    };
+    let section = if requirement.section.is_empty() {
+        escape(&requirement.clause)
+    } else {
+        section_link(report, &requirement.section, &clause_text)
+    };
+    let level = escape(&requirement.level);
     format!(
         "<tr data-profile=\"{profile}\" data-disposition=\"{disposition}\"><td><code class=\"id\">{id}</code><div class=\"text\">{text}</div>{observed}</td>\
-         <td>{level}</td><td>{clause}</td><td><span class=\"badge {disposition}\">{disposition}</span></td>\
+         <td><span class=\"level {level}\">{level}</span></td><td class=\"section\">{section}</td><td><span class=\"badge {disposition}\">{disposition}</span></td>\
          <td class=\"reason\">{reason}</td><td class=\"scenarios\">{scenarios}</td><td class=\"mutation\">{mutation}</td></tr>\n",
         profile = escape(&requirement.profile),
         id = escape(&requirement.id),
         text = escape(&requirement.text),
-        level = escape(&requirement.level),
-        clause = escape(&requirement.clause),
         scenarios = scenarios.join(" "),
         observed = observations(requirement),
     )
@@ -274,8 +391,54 @@ fn failures(report: &RunReport) -> String {
     } else {
         html.push_str("<p class=\"note\">Set <code>TOKEN</code> (and <code>TOKEN_B</code>) to your bearer tokens before running a curl command.</p>\n");
     }
+    let shown = failing.len();
     for (index, scenario) in failing {
         html.push_str(&article(report, index, scenario));
+    }
+    html.push_str("</section>\n");
+    html.push_str(&advisories(report, shown));
+    html
+}
+
+/// One article per advisory: the SHOULD check that did not hold, with its
+/// exchange and curl, apart from the failures (its scenario may well have
+/// passed). `first_index` numbers the curl boxes after the failures'.
+fn advisories(report: &RunReport, first_index: usize) -> String {
+    let advisory: Vec<&RequirementReport> = report
+        .requirements
+        .iter()
+        .filter(|r| r.disposition == "advisory")
+        .collect();
+    if advisory.is_empty() {
+        return String::new();
+    }
+    let mut html = String::from(
+        "<section id=\"advisories\">\n<h2>Advisories</h2>\n<p class=\"note\">SHOULD requirements the host did not meet: reported, counted apart, never blocking certification.</p>\n",
+    );
+    for (offset, requirement) in advisory.into_iter().enumerate() {
+        html.push_str(&format!(
+            "<article class=\"failure advisory\" id=\"{anchor}\">\n<h3><span class=\"badge advisory\">advisory</span> <code>{id}</code> {text}</h3>\n<p class=\"proves\">{level}, {section}</p>\n",
+            anchor = requirement_anchor(&requirement.id),
+            id = escape(&requirement.id),
+            text = escape(&requirement.text),
+            level = escape(&requirement.level),
+            section = section_link(report, &requirement.section, "its section in PROFILE.md"),
+        ));
+        if let Some(step) = &requirement.failed_step {
+            html.push_str(&failed_step(first_index + offset, step));
+        }
+        if let Some(message) = &requirement.message {
+            let open = if requirement.failed_step.is_none() {
+                " open"
+            } else {
+                ""
+            };
+            html.push_str(&format!(
+                "<details{open}><summary>Full message</summary><pre class=\"message\">{}</pre></details>\n",
+                escape(message)
+            ));
+        }
+        html.push_str("</article>\n");
     }
     html.push_str("</section>\n");
     html
@@ -289,15 +452,23 @@ fn article(report: &RunReport, index: usize, scenario: &ScenarioReport) -> Strin
         name = escape(&scenario.name),
         title = escape(&scenario.title),
     );
+    // Each requirement the scenario names with what became of it: a failed
+    // check fails only what it proves.
     let proves: Vec<String> = report
         .requirements
         .iter()
         .filter(|r| r.scenarios.contains(&scenario.name))
-        .map(|r| format!("<code>{}</code>", escape(&r.id)))
+        .map(|r| {
+            format!(
+                "<code>{}</code> <span class=\"badge {d}\">{d}</span>",
+                escape(&r.id),
+                d = escape(&r.disposition)
+            )
+        })
         .collect();
     if !proves.is_empty() {
         html.push_str(&format!(
-            "<p class=\"proves\">Proves {}</p>\n",
+            "<p class=\"proves\">Names {}</p>\n",
             proves.join(", ")
         ));
     }
@@ -474,11 +645,123 @@ mod tests {
     #[test]
     fn one_row_per_requirement_with_filter_attributes() {
         let html = written(&sample::report());
-        assert_eq!(html.matches("<tr data-profile=").count(), 4);
+        assert_eq!(html.matches("<tr data-profile=").count(), 6);
         assert!(html.contains(
             "<tr data-profile=\"core\" data-disposition=\"fail\"><td><code class=\"id\">core.create.bounds-required</code>"
         ));
         assert!(html.contains("<td class=\"mutation\">—</td>"));
+    }
+
+    #[test]
+    fn each_requirement_shows_its_level_and_links_its_section() {
+        let html = written(&sample::report());
+        let row = &html[html.find("data-disposition=\"advisory\"").unwrap()..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert!(
+            row.contains("<span class=\"level SHOULD\">SHOULD</span>"),
+            "{row}"
+        );
+        assert!(
+            row.contains(
+                "<a href=\"../../PROFILE.md#core.create.location\">§2 Bounds required</a>"
+            ),
+            "{row}"
+        );
+        assert!(
+            row.contains("<span class=\"badge advisory\">advisory</span>"),
+            "{row}"
+        );
+        // Its reason is its own check's, linked to its own article.
+        assert!(
+            row.contains("<a href=\"#requirement-core.create.location\">status: expected 422"),
+            "{row}"
+        );
+        let row = &html[html.find("data-disposition=\"not-reached\"").unwrap()..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert!(
+            row.contains(
+                "not reached: step 1 &quot;create&quot; failed on core.create.bounds-required"
+            ),
+            "{row}"
+        );
+    }
+
+    #[test]
+    fn the_legend_explains_dispositions_and_the_skip_reasons_present() {
+        let mut report = sample::report();
+        let html = written(&report);
+        let legend = &html[html.find("<section id=\"legend\">").unwrap()..];
+        let legend = &legend[..legend.find("</section>").unwrap()];
+        for (disposition, _) in DISPOSITIONS {
+            assert!(
+                legend.contains(&format!("<span class=\"badge {disposition}\">")),
+                "{disposition}"
+            );
+        }
+        assert!(
+            legend.contains("<dt id=\"skip-seam-absent\"><code>seam-absent</code></dt>"),
+            "{legend}"
+        );
+        assert!(
+            legend.contains("<a href=\"../../PROFILE.md#skip-seam-absent\">How to act.</a>"),
+            "{legend}"
+        );
+        assert!(!legend.contains("skip-filtered"));
+        // The skipped requirement's reason links to its legend entry.
+        assert!(html.contains("<a href=\"#skip-seam-absent\" title=\"The host does not list"));
+        // Without PROFILE.md: named, not linked.
+        report.profile_href = None;
+        let html = written(&report);
+        assert!(html.contains("How to act. (<code>PROFILE.md#skip-seam-absent</code>)"));
+        assert!(!html.contains("href=\"../../PROFILE.md"));
+    }
+
+    #[test]
+    fn an_advisory_has_its_own_article_with_its_exchange() {
+        let html = written(&sample::report());
+        let row = &html[html.find("data-disposition=\"advisory\"").unwrap()..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert!(
+            row.contains("<a href=\"#requirement-core.create.location\">status: expected 422, actual 201</a>"),
+            "{row}"
+        );
+        let article = &html[html
+            .find("<article class=\"failure advisory\" id=\"requirement-core.create.location\">")
+            .unwrap()..];
+        let article = &article[..article.find("</article>").unwrap()];
+        assert!(
+            article.contains("<pre class=\"curl\" id=\"curl-2\">curl -sS -i"),
+            "{article}"
+        );
+        assert!(
+            article.contains(
+                "<a href=\"../../PROFILE.md#core.create.location\">its section in PROFILE.md</a>"
+            ),
+            "{article}"
+        );
+        // The advisory is no failure: it is not among the failing steps.
+        let failures = &html[html.find("<section id=\"failures\">").unwrap()
+            ..html.find("<section id=\"advisories\">").unwrap()];
+        assert!(!failures.contains("id=\"requirement-"), "{failures}");
+    }
+
+    #[test]
+    fn a_certified_profile_with_advisories_stays_certified() {
+        let mut report = sample::report();
+        report.profiles.insert(
+            "core".to_string(),
+            ProfileReport {
+                certified: true,
+                pass: 4,
+                advisory: 2,
+                selected: true,
+                ..ProfileReport::default()
+            },
+        );
+        let html = written(&report);
+        assert!(html.contains(
+            "<li class=\"profile certified\" data-profile=\"core\"><h3>core</h3><p class=\"verdict\">certified, 2 advisory</p>"
+        ), "{html}");
     }
 
     #[test]

@@ -48,6 +48,65 @@ mod tests {
     }
 
     #[test]
+    fn the_report_carries_levels_sections_the_profile_version_and_a_legend() {
+        let value = written();
+        assert_eq!(value["profileVersion"], "1.0");
+        assert_eq!(value["profiles"]["core"]["advisory"], 1);
+        assert_eq!(value["profiles"]["core"]["notReached"], 1);
+        let advisory = &value["requirements"][4];
+        assert_eq!(advisory["disposition"], "advisory");
+        assert_eq!(advisory["level"], "SHOULD");
+        assert_eq!(advisory["section"], "PROFILE.md#core.create.location");
+        assert_eq!(
+            advisory["failedCheck"],
+            serde_json::json!({"scenario": "core::create", "step": 1, "name": "create", "at": "/steps/0/expect/status"})
+        );
+        assert_eq!(value["requirements"][5]["disposition"], "not-reached");
+        assert!(value["requirements"][5].get("failedCheck").is_none());
+        assert_eq!(
+            value["legend"]["seam-absent"]["section"],
+            "PROFILE.md#skip-seam-absent"
+        );
+        assert_eq!(value["legend"].as_object().map(|l| l.len()), Some(1));
+        // Unversioned: the field is left out, not made up.
+        let mut report = sample::report();
+        report.profile_version = None;
+        let mut out = Vec::new();
+        write(&report, &mut out).unwrap();
+        let value: Value = serde_json::from_slice(&out).unwrap();
+        assert!(value.get("profileVersion").is_none());
+        assert!(Schemas::embedded()
+            .unwrap()
+            .validate("report", &value)
+            .is_ok());
+    }
+
+    #[test]
+    fn the_schema_holds_the_level_rules() {
+        let schemas = Schemas::embedded().unwrap();
+        // A SHOULD requirement never fails.
+        let mut value = written();
+        value["requirements"][4]["disposition"] = Value::from("fail");
+        assert!(schemas.validate("report", &value).is_err());
+        // A MUST requirement is never an advisory.
+        let mut value = written();
+        value["requirements"][0]["disposition"] = Value::from("advisory");
+        assert!(schemas.validate("report", &value).is_err());
+        // A certified profile has no failure.
+        let mut value = written();
+        value["profiles"]["core"]["certified"] = Value::from(true);
+        assert!(schemas.validate("report", &value).is_err());
+        // A skip reason nobody defined.
+        let mut value = written();
+        value["requirements"][3]["reason"] = Value::from("because");
+        assert!(schemas.validate("report", &value).is_err());
+        // A section that is not PROFILE.md's.
+        let mut value = written();
+        value["requirements"][0]["section"] = Value::from("SPEC.md#core.create.ok");
+        assert!(schemas.validate("report", &value).is_err());
+    }
+
+    #[test]
     fn a_broken_report_is_rejected_by_the_schema() {
         // Proves the validity test above can fail.
         let schemas = Schemas::embedded().unwrap();

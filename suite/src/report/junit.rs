@@ -1,15 +1,19 @@
 //! `junit.xml`: one `<testsuite>` per profile, one `<testcase>` per
 //! scenario. A broken claim is a `<failure>`, a host that could not be used
 //! (transport, timeout, garbage body) an `<error>`, and a skip a
-//! `<skipped message="reason"/>`. Each case lists the requirements it proves
-//! as properties; a failing case ends with the curl command that replays its
-//! step.
+//! `<skipped message="reason">` saying what the reason means and which
+//! PROFILE.md section says how to act. Each case lists the requirements it
+//! names as properties, and in `<system-out>` each with its level, its
+//! disposition (an advisory is not a failure: the case passes) and its
+//! section; a failing case ends with the curl command that replays its step.
+//! Each suite's properties carry its profile's verdict and requirement
+//! counts (the case counts are scenarios).
 
 use std::collections::BTreeMap;
 use std::io;
 
 use super::escape::markup as escape;
-use super::{RunReport, ScenarioReport};
+use super::{legend, RequirementReport, RunReport, ScenarioReport};
 
 pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
     let mut by_profile: BTreeMap<&str, Vec<&ScenarioReport>> = BTreeMap::new();
@@ -19,10 +23,10 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
             .or_default()
             .push(scenario);
     }
-    let mut proves: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut proves: BTreeMap<&str, Vec<&RequirementReport>> = BTreeMap::new();
     for requirement in &report.requirements {
         for scenario in &requirement.scenarios {
-            proves.entry(scenario).or_default().push(&requirement.id);
+            proves.entry(scenario).or_default().push(requirement);
         }
     }
     let count = |scenarios: &[&ScenarioReport], outcome: &str| {
@@ -58,6 +62,35 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
             seconds(scenarios),
             escape(&report.started_at),
         )?;
+        // The profile's verdict, which counts requirements: the case counts
+        // above are scenarios, and an advisory is never a failed case.
+        if let Some(summary) = report.profiles.get(*profile) {
+            writeln!(out, "    <properties>")?;
+            let verdict = if !summary.selected {
+                "opted-out"
+            } else if summary.certified {
+                "certified"
+            } else {
+                "not certified"
+            };
+            let counts = [
+                ("verdict", verdict.to_string()),
+                ("requirements.pass", summary.pass.to_string()),
+                ("requirements.fail", summary.fail.to_string()),
+                ("requirements.advisory", summary.advisory.to_string()),
+                ("requirements.not-reached", summary.not_reached.to_string()),
+                ("requirements.skip", summary.skip.to_string()),
+                ("requirements.error", summary.error.to_string()),
+            ];
+            for (name, value) in counts {
+                writeln!(
+                    out,
+                    r#"      <property name="{name}" value="{}"/>"#,
+                    escape(&value)
+                )?;
+            }
+            writeln!(out, "    </properties>")?;
+        }
         for scenario in scenarios {
             writeln!(
                 out,
@@ -66,14 +99,14 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
                 escape(profile),
                 scenario.duration().as_secs_f64(),
             )?;
-            let ids = proves.get(scenario.name.as_str()).map_or(&[][..], |v| v);
-            if !ids.is_empty() {
+            let named = proves.get(scenario.name.as_str()).map_or(&[][..], |v| v);
+            if !named.is_empty() {
                 writeln!(out, "      <properties>")?;
-                for id in ids {
+                for requirement in named {
                     writeln!(
                         out,
                         r#"        <property name="requirement" value="{}"/>"#,
-                        escape(id)
+                        escape(&requirement.id)
                     )?;
                 }
                 writeln!(out, "      </properties>")?;
@@ -97,12 +130,28 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
                         "error"
                     },
                 )?,
-                "skip" => writeln!(
-                    out,
-                    "      <skipped message=\"{}\"/>",
-                    escape(scenario.reason.as_deref().unwrap_or_default())
-                )?,
+                "skip" => {
+                    let reason = scenario.reason.as_deref().unwrap_or_default();
+                    match report.legend.get(reason) {
+                        Some(entry) => writeln!(
+                            out,
+                            "      <skipped message=\"{}\">{} See {}.</skipped>",
+                            escape(reason),
+                            escape(&entry.meaning),
+                            escape(&entry.section)
+                        )?,
+                        None => writeln!(out, "      <skipped message=\"{}\"/>", escape(reason))?,
+                    }
+                }
                 _ => {}
+            }
+            if !named.is_empty() {
+                let lines: Vec<String> = named.iter().map(|r| requirement_line(r)).collect();
+                writeln!(
+                    out,
+                    "      <system-out>{}</system-out>",
+                    escape(&lines.join("\n"))
+                )?;
             }
             writeln!(out, "    </testcase>")?;
         }
@@ -110,6 +159,34 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
     }
     writeln!(out, "</testsuites>")?;
     out.flush()
+}
+
+/// `core.x MUST advisory: why (PROFILE.md#core.x)`: one requirement a
+/// case names, with what became of it over all its scenarios.
+fn requirement_line(requirement: &RequirementReport) -> String {
+    let why = match requirement.disposition.as_str() {
+        "advisory" | "not-reached" => requirement
+            .message
+            .as_deref()
+            .and_then(|m| m.lines().next())
+            .map(|line| format!(": {line}"))
+            .unwrap_or_default(),
+        "skip" => requirement
+            .reason
+            .as_deref()
+            .map(|reason| format!(": {reason}"))
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let section = if requirement.section.is_empty() {
+        legend::requirement_section(&requirement.id)
+    } else {
+        requirement.section.clone()
+    };
+    format!(
+        "{} {} {}{why} ({section})",
+        requirement.id, requirement.level, requirement.disposition
+    )
 }
 
 #[cfg(test)]
@@ -165,7 +242,7 @@ mod tests {
         let names: Vec<&str> = elements
             .iter()
             .map(|(name, _)| name.as_str())
-            .filter(|name| *name != "properties" && *name != "property")
+            .filter(|name| !["properties", "property", "system-out"].contains(name))
             .collect();
         assert_eq!(
             names,
@@ -211,6 +288,57 @@ mod tests {
         let xml = written();
         assert!(
             xml.contains(r#"<property name="requirement" value="core.create.bounds-required"/>"#),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn each_case_says_what_became_of_each_requirement_it_names() {
+        let xml = written();
+        assert!(
+            xml.contains("<system-out>core.create.ok MUST pass (PROFILE.md#core.create.ok)\ncore.create.location SHOULD advisory: core/create.json step 1 &quot;create&quot;: header location is absent (PROFILE.md#core.create.location)</system-out>"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("core.lifecycle.abandon MUST not-reached: not reached: step 1"),
+            "{xml}"
+        );
+        // An advisory is no failure: its case has no <failure>.
+        let create = &xml[xml.find(r#"name="core::create""#).unwrap()..];
+        let create = &create[..create.find("</testcase>").unwrap()];
+        assert!(!create.contains("<failure"), "{create}");
+    }
+
+    #[test]
+    fn each_suite_carries_its_profile_verdict_in_requirements() {
+        let xml = written();
+        let core = &xml[xml.find(r#"<testsuite name="core""#).unwrap()..];
+        let core = &core[..core.find("<testcase").unwrap()];
+        assert!(
+            core.contains(r#"<property name="verdict" value="not certified"/>"#),
+            "{core}"
+        );
+        assert!(
+            core.contains(r#"<property name="requirements.advisory" value="1"/>"#),
+            "{core}"
+        );
+        assert!(
+            core.contains(r#"<property name="requirements.not-reached" value="1"/>"#),
+            "{core}"
+        );
+    }
+
+    #[test]
+    fn a_skip_says_what_its_reason_means_and_where_to_read_more() {
+        let xml = written();
+        assert!(
+            xml.contains(
+                "<skipped message=\"seam-absent\">The host does not list a conformance seam"
+            ),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("See PROFILE.md#skip-seam-absent.</skipped>"),
             "{xml}"
         );
     }

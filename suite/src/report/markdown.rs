@@ -1,6 +1,8 @@
 //! `report.md`: a short summary for a CI step summary or a pull-request
-//! comment. One line per profile, then each failing or erroring scenario
-//! with its reason and the curl command that replays it.
+//! comment. One line per profile, the requirements not reached and the
+//! advisories (apart: they never block), what each skip reason means, then
+//! each failing or erroring scenario with its reason and the curl command
+//! that replays it.
 //!
 //! Everything from the host sits in code spans or fenced blocks (where
 //! Markdown renders nothing), other text is backslash-escaped, so a hostile
@@ -8,7 +10,7 @@
 
 use std::io;
 
-use super::{ProfileReport, RunReport, ScenarioReport};
+use super::{legend, ProfileReport, RunReport, ScenarioReport};
 
 /// Failures listed in full; the rest are counted (a PR comment has a size
 /// limit, and report.html has them all).
@@ -28,7 +30,7 @@ fn summary(report: &RunReport) -> String {
         headline(report)
     );
     md.push_str(&format!(
-        "Host {}{} · {} · discovery SHA-256 {}\n\n",
+        "Host {}{} · {} · discovery SHA-256 {} · {}\n\n",
         code(&report.host.url),
         if report.host.bundled {
             " (bundled reference host)"
@@ -37,19 +39,44 @@ fn summary(report: &RunReport) -> String {
         },
         code(&report.started_at),
         code(report.host.discovery_sha256.get(..12).unwrap_or_default()),
+        match &report.profile_version {
+            Some(version) => format!("profile {}", text(version)),
+            None => "unversioned profile".to_string(),
+        },
+    ));
+    md.push_str(&format!(
+        "Requirements per profile ({} scenarios ran). A profile is certified when every {} requirement passed; {} requirements never block: one not met is an *advisory*, counted apart.\n\n",
+        report.scenarios_run(),
+        link(report, &legend::levels_section(), "MUST"),
+        link(report, &legend::levels_section(), "SHOULD"),
     ));
     for (name, profile) in &report.profiles {
         md.push_str(&format!(
-            "- {} **{}**: {} ({} pass, {} fail, {} skip, {} error)\n",
+            "- {} **{}**: {} ({} pass, {} fail, {} advisory, {} not reached, {} skip, {} error)\n",
             icon(profile),
             text(name),
             verdict(profile),
             profile.pass,
             profile.fail,
+            profile.advisory,
+            profile.not_reached,
             profile.skip,
             profile.error
         ));
     }
+    md.push_str(&requirement_list(
+        report,
+        "not-reached",
+        ("not reached", "not reached"),
+        "an earlier check failed, so neither proven nor broken",
+    ));
+    md.push_str(&requirement_list(
+        report,
+        "advisory",
+        ("advisory", "advisories"),
+        "SHOULD requirements not met: counted apart, they never block certification",
+    ));
+    md.push_str(&skip_legend(report));
     let failing: Vec<&ScenarioReport> = report
         .scenarios
         .iter()
@@ -76,6 +103,72 @@ fn summary(report: &RunReport) -> String {
     md
 }
 
+/// `[label](href#anchor)` when PROFILE.md was found, else the label and
+/// the section in a code span (a link that would not resolve helps nobody).
+fn link(report: &RunReport, section: &str, label: &str) -> String {
+    match report.section_href(section) {
+        Some(href) => format!(
+            "[{}]({})",
+            text(label),
+            href.replace(' ', "%20").replace(')', "%29")
+        ),
+        None => format!("{} ({})", text(label), code(section)),
+    }
+}
+
+/// The requirements with one disposition, each with its level, section
+/// link and message; nothing when there are none.
+fn requirement_list(
+    report: &RunReport,
+    disposition: &str,
+    (one, many): (&str, &str),
+    note: &str,
+) -> String {
+    let listed: Vec<_> = report
+        .requirements
+        .iter()
+        .filter(|r| r.disposition == disposition)
+        .collect();
+    if listed.is_empty() {
+        return String::new();
+    }
+    let noun = if listed.len() == 1 { one } else { many };
+    let mut md = format!("\n#### {} {noun} ({note})\n\n", listed.len());
+    for requirement in listed.iter().take(FAILURES_SHOWN) {
+        md.push_str(&format!(
+            "- {} {} ({}): {}\n",
+            code(&requirement.id),
+            text(&requirement.level),
+            link(report, &requirement.section, "section"),
+            code(first_line(&requirement.message)),
+        ));
+    }
+    if listed.len() > FAILURES_SHOWN {
+        md.push_str(&format!(
+            "\n… and {} more: see report.html.\n",
+            listed.len() - FAILURES_SHOWN
+        ));
+    }
+    md
+}
+
+/// What each skip reason in the run means, with the section to read.
+fn skip_legend(report: &RunReport) -> String {
+    if report.legend.is_empty() {
+        return String::new();
+    }
+    let mut md = String::from("\n#### Why requirements were skipped\n\n");
+    for (reason, entry) in legend::in_reading_order(&report.legend) {
+        md.push_str(&format!(
+            "- {}: {} ({})\n",
+            code(reason),
+            text(&entry.meaning),
+            link(report, &entry.section, "how to act"),
+        ));
+    }
+    md
+}
+
 fn headline(report: &RunReport) -> String {
     let selected: Vec<(&String, &ProfileReport)> =
         report.profiles.iter().filter(|(_, p)| p.selected).collect();
@@ -90,13 +183,15 @@ fn headline(report: &RunReport) -> String {
     }
 }
 
-fn verdict(profile: &ProfileReport) -> &'static str {
+fn verdict(profile: &ProfileReport) -> String {
     if !profile.selected {
-        "opted out"
+        "opted out".to_string()
+    } else if profile.certified && profile.advisory > 0 {
+        format!("certified, {} advisory", profile.advisory)
     } else if profile.certified {
-        "certified"
+        "certified".to_string()
     } else {
-        "not certified"
+        "not certified".to_string()
     }
 }
 
@@ -113,11 +208,14 @@ fn icon(profile: &ProfileReport) -> &'static str {
 }
 
 fn failure(report: &RunReport, scenario: &ScenarioReport) -> String {
+    // Each requirement the scenario names, with what became of it: a
+    // failed check fails only what it proves, the rest may pass or be not
+    // reached.
     let proves: Vec<String> = report
         .requirements
         .iter()
         .filter(|r| r.scenarios.contains(&scenario.name))
-        .map(|r| code(&r.id))
+        .map(|r| format!("{} {}", code(&r.id), text(&r.disposition)))
         .collect();
     let mut md = format!(
         "- **{}** {} ({}): ",
@@ -244,20 +342,62 @@ mod tests {
     #[test]
     fn one_line_per_profile() {
         let md = written(&sample::report());
-        assert!(md.contains("- ❌ **core**: not certified (1 pass, 1 fail, 0 skip, 1 error)\n"));
-        assert!(md.contains("- ⚪ **strict**: opted out (0 pass, 0 fail, 0 skip, 0 error)\n"));
+        assert!(md.contains(
+            "- ❌ **core**: not certified (1 pass, 1 fail, 1 advisory, 1 not reached, 0 skip, 1 error)\n"
+        ));
+        assert!(md.contains(
+            "- ⚪ **strict**: opted out (0 pass, 0 fail, 0 advisory, 0 not reached, 0 skip, 0 error)\n"
+        ));
         assert!(md.contains("0 of 2 selected profiles certified"));
+        assert!(md.contains("· profile 1.0\n"), "{md}");
+        assert!(md.contains("(3 scenarios ran)"), "{md}");
     }
 
     #[test]
     fn failures_name_the_check_and_the_curl() {
         let md = written(&sample::report());
         assert!(
-            md.contains("- **fail** `core::bounds` (`core.create.bounds-required`): step 1 “create”: status: expected `422`, got `201`\n"),
+            md.contains("- **fail** `core::bounds` (`core.create.bounds-required` fail, `core.lifecycle.abandon` not-reached): step 1 “create”: status: expected `422`, got `201`\n"),
             "{md}"
         );
         assert!(md.contains("  ```sh\n  curl -sS -i \\\n"), "{md}");
         assert!(md.contains("- **error** `core::discovery`"), "{md}");
+    }
+
+    #[test]
+    fn advisories_and_not_reached_are_listed_apart_with_their_sections() {
+        let md = written(&sample::report());
+        assert!(md.contains(
+            "#### 1 advisory (SHOULD requirements not met: counted apart, they never block certification)\n\n\
+             - `core.create.location` SHOULD ([section](../../PROFILE.md#core.create.location)): `core/create.json step 1 \"create\": header location is absent`\n"
+        ), "{md}");
+        assert!(md.contains(
+            "- `core.lifecycle.abandon` MUST ([section](../../PROFILE.md#core.lifecycle.abandon)): `not reached: step 1 \"create\" failed on core.create.bounds-required`\n"
+        ), "{md}");
+    }
+
+    #[test]
+    fn skip_reasons_present_are_explained() {
+        let mut report = sample::report();
+        let md = written(&report);
+        assert!(
+            md.contains(
+                "#### Why requirements were skipped\n\n- `seam-absent`: The host does not list"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("([how to act](../../PROFILE.md#skip-seam-absent))\n"),
+            "{md}"
+        );
+        assert!(!md.contains("`filtered`"));
+        // Without PROFILE.md the section is named, not linked.
+        report.profile_href = None;
+        let md = written(&report);
+        assert!(
+            md.contains("how to act (`PROFILE.md#skip-seam-absent`)"),
+            "{md}"
+        );
     }
 
     #[test]

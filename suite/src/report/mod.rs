@@ -10,6 +10,7 @@ pub mod exchange;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod legend;
 pub mod markdown;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,6 +30,11 @@ pub const SUITE_VERSION: &str = env!("CARGO_PKG_VERSION");
 #[serde(rename_all = "camelCase")]
 pub struct RunReport {
     pub suite: SuiteInfo,
+    /// The version of the profile (PROFILE.md, scenarios/requirements.json's
+    /// `profileVersion`) the host was judged by; absent when the scenarios
+    /// folder names none (an ad-hoc folder, not a published profile).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_version: Option<String>,
     pub host: HostInfo,
     pub started_at: String,
     pub finished_at: String,
@@ -36,9 +42,18 @@ pub struct RunReport {
     pub profiles: BTreeMap<String, ProfileReport>,
     pub requirements: Vec<RequirementReport>,
     pub scenarios: Vec<ScenarioReport>,
+    /// The skip reasons that occur in this report, each with what it means
+    /// and the PROFILE.md section that says how to act on it.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub legend: BTreeMap<String, legend::LegendEntry>,
     /// The order trials ran in, when it was not the catalog's (`--shuffle`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order: Option<RunOrder>,
+    /// HTML and Markdown: where PROFILE.md is, relative to the report folder,
+    /// so section links open from disk; `None` when the run could not find
+    /// it (the sections are then named, not linked).
+    #[serde(skip)]
+    pub profile_href: Option<String>,
 }
 
 /// `--shuffle`: how to replay the run's order.
@@ -73,16 +88,29 @@ pub struct HostInfo {
     pub bundled: bool,
 }
 
+/// Counts of requirements by disposition. `certified`: the profile has at
+/// least one MUST requirement and every MUST requirement passed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct ProfileReport {
     pub certified: bool,
     pub pass: u32,
     pub fail: u32,
+    /// SHOULD requirements not met: counted apart, never block.
+    pub advisory: u32,
+    #[serde(rename = "notReached")]
+    pub not_reached: u32,
     pub skip: u32,
     pub error: u32,
     /// Console only: whether the run selected the profile.
     #[serde(skip)]
     pub selected: bool,
+}
+
+impl ProfileReport {
+    /// Requirements whose checks ran (everything but skips).
+    pub fn ran(&self) -> u32 {
+        self.pass + self.fail + self.advisory + self.not_reached + self.error
+    }
 }
 
 impl From<ProfileSummary> for ProfileReport {
@@ -91,6 +119,8 @@ impl From<ProfileSummary> for ProfileReport {
             certified: summary.certified,
             pass: summary.pass,
             fail: summary.fail,
+            advisory: summary.advisory,
+            not_reached: summary.not_reached,
             skip: summary.skip,
             error: summary.error,
             selected: summary.selected,
@@ -102,15 +132,30 @@ impl From<ProfileSummary> for ProfileReport {
 pub struct RequirementReport {
     pub id: String,
     pub profile: String,
+    /// `MUST` (blocks certification) or `SHOULD` (never blocks).
     pub level: String,
     pub clause: String,
+    /// `PROFILE.md#<id>`: the section that states the rule, its level, its
+    /// source and what a host may choose.
+    pub section: String,
     pub text: String,
     pub disposition: String,
+    /// Why it was skipped (a `legend` key); null unless skipped.
     pub reason: Option<String>,
     pub scenarios: Vec<String>,
-    /// Why it failed or errored: the message of the first scenario (in name
+    /// Why it did not pass: for fail, error, advisory and not-reached, what
+    /// the ledger recorded (which check, or which earlier failure kept it
+    /// from being reached), else the message of the first scenario (in name
     /// order) with that outcome.
     pub message: Option<String>,
+    /// The check that failed it (fail, advisory) or errored on it (error):
+    /// where to look in which scenario. Absent when there is none (pass,
+    /// skip, not-reached: its message names what blocked it).
+    #[serde(rename = "failedCheck", skip_serializing_if = "Option::is_none")]
+    pub failed_check: Option<FailedCheck>,
+    /// HTML: that check's step with its exchange.
+    #[serde(skip)]
+    pub failed_step: Option<Box<FailedStep>>,
     /// Whether a mutant of the reference host that breaks this requirement
     /// is caught by its scenarios (see `mutation`; the kill matrix proves
     /// it). `None` only in reports built without the registry.
@@ -125,11 +170,39 @@ pub struct RequirementReport {
     pub observations: Vec<RequirementObservation>,
 }
 
+/// Where the check that decided a requirement is: its scenario, step and
+/// the claim's place in the scenario file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FailedCheck {
+    /// Trial name of the scenario.
+    pub scenario: String,
+    /// 1-based step of that scenario.
+    pub step: usize,
+    /// The step's name.
+    pub name: String,
+    /// JSON pointer of the claim in the scenario file; null when the step
+    /// errored rather than a claim failing.
+    pub at: Option<String>,
+}
+
 impl RequirementReport {
     fn new(result: &RequirementResult, ledger: &Ledger) -> Self {
         let requirement = &result.requirement;
+        let deciding = crate::ledger::deciding(result, ledger);
+        let failed_step: Option<Box<FailedStep>> = deciding
+            .as_ref()
+            .and_then(|(_, outcome)| outcome.failed_step().cloned().map(Box::new));
+        let failed_check = deciding.as_ref().and_then(|(scenario, _)| {
+            failed_step.as_deref().map(|step| FailedCheck {
+                scenario: scenario.to_string(),
+                step: step.step,
+                name: step.name.clone(),
+                at: step.check.as_ref().map(|check| check.at.clone()),
+            })
+        });
         let wanted = result.disposition.keyword();
         let message = match result.disposition {
+            _ if result.message.is_some() => result.message.clone(),
             Disposition::Fail | Disposition::Error => result.scenarios.iter().find_map(|name| {
                 match ledger.get(name).map(|r| &r.outcome) {
                     Some(outcome) if outcome.keyword() == wanted => outcome.message(),
@@ -137,6 +210,10 @@ impl RequirementReport {
                     _ => None,
                 }
             }),
+            Disposition::Advisory | Disposition::NotReached => result
+                .scenarios
+                .iter()
+                .find_map(|name| ledger.get(name).and_then(|r| r.outcome.message())),
             Disposition::Pass | Disposition::Skip(_) => None,
         };
         RequirementReport {
@@ -144,11 +221,14 @@ impl RequirementReport {
             profile: requirement.profile.clone(),
             level: requirement.level.clone(),
             clause: requirement.clause.clone(),
+            section: legend::requirement_section(&requirement.id),
             text: requirement.text.clone(),
             disposition: wanted.to_string(),
             reason: result.disposition.reason().map(|r| r.to_string()),
             scenarios: result.scenarios.clone(),
             message,
+            failed_check,
+            failed_step,
             mutation_verified: Some(crate::mutation::verified(&requirement.id)),
             mutants: crate::mutation::mutants_for(&requirement.id),
             observations: crate::observation::for_requirement(
@@ -205,6 +285,8 @@ pub struct ReportInput<'a> {
     pub ledger: &'a Ledger,
     pub requirements: &'a [RequirementResult],
     pub profiles: &'a BTreeMap<String, ProfileSummary>,
+    /// `profileVersion` of scenarios/requirements.json, if it has one.
+    pub profile_version: Option<String>,
 }
 
 impl RunReport {
@@ -238,11 +320,12 @@ impl RunReport {
                 }
             })
             .collect();
-        RunReport {
+        let mut report = RunReport {
             suite: SuiteInfo {
                 name: SUITE_NAME.to_string(),
                 version: SUITE_VERSION.to_string(),
             },
+            profile_version: input.profile_version,
             host: input.host,
             started_at: input.started_at,
             finished_at: input.finished_at,
@@ -258,8 +341,42 @@ impl RunReport {
                 .map(|result| RequirementReport::new(result, input.ledger))
                 .collect(),
             scenarios,
+            legend: BTreeMap::new(),
             order: None,
-        }
+            profile_href: None,
+        };
+        report.refresh_legend();
+        report
+    }
+
+    /// Recomputes `legend` from the skip reasons the requirements and
+    /// scenarios carry (after a caller changed them).
+    pub fn refresh_legend(&mut self) {
+        let reasons = self
+            .requirements
+            .iter()
+            .filter_map(|r| r.reason.as_deref())
+            .chain(self.scenarios.iter().filter_map(|s| s.reason.as_deref()));
+        self.legend = legend::skip_legend(reasons);
+    }
+
+    /// The link to a PROFILE.md section (`PROFILE.md#anchor`) as the HTML
+    /// and Markdown reports write it, or `None` when PROFILE.md was not found.
+    pub fn section_href(&self, section: &str) -> Option<String> {
+        let anchor = section
+            .strip_prefix(legend::PROFILE_DOCUMENT)
+            .unwrap_or(section);
+        self.profile_href
+            .as_ref()
+            .map(|href| format!("{href}{anchor}"))
+    }
+
+    /// Scenarios whose trial ran (neither skipped nor left unrecorded).
+    pub fn scenarios_run(&self) -> usize {
+        self.scenarios
+            .iter()
+            .filter(|s| s.outcome != "skip")
+            .count()
     }
 
     /// Profiles the run selected.
@@ -277,15 +394,18 @@ impl RunReport {
         selected.peek().is_some() && selected.all(|p| p.certified)
     }
 
-    /// Whether any scenario failed or errored (exit code 1).
+    /// Whether any scenario failed or errored (exit code 1). Advisories
+    /// never count: a SHOULD requirement does not fail a run; a not-reached
+    /// requirement does (something blocking failed before it).
     pub fn any_failed_or_errored(&self) -> bool {
         self.scenarios
             .iter()
             .any(|s| s.outcome == "fail" || s.outcome == "error")
-            || self
-                .requirements
-                .iter()
-                .any(|r| r.disposition == "fail" || r.disposition == "error")
+            || self.requirements.iter().any(|r| {
+                r.disposition == "fail"
+                    || r.disposition == "error"
+                    || r.disposition == "not-reached"
+            })
     }
 }
 
@@ -313,8 +433,14 @@ pub(crate) mod sample {
             |id: &str, disposition: &str, reason: Option<&str>, scenario: &str| RequirementReport {
                 id: id.to_string(),
                 profile: id.split('.').next().unwrap_or_default().to_string(),
-                level: "MUST".to_string(),
+                level: if disposition == "advisory" {
+                    "SHOULD"
+                } else {
+                    "MUST"
+                }
+                .to_string(),
                 clause: "§2 Bounds required".to_string(),
+                section: legend::requirement_section(id),
                 text: "A create with no bounds is refused.".to_string(),
                 disposition: disposition.to_string(),
                 reason: reason.map(str::to_string),
@@ -328,6 +454,7 @@ pub(crate) mod sample {
             skip,
             error,
             selected,
+            ..ProfileReport::default()
         };
         let mut report = RunReport {
             suite: SuiteInfo {
@@ -357,6 +484,13 @@ pub(crate) mod sample {
                     Some("seam-absent"),
                     "behavior::pause",
                 ),
+                requirement("core.create.location", "advisory", None, "core::create"),
+                requirement(
+                    "core.lifecycle.abandon",
+                    "not-reached",
+                    None,
+                    "core::bounds",
+                ),
             ],
             scenarios: vec![
                 scenario("behavior::pause", "skip", Some("seam-absent")),
@@ -372,9 +506,28 @@ pub(crate) mod sample {
                     Some("GET http://h/.well-known/openwop: transport failure"),
                 ),
             ],
+            legend: BTreeMap::new(),
             order: None,
+            profile_version: Some("1.0".to_string()),
+            profile_href: Some("../../PROFILE.md".to_string()),
         };
         report.scenarios[1].failed_step = Some(Box::new(exchange::sample::failed_step()));
+        let core = report.profiles.get_mut("core").expect("core");
+        (core.advisory, core.not_reached) = (1, 1);
+        report.requirements[4].message =
+            Some("core/create.json step 1 \"create\": header location is absent".to_string());
+        let step = exchange::sample::failed_step();
+        report.requirements[4].failed_check = Some(FailedCheck {
+            scenario: "core::create".to_string(),
+            step: step.step,
+            name: step.name.clone(),
+            at: step.check.as_ref().map(|c| c.at.clone()),
+        });
+        report.requirements[4].failed_step = Some(Box::new(step));
+        report.requirements[5].message = Some(
+            "not reached: step 1 \"create\" failed on core.create.bounds-required".to_string(),
+        );
+        report.refresh_legend();
         report
     }
 }

@@ -10,7 +10,7 @@ use goalpost::report::exchange::{
     Check, FailedStep, Header, RecordedBody, RecordedRequest, RecordedResponse,
 };
 use goalpost::report::{
-    HostInfo, ProfileReport, RequirementReport, RunReport, ScenarioReport, SuiteInfo,
+    FailedCheck, HostInfo, ProfileReport, RequirementReport, RunReport, ScenarioReport, SuiteInfo,
 };
 
 /// What the hostile host answers: markup and script that must stay text.
@@ -39,6 +39,7 @@ fn profile(pass: u32, fail: u32, skip: u32, error: u32, selected: bool) -> Profi
         skip,
         error,
         selected,
+        ..ProfileReport::default()
     }
 }
 
@@ -53,13 +54,14 @@ fn requirement(
     RequirementReport {
         id: id.to_string(),
         profile: id.split('.').next().unwrap_or_default().to_string(),
-        level: if id.starts_with("observed") {
+        level: if id.starts_with("observed") || disposition == "advisory" {
             "SHOULD"
         } else {
             "MUST"
         }
         .to_string(),
         clause: clause.to_string(),
+        section: format!("PROFILE.md#{id}"),
         text: format!("What {id} asks of a host."),
         disposition: disposition.to_string(),
         reason: reason.map(str::to_string),
@@ -228,7 +230,16 @@ pub fn report() -> RunReport {
         6,
     );
     quiet.quiet_ms = 2000;
-    RunReport {
+    let mut filtered = scenario("behavior::pause", "Pause stops the arm", "skip", 0);
+    filtered.reason = Some("filtered".to_string());
+    let mut core = profile(1, 1, 0, 1, true);
+    (core.advisory, core.not_reached) = (1, 1);
+    let mut behavior = profile(1, 1, 1, 0, true);
+    behavior.certified = false;
+    // Certified although a SHOULD requirement was not met.
+    let mut hardening = profile(1, 0, 0, 0, true);
+    hardening.advisory = 1;
+    let mut report = RunReport {
         suite: SuiteInfo {
             name: "goalpost".to_string(),
             version: "0.1.0".to_string(),
@@ -242,8 +253,9 @@ pub fn report() -> RunReport {
         finished_at: "2026-06-13T09:30:04.250Z".to_string(),
         duration_ms: 4250,
         profiles: BTreeMap::from([
-            ("behavior".to_string(), profile(1, 1, 0, 0, true)),
-            ("core".to_string(), profile(1, 1, 0, 1, true)),
+            ("behavior".to_string(), behavior),
+            ("core".to_string(), core),
+            ("hardening".to_string(), hardening),
             ("observed".to_string(), profile(0, 0, 1, 0, true)),
             ("strict".to_string(), profile(0, 0, 1, 0, false)),
         ]),
@@ -255,6 +267,14 @@ pub fn report() -> RunReport {
                 None,
                 &["behavior::bound-iterations"],
                 polled.message.as_deref(),
+            ),
+            requirement(
+                "behavior.pause.stops",
+                "PROFILE.md#behavior.pause.stops",
+                "skip",
+                Some("filtered"),
+                &["behavior::pause"],
+                None,
             ),
             requirement(
                 "behavior.bound.wall-clock",
@@ -273,6 +293,14 @@ pub fn report() -> RunReport {
                 Some(FAIL_MESSAGE),
             ),
             requirement(
+                "core.create.location",
+                "PROFILE.md#core.create.location",
+                "advisory",
+                None,
+                &["core::create"],
+                Some("scenarios/core/create.json step 1 \"create\" (/steps/0): header location is absent (SHOULD: never blocks certification)"),
+            ),
+            requirement(
                 "core.create.returns-active-goal",
                 "§1 Create request",
                 "pass",
@@ -287,6 +315,30 @@ pub fn report() -> RunReport {
                 None,
                 &["core::discovery"],
                 Some(ERROR_MESSAGE),
+            ),
+            requirement(
+                "core.lifecycle.abandon",
+                "PROFILE.md#core.lifecycle.abandon",
+                "not-reached",
+                None,
+                &["core::create-bounds-required"],
+                Some("not reached: step 2 \"create without bounds\" failed on core.create.bounds-required"),
+            ),
+            requirement(
+                "hardening.input.duplicate-keys",
+                "PROFILE.md#hardening.input.duplicate-keys",
+                "pass",
+                None,
+                &["hardening::duplicate-keys"],
+                None,
+            ),
+            requirement(
+                "hardening.input.text-plain",
+                "PROFILE.md#hardening.input.text-plain",
+                "advisory",
+                None,
+                &["hardening::duplicate-keys"],
+                Some("scenarios/hardening/duplicate-keys.json step 2 \"post as text/plain\" (/steps/1): status did not hold: expected 415, actual 400"),
             ),
             requirement(
                 "observed.arm.counted",
@@ -308,12 +360,49 @@ pub fn report() -> RunReport {
         scenarios: vec![
             polled,
             quiet,
+            filtered,
             scenario("core::create", "Create returns an active goal", "pass", 7),
             failing,
             erroring,
+            scenario(
+                "hardening::duplicate-keys",
+                "Duplicate keys are refused",
+                "pass",
+                5,
+            ),
             skipped,
             opted_out,
         ],
+        legend: BTreeMap::new(),
         order: None,
+        profile_version: Some("1.0".to_string()),
+        profile_href: Some("../../PROFILE.md".to_string()),
+    };
+    // The advisory's own check, apart from any failing scenario.
+    if let Some(advisory) = report
+        .requirements
+        .iter_mut()
+        .find(|r| r.id == "core.create.location")
+    {
+        let mut step = failing_step();
+        step.step = 1;
+        step.name = "create".to_string();
+        step.pointer = "/steps/0".to_string();
+        step.file = "scenarios/core/create.json".to_string();
+        if let Some(check) = step.check.as_mut() {
+            check.at = "/steps/0/expect/headers/location".to_string();
+            check.what = "header location".to_string();
+            check.expected = "present".to_string();
+            check.actual = "absent".to_string();
+        }
+        advisory.failed_check = Some(FailedCheck {
+            scenario: "core::create".to_string(),
+            step: 1,
+            name: "create".to_string(),
+            at: Some("/steps/0/expect/headers/location".to_string()),
+        });
+        advisory.failed_step = Some(Box::new(step));
     }
+    report.refresh_legend();
+    report
 }
