@@ -516,9 +516,15 @@ impl Driver {
             // Captures feed later steps, which will not run.
             return Ok(tally);
         }
+        // Captures read what the checks read: a list's own goals only.
+        let narrowed = match request.expect.schema.as_deref() {
+            Some(GOAL_LIST) => narrow(&exchange, place.nonce).map(|(view, _)| view),
+            _ => None,
+        };
+        let seen = narrowed.as_ref().unwrap_or(&exchange);
         for (name, source) in &request.capture {
             let value = match source {
-                Capture::Pointer(pointer) => match exchange.json() {
+                Capture::Pointer(pointer) => match seen.json() {
                     Ok(body) => body.pointer(pointer).cloned(),
                     Err(error) => return Err(error.into()),
                 },

@@ -401,3 +401,13 @@ async fn a_broken_list_envelope_still_fails_and_garbage_still_errors() {
     );
     assert_eq!(keyword(&result, "core.list"), "error");
 }
+
+#[tokio::test]
+async fn captures_from_a_list_read_the_scenarios_own_goals() {
+    let setup = setup().await;
+    let mut list = list_step("", json!([{"pointer": "/goals", "length": 1}]));
+    list["capture"] = json!({"goalId": {"pointer": "/goals/0/id"}});
+    let steps = json!([list, read(&["core.list"])]);
+    let result = run(&setup, &[("core.list", "MUST")], 5, steps).await;
+    assert_eq!(result.outcome, Outcome::Pass, "{result:?}");
+}
