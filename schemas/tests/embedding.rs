@@ -131,7 +131,7 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
         ),
         (
             "error",
-            json!({ "error": "NotFound", "message": "m" }),
+            json!({ "error": "", "message": "m" }),
             false,
         ),
         ("evaluation", evaluation.clone(), true),
