@@ -21,8 +21,12 @@ pub enum SkipReason {
     SeamAbsent,
     /// The scenario needs `--token-b`.
     NeedsSecondTenant,
-    /// Its profile was not selected, or a filter left it out.
+    /// Its profile was not selected.
     OptedOut,
+    /// A harness name filter or `--skip` left it out of this run.
+    Filtered,
+    /// A suite option it needs (e.g. `--webhook-secret`) was not given.
+    NotConfigured,
 }
 
 impl SkipReason {
@@ -32,7 +36,24 @@ impl SkipReason {
             SkipReason::SeamAbsent => "seam-absent",
             SkipReason::NeedsSecondTenant => "needs-second-tenant",
             SkipReason::OptedOut => "opted-out",
+            SkipReason::Filtered => "filtered",
+            SkipReason::NotConfigured => "not-configured",
         }
+    }
+
+    /// Every reason, in the order the reports' legends list them.
+    pub const ALL: [SkipReason; 6] = [
+        SkipReason::NotAdvertised,
+        SkipReason::SeamAbsent,
+        SkipReason::NeedsSecondTenant,
+        SkipReason::NotConfigured,
+        SkipReason::OptedOut,
+        SkipReason::Filtered,
+    ];
+
+    /// The reason a keyword names (`as_str`'s inverse).
+    pub fn parse(keyword: &str) -> Option<SkipReason> {
+        SkipReason::ALL.into_iter().find(|r| r.as_str() == keyword)
     }
 }
 
@@ -105,7 +126,14 @@ impl ScenarioResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Disposition {
     Pass,
+    /// A MUST requirement the host broke.
     Fail,
+    /// A SHOULD requirement the host did not meet: reported, counted apart,
+    /// never blocks certification.
+    Advisory,
+    /// Its checks never ran because an earlier check (of another
+    /// requirement, or a setup check) failed: neither proven nor broken.
+    NotReached,
     Skip(SkipReason),
     Error,
 }
@@ -115,6 +143,8 @@ impl Disposition {
         match self {
             Disposition::Pass => "pass",
             Disposition::Fail => "fail",
+            Disposition::Advisory => "advisory",
+            Disposition::NotReached => "not-reached",
             Disposition::Skip(_) => "skip",
             Disposition::Error => "error",
         }
@@ -134,6 +164,10 @@ pub struct RequirementResult {
     pub disposition: Disposition,
     /// Names of the scenarios that name it, sorted.
     pub scenarios: Vec<String>,
+    /// Why it did not pass, when the ledger knows better than the first
+    /// failing scenario's message (an advisory's reason, "not reached: step
+    /// 3 ... failed on ..."). `None`: reports fall back to that message.
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -142,6 +176,9 @@ pub struct ProfileSummary {
     pub certified: bool,
     pub pass: u32,
     pub fail: u32,
+    /// SHOULD requirements not met (never block certification).
+    pub advisory: u32,
+    pub not_reached: u32,
     pub skip: u32,
     pub error: u32,
 }
@@ -224,6 +261,7 @@ pub fn dispose(
                 requirement: requirement.clone(),
                 disposition,
                 scenarios: names,
+                message: None,
             }
         })
         .collect()
@@ -242,9 +280,17 @@ fn all_skipped(outcomes: &[Option<&Outcome>]) -> Option<SkipReason> {
     first
 }
 
+/// Whether a requirement's level makes it block certification: MUST does,
+/// SHOULD never does. Anything else (an unknown level) is treated as MUST,
+/// so a typo can never quietly stop a requirement from counting.
+pub fn is_blocking(requirement: &Requirement) -> bool {
+    requirement.level != "SHOULD"
+}
+
 /// Counts per profile. `profiles` lists every profile to report (selected
-/// or not); a profile is certified only when it has requirements and all of
-/// them passed.
+/// or not). A profile is certified when it has at least one MUST
+/// requirement and every MUST requirement passed; SHOULD requirements are
+/// counted but never block.
 pub fn summarize(
     results: &[RequirementResult],
     profiles: &BTreeSet<String>,
@@ -262,6 +308,8 @@ pub fn summarize(
             )
         })
         .collect();
+    // Per profile: (MUST requirements, MUST requirements that passed).
+    let mut must: BTreeMap<String, (u32, u32)> = BTreeMap::new();
     for result in results {
         let summary = summaries
             .entry(result.requirement.profile.clone())
@@ -272,13 +320,20 @@ pub fn summarize(
         match result.disposition {
             Disposition::Pass => summary.pass += 1,
             Disposition::Fail => summary.fail += 1,
+            Disposition::Advisory => summary.advisory += 1,
+            Disposition::NotReached => summary.not_reached += 1,
             Disposition::Skip(_) => summary.skip += 1,
             Disposition::Error => summary.error += 1,
         }
+        if is_blocking(&result.requirement) {
+            let (total, passed) = must.entry(result.requirement.profile.clone()).or_default();
+            *total += 1;
+            *passed += u32::from(result.disposition == Disposition::Pass);
+        }
     }
-    for summary in summaries.values_mut() {
-        summary.certified =
-            summary.pass > 0 && summary.fail == 0 && summary.skip == 0 && summary.error == 0;
+    for (profile, summary) in summaries.iter_mut() {
+        let (total, passed) = must.get(profile).copied().unwrap_or_default();
+        summary.certified = total > 0 && passed == total;
     }
     summaries
 }
@@ -414,12 +469,28 @@ mod tests {
         dispositions: &[(&str, Disposition)],
         selected: &[&str],
     ) -> BTreeMap<String, ProfileSummary> {
+        let levelled: Vec<(&str, &str, Disposition)> = dispositions
+            .iter()
+            .map(|(id, disposition)| (*id, "MUST", *disposition))
+            .collect();
+        summaries_at_levels(&levelled, selected)
+    }
+
+    /// `(id, level, disposition)` per requirement.
+    fn summaries_at_levels(
+        dispositions: &[(&str, &str, Disposition)],
+        selected: &[&str],
+    ) -> BTreeMap<String, ProfileSummary> {
         let results: Vec<RequirementResult> = dispositions
             .iter()
-            .map(|(id, disposition)| RequirementResult {
-                requirement: requirement(id),
+            .map(|(id, level, disposition)| RequirementResult {
+                requirement: Requirement {
+                    level: level.to_string(),
+                    ..requirement(id)
+                },
                 disposition: *disposition,
                 scenarios: Vec::new(),
+                message: None,
             })
             .collect();
         let profiles: BTreeSet<String> = ["core", "behavior", "strict"].map(String::from).into();
@@ -468,5 +539,97 @@ mod tests {
         assert!(!strict.certified);
         assert_eq!(strict.pass + strict.fail + strict.skip + strict.error, 0);
         assert!(!summary["behavior"].selected);
+    }
+
+    #[test]
+    fn should_requirements_never_block_certification() {
+        let summary = summaries_at_levels(
+            &[
+                ("core.a", "MUST", Disposition::Pass),
+                ("core.b", "SHOULD", Disposition::Advisory),
+                (
+                    "core.c",
+                    "SHOULD",
+                    Disposition::Skip(SkipReason::SeamAbsent),
+                ),
+                ("core.d", "SHOULD", Disposition::NotReached),
+                ("core.e", "SHOULD", Disposition::Error),
+                ("core.f", "SHOULD", Disposition::Pass),
+            ],
+            &["core"],
+        );
+        let core = summary["core"];
+        assert!(core.certified);
+        assert_eq!(
+            (
+                core.pass,
+                core.advisory,
+                core.skip,
+                core.not_reached,
+                core.error
+            ),
+            (2, 1, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn every_must_requirement_must_pass() {
+        for blocked in [
+            Disposition::Fail,
+            Disposition::NotReached,
+            Disposition::Error,
+            Disposition::Skip(SkipReason::Filtered),
+            Disposition::Skip(SkipReason::NotConfigured),
+            // A MUST requirement should never end advisory; if it does it
+            // still did not pass.
+            Disposition::Advisory,
+        ] {
+            let summary = summaries_at_levels(
+                &[
+                    ("core.a", "MUST", Disposition::Pass),
+                    ("core.b", "MUST", blocked),
+                    ("core.c", "SHOULD", Disposition::Pass),
+                ],
+                &["core"],
+            );
+            assert!(!summary["core"].certified, "{blocked:?} certified core");
+        }
+    }
+
+    #[test]
+    fn a_profile_of_only_should_requirements_is_not_certified() {
+        let summary = summaries_at_levels(
+            &[
+                ("core.a", "SHOULD", Disposition::Pass),
+                ("core.b", "SHOULD", Disposition::Pass),
+            ],
+            &["core"],
+        );
+        assert!(!summary["core"].certified);
+        assert_eq!(summary["core"].pass, 2);
+    }
+
+    #[test]
+    fn an_unknown_level_blocks_like_must() {
+        let summary = summaries_at_levels(
+            &[
+                ("core.a", "MUST", Disposition::Pass),
+                ("core.b", "MAY-BE", Disposition::Fail),
+            ],
+            &["core"],
+        );
+        assert!(!summary["core"].certified);
+    }
+
+    #[test]
+    fn skip_reason_keywords_round_trip() {
+        for reason in SkipReason::ALL {
+            assert_eq!(SkipReason::parse(reason.as_str()), Some(reason));
+        }
+        assert_eq!(SkipReason::Filtered.as_str(), "filtered");
+        assert_eq!(SkipReason::NotConfigured.as_str(), "not-configured");
+        assert_eq!(Disposition::Advisory.keyword(), "advisory");
+        assert_eq!(Disposition::NotReached.keyword(), "not-reached");
+        assert_eq!(SkipReason::parse("nope"), None);
     }
 }

@@ -47,6 +47,24 @@ impl Scenario {
             })
             .sum()
     }
+
+    /// The requirements the checks of `step` prove (status, schema, and
+    /// every assertion without its own `proves`).
+    pub fn step_proves<'a>(&'a self, step: &'a Step) -> &'a [String] {
+        step.proves.as_deref().unwrap_or(&self.requirements)
+    }
+
+    /// The requirements `assertion`, one of `step`'s, proves.
+    pub fn assertion_proves<'a>(
+        &'a self,
+        step: &'a Step,
+        assertion: &'a Assertion,
+    ) -> &'a [String] {
+        assertion
+            .proves
+            .as_deref()
+            .unwrap_or_else(|| self.step_proves(step))
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,6 +78,11 @@ pub struct Needs {
     /// Runs only when `agents.goals.requiresBounds` (true when absent) has
     /// this value.
     pub requires_bounds: Option<bool>,
+    /// Runs only when `agents.goals.judge` is this judge (`verifier` or
+    /// `host`).
+    pub judge: Option<String>,
+    /// Suite options the run must have been given (`webhook-secret`).
+    pub options: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +92,10 @@ pub struct Step {
     pub index: usize,
     /// JSON pointer of the step in its file, e.g. `/steps/2`.
     pub pointer: String,
+    /// The requirements this step's checks prove, as written: `None` means
+    /// every requirement the scenario names, an empty list a setup step.
+    /// Read it through [`Scenario::step_proves`].
+    pub proves: Option<Vec<String>>,
     pub action: Action,
 }
 
@@ -238,6 +265,9 @@ pub struct Assertion {
     /// Projects each kept element through this sub-pointer.
     pub map: Option<String>,
     pub predicate: Predicate,
+    /// The requirements this assertion proves, overriding its step's; `None`
+    /// takes the step's.
+    pub proves: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

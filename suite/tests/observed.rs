@@ -214,6 +214,7 @@ async fn setup(faults: Faults, secret: Option<&str>) -> Setup {
     let capabilities = Capabilities {
         goals: true,
         continuation: ["manual".to_string()].into(),
+        continuation_order: vec!["manual".to_string()],
         seams: ["continue", "webhooks"].map(String::from).into(),
         base_path: BASE.to_string(),
         judge: Some("verifier".to_string()),
