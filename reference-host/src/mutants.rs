@@ -11,11 +11,15 @@
 //! and the code behind them exist only with the `mutants` cargo feature,
 //! which the default build and the released binary leave out.
 //!
-//! Each mutant breaks exactly one rule of SPEC §2–§4 the way a real
-//! implementation gets it wrong. Its `kills` list is every requirement whose
-//! disposition it changes against the bundled scenarios: the kill matrix
-//! fails if one of them still passes, and also if any requirement outside
-//! the list changes (so a list can neither overclaim nor hide collateral).
+//! Each mutant has one bug, the way a real implementation gets it wrong.
+//! Its `breaks` list names the requirements whose own rule that bug
+//! breaks; its `collateral` list the others it also makes fail (a scenario
+//! of theirs leans on the broken behaviour in a setup step). Together they
+//! are its `kills`: every requirement whose disposition it changes against
+//! the bundled scenarios. The kill matrix fails if one of them still
+//! passes, and also if any requirement outside them changes (so a list can
+//! neither overclaim nor hide collateral). Reports call a requirement
+//! mutation-verified only through `breaks`.
 
 #[cfg(feature = "mutants")]
 mod body;
@@ -39,13 +43,25 @@ pub struct MutantInfo {
     pub name: &'static str,
     /// The rule it breaks and how, in one sentence.
     pub description: &'static str,
-    /// Requirement ids (`scenarios/requirements.json`) whose scenarios fail
-    /// against it; nothing else may change.
+    /// Requirement ids (`scenarios/requirements.json`) whose own rule this
+    /// mutant breaks. Only these count as mutation-verified by it: a
+    /// requirement that fails only because a setup step of its scenario
+    /// failed proves nothing about its own checks.
+    pub breaks: &'static [&'static str],
+    /// Requirement ids that also fail against it without their rule being
+    /// the one broken (a scenario for them leans on the broken behaviour).
+    pub collateral: &'static [&'static str],
+    /// `breaks` then `collateral`: every requirement whose disposition the
+    /// mutant changes; nothing else may change.
     pub kills: &'static [&'static str],
 }
 
 macro_rules! registry {
-    ($( $variant:ident $name:literal $description:literal [$($kill:literal),* $(,)?] )*) => {
+    ($(
+        $variant:ident $name:literal $description:literal
+        breaks [$($break:literal),* $(,)?]
+        collateral [$($collateral:literal),* $(,)?]
+    )*) => {
         /// Every mutant this host knows.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Mutant {
@@ -59,7 +75,9 @@ macro_rules! registry {
                 mutant: Mutant::$variant,
                 name: $name,
                 description: $description,
-                kills: &[$($kill),*],
+                breaks: &[$($break),*],
+                collateral: &[$($collateral),*],
+                kills: &[$($break,)* $($collateral,)*],
             },)*
         ];
     };
@@ -69,72 +87,60 @@ registry! {
     // ---- §1–§2 wire surface (core) ----
     DiscoveryDuplicateModes "discovery-duplicate-modes"
         "Discovery lists a continuation mode twice, so agents.goals.continuation is not a set."
-        ["core.discovery.shape"]
+        breaks ["core.discovery.shape"]
+        collateral []
     CreateWithoutLocation "create-without-location"
         "A create answers 201 without the Location header."
-        [
-            "core.create.location",
-            "core.create.returns-active-goal",
-            "core.get.returns-goal",
-            "strict.create.location-path",
-        ]
+        breaks ["core.create.location", "strict.create.location-path"]
+        collateral ["core.create.returns-active-goal", "core.get.returns-goal"]
     OwnerFromBody "owner-from-body"
         "A create that names owner.tenant in its body is stored under that tenant instead of the caller's."
-        [
-            "core.create.owner-from-credential",
-            "core.tenancy.list-isolation",
-            "strict.create.judge-owned-422",
-        ]
+        breaks ["core.create.owner-from-credential", "strict.create.judge-owned-422"]
+        collateral ["core.tenancy.list-isolation"]
     DefaultBounds "default-bounds"
         "A create without bounds (or with bounds: {}) is given default bounds instead of 422 bounds_required."
-        ["core.create.bounds-required", "core.errors.envelope"]
+        breaks ["core.create.bounds-required"]
+        collateral ["core.errors.envelope"]
     NegativeBoundsClamped "negative-bounds-clamped"
         "Out-of-range bounds are clamped into range (0 or 1.5 iterations become 1, negative cost or timeout 0) instead of refused."
-        [
-            "core.create.bounds-range",
-            "strict.create.bounds-range-400",
-        ]
+        breaks ["core.create.bounds-range", "strict.create.bounds-range-400"]
+        collateral []
     UnknownKeysDropped "unknown-keys-dropped"
         "Unknown keys in a create body are silently dropped instead of refused with 400."
-        [
-            "core.create.unknown-keys",
+        breaks ["core.create.unknown-keys"]
+        collateral [
             "core.errors.envelope",
             "strict.create.judge-owned-422",
             "strict.errors.invalid-request-code",
         ]
     NumericStringsCoerced "numeric-strings-coerced"
         "A bound written as a numeric string (\"3\") is coerced to a number instead of refused with 400."
-        [
-            "core.create.wrong-types",
-            "strict.errors.invalid-request-code",
-        ]
+        breaks ["core.create.wrong-types"]
+        collateral ["strict.errors.invalid-request-code"]
     CreateClaimsKept "create-claims-kept"
         "A create body's state, progress and completion.lastVerdict are stored as claimed."
-        [
-            "core.judge-only.create-body",
-            "strict.create.judge-owned-422",
-        ]
+        breaks ["core.judge-only.create-body", "strict.create.judge-owned-422"]
+        collateral []
     ListFilterIgnored "list-filter-ignored"
         "GET {base}?state=S ignores the filter and lists every goal of the caller."
-        ["core.list.filter-state", "core.lifecycle.abandon"]
+        breaks ["core.list.filter-state"]
+        collateral ["core.lifecycle.abandon"]
     UnknownStateListsNothing "unknown-state-lists-nothing"
         "A list filter naming no state answers 200 with an empty list instead of 400."
-        [
-            "core.list.unknown-state",
-            "core.errors.envelope",
-            "strict.errors.invalid-request-code",
-        ]
+        breaks ["core.list.unknown-state"]
+        collateral ["core.errors.envelope", "strict.errors.invalid-request-code"]
     MissingGoalConflict "missing-goal-conflict"
         "Pause, resume and abandon of a goal the caller cannot see answer 409 goal_terminal instead of 404."
-        [
+        breaks [
             "core.lookup.unknown-id",
             "core.tenancy.goal-404",
             "hardening.tenancy.goal-endpoints",
         ]
+        collateral []
     PatchAnswersUnsaved "patch-answers-unsaved"
         "PATCH answers 200 with the edited objective but never stores it."
-        [
-            "core.patch.objective",
+        breaks ["core.patch.objective"]
+        collateral [
             "observed.projection.objective-as-data",
             "observed.projection.verifier-content-free",
             "observed.events.content-free",
@@ -148,42 +154,44 @@ registry! {
         ]
     PatchStateApplied "patch-state-applied"
         "PATCH {state} is applied to the goal instead of refused with 422 judge_owned_field."
-        ["core.judge-only.patch-state", "core.judge-only.refusal-changes-nothing", "core.errors.envelope"]
+        breaks ["core.judge-only.patch-state"]
+        collateral ["core.judge-only.refusal-changes-nothing", "core.errors.envelope"]
     PatchProgressIgnored "patch-progress-ignored"
         "PATCH {progress} is silently ignored with 200 instead of refused with 422 judge_owned_field."
-        ["core.judge-only.patch-progress", "core.judge-only.refusal-changes-nothing"]
+        breaks ["core.judge-only.patch-progress"]
+        collateral ["core.judge-only.refusal-changes-nothing"]
     PatchVerdictApplied "patch-verdict-applied"
         "PATCH {completion: {lastVerdict}} stores the verdict instead of refusing with 422 judge_owned_field."
-        ["core.judge-only.patch-last-verdict", "core.judge-only.refusal-changes-nothing"]
+        breaks ["core.judge-only.patch-last-verdict"]
+        collateral ["core.judge-only.refusal-changes-nothing"]
     PatchIdentityIgnored "patch-identity-ignored"
         "PATCH {owner} or {id} is silently ignored with 200 instead of refused with 422 judge_owned_field."
-        ["core.judge-only.patch-identity", "core.judge-only.refusal-changes-nothing"]
+        breaks ["core.judge-only.patch-identity"]
+        collateral ["core.judge-only.refusal-changes-nothing"]
     RefusalStillWrites "refusal-still-writes"
         "A PATCH refused for a judge-owned field still applies its other fields."
-        ["core.judge-only.refusal-changes-nothing", "core.judge-only.patch-state"]
+        breaks ["core.judge-only.refusal-changes-nothing"]
+        collateral ["core.judge-only.patch-state"]
     TerminalResumeAllowed "terminal-resume-allowed"
         "Resume of a satisfied, abandoned or bound-exceeded goal makes it active again."
-        [
-            "core.terminal.no-transition",
+        breaks ["core.terminal.no-transition", "behavior.terminal.final"]
+        collateral [
             "core.terminal.no-edit",
             "core.lifecycle.abandon",
-            "behavior.terminal.final",
             "behavior.terminal.continue-refused",
         ]
     TerminalPatchAllowed "terminal-patch-allowed"
         "PATCH of a satisfied, abandoned or bound-exceeded goal is applied."
-        [
+        breaks ["core.terminal.no-edit", "behavior.terminal.final"]
+        collateral [
             "core.terminal.no-transition",
-            "core.terminal.no-edit",
             "core.lifecycle.abandon",
-            "behavior.terminal.final",
             "behavior.terminal.continue-refused",
         ]
     AttentionIgnoresPause "attention-ignores-pause"
         "The attention view is computed from the state alone, so a paused goal reads active."
-        [
-            "core.pause.keeps-state",
-            "core.pause.resume-attention",
+        breaks ["core.pause.keeps-state", "core.pause.resume-attention"]
+        collateral [
             "behavior.pause.disarms-schedule",
             "behavior.pause.resume-rearms",
             "observed.pause.no-dispatch",
@@ -193,127 +201,121 @@ registry! {
         ]
     CrossTenantRead "cross-tenant-read"
         "GET {base}/{id} returns a goal whatever tenant owns it."
-        [
-            "core.tenancy.goal-404",
-            "hardening.idempotency.tenant-scoped",
-            "hardening.tenancy.goal-endpoints",
-            "strict.errors.not-found-code",
-        ]
+        breaks ["core.tenancy.goal-404", "hardening.tenancy.goal-endpoints"]
+        collateral ["hardening.idempotency.tenant-scoped", "strict.errors.not-found-code"]
     ListLeaksTenants "list-leaks-tenants"
         "A list with a state filter forgets the tenant clause and shows every tenant's goals."
-        [
-            "core.tenancy.list-isolation",
-            "core.create.owner-from-credential",
-            "hardening.tenancy.lists",
-        ]
+        breaks ["core.tenancy.list-isolation", "hardening.tenancy.lists"]
+        collateral ["core.create.owner-from-credential"]
     AnonymousList "anonymous-list"
         "The goal list is readable without a credential (it answers an empty list instead of 401)."
-        [
-            "core.auth.credential-required",
-            "core.errors.envelope",
-            "hardening.auth.anonymous-goals",
-            "strict.errors.unauthorized-code",
-        ]
+        breaks ["core.auth.credential-required", "hardening.auth.anonymous-goals"]
+        collateral ["core.errors.envelope", "strict.errors.unauthorized-code"]
     UnknownRouteOk "unknown-route-ok"
         "An unknown route under {base} answers 200 {} instead of 404 with the error envelope."
-        [
-            "core.errors.unknown-route",
-            "strict.errors.not-found-code",
-        ]
+        breaks ["core.errors.unknown-route"]
+        collateral ["strict.errors.not-found-code"]
     MalformedBodyAsEmpty "malformed-body-as-empty"
         "A request body that is not JSON is read as {} instead of refused with 400."
-        [
+        breaks [
             "core.errors.malformed-json",
-            "hardening.input.deep-nesting",
-            "hardening.input.invalid-utf8",
             "hardening.input.malformed-json",
-            "strict.errors.malformed-json-code",
+            "hardening.input.invalid-utf8",
         ]
+        collateral ["hardening.input.deep-nesting", "strict.errors.malformed-json-code"]
 
     // ---- §3 continuation, judging and bounds ----
     OffByOneIterations "off-by-one-iterations"
         "The iteration bound is compared with > instead of >=, so maxLoopIterations N allows N+1 runs."
-        [
+        breaks [
             "behavior.bound.iterations-exact",
+            "observed.bound.iterations-manual",
+            "observed.bound.iterations-schedule",
+            "hardening.race.continue-bound",
+            "hardening.race.schedule-and-continue",
+        ]
+        collateral [
             "behavior.terminal.continue-refused",
             "behavior.terminal.final",
             "behavior.events.closed-once",
             "behavior.events.run-ids-agree",
             "behavior.verdict.criteria-all-pass",
-            "observed.bound.iterations-manual",
             "observed.webhooks.calls-urls",
-            "observed.bound.iterations-schedule",
             "observed.verdict.failing-criterion-overrides",
             "observed.verifier.error-status-environmental",
             "observed.verifier.invalid-answer-environmental",
             "observed.verifier.malformed-environmental",
             "observed.verifier.timeout-environmental",
             "observed.worker.claim-not-completion",
-            "hardening.race.continue-bound",
-            "hardening.race.schedule-and-continue",
         ]
     ScheduleIgnoresIterationBound "schedule-ignores-iteration-bound"
         "The iteration bound is checked on continue only: a schedule arm keeps firing past maxLoopIterations."
-        [
+        breaks [
             "behavior.bound.iterations-exact",
             "observed.bound.iterations-schedule",
             "hardening.race.schedule-and-continue",
-            "hardening.race.continue-bound",
         ]
+        collateral ["hardening.race.continue-bound"]
     CostCheckedBeforeAdding "cost-checked-before-adding"
         "The cost bound is decided on the spend before the run's own cost, so the goal closes one run late."
-        [
+        breaks [
             "behavior.bound.cost",
-            "behavior.terminal.continue-refused",
-            "behavior.escalation.resume-keeps-progress",
-            "behavior.patch.refs-take-effect",
             "observed.cost.worker-reported",
-            "observed.projection.remaining-cost",
             "strict.bound.cost-budget",
             "strict.bound.cost-budget-decimal",
         ]
+        collateral [
+            "behavior.terminal.continue-refused",
+            "behavior.escalation.resume-keeps-progress",
+            "behavior.patch.refs-take-effect",
+            "observed.projection.remaining-cost",
+        ]
     DeadlineIgnoredWhenIdle "deadline-ignored-when-idle"
         "The wall-clock bound is checked only when a run is about to start, so an idle or paused goal stays open past its deadline."
-        ["behavior.bound.wall-clock", "behavior.bound.wall-clock-no-late-run"]
+        breaks ["behavior.bound.wall-clock"]
+        collateral ["behavior.bound.wall-clock-no-late-run"]
     EnvironmentalUncounted "environmental-uncounted"
         "A run whose run or judge failed environmentally does not count toward maxLoopIterations."
-        [
+        breaks [
             "observed.verifier.malformed-environmental",
             "observed.verifier.error-status-environmental",
+        ]
+        collateral [
             "observed.verifier.invalid-answer-environmental",
             "observed.verifier.timeout-environmental",
         ]
     EscalationIgnored "escalation-ignored"
         "A run's escalation is dropped: the run is judged like any other and the goal stays active."
-        [
-            "behavior.escalation.halts",
+        breaks ["behavior.escalation.halts", "observed.escalation.halts-dispatch"]
+        collateral [
             "behavior.escalation.counts-iteration",
             "behavior.escalation.resume-keeps-progress",
             "behavior.escalation.abandon",
             "behavior.events.evaluated-per-verdict",
             "behavior.events.closed-once",
             "behavior.patch.refs-take-effect",
-            "observed.escalation.halts-dispatch",
             "observed.escalation.no-verdict",
         ]
     EscalationJudged "escalation-judged"
         "An escalated run still gets a (failed) verdict: an evaluation and a goal.evaluated event."
-        [
+        breaks [
             "behavior.escalation.halts",
+            "behavior.events.evaluated-per-verdict",
+            "observed.escalation.no-verdict",
+        ]
+        collateral [
             "behavior.escalation.abandon",
             "behavior.escalation.counts-iteration",
-            "behavior.events.evaluated-per-verdict",
             "behavior.events.closed-once",
             "behavior.escalation.resume-keeps-progress",
             "behavior.patch.refs-take-effect",
             "observed.escalation.halts-dispatch",
-            "observed.escalation.no-verdict",
         ]
     EscalationUncounted "escalation-uncounted"
         "An escalated run is not counted in progress.iterations or contributingRunIds."
-        [
+        breaks ["behavior.escalation.counts-iteration"]
+        collateral [
             "behavior.escalation.halts",
-            "behavior.escalation.counts-iteration",
             "behavior.events.evaluated-per-verdict",
             "behavior.events.closed-once",
             "behavior.escalation.resume-keeps-progress",
@@ -323,11 +325,12 @@ registry! {
         ]
     ResumeResetsProgress "resume-resets-progress"
         "Resume of an escalated goal starts it over: progress and spent cost go back to zero."
-        ["behavior.escalation.resume-keeps-progress", "behavior.patch.refs-take-effect"]
+        breaks ["behavior.escalation.resume-keeps-progress"]
+        collateral ["behavior.patch.refs-take-effect"]
     EscalatedAbandonRefused "escalated-abandon-refused"
         "Abandon of an escalated goal is refused with 409 goal_escalated."
-        [
-            "behavior.escalation.abandon",
+        breaks ["behavior.escalation.abandon"]
+        collateral [
             "behavior.events.closed-once",
             "behavior.escalation.halts",
             "observed.escalation.halts-dispatch",
@@ -335,37 +338,36 @@ registry! {
         ]
     StaleTimerAfterPause "stale-timer-after-pause"
         "The scheduler keeps its own timers and its fire does not re-check pause, so a paused schedule goal keeps running."
-        [
-            "behavior.pause.disarms-schedule",
-            "behavior.pause.resume-rearms",
-            "observed.pause.no-dispatch",
-            "observed.pause.resume-dispatches",
-        ]
+        breaks ["behavior.pause.disarms-schedule", "observed.pause.no-dispatch"]
+        collateral ["behavior.pause.resume-rearms", "observed.pause.resume-dispatches"]
     NoFailClosedCheck "no-fail-closed-check"
         "A scheduled fire dispatches from the scheduler's own timers without re-reading the goal, so closed goals keep getting runs."
-        [
+        breaks [
             "observed.abandon.no-dispatch",
-            "observed.close.late-answer-ignored",
             "observed.pause.no-dispatch",
-            "observed.pause.resume-dispatches",
             "observed.deadline.no-dispatch",
             "observed.escalation.halts-dispatch",
-            "observed.escalation.no-verdict",
             "observed.converge.no-run-after-satisfied",
+            "behavior.pause.disarms-schedule",
+        ]
+        collateral [
+            "observed.close.late-answer-ignored",
+            "observed.pause.resume-dispatches",
+            "observed.escalation.no-verdict",
             "observed.converge.suite-verdict",
             "observed.bound.iterations-schedule",
-            "behavior.pause.disarms-schedule",
             "behavior.pause.resume-rearms",
             "hardening.race.continue-bound",
             "hardening.race.schedule-and-continue",
         ]
     ContinueWhilePaused "continue-while-paused"
         "continue does not check pause: a paused goal runs an iteration."
-        ["behavior.pause.continue-refused"]
+        breaks ["behavior.pause.continue-refused"]
+        collateral []
     BoundBeforeVerdict "bound-before-verdict"
         "The decision checks the bounds before the verdict, so a satisfied verdict on the last allowed iteration closes bound-exceeded."
-        [
-            "behavior.converge.last-iteration-wins",
+        breaks ["behavior.converge.last-iteration-wins"]
+        collateral [
             "observed.arm.failure-environmental",
             "observed.run-ids.agree",
             "observed.verdict.criteria-recorded",
@@ -373,8 +375,12 @@ registry! {
         ]
     SatisfiedKeepsRunning "satisfied-keeps-running"
         "A satisfied verdict closes the goal only when the next run comes back, so one more run is dispatched."
-        [
+        breaks [
             "behavior.converge.satisfied",
+            "observed.converge.no-run-after-satisfied",
+            "observed.converge.suite-verdict",
+        ]
+        collateral [
             "behavior.converge.last-iteration-wins",
             "behavior.terminal.continue-refused",
             "behavior.terminal.final",
@@ -385,8 +391,6 @@ registry! {
             "behavior.evaluations.record-shape",
             "behavior.patch.refs-take-effect",
             "behavior.verdict.criteria-all-pass",
-            "observed.converge.suite-verdict",
-            "observed.converge.no-run-after-satisfied",
             "observed.run-ids.agree",
             "observed.verifier.judges-run-output",
             "observed.arm.failure-environmental",
@@ -394,33 +398,36 @@ registry! {
         ]
     LastVerdictPreviousRun "last-verdict-previous-run"
         "lastVerdict.runId names the run before the one judged."
-        [
+        breaks [
             "behavior.converge.satisfied",
+            "observed.converge.suite-verdict",
+            "behavior.events.run-ids-agree",
+            "observed.run-ids.agree",
+        ]
+        collateral [
             "behavior.terminal.continue-refused",
             "behavior.events.evaluated-per-verdict",
             "behavior.events.closed-once",
-            "behavior.events.run-ids-agree",
-            "observed.converge.suite-verdict",
             "observed.converge.no-run-after-satisfied",
-            "observed.run-ids.agree",
             "observed.verifier.judges-run-output",
         ]
     EvaluatedWrongRun "evaluated-wrong-run"
         "goal.evaluated carries the previous run's id instead of the evaluated run's."
-        ["behavior.events.run-ids-agree", "observed.run-ids.agree", "observed.verifier.judges-run-output"]
+        breaks ["behavior.events.run-ids-agree", "observed.run-ids.agree"]
+        collateral ["observed.verifier.judges-run-output"]
     EvaluatedIterationsBeforeRun "evaluated-iterations-before-run"
         "goal.evaluated.iterations counts the runs before the evaluated one."
-        [
-            "behavior.events.iterations-field",
+        breaks ["behavior.events.iterations-field"]
+        collateral [
             "behavior.events.after-cursor",
             "behavior.escalation.resume-keeps-progress",
             "behavior.patch.refs-take-effect",
         ]
     EvaluatedMissingOnClose "evaluated-missing-on-close"
         "The verdict that closes a goal emits only goal.closed, not its goal.evaluated."
-        [
+        breaks ["behavior.events.evaluated-per-verdict"]
+        collateral [
             "behavior.events.content-free",
-            "behavior.events.evaluated-per-verdict",
             "behavior.events.closed-once",
             "behavior.converge.satisfied",
             "behavior.terminal.continue-refused",
@@ -436,73 +443,74 @@ registry! {
         ]
     ClosedEventTwice "closed-event-twice"
         "Abandon emits goal.closed twice (once by the handler, once by the state change)."
-        [
-            "behavior.events.closed-once",
+        breaks ["behavior.events.closed-once", "hardening.race.abandon-once"]
+        collateral [
             "behavior.escalation.abandon",
             "behavior.events.sequence-increasing",
-            "hardening.race.abandon-once",
             "observed.close.late-answer-ignored",
         ]
     LateVerdictRecorded "late-verdict-recorded"
         "Abandon does not cancel the run in flight, and its verdict is recorded on the closed goal."
-        ["observed.close.late-answer-ignored"]
+        breaks ["observed.close.late-answer-ignored"]
+        collateral []
     CriteriaIgnored "criteria-ignored"
         "The judge's overall flag decides alone: a failing criterion does not make the verdict unsatisfied."
-        ["behavior.verdict.criteria-all-pass", "observed.verdict.failing-criterion-overrides"]
+        breaks [
+            "behavior.verdict.criteria-all-pass",
+            "observed.verdict.failing-criterion-overrides",
+        ]
+        collateral []
     CriteriaNotRecorded "criteria-not-recorded"
         "Per-criterion verdicts are aggregated but not recorded in the evaluation."
-        ["observed.verdict.criteria-recorded"]
+        breaks ["observed.verdict.criteria-recorded"]
+        collateral []
     RefsCachedAtFirstRun "refs-cached-at-first-run"
         "The verifier and arm are resolved once, at the goal's first run, so a PATCH of the refs never takes effect."
-        [
-            "behavior.patch.refs-take-effect",
-            "behavior.escalation.resume-keeps-progress",
-        ]
+        breaks ["behavior.patch.refs-take-effect"]
+        collateral ["behavior.escalation.resume-keeps-progress"]
     WorkerClaimCounted "worker-claim-counted"
         "A worker output saying done: true closes the goal satisfied without asking the verifier."
-        ["observed.worker.claim-not-completion"]
+        breaks ["observed.worker.claim-not-completion"]
+        collateral []
     ArmFailureJudged "arm-failure-judged"
         "A run whose worker failed is still sent to the verifier (with a null output) and judged."
-        ["observed.arm.failure-environmental"]
+        breaks ["observed.arm.failure-environmental"]
+        collateral []
     VerifierGetsObjective "verifier-gets-objective"
         "The verifier call carries the objective inside the run output."
-        [
-            "observed.projection.verifier-content-free",
-            "observed.projection.objective-as-data",
-            "observed.events.content-free",
-        ]
+        breaks ["observed.projection.verifier-content-free"]
+        collateral ["observed.projection.objective-as-data", "observed.events.content-free"]
     ContinueEvaluationNextIteration "continue-evaluation-next-iteration"
         "continue answers with its evaluation numbered as the next iteration."
-        [
-            "behavior.continue.one-iteration",
-            "behavior.escalation.resume-keeps-progress",
-            "behavior.patch.refs-take-effect",
-        ]
+        breaks ["behavior.continue.one-iteration"]
+        collateral ["behavior.escalation.resume-keeps-progress", "behavior.patch.refs-take-effect"]
 
     // ---- §4 seams: events and webhooks ----
     ObjectiveInEvents "objective-in-events"
         "An edit emits a goal.updated event whose payload carries the new objective."
-        [
-            "behavior.events.content-free",
-            "observed.events.content-free",
+        breaks ["behavior.events.content-free", "observed.events.content-free"]
+        collateral [
             "observed.projection.objective-as-data",
             "observed.projection.verifier-content-free",
         ]
     EventsSequencePerType "events-sequence-per-type"
         "Event sequence numbers are counted per event type, so they do not increase across types."
-        ["behavior.events.sequence-increasing"]
+        breaks ["behavior.events.sequence-increasing"]
+        collateral []
     AfterCursorIgnored "after-cursor-ignored"
         "events?after=SEQ ignores the cursor and lists every event."
-        ["behavior.events.after-cursor"]
+        breaks ["behavior.events.after-cursor"]
+        collateral []
     PayloadGoalPath "payload-goal-path"
         "Event payloads name the goal by its resource path instead of its id."
-        ["behavior.events.payload-shape", "behavior.events.closed-once"]
+        breaks ["behavior.events.payload-shape"]
+        collateral ["behavior.events.closed-once"]
     EvaluationsNewestFirst "evaluations-newest-first"
         "The evaluations list is ordered newest first."
-        [
+        breaks ["behavior.evaluations.record-shape"]
+        collateral [
             "behavior.bound.wall-clock",
             "behavior.bound.wall-clock-no-late-run",
-            "behavior.evaluations.record-shape",
             "behavior.events.iterations-field",
             "behavior.events.run-ids-agree",
             "behavior.bound.iterations-exact",
@@ -514,157 +522,190 @@ registry! {
         ]
     WrongWebhookSecret "wrong-webhook-secret"
         "Webhook calls are signed with a secret of the host's own making instead of the configured one."
-        ["observed.webhooks.secret-header"]
+        breaks ["observed.webhooks.secret-header"]
+        collateral []
     WebhookErrorStatusRead "webhook-error-status-read"
         "A webhook answer with an error status is read as if it were a 200."
-        [
+        breaks [
             "observed.verifier.error-status-environmental",
             "observed.heartbeat.probe-failure-fires-nothing",
         ]
+        collateral []
     WebhookNoTimeout "webhook-no-timeout"
         "Webhook calls have no timeout of their own: a verifier answering after 5 s is still believed."
-        ["observed.verifier.timeout-environmental"]
+        breaks ["observed.verifier.timeout-environmental"]
+        collateral []
     VerifierAnswerCoerced "verifier-answer-coerced"
         "Webhook answers are read loosely instead of checked against their schema (\"yes\" is true, confidence is clamped)."
-        [
+        breaks [
             "observed.verifier.invalid-answer-environmental",
             "observed.heartbeat.probe-failure-fires-nothing",
         ]
+        collateral []
     DeadlineAsEpoch "deadline-as-epoch"
         "The projection's remaining.deadline is sent as epoch milliseconds instead of an RFC 3339 string."
-        [
-            "observed.webhooks.request-shape",
-            "observed.deadline.no-dispatch",
-            "observed.projection.remaining-deadline",
-            "observed.projection.remaining-iterations",
-        ]
+        breaks ["observed.webhooks.request-shape", "observed.projection.remaining-deadline"]
+        collateral ["observed.deadline.no-dispatch", "observed.projection.remaining-iterations"]
     RemainingIterationsOffByOne "remaining-iterations-off-by-one"
         "remaining.iterations counts the run being dispatched as already spent."
-        ["observed.projection.remaining-iterations", "observed.projection.remaining-deadline"]
+        breaks ["observed.projection.remaining-iterations"]
+        collateral ["observed.projection.remaining-deadline"]
     RemainingCostIgnoresSpend "remaining-cost-ignores-spend"
         "remaining.costUsd is maxCostUsd whatever was spent."
-        ["observed.projection.remaining-cost", "observed.cost.worker-reported"]
+        breaks ["observed.projection.remaining-cost"]
+        collateral ["observed.cost.worker-reported"]
     RemainingDeadlineMoving "remaining-deadline-moving"
         "remaining.deadline is computed from the dispatch time instead of createdAt."
-        ["observed.projection.remaining-deadline", "observed.projection.remaining-iterations"]
+        breaks ["observed.projection.remaining-deadline"]
+        collateral ["observed.projection.remaining-iterations"]
     // ---- hardening: concurrency control, idempotency, hostile input ----
     OwnerCheckMissing "owner-check-missing"
         "Goal lookups forget the owner check: any tenant reads and changes any goal by id."
-        [
+        breaks [
             "core.tenancy.goal-404",
             "hardening.tenancy.goal-endpoints",
             "hardening.tenancy.seams",
-            "hardening.idempotency.tenant-scoped",
-            "strict.errors.not-found-code",
         ]
+        collateral ["hardening.idempotency.tenant-scoped", "strict.errors.not-found-code"]
     EtagMissingOnTransitions "etag-missing-on-transitions"
         "Pause, resume and abandon answer the goal without its ETag header."
-        ["hardening.etag.every-response"]
+        breaks ["hardening.etag.every-response"]
+        collateral []
     EtagUnchangedByRuns "etag-unchanged-by-runs"
         "An iteration's record does not bump the goal's version, so its ETag survives a run."
-        ["hardening.etag.changes-on-change"]
+        breaks ["hardening.etag.changes-on-change"]
+        collateral []
     IfMatchIgnoredOnTransitions "if-match-ignored-on-transitions"
         "Pause, resume and abandon ignore If-Match."
-        ["hardening.if-match.pause", "hardening.if-match.resume", "hardening.if-match.abandon"]
+        breaks [
+            "hardening.if-match.pause",
+            "hardening.if-match.resume",
+            "hardening.if-match.abandon",
+        ]
+        collateral []
     IfMatchIgnoredOnPatch "if-match-ignored-on-patch"
         "PATCH ignores If-Match."
-        [
-            "hardening.if-match.patch",
-            "hardening.etag.changes-on-change",
-            "hardening.race.patch-one-winner",
-            "hardening.if-match.semantics",
-        ]
+        breaks ["hardening.if-match.patch", "hardening.race.patch-one-winner"]
+        collateral ["hardening.etag.changes-on-change", "hardening.if-match.semantics"]
     IfMatchWeakAccepted "if-match-weak-accepted"
         "If-Match compares weakly: W/\"tag\" matches the current tag."
-        ["hardening.if-match.semantics"]
+        breaks ["hardening.if-match.semantics"]
+        collateral []
     IfMatchCheckedApart "if-match-checked-apart"
         "If-Match on PATCH is checked before the write instead of with it, so concurrent PATCHes carrying one tag all win."
-        ["hardening.race.patch-one-winner"]
+        breaks ["hardening.race.patch-one-winner"]
+        collateral []
     ContinueWithoutLock "continue-without-lock"
         "Iterations of one goal are not serialised, so concurrent continues and fires each dispatch."
-        ["hardening.race.continue-bound", "hardening.race.schedule-and-continue"]
+        breaks ["hardening.race.continue-bound", "hardening.race.schedule-and-continue"]
+        collateral []
     IdempotencyKeyIgnored "idempotency-key-ignored"
         "Idempotency-Key is ignored: every create makes a new goal."
-        [
+        breaks [
             "hardening.idempotency.replay",
             "hardening.idempotency.conflict",
             "hardening.idempotency.concurrent",
             "strict.idempotency.replay-same-answer",
         ]
+        collateral []
     IdempotencyBodyUnchecked "idempotency-body-unchecked"
         "A used Idempotency-Key answers its first goal whatever the new body says."
-        ["hardening.idempotency.conflict"]
+        breaks ["hardening.idempotency.conflict"]
+        collateral []
     IdempotencyKeysGlobal "idempotency-keys-global"
         "Idempotency-Keys are one namespace for every tenant: another tenant's key replays the first tenant's goal."
-        ["hardening.idempotency.tenant-scoped"]
+        breaks ["hardening.idempotency.tenant-scoped"]
+        collateral []
     IdempotencyNotAtomic "idempotency-not-atomic"
         "The Idempotency-Key is looked up before the insert but not with it, so concurrent creates with one key each make a goal."
-        ["hardening.idempotency.concurrent"]
+        breaks ["hardening.idempotency.concurrent"]
+        collateral []
     OversizeBodyAs400 "oversize-body-as-400"
         "A body over the size limit is refused with 400 as unreadable instead of 413."
-        ["hardening.limits.body-413", "strict.errors.payload-too-large-code"]
+        breaks ["hardening.limits.body-413", "strict.errors.payload-too-large-code"]
+        collateral []
     DuplicateKeysLastWins "duplicate-keys-last-wins"
         "A JSON object with a repeated key is read with the last value instead of refused."
-        ["hardening.input.duplicate-keys"]
+        breaks ["hardening.input.duplicate-keys"]
+        collateral []
     HugeNumbersSaturate "huge-numbers-saturate"
         "Numbers too large for a double are saturated to the largest integer instead of refused."
-        ["hardening.input.huge-number"]
+        breaks ["hardening.input.huge-number"]
+        collateral []
     ContentTypeIgnored "content-type-ignored"
         "A body is read as JSON whatever its Content-Type says."
-        ["hardening.input.content-type", "strict.input.content-type-415"]
+        breaks ["hardening.input.content-type", "strict.input.content-type-415"]
+        collateral []
     AnonymousSeams "anonymous-seams"
         "The seam routes look goals up without a credential, so an anonymous caller gets 404 instead of 401."
-        ["hardening.auth.anonymous-seams"]
+        breaks ["hardening.auth.anonymous-seams"]
+        collateral []
     BadCredentialNotFound "bad-credential-not-found"
         "A goal request with a credential the host does not know is looked up before it is authenticated, so it answers 404 instead of 401."
-        ["hardening.auth.bad-credentials"]
+        breaks ["hardening.auth.bad-credentials"]
+        collateral []
 
     // ---- strict: the profile's exact readings ----
     CreateAnswers200 "create-answers-200"
         "A create answers 200 instead of 201."
-        ["strict.create.status-201", "strict.idempotency.replay-same-answer"]
+        breaks ["strict.create.status-201"]
+        collateral ["strict.idempotency.replay-same-answer"]
     LocationWrongPath "location-wrong-path"
         "A create's Location names a path that does not serve the goal."
-        ["strict.create.location-path"]
+        breaks ["strict.create.location-path"]
+        collateral []
     CostExceedsNotReaches "cost-exceeds-not-reaches"
         "The cost bound stops only when spend exceeds maxCostUsd, not when it reaches it."
-        ["strict.bound.cost-budget", "strict.bound.cost-budget-decimal"]
+        breaks ["strict.bound.cost-budget", "strict.bound.cost-budget-decimal"]
+        collateral []
     CostSummedAsFloat "cost-summed-as-float"
         "Spend is summed in binary floating point, so ten runs of 0.1 stay under a 1.0 budget."
-        ["strict.bound.cost-budget-decimal"]
+        breaks ["strict.bound.cost-budget-decimal"]
+        collateral []
     BoundsRange422 "bounds-range-422"
         "Out-of-range bounds are refused with 422 instead of 400."
-        [
-            "strict.create.bounds-range-400",
+        breaks ["strict.create.bounds-range-400"]
+        collateral [
             "core.create.unknown-keys",
             "core.create.wrong-types",
             "strict.errors.invalid-request-code",
         ]
     JudgeOwnedCreate400 "judge-owned-create-400"
         "A create naming a judge-owned field is refused with 400 invalid_request instead of 422 judge_owned_field."
-        ["strict.create.judge-owned-422"]
+        breaks ["strict.create.judge-owned-422"]
+        collateral []
     MalformedJsonAsInvalidRequest "malformed-json-as-invalid-request"
         "A body that is not JSON is refused with code invalid_request instead of malformed_json."
-        ["strict.errors.malformed-json-code"]
+        breaks ["strict.errors.malformed-json-code"]
+        collateral []
     InvalidRequestWithoutDetails "invalid-request-without-details"
         "400 invalid_request carries no details naming the offending pointer or parameter."
-        ["strict.errors.invalid-request-code"]
+        breaks ["strict.errors.invalid-request-code"]
+        collateral []
     UnauthorizedAsForbidden "unauthorized-as-forbidden"
         "A missing or unknown credential is answered 401 with code forbidden."
-        ["strict.errors.unauthorized-code"]
+        breaks ["strict.errors.unauthorized-code"]
+        collateral []
     NotFoundCodeVaries "not-found-code-varies"
         "A 404 for a goal says goal_not_found instead of not_found."
-        ["strict.errors.not-found-code"]
+        breaks ["strict.errors.not-found-code"]
+        collateral []
     ContentTypeAs400 "content-type-as-400"
         "A body with a Content-Type other than JSON is refused with 400 instead of 415."
-        ["strict.input.content-type-415"]
+        breaks ["strict.input.content-type-415"]
+        collateral []
 
     HeartbeatIgnoresProbe "heartbeat-ignores-probe"
         "Under heartbeat continuation every probe fires a run, whatever it answered."
-        ["observed.heartbeat.fires-on-probe", "observed.heartbeat.probe-failure-fires-nothing"]
+        breaks [
+            "observed.heartbeat.fires-on-probe",
+            "observed.heartbeat.probe-failure-fires-nothing",
+        ]
+        collateral []
     ProbeErrorFires "probe-error-fires"
         "A heartbeat probe that fails (error status, not JSON, invalid) fires a run."
-        ["observed.heartbeat.probe-failure-fires-nothing"]
+        breaks ["observed.heartbeat.probe-failure-fires-nothing"]
+        collateral []
 }
 
 impl Mutant {
@@ -701,8 +742,18 @@ impl std::fmt::Display for Mutant {
     }
 }
 
-/// The names of the mutants that must fail `requirement`, in registry
-/// order; empty when it is not mutation-verified.
+/// The names of the mutants that break `requirement`'s own rule, in
+/// registry order; empty when it is not mutation-verified.
+pub fn breaking(requirement: &str) -> Vec<&'static str> {
+    REGISTRY
+        .iter()
+        .filter(|info| info.breaks.contains(&requirement))
+        .map(|info| info.name)
+        .collect()
+}
+
+/// The names of the mutants that must fail `requirement` (its own rule or
+/// collateral), in registry order.
 pub fn killing(requirement: &str) -> Vec<&'static str> {
     REGISTRY
         .iter()
@@ -739,7 +790,12 @@ mod tests {
                 "{}",
                 info.name
             );
-            assert!(!info.kills.is_empty(), "{} kills nothing", info.name);
+            assert!(!info.breaks.is_empty(), "{} breaks nothing", info.name);
+            assert!(
+                info.collateral.iter().all(|id| !info.breaks.contains(id)),
+                "{} lists a requirement as both broken and collateral",
+                info.name
+            );
             let kills: BTreeSet<_> = info.kills.iter().collect();
             assert_eq!(
                 kills.len(),
@@ -804,5 +860,17 @@ mod tests {
             vec!["discovery-duplicate-modes"]
         );
         assert!(killing("core.no-such-requirement").is_empty());
+    }
+
+    #[test]
+    fn breaking_counts_only_a_requirement_whose_rule_is_broken() {
+        // `create-without-location` fails the create scenario's first step,
+        // so it also fails core.create.returns-active-goal: collateral.
+        assert!(killing("core.create.returns-active-goal").contains(&"create-without-location"));
+        assert!(!breaking("core.create.returns-active-goal").contains(&"create-without-location"));
+        assert_eq!(
+            breaking("core.create.location"),
+            vec!["create-without-location"]
+        );
     }
 }

@@ -77,6 +77,7 @@ mod tests {
             path: PathBuf::from("x.json"),
             title: "x".to_string(),
             requirements: Vec::new(),
+            should: Default::default(),
             needs,
             checks: 1,
             steps: Vec::new(),

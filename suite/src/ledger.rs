@@ -93,6 +93,81 @@ impl Outcome {
     }
 }
 
+/// What one scenario run says about one requirement it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequirementOutcome {
+    /// Every check proving it ran and held.
+    Pass,
+    /// A blocking check proving it failed (a MUST requirement).
+    Fail(Attributed),
+    /// A check proving it failed and it is SHOULD: reported, never blocking.
+    Advisory(Attributed),
+    /// Its checks never ran: an earlier blocking check of another
+    /// requirement, or a setup check, failed. The reason names the step and
+    /// what failed there.
+    NotReached(String),
+    /// The host could not be used while its checks were pending.
+    Error(Attributed),
+}
+
+impl RequirementOutcome {
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            RequirementOutcome::Pass => "pass",
+            RequirementOutcome::Fail(_) => "fail",
+            RequirementOutcome::Advisory(_) => "advisory",
+            RequirementOutcome::NotReached(_) => "not-reached",
+            RequirementOutcome::Error(_) => "error",
+        }
+    }
+
+    /// Why it did not pass.
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            RequirementOutcome::Pass => None,
+            RequirementOutcome::Fail(why)
+            | RequirementOutcome::Advisory(why)
+            | RequirementOutcome::Error(why) => Some(&why.message),
+            RequirementOutcome::NotReached(reason) => Some(reason),
+        }
+    }
+
+    /// The step whose check failed (or errored on) this requirement, with
+    /// that check's exchange.
+    pub fn failed_step(&self) -> Option<&FailedStep> {
+        match self {
+            RequirementOutcome::Fail(why)
+            | RequirementOutcome::Advisory(why)
+            | RequirementOutcome::Error(why) => why.failed_step.as_deref(),
+            RequirementOutcome::Pass | RequirementOutcome::NotReached(_) => None,
+        }
+    }
+
+    /// What a whole-scenario outcome says about each requirement, for
+    /// scenarios that recorded nothing finer (skipped, never run, errored
+    /// before their first step).
+    pub fn from_outcome(outcome: &Outcome, failed_step: Option<&FailedStep>) -> Option<Self> {
+        let why = |message: &String| Attributed {
+            message: message.clone(),
+            failed_step: failed_step.cloned().map(Box::new),
+        };
+        match outcome {
+            Outcome::Pass => Some(RequirementOutcome::Pass),
+            Outcome::Fail(message) => Some(RequirementOutcome::Fail(why(message))),
+            Outcome::Error(message) => Some(RequirementOutcome::Error(why(message))),
+            Outcome::Skip(_) => None,
+        }
+    }
+}
+
+/// A failure or error pinned on a requirement: the message of the check
+/// that failed it and that check's step and exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attributed {
+    pub message: String,
+    pub failed_step: Option<Box<FailedStep>>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioResult {
     pub name: String,
@@ -106,9 +181,21 @@ pub struct ScenarioResult {
     pub failed_step: Option<Box<FailedStep>>,
     /// The suite's own counts next to the host's claims.
     pub observations: Vec<Observation>,
+    /// Per requirement the scenario names, what this run says about it.
+    /// Empty when the scenario did not run (skipped, or errored before it
+    /// could): then `outcome` speaks for every requirement it names.
+    pub requirements: BTreeMap<String, RequirementOutcome>,
 }
 
 impl ScenarioResult {
+    /// What this run says about requirement `id`; `None` for a skip.
+    pub fn requirement(&self, id: &str) -> Option<RequirementOutcome> {
+        match self.requirements.get(id) {
+            Some(outcome) => Some(outcome.clone()),
+            None => RequirementOutcome::from_outcome(&self.outcome, self.failed_step.as_deref()),
+        }
+    }
+
     pub fn skipped(name: &str, reason: SkipReason) -> ScenarioResult {
         ScenarioResult {
             name: name.to_string(),
@@ -118,6 +205,7 @@ impl ScenarioResult {
             quiet: Duration::ZERO,
             failed_step: None,
             observations: Vec::new(),
+            requirements: BTreeMap::new(),
         }
     }
 }
@@ -214,11 +302,15 @@ impl Ledger {
     }
 }
 
-/// One disposition per requirement, over the scenarios naming it: any fail →
-/// fail; else any error → error; else all skipped → skip with the first
-/// reason (scenarios in name order); else pass. A named scenario with no
-/// recorded outcome counts as an error: a requirement is never passed by a
-/// scenario that did not run.
+/// One disposition per requirement, over what each scenario naming it says
+/// about it (its per-requirement outcome, or its whole outcome when it
+/// recorded none): any fail → fail; else any error → error; else any
+/// not-reached → not-reached; else any advisory → advisory; else all
+/// skipped → skip with the first reason (scenarios in name order); else
+/// pass. A SHOULD requirement never ends fail: its failure is advisory. A
+/// named scenario with no recorded outcome counts as an error: a
+/// requirement is never passed by a scenario that did not run. `message`
+/// is the first (in scenario name order) message of the deciding kind.
 pub fn dispose(
     requirements: &[Requirement],
     scenarios: &[Scenario],
@@ -240,44 +332,113 @@ pub fn dispose(
                 .get(requirement.id.as_str())
                 .map(|names| names.iter().map(|n| n.to_string()).collect())
                 .unwrap_or_default();
-            let outcomes: Vec<Option<&Outcome>> = names
+            let verdicts: Vec<Said> = names
                 .iter()
-                .map(|name| ledger.get(name).map(|r| &r.outcome))
+                .map(|name| match ledger.get(name) {
+                    None => Said::Error(format!("{name} did not run")),
+                    Some(result) => match result.requirement(&requirement.id) {
+                        None => match result.outcome {
+                            Outcome::Skip(reason) => Said::Skip(reason),
+                            _ => Said::Error(format!("{name} recorded nothing")),
+                        },
+                        Some(RequirementOutcome::Pass) => Said::Pass,
+                        Some(RequirementOutcome::Fail(why)) if is_blocking(requirement) => {
+                            Said::Fail(why.message)
+                        }
+                        Some(RequirementOutcome::Fail(why) | RequirementOutcome::Advisory(why)) => {
+                            Said::Advisory(why.message)
+                        }
+                        Some(RequirementOutcome::NotReached(reason)) => Said::NotReached(reason),
+                        Some(RequirementOutcome::Error(why)) => Said::Error(why.message),
+                    },
+                })
                 .collect();
-            let disposition = if outcomes.iter().any(|o| matches!(o, Some(Outcome::Fail(_)))) {
-                Disposition::Fail
-            } else if outcomes
-                .iter()
-                .any(|o| matches!(o, None | Some(Outcome::Error(_))))
-                || outcomes.is_empty()
-            {
-                Disposition::Error
-            } else if let Some(reason) = all_skipped(&outcomes) {
-                Disposition::Skip(reason)
-            } else {
-                Disposition::Pass
-            };
+            let (disposition, message) = merge(&verdicts);
             RequirementResult {
                 requirement: requirement.clone(),
                 disposition,
                 scenarios: names,
-                message: None,
+                message,
             }
         })
         .collect()
 }
 
-fn all_skipped(outcomes: &[Option<&Outcome>]) -> Option<SkipReason> {
-    let mut first = None;
-    for outcome in outcomes {
-        match outcome {
-            Some(Outcome::Skip(reason)) => {
-                first.get_or_insert(*reason);
-            }
-            _ => return None,
+/// What one scenario said about one requirement, level already applied.
+enum Said {
+    Pass,
+    Fail(String),
+    Advisory(String),
+    NotReached(String),
+    Skip(SkipReason),
+    Error(String),
+}
+
+fn merge(verdicts: &[Said]) -> (Disposition, Option<String>) {
+    let first = |wanted: fn(&Said) -> Option<&String>| verdicts.iter().find_map(wanted).cloned();
+    if let Some(message) = first(|s| match s {
+        Said::Fail(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Fail, Some(message))
+    } else if verdicts.is_empty() {
+        (
+            Disposition::Error,
+            Some("no scenario names this requirement".to_string()),
+        )
+    } else if let Some(message) = first(|s| match s {
+        Said::Error(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Error, Some(message))
+    } else if let Some(reason) = first(|s| match s {
+        Said::NotReached(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::NotReached, Some(reason))
+    } else if let Some(message) = first(|s| match s {
+        Said::Advisory(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Advisory, Some(message))
+    } else if verdicts.iter().all(|s| matches!(s, Said::Skip(_))) {
+        let reason = verdicts.iter().find_map(|s| match s {
+            Said::Skip(reason) => Some(*reason),
+            _ => None,
+        });
+        match reason {
+            Some(reason) => (Disposition::Skip(reason), None),
+            None => (Disposition::Error, None),
         }
+    } else {
+        (Disposition::Pass, None)
     }
-    first
+}
+
+/// The scenario outcome that decided `result`'s disposition, with the
+/// scenario's name: where a report finds the failed step (and exchange) of
+/// the check that failed, errored on or blocked the requirement.
+pub fn deciding<'a>(
+    result: &RequirementResult,
+    ledger: &'a Ledger,
+) -> Option<(&'a str, RequirementOutcome)> {
+    let wanted = match result.disposition {
+        Disposition::Fail => "fail",
+        Disposition::Error => "error",
+        Disposition::NotReached => "not-reached",
+        Disposition::Advisory => "advisory",
+        Disposition::Pass | Disposition::Skip(_) => return None,
+    };
+    result.scenarios.iter().find_map(|name| {
+        let scenario = ledger.get(name)?;
+        let outcome = scenario.requirement(&result.requirement.id)?;
+        let keyword = match (&outcome, wanted) {
+            // A SHOULD requirement's failure is its advisory.
+            (RequirementOutcome::Fail(_), "advisory") => "advisory",
+            (outcome, _) => outcome.keyword(),
+        };
+        (keyword == wanted).then_some((scenario.name.as_str(), outcome))
+    })
 }
 
 /// Whether a requirement's level makes it block certification: MUST does,
@@ -361,6 +522,7 @@ mod tests {
             path: PathBuf::from(format!("{name}.json")),
             title: name.to_string(),
             requirements: requirements.iter().map(|r| r.to_string()).collect(),
+            should: Default::default(),
             needs: Needs::default(),
             checks: 1,
             steps: Vec::new(),
@@ -379,6 +541,7 @@ mod tests {
             quiet: Duration::ZERO,
             failed_step: None,
             observations: Vec::new(),
+            requirements: BTreeMap::new(),
         }
     }
 
@@ -396,6 +559,160 @@ mod tests {
         assert_eq!(results.len(), 1);
         assert_eq!(results[0].scenarios, names);
         results[0].disposition
+    }
+
+    /// What one scenario said about `core.r`: a per-requirement outcome, or
+    /// only a whole-scenario one (a skip, or a run that recorded nothing
+    /// finer).
+    enum Says {
+        Req(RequirementOutcome),
+        Whole(Outcome),
+    }
+
+    fn why(message: &str) -> Attributed {
+        Attributed {
+            message: message.to_string(),
+            failed_step: None,
+        }
+    }
+
+    /// `core.r` at `level`, named by scenarios `core::s0..` that said these
+    /// things about it (each scenario also names `core.other`, which failed
+    /// everywhere: per-requirement outcomes keep it apart).
+    fn merged(level: &str, says: Vec<Says>) -> RequirementResult {
+        let names: Vec<String> = (0..says.len()).map(|i| format!("core::s{i}")).collect();
+        let scenarios: Vec<Scenario> = names
+            .iter()
+            .map(|n| scenario(n, &["core.r", "core.other"]))
+            .collect();
+        let mut ledger = Ledger::default();
+        for (name, said) in names.iter().zip(says) {
+            let recorded = match said {
+                Says::Whole(outcome) => result(name, outcome),
+                Says::Req(outcome) => {
+                    let mut recorded = result(name, Outcome::Fail("core.other failed".into()));
+                    recorded.requirements = [
+                        ("core.r".to_string(), outcome),
+                        (
+                            "core.other".to_string(),
+                            RequirementOutcome::Fail(why("core.other failed")),
+                        ),
+                    ]
+                    .into();
+                    recorded
+                }
+            };
+            ledger.record(recorded);
+        }
+        let requirement = Requirement {
+            level: level.to_string(),
+            ..requirement("core.r")
+        };
+        let results = dispose(&[requirement], &scenarios, &ledger);
+        results.into_iter().next().expect("one result")
+    }
+
+    fn pass() -> Says {
+        Says::Req(RequirementOutcome::Pass)
+    }
+
+    #[test]
+    fn per_requirement_outcomes_decide_not_the_scenario_outcome() {
+        let result = merged("MUST", vec![pass(), pass()]);
+        assert_eq!(result.disposition, Disposition::Pass);
+        assert_eq!(result.message, None);
+    }
+
+    #[test]
+    fn merging_follows_fail_error_not_reached_advisory_skip_pass() {
+        let fail = || Says::Req(RequirementOutcome::Fail(why("broke it")));
+        let error = || Says::Req(RequirementOutcome::Error(why("garbage")));
+        let not_reached = || Says::Req(RequirementOutcome::NotReached("not reached: x".into()));
+        let advisory = || Says::Req(RequirementOutcome::Advisory(why("should have")));
+        let skip = || Says::Whole(Outcome::Skip(SkipReason::SeamAbsent));
+        let cases: Vec<(Vec<Says>, Disposition, Option<&str>)> = vec![
+            (
+                vec![pass(), advisory(), not_reached(), error(), fail(), skip()],
+                Disposition::Fail,
+                Some("broke it"),
+            ),
+            (
+                vec![pass(), advisory(), not_reached(), error(), skip()],
+                Disposition::Error,
+                Some("garbage"),
+            ),
+            (
+                vec![pass(), advisory(), not_reached(), skip()],
+                Disposition::NotReached,
+                Some("not reached: x"),
+            ),
+            (
+                vec![skip(), pass(), advisory()],
+                Disposition::Advisory,
+                Some("should have"),
+            ),
+            (
+                vec![
+                    skip(),
+                    Says::Whole(Outcome::Skip(SkipReason::NotConfigured)),
+                ],
+                Disposition::Skip(SkipReason::SeamAbsent),
+                None,
+            ),
+            (vec![skip(), pass()], Disposition::Pass, None),
+        ];
+        for (says, disposition, message) in cases {
+            let result = merged("MUST", says);
+            assert_eq!(result.disposition, disposition);
+            assert_eq!(result.message.as_deref(), message, "{disposition:?}");
+        }
+    }
+
+    #[test]
+    fn a_should_requirement_never_fails() {
+        let result = merged(
+            "SHOULD",
+            vec![pass(), Says::Req(RequirementOutcome::Fail(why("missed")))],
+        );
+        assert_eq!(result.disposition, Disposition::Advisory);
+        assert_eq!(result.message.as_deref(), Some("missed"));
+        // Scenarios that recorded nothing finer fail it as a whole: still
+        // only an advisory.
+        let result = merged("SHOULD", vec![Says::Whole(Outcome::Fail("whole".into()))]);
+        assert_eq!(result.disposition, Disposition::Advisory);
+        let result = merged("MUST", vec![Says::Whole(Outcome::Fail("whole".into()))]);
+        assert_eq!(result.disposition, Disposition::Fail);
+    }
+
+    #[test]
+    fn the_deciding_scenario_carries_the_failed_step() {
+        let names = ["core::s0", "core::s1"];
+        let scenarios: Vec<Scenario> = names.iter().map(|n| scenario(n, &["core.r"])).collect();
+        let mut ledger = Ledger::default();
+        ledger.record(result(names[0], Outcome::Pass));
+        let mut failing = result(names[1], Outcome::Pass);
+        let step = FailedStep {
+            step: 2,
+            ..FailedStep::default()
+        };
+        failing.requirements = [(
+            "core.r".to_string(),
+            RequirementOutcome::Advisory(Attributed {
+                message: "no Location".to_string(),
+                failed_step: Some(Box::new(step.clone())),
+            }),
+        )]
+        .into();
+        ledger.record(failing);
+        let requirement = Requirement {
+            level: "SHOULD".to_string(),
+            ..requirement("core.r")
+        };
+        let results = dispose(&[requirement], &scenarios, &ledger);
+        assert_eq!(results[0].disposition, Disposition::Advisory);
+        let (name, outcome) = deciding(&results[0], &ledger).expect("a deciding scenario");
+        assert_eq!(name, "core::s1");
+        assert_eq!(outcome.failed_step(), Some(&step));
     }
 
     #[test]

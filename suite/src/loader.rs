@@ -104,6 +104,9 @@ pub fn load(dir: &Path, schemas: &Schemas) -> Result<Catalog, LoadError> {
     }
     scenarios.sort_by(|a, b| a.name.cmp(&b.name));
     cross_check(&requirements, &scenarios)?;
+    for scenario in &mut scenarios {
+        scenario.set_levels(&requirements);
+    }
     Ok(Catalog {
         requirements,
         scenarios,
@@ -495,6 +498,7 @@ pub fn load_scenario(path: &Path, profile: &str, schemas: &Schemas) -> Result<Sc
         path: path.to_path_buf(),
         title: raw.title,
         requirements: raw.requirements,
+        should: BTreeSet::new(),
         needs,
         checks: raw.checks,
         steps,

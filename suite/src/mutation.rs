@@ -5,6 +5,11 @@
 //! fails exactly the requirements it declares, so a requirement listed here
 //! is one the bundled scenarios are known to catch when it is broken.
 //!
+//! Only a mutant that breaks the requirement's own rule (its `breaks`)
+//! verifies it. A requirement a mutant fails as collateral (a setup step of
+//! its scenario leans on the broken behaviour) is not shown as verified by
+//! it: that failure says nothing about the requirement's own checks.
+//!
 //! `goalpost list --requirements` prints the table; the report carries the
 //! same per requirement (`mutationVerified`, `mutants`).
 
@@ -12,17 +17,18 @@ use std::io::{self, Write};
 
 use crate::loader::Catalog;
 
-/// The mutants that must fail `requirement`, in registry order.
+/// The mutants that break `requirement`'s own rule, in registry order.
 pub fn mutants_for(requirement: &str) -> Vec<String> {
-    goalpost_host::mutants::killing(requirement)
+    goalpost_host::mutants::breaking(requirement)
         .into_iter()
         .map(str::to_string)
         .collect()
 }
 
-/// Whether some mutant proves `requirement` can fail.
+/// Whether some mutant that breaks `requirement`'s own rule proves its
+/// scenarios can fail.
 pub fn verified(requirement: &str) -> bool {
-    !goalpost_host::mutants::killing(requirement).is_empty()
+    !goalpost_host::mutants::breaking(requirement).is_empty()
 }
 
 /// MUST requirements of the catalog that no mutant proves, by id.
@@ -104,5 +110,17 @@ mod tests {
         assert!(mutants_for("core.create.bounds-required").contains(&"default-bounds".to_string()));
         assert!(!verified("core.no-such-requirement"));
         assert!(mutants_for("core.no-such-requirement").is_empty());
+    }
+
+    #[test]
+    fn collateral_does_not_verify() {
+        // create-without-location fails core.get.returns-goal only because
+        // its scenario's create step checks the Location header.
+        assert!(
+            !mutants_for("core.get.returns-goal").contains(&"create-without-location".to_string())
+        );
+        assert!(
+            mutants_for("core.create.location").contains(&"create-without-location".to_string())
+        );
     }
 }

@@ -439,6 +439,7 @@ fn scenario_trial(
             quiet: run.quiet,
             failed_step: run.failed_step,
             observations: run.observations,
+            requirements: run.requirements,
         };
         lock(&ledger).record(result);
         match run.outcome {
