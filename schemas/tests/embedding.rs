@@ -94,6 +94,14 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
             json!({ "goalId": "g", "status": "napping" }),
             false,
         ),
+        // Only `status` is required (PROFILE.md#seam-attention).
+        ("attention", json!({ "status": "stopped" }), true),
+        (
+            "attention",
+            json!({ "status": "active", "since": "x" }),
+            true,
+        ),
+        ("attention", json!({ "goalId": "g" }), false),
         (
             "capabilities",
             json!({ "agents": { "goals": { "judge": "host", "continuation": [] } } }),
@@ -132,6 +140,32 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
         ("error", json!({ "error": "", "message": "m" }), false),
         ("evaluation", evaluation.clone(), true),
         ("evaluation", json!({ "runId": "r" }), false),
+        // A null confidence is an environmental failure's, and only its
+        // (PROFILE.md#seam-events).
+        (
+            "evaluation",
+            json!({ "runId": "r", "iteration": 1, "satisfied": false, "confidence": null, "costUsd": 0,
+                    "failureClass": "environmental", "at": "2026-06-13T00:00:00Z" }),
+            true,
+        ),
+        (
+            "evaluation",
+            json!({ "runId": "r", "iteration": 1, "satisfied": false, "confidence": null, "costUsd": 0,
+                    "at": "2026-06-13T00:00:00Z" }),
+            false,
+        ),
+        (
+            "evaluation",
+            json!({ "runId": "r", "iteration": 1, "satisfied": false, "confidence": null, "costUsd": 0,
+                    "failureClass": "logical", "at": "2026-06-13T00:00:00Z" }),
+            false,
+        ),
+        (
+            "evaluation",
+            json!({ "runId": "r", "iteration": 1, "satisfied": true, "confidence": null, "costUsd": 0,
+                    "failureClass": "environmental", "at": "2026-06-13T00:00:00Z" }),
+            false,
+        ),
         (
             "evaluation-list",
             json!({ "evaluations": [evaluation] }),
@@ -314,14 +348,18 @@ fn violations_name_every_problem_by_pointer() {
     let value = json!({ "goalId": "", "status": "napping", "extra": true });
     let violations = support::schemas()
         .validate("attention", &value)
-        .expect_err("three problems");
+        .expect_err("two problems");
     let pointers: BTreeSet<&str> = violations.iter().map(|v| v.pointer.as_str()).collect();
     assert_eq!(
         pointers,
-        BTreeSet::from(["", "/goalId", "/status"]),
+        BTreeSet::from(["/goalId", "/status"]),
         "{violations:?}"
     );
-    assert_eq!(violations.len(), 3, "{violations:?}");
+    assert_eq!(violations.len(), 2, "{violations:?}");
+    let missing = support::schemas()
+        .validate("attention", &json!({ "goalId": "g" }))
+        .expect_err("status is required");
+    assert_eq!(missing[0].pointer, "", "{missing:?}");
 }
 
 #[test]

@@ -377,12 +377,11 @@ fn attention() {
         &with(&attention, "/goalId", json!("")),
         "/goalId",
     );
-    assert_invalid_at("attention", &without(&attention, "/goalId"), "");
-    assert_invalid_at(
-        "attention",
-        &with(&attention, "/state", json!("active")),
-        "",
-    );
+    assert_invalid_at("attention", &without(&attention, "/status"), "");
+    // Only `status` is required; `goalId` and a host's own members are its
+    // choice (PROFILE.md#seam-attention).
+    assert_valid("attention", &without(&attention, "/goalId"));
+    assert_valid("attention", &with(&attention, "/pausedAt", json!("x")));
 }
 
 fn remaining() -> Value {

@@ -388,7 +388,7 @@ impl MockScript {
         }
         if script.escalate_on.is_some() && script.escalate_on == call.iteration {
             run["escalate"] =
-                json!({"kind": "confidence", "reason": "the goalpost mock escalates this run"});
+                json!({"kind": "clarification", "reason": "the goalpost mock escalates this run"});
         }
         run
     }
@@ -470,7 +470,7 @@ mod tests {
         assert_eq!(first.delay, Duration::from_millis(40));
         let second = s.answer(&call(Endpoint::Arm, Some(2), 2));
         assert_eq!(second.status, 200);
-        assert_eq!(body(&second)["escalate"]["kind"], "confidence");
+        assert_eq!(body(&second)["escalate"]["kind"], "clarification");
         assert_eq!(body(&second)["costUsd"], 0.25);
     }
 
