@@ -162,6 +162,11 @@ pub struct RunArgs {
     /// Multiply the connect and request deadlines (body included) and poll deadlines by F, for slow hosts.
     #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_scale)]
     pub timeout_scale: f64,
+    /// The goals collection path when the host serves it somewhere else than
+    /// `conformanceSeams.goals.basePath` or, without seams, the profile's
+    /// default /v1/host/sample/goals (e.g. /v1/host/openwop-app/goals).
+    #[arg(long, env = "GOALPOST_BASE_PATH", value_name = "PATH", value_parser = parse_base_path)]
+    pub base_path: Option<String>,
     /// Run the trials in a shuffled order (the seed is printed and recorded in report.json).
     #[arg(long)]
     pub shuffle: bool,
@@ -196,6 +201,18 @@ pub struct CallbackArgs {
     pub webhook_secret: Option<String>,
 }
 
+/// A path of the host's own: it starts at the root and names no host, query
+/// or fragment, so every scenario path can be built by appending to it.
+fn parse_base_path(text: &str) -> Result<String, String> {
+    let trimmed = text.trim_end_matches('/');
+    if !trimmed.starts_with('/') || trimmed.contains(['?', '#', ' ']) || trimmed.starts_with("//") {
+        return Err(format!(
+            "`{text}` is not a path on the host: write it from the root, e.g. /v1/host/sample/goals"
+        ));
+    }
+    Ok(trimmed.to_string())
+}
+
 fn parse_scale(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(scale) if scale.is_finite() && scale > 0.0 && scale <= 100.0 => Ok(scale),
@@ -223,6 +240,7 @@ const VALUE_OPTIONS: &[&str] = &[
     "--scenarios",
     "--schemas",
     "--timeout-scale",
+    "--base-path",
     "--seed",
     "--callback-listen",
     "--callback-url",
@@ -362,6 +380,26 @@ mod tests {
         assert_eq!(run.timeout_scale, 2.5);
         assert!(harness.list);
         assert_eq!(harness.filter.as_deref(), Some("behavior::"));
+    }
+
+    #[test]
+    fn a_base_path_is_a_root_path_without_its_trailing_slash() {
+        let run_with = |path: &str| parse(os(&["goalpost", "run", "--base-path", path]));
+        let (cli, _) = run_with("/v1/host/openwop-app/goals/").unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("expected the run subcommand");
+        };
+        assert_eq!(run.base_path.as_deref(), Some("/v1/host/openwop-app/goals"));
+        for bad in [
+            "v1/goals",
+            "//evil/goals",
+            "/goals?x=1",
+            "/goals#f",
+            "http://h/goals",
+            "",
+        ] {
+            assert!(run_with(bad).is_err(), "{bad:?} was accepted");
+        }
     }
 
     #[test]

@@ -48,6 +48,8 @@ pub struct RunConfig {
     pub schemas_dir: Option<PathBuf>,
     pub report_dir: PathBuf,
     pub timeout_scale: f64,
+    /// `--base-path`: the goals collection path, over what discovery says.
+    pub base_path: Option<String>,
     pub harness: libtest_mimic::Arguments,
     /// Wall clock for the report's timestamps.
     pub now: fn() -> OffsetDateTime,
@@ -105,6 +107,7 @@ impl RunConfig {
             schemas_dir: None,
             report_dir,
             timeout_scale: 1.0,
+            base_path: None,
             harness: with_default_threads(harness),
             now: OffsetDateTime::now_utc,
             callback: Callback {
@@ -210,6 +213,7 @@ impl RunConfig {
             schemas_dir: args.schemas.map(|dir| cwd.join(dir)),
             report_dir,
             timeout_scale: args.timeout_scale,
+            base_path: args.base_path,
             harness: with_default_threads(harness),
             now: OffsetDateTime::now_utc,
             callback,

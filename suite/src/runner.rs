@@ -173,9 +173,13 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
             Some(error.to_string()),
         ),
     };
+    let mut capabilities = discovery.capabilities.clone();
+    if let Some(path) = &config.base_path {
+        capabilities.base_path.clone_from(path);
+    }
     let target = Arc::new(HostTarget {
         base_url: base_url.clone(),
-        capabilities: discovery.capabilities.clone(),
+        capabilities,
         token_a: Some(config.token_a.clone()),
         token_b: config.token_b.clone(),
     });
