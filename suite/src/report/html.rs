@@ -428,15 +428,7 @@ fn advisories(report: &RunReport, first_index: usize) -> String {
             html.push_str(&failed_step(first_index + offset, step));
         }
         if let Some(message) = &requirement.message {
-            let open = if requirement.failed_step.is_none() {
-                " open"
-            } else {
-                ""
-            };
-            html.push_str(&format!(
-                "<details{open}><summary>Full message</summary><pre class=\"message\">{}</pre></details>\n",
-                escape(message)
-            ));
+            html.push_str(&full_message(message, requirement.failed_step.is_none()));
         }
         html.push_str("</article>\n");
     }
@@ -476,18 +468,20 @@ fn article(report: &RunReport, index: usize, scenario: &ScenarioReport) -> Strin
         html.push_str(&failed_step(index, step));
     }
     if let Some(message) = &scenario.message {
-        let open = if scenario.failed_step.is_none() {
-            " open"
-        } else {
-            ""
-        };
-        html.push_str(&format!(
-            "<details{open}><summary>Full message</summary><pre class=\"message\">{}</pre></details>\n",
-            escape(message)
-        ));
+        html.push_str(&full_message(message, scenario.failed_step.is_none()));
     }
     html.push_str("</article>\n");
     html
+}
+
+/// The whole message behind a collapsed summary; open when no exchange is
+/// shown above it, since then the message is all there is to read.
+fn full_message(message: &str, open: bool) -> String {
+    format!(
+        "<details{}><summary>Full message</summary><pre class=\"message\">{}</pre></details>\n",
+        if open { " open" } else { "" },
+        escape(message)
+    )
 }
 
 fn failed_step(index: usize, step: &FailedStep) -> String {
