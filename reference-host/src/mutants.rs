@@ -115,7 +115,7 @@ registry! {
         ]
     NumericStringsCoerced "numeric-strings-coerced"
         "A bound written as a numeric string (\"3\") is coerced to a number instead of refused with 400."
-        breaks ["core.create.wrong-types"]
+        breaks ["core.create.wrong-types", "core.create.bound-type-beside-valid"]
         collateral ["strict.errors.invalid-request-code"]
     CreateClaimsKept "create-claims-kept"
         "A create body's state, progress and completion.lastVerdict are stored as claimed."
@@ -151,6 +151,7 @@ registry! {
             "hardening.if-match.resume",
             "hardening.if-match.semantics",
             "hardening.race.patch-one-winner",
+            "behavior.patch.refs-stored",
         ]
     PatchStateApplied "patch-state-applied"
         "PATCH {state} is applied to the goal instead of refused with 422 judge_owned_field."
@@ -693,6 +694,38 @@ registry! {
     ContentTypeAs400 "content-type-as-400"
         "A body with a Content-Type other than JSON is refused with 400 instead of 415."
         breaks ["strict.input.content-type-415"]
+        collateral []
+
+    // ---- holes: judge-owned writes by other verbs, bounds, refs, sizes ----
+    PostPutStateApplied "post-put-state-applied"
+        "POST and PUT to {base}/{id} are served as an upsert that applies the body's state."
+        breaks ["core.judge-only.post-put-state"]
+        collateral []
+    PatchBoundsMerged "patch-bounds-merged"
+        "PATCH {bounds} is merged into the goal's bounds with no check that they only tighten, so a client can raise or drop a bound."
+        breaks ["core.patch.bounds-kept"]
+        collateral []
+    PatchRefsUnsaved "patch-refs-unsaved"
+        "PATCH of completion.verifierRef or continuation answers 200 with the change but never stores it."
+        breaks ["behavior.patch.refs-stored", "behavior.patch.refs-take-effect"]
+        collateral ["behavior.escalation.resume-keeps-progress"]
+    MixedBoundTypesDropped "mixed-bound-types-dropped"
+        "A wrongly typed bound beside a valid one is dropped and the goal stored with the valid one."
+        breaks ["core.create.bound-type-beside-valid"]
+        collateral []
+    BodyLimitMissing "body-limit-missing"
+        "No limit on body or objective size: a create or PATCH of any size is stored."
+        breaks ["hardening.limits.huge-body", "hardening.limits.body-413"]
+        collateral ["strict.errors.payload-too-large-code"]
+
+    // ---- fail closed: a fire already queued when pause or abandon answered ----
+    StaleFireAfterPause "stale-fire-after-pause"
+        "Pause leaves the fire the scheduler already queued in place, and that one fire is dispatched without re-checking the goal."
+        breaks ["observed.pause.no-dispatch"]
+        collateral ["observed.pause.resume-dispatches"]
+    StaleFireAfterAbandon "stale-fire-after-abandon"
+        "Abandon leaves the fire the scheduler already queued in place, and that one fire is dispatched without re-checking the goal."
+        breaks ["observed.abandon.no-dispatch"]
         collateral []
 
     HeartbeatIgnoresProbe "heartbeat-ignores-probe"

@@ -31,7 +31,8 @@ const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50)
 const READ_LIMIT: usize = 1024 * 1024;
 
 /// The mutants this middleware implements.
-const HERE: [Mutant; 37] = [
+const HERE: [Mutant; 38] = [
+    Mutant::PostPutStateApplied,
     Mutant::IfMatchCheckedApart,
     Mutant::ListLeaksTenants,
     Mutant::EtagMissingOnTransitions,
@@ -70,6 +71,19 @@ const HERE: [Mutant; 37] = [
     Mutant::ContinueEvaluationNextIteration,
     Mutant::EvaluationsNewestFirst,
 ];
+
+/// Most bytes a body may have under `body-limit-missing`: far beyond any
+/// body the suite sends, so in effect no limit.
+const NO_LIMIT: usize = 64 * 1024 * 1024;
+
+/// The request body limit this host enforces.
+pub(crate) fn body_limit(state: &AppState, limit: usize) -> usize {
+    if state.engine().mutants().is(Mutant::BodyLimitMissing) {
+        NO_LIMIT
+    } else {
+        limit
+    }
+}
 
 /// `routes` with the middleware of the host's mutant, if it has one here.
 pub(crate) fn layer(routes: Router<AppState>, state: &AppState) -> Router<AppState> {
@@ -283,6 +297,30 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
         .await;
     }
     match (mutant, &method, &route) {
+        (Mutant::PostPutStateApplied, &Method::POST | &Method::PUT, Route::Goal(id)) => {
+            // An upsert handler that trusts the body's state: served as the
+            // PATCH whose engine side of this mutant applies it.
+            let (request, bytes) = buffered(request).await;
+            let state_claimed = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|body| body.get("state").cloned());
+            let tenant = credential(&request)
+                .strip_prefix("Bearer ")
+                .and_then(|token| state.mutant_tenant(token.trim()));
+            let (Some(claimed), Some(tenant), Some(id)) =
+                (state_claimed, tenant, GoalId::parse(id))
+            else {
+                return next.run(request).await;
+            };
+            let body = json!({ super::engine::UPSERT_STATE: claimed });
+            match state.engine().patch(&tenant, &id, &body, None).await {
+                Ok(goal) => json_response(
+                    StatusCode::OK,
+                    &serde_json::to_value(crate::domain::wire::goal(&goal)).unwrap_or_default(),
+                ),
+                Err(_) => next.run(request).await,
+            }
+        }
         (
             Mutant::EtagMissingOnTransitions,
             &Method::POST,

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::Mutant;
-use crate::domain::{ArmRef, Bounds, GoalId, RunId, Tenant, VerifierRef};
+use crate::domain::{ArmRef, Bounds, GoalId, RunId, Tenant, Timestamp, VerifierRef};
 
 #[derive(Debug, Default)]
 pub struct Switch {
@@ -23,6 +23,9 @@ pub struct Switch {
 pub(crate) struct Memory {
     /// Goals the scheduler has fired: its private timer list.
     pub timers: BTreeSet<GoalId>,
+    /// Fires the scheduler had queued when pause or abandon answered, and
+    /// when each is due.
+    pub stale_fires: HashMap<GoalId, Timestamp>,
     /// Tenants that created goals (for a list that forgets the tenant).
     pub tenants: BTreeSet<Tenant>,
     /// Refs as first resolved, per goal.
