@@ -87,12 +87,62 @@ pub(crate) fn body_limit(state: &AppState, limit: usize) -> usize {
 
 /// `routes` with the middleware of the host's mutant, if it has one here.
 pub(crate) fn layer(routes: Router<AppState>, state: &AppState) -> Router<AppState> {
-    match state.engine().mutants().active() {
+    let routes = match state.engine().mutants().active() {
         Some(mutant) if HERE.contains(&mutant) => routes.layer(
             axum::middleware::from_fn_with_state(state.clone(), middleware),
         ),
         _ => routes,
+    };
+    if state.engine().mutants().foreign_invalid_goal().is_some() {
+        routes.layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            foreign_invalid_goal,
+        ))
+    } else {
+        routes
     }
+}
+
+/// The goal `--foreign-invalid-goal` shows first in a tenant's lists:
+/// schema-invalid in several ways (a numeric objective, a state that does
+/// not exist, required members missing), as a buggy client or an older
+/// version of the host might have left it. No scenario created it, so no
+/// check of a scenario may look at it.
+fn foreign_goal(tenant: &str) -> Value {
+    json!({
+        "id": "goal-foreign-invalid",
+        "objective": 42,
+        "state": "sleeping",
+        "completion": {"check": "oracle"},
+        "owner": {"tenant": tenant},
+    })
+}
+
+/// Puts the foreign goal first in every successful list of its tenant.
+async fn foreign_invalid_goal(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(tenant) = state.engine().mutants().foreign_invalid_goal().map(str::to_string) else {
+        return next.run(request).await;
+    };
+    let caller = credential(&request)
+        .strip_prefix("Bearer ")
+        .and_then(|token| state.mutant_tenant(token.trim()));
+    let listed = request.method() == Method::GET
+        && route(request.uri().path()) == Route::Collection
+        && caller.is_some_and(|caller| caller.as_str() == tenant);
+    let response = next.run(request).await;
+    if !listed || !response.status().is_success() {
+        return response;
+    }
+    rewrite(response, |list| {
+        if let Some(goals) = list.get_mut("goals").and_then(Value::as_array_mut) {
+            goals.insert(0, foreign_goal(&tenant));
+        }
+    })
+    .await
 }
 
 /// Where a request goes, as far as the mutants care.

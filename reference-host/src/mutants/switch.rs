@@ -12,6 +12,9 @@ use crate::domain::{ArmRef, Bounds, GoalId, RunId, Tenant, Timestamp, VerifierRe
 #[derive(Debug, Default)]
 pub struct Switch {
     active: Option<Mutant>,
+    /// The tenant whose lists show one schema-invalid goal nobody of the
+    /// suite created (`--foreign-invalid-goal`).
+    foreign_invalid_goal: Option<String>,
     memory: Mutex<Memory>,
     /// Signalled when a keyed create races one in flight (see
     /// `idempotency-not-atomic`).
@@ -52,9 +55,21 @@ impl Switch {
     pub fn new(active: Option<Mutant>) -> Switch {
         Switch {
             active,
+            foreign_invalid_goal: None,
             memory: Mutex::new(Memory::default()),
             raced: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Serve a schema-invalid goal in `tenant`'s lists.
+    pub fn with_foreign_invalid_goal(mut self, tenant: Option<String>) -> Switch {
+        self.foreign_invalid_goal = tenant;
+        self
+    }
+
+    /// The tenant whose lists show a foreign, schema-invalid goal.
+    pub fn foreign_invalid_goal(&self) -> Option<&str> {
+        self.foreign_invalid_goal.as_deref()
     }
 
     pub fn active(&self) -> Option<Mutant> {
