@@ -611,6 +611,7 @@ mod tests {
             filter: Vec::new(),
             map: None,
             predicate,
+            proves: None,
         }
     }
 

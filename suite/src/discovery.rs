@@ -14,10 +14,13 @@ pub const DISCOVERY_PATH: &str = "/.well-known/openwop";
 /// `{base}` when the host does not name one in `conformanceSeams`.
 pub const DEFAULT_BASE_PATH: &str = "/v1/host/sample/goals";
 /// Template variables every scenario run gets from discovery.
-pub const VARIABLES: &[&str] = &["discovery.judge"];
+pub const VARIABLES: &[&str] = &["discovery.judge", "discovery.mode"];
 /// `{discovery.judge}` when the host names no judge (its discovery
 /// scenario fails on that; the creates should still say something valid).
 pub const DEFAULT_JUDGE: &str = "verifier";
+/// The continuation mode a scenario prefers when the host offers it: the
+/// client drives every iteration, so nothing fires behind the test's back.
+pub const PREFERRED_MODE: &str = "manual";
 
 /// What the host says it can do, as far as gating scenarios goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +29,8 @@ pub struct Capabilities {
     pub goals: bool,
     /// `agents.goals.continuation`.
     pub continuation: BTreeSet<String>,
+    /// The same modes in the document's order, for `{discovery.mode}`.
+    pub continuation_order: Vec<String>,
     /// Seams whose flag in `conformanceSeams.goals` is `true`.
     pub seams: BTreeSet<String>,
     pub base_path: String,
@@ -42,7 +47,7 @@ impl Capabilities {
     pub fn from_document(document: Option<&Value>) -> Capabilities {
         let goals = document.and_then(|doc| doc.pointer("/agents/goals"));
         let seams = document.and_then(|doc| doc.pointer("/conformanceSeams/goals"));
-        let strings = |value: Option<&Value>| -> BTreeSet<String> {
+        let strings = |value: Option<&Value>| -> Vec<String> {
             value
                 .and_then(Value::as_array)
                 .map(|items| {
@@ -54,9 +59,11 @@ impl Capabilities {
                 })
                 .unwrap_or_default()
         };
+        let continuation_order = strings(goals.and_then(|g| g.get("continuation")));
         Capabilities {
             goals: goals.is_some_and(Value::is_object),
-            continuation: strings(goals.and_then(|g| g.get("continuation"))),
+            continuation: continuation_order.iter().cloned().collect(),
+            continuation_order,
             seams: seams
                 .and_then(Value::as_object)
                 .map(|flags| {
@@ -88,10 +95,28 @@ impl Capabilities {
     /// The `{discovery.*}` variables: values a scenario may use where the
     /// host's choice does not matter to what it proves.
     pub fn variables(&self) -> Vec<(&'static str, Value)> {
-        vec![(
-            "discovery.judge",
-            Value::from(self.judge.as_deref().unwrap_or(DEFAULT_JUDGE)),
-        )]
+        vec![
+            (
+                "discovery.judge",
+                Value::from(self.judge.as_deref().unwrap_or(DEFAULT_JUDGE)),
+            ),
+            ("discovery.mode", Value::from(self.mode())),
+        ]
+    }
+
+    /// `{discovery.mode}`: `manual` when advertised, else the first
+    /// advertised continuation mode (in the document's order), else
+    /// `manual` (the host's discovery scenario fails on an empty list; the
+    /// creates should still say something valid).
+    pub fn mode(&self) -> &str {
+        if self.continuation.contains(PREFERRED_MODE) {
+            PREFERRED_MODE
+        } else {
+            self.continuation_order
+                .first()
+                .map(String::as_str)
+                .unwrap_or(PREFERRED_MODE)
+        }
     }
 }
 
@@ -170,13 +195,22 @@ mod tests {
                                                     "requiresBounds": false}}});
         let caps = Capabilities::from_document(Some(&document));
         assert!(!caps.requires_bounds);
-        assert_eq!(caps.variables(), vec![("discovery.judge", json!("host"))]);
+        assert_eq!(
+            caps.variables(),
+            vec![
+                ("discovery.judge", json!("host")),
+                ("discovery.mode", json!("manual"))
+            ]
+        );
         let odd = json!({"agents": {"goals": {"judge": 3, "requiresBounds": "no"}}});
         let caps = Capabilities::from_document(Some(&odd));
         assert!(caps.requires_bounds);
         assert_eq!(
             caps.variables(),
-            vec![("discovery.judge", json!("verifier"))]
+            vec![
+                ("discovery.judge", json!("verifier")),
+                ("discovery.mode", json!("manual"))
+            ]
         );
         let names: Vec<&str> = caps.variables().iter().map(|(name, _)| *name).collect();
         assert_eq!(names, VARIABLES);
@@ -197,5 +231,19 @@ mod tests {
             sha256_hex(b"abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[test]
+    fn mode_prefers_manual_then_the_first_advertised() {
+        let mode = |modes: Value| {
+            let document = json!({"agents": {"goals": {"continuation": modes}}});
+            Capabilities::from_document(Some(&document))
+                .mode()
+                .to_string()
+        };
+        assert_eq!(mode(json!(["schedule", "manual"])), "manual");
+        assert_eq!(mode(json!(["schedule", "heartbeat"])), "schedule");
+        assert_eq!(mode(json!(["heartbeat", "schedule"])), "heartbeat");
+        assert_eq!(mode(json!([])), "manual");
     }
 }

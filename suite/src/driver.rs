@@ -9,11 +9,14 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::assertion::{self, Verdict};
+use crate::attribution::{self, End, FailedCheck};
 use crate::discovery::Capabilities;
-use crate::error::{Failure, RunError, StepError};
+use crate::error::{RunError, StepError};
 use crate::http::{Exchange, Http, Outgoing, OutgoingBody};
-use crate::ledger::Outcome;
+use crate::ledger::{Outcome, RequirementOutcome};
 use crate::mock::MockServer;
 use crate::model::{Action, Body, Capture, Principal, Repeat, RequestStep, Scenario, Step, Target};
 use crate::observation::{self, Observation};
@@ -46,6 +49,9 @@ pub struct ScenarioRun {
     pub failed_step: Option<Box<FailedStep>>,
     /// The scenario's observations, filled from its variables at the end.
     pub observations: Vec<Observation>,
+    /// What the run says about each requirement the scenario names; empty
+    /// when it could not start (then `outcome` speaks for all of them).
+    pub requirements: BTreeMap<String, RequirementOutcome>,
 }
 
 #[derive(Debug, Clone)]
@@ -70,6 +76,8 @@ struct Place<'a> {
     step: &'a Step,
     /// When the scenario started: the zero of `clock: "ms"` and the mock log.
     started: Instant,
+    /// The scenario run's nonce: its own goals carry `goalpost {nonce}`.
+    nonce: &'a str,
 }
 
 impl Place<'_> {
@@ -98,15 +106,73 @@ struct Miss {
     pointer: Option<String>,
 }
 
-/// What one request step sent and got last, kept so a failing step can be
-/// reported with its whole exchange.
+/// What one request step sent and got last, kept so a step that errors
+/// can be reported with its whole exchange.
 #[derive(Default)]
 struct Trace {
     request: Option<Outgoing>,
     /// `None` when the last attempt got no answer.
     response: Option<Exchange>,
-    /// The claim that failed on the last attempt.
-    check: Option<Check>,
+}
+
+/// One check of a step's final look that did not hold.
+struct Missed {
+    proves: Vec<String>,
+    blocking: bool,
+    message: String,
+    check: Check,
+    /// The answer the claim was about (for a parallel step, the copy that
+    /// broke it); `None` for the mock log.
+    response: Option<Exchange>,
+}
+
+/// How one look at a step's answer went: every check is evaluated, none
+/// stops the others.
+#[derive(Default)]
+struct Tally {
+    checks: u32,
+    missed: Vec<Missed>,
+    /// Checks that could not be read at all (the body is not JSON), with
+    /// the requirements each proves.
+    unreadable: Vec<(RunError, Vec<String>)>,
+}
+
+impl Tally {
+    fn new(checks: u32) -> Tally {
+        Tally {
+            checks,
+            ..Tally::default()
+        }
+    }
+
+    /// A blocking check failed: the step (and, on its final look, the
+    /// scenario) stops.
+    fn blocked(&self) -> bool {
+        self.missed.iter().any(|missed| missed.blocking)
+    }
+
+    /// An unreadable answer is an error unless a blocking check already
+    /// failed on it (a wrong status with a body that is not JSON is a
+    /// failure of the status, as it always was).
+    fn settle(mut self) -> Result<Tally, StepError> {
+        if !self.blocked() && !self.unreadable.is_empty() {
+            let (error, _) = self.unreadable.remove(0);
+            return Err(StepError::Error(error));
+        }
+        Ok(self)
+    }
+
+    /// Keeps the first miss of each claim across the looks of an `observe`
+    /// window.
+    fn absorb(&mut self, earlier: Vec<Missed>) {
+        let mut missed = earlier;
+        for miss in std::mem::take(&mut self.missed) {
+            if !missed.iter().any(|kept| kept.check.at == miss.check.at) {
+                missed.push(miss);
+            }
+        }
+        self.missed = missed;
+    }
 }
 
 impl Driver {
@@ -148,16 +214,20 @@ impl Driver {
                     quiet: Duration::ZERO,
                     failed_step: None,
                     observations: observation::fill(&scenario.observations, &vars),
+                    requirements: BTreeMap::new(),
                 }
             }
         };
         let mut checks = 0u32;
         let mut quiet = Duration::ZERO;
+        let mut failed: Vec<FailedCheck> = Vec::new();
+        let mut end = End::Completed;
         for step in &scenario.steps {
             let place = Place {
                 scenario,
                 step,
                 started,
+                nonce,
             };
             let mut trace = Trace::default();
             let result = match &step.action {
@@ -165,7 +235,7 @@ impl Driver {
                     let wait = Duration::from_millis(*ms);
                     tokio::time::sleep(wait).await;
                     quiet += wait;
-                    Ok(0)
+                    Ok(Tally::default())
                 }
                 Action::Request(request) => match request.parallel {
                     Some(parallel) => {
@@ -183,42 +253,106 @@ impl Driver {
                 }
             };
             match result {
-                Ok(made) => checks = checks.saturating_add(made),
-                Err(StepError::Failure(failure)) => {
-                    return ScenarioRun {
-                        outcome: Outcome::Fail(failure.message),
-                        checks,
-                        quiet,
-                        failed_step: self.failed_step(&place, trace, None),
-                        observations: observation::fill(&scenario.observations, &vars),
+                Ok(tally) => {
+                    checks = checks.saturating_add(tally.checks);
+                    let blocked = tally.blocked();
+                    let unchecked: BTreeSet<String> = tally
+                        .unreadable
+                        .iter()
+                        .flat_map(|(_, proves)| proves.iter().cloned())
+                        .collect();
+                    for missed in tally.missed {
+                        failed.push(FailedCheck {
+                            step: step.index,
+                            failed_step: self.failed_step(
+                                &place,
+                                trace.request.as_ref(),
+                                missed.response.as_ref(),
+                                Some(missed.check),
+                                None,
+                            ),
+                            proves: missed.proves,
+                            blocking: missed.blocking,
+                            message: missed.message,
+                        });
+                    }
+                    if blocked {
+                        end = End::Blocked {
+                            step: step.index,
+                            unchecked,
+                        };
+                        break;
                     }
                 }
+                // The driver reports claims as misses; a bare failure can
+                // only be a claim of the whole step.
+                Err(StepError::Failure(failure)) => {
+                    failed.push(FailedCheck {
+                        step: step.index,
+                        proves: scenario.step_proves(step).to_vec(),
+                        blocking: true,
+                        message: failure.message,
+                        failed_step: self.failed_step(
+                            &place,
+                            trace.request.as_ref(),
+                            trace.response.as_ref(),
+                            None,
+                            None,
+                        ),
+                    });
+                    end = End::Blocked {
+                        step: step.index,
+                        unchecked: BTreeSet::new(),
+                    };
+                    break;
+                }
                 Err(StepError::Error(error)) => {
-                    return ScenarioRun {
-                        outcome: Outcome::Error(format!("{}: {error}", place.heading())),
-                        checks,
-                        quiet,
-                        failed_step: self.failed_step(&place, trace, Some(error.to_string())),
-                        observations: observation::fill(&scenario.observations, &vars),
-                    }
+                    end = End::Errored {
+                        step: step.index,
+                        message: format!("{}: {error}", place.heading()),
+                        failed_step: self.failed_step(
+                            &place,
+                            trace.request.as_ref(),
+                            trace.response.as_ref(),
+                            None,
+                            Some(error.to_string()),
+                        ),
+                    };
+                    break;
                 }
             }
         }
-        let outcome = if checks < scenario.checks {
-            Outcome::Fail(format!(
+        if end == End::Completed && checks < scenario.checks {
+            end = End::Short(format!(
                 "{}: made {checks} checks but declares at least {}; a scenario that checks less than it claims never passes",
                 scenario.path.display(),
                 scenario.checks
-            ))
-        } else {
-            Outcome::Pass
+            ));
+        }
+        let requirements = attribution::attribute(scenario, &failed, &end);
+        let (outcome, failed_step) = match end {
+            End::Completed => (Outcome::Pass, None),
+            End::Short(message) => (Outcome::Fail(message), None),
+            End::Blocked { .. } => {
+                let first = failed.into_iter().find(|check| check.blocking);
+                match first {
+                    Some(check) => (Outcome::Fail(check.message), check.failed_step),
+                    None => (Outcome::Fail("a blocking check failed".to_string()), None),
+                }
+            }
+            End::Errored {
+                message,
+                failed_step,
+                ..
+            } => (Outcome::Error(message), failed_step),
         };
         ScenarioRun {
             outcome,
             checks,
             quiet,
-            failed_step: None,
+            failed_step,
             observations: observation::fill(&scenario.observations, &vars),
+            requirements,
         }
     }
 
@@ -227,22 +361,21 @@ impl Driver {
     fn failed_step(
         &self,
         place: &Place<'_>,
-        trace: Trace,
+        request: Option<&Outgoing>,
+        response: Option<&Exchange>,
+        check: Option<Check>,
         error: Option<String>,
     ) -> Option<Box<FailedStep>> {
-        let request = trace.request?;
+        let request = request?;
         Some(Box::new(FailedStep {
             step: place.step.index + 1,
             name: place.step.name.clone(),
             file: place.scenario.path.display().to_string(),
             pointer: place.step.pointer.clone(),
-            check: if error.is_none() { trace.check } else { None },
+            check: if error.is_none() { check } else { None },
             error: error.map(|e| self.redactor.text(&e)),
-            request: self.redactor.request(&request),
-            response: trace
-                .response
-                .as_ref()
-                .map(|exchange| self.redactor.response(exchange)),
+            request: self.redactor.request(request),
+            response: response.map(|exchange| self.redactor.response(exchange)),
         }))
     }
 
@@ -306,14 +439,17 @@ impl Driver {
         request: &RequestStep,
         vars: &mut Vars,
         trace: &mut Trace,
-    ) -> Result<u32, StepError> {
+    ) -> Result<Tally, StepError> {
         let outgoing = self.render(request, vars)?;
         trace.request = Some(outgoing.clone());
-        let (exchange, checks) = match request.repeat {
+        let (exchange, mut tally) = match request.repeat {
             Repeat::Once => {
-                let exchange = &*trace.response.insert(self.http.send(&outgoing).await?);
-                let checks = self.check(place, request, exchange, vars, None, &mut trace.check)?;
-                (exchange, checks)
+                let exchange = self.http.send(&outgoing).await?;
+                trace.response = Some(exchange.clone());
+                let tally = self
+                    .check(place, request, &exchange, vars, None)?
+                    .settle()?;
+                (exchange, tally)
             }
             Repeat::Poll {
                 timeout_ms,
@@ -327,26 +463,25 @@ impl Driver {
                 loop {
                     attempt += 1;
                     trace.response = None;
-                    let exchange = &*trace.response.insert(self.http.send(&outgoing).await?);
+                    let exchange = self.http.send(&outgoing).await?;
+                    trace.response = Some(exchange.clone());
                     let now = Instant::now();
-                    let context = if now >= deadline {
-                        Some(format!(
+                    let last = now >= deadline;
+                    let context = last.then(|| {
+                        format!(
                             "still failing after polling for {} ms ({attempt} attempts); the last response",
                             (now - started).as_millis()
-                        ))
-                    } else {
-                        None
-                    };
-                    match self.check(place, request, exchange, vars, context, &mut trace.check) {
-                        Ok(checks) => break (exchange, checks),
-                        Err(StepError::Failure(failure)) if now >= deadline => {
-                            return Err(StepError::Failure(failure))
-                        }
-                        Err(StepError::Failure(_)) => {
-                            tokio::time::sleep(interval.min(deadline - now)).await
-                        }
-                        Err(error) => return Err(error),
+                        )
+                    });
+                    // Polling waits for every blocking check to hold; a
+                    // non-blocking miss of that answer is its verdict.
+                    let tally = self
+                        .check(place, request, &exchange, vars, context)?
+                        .settle()?;
+                    if !tally.blocked() || last {
+                        break (exchange, tally);
                     }
+                    tokio::time::sleep(interval.min(deadline - now)).await
                 }
             }
             Repeat::Observe {
@@ -356,31 +491,37 @@ impl Driver {
                 let interval = Duration::from_millis(interval_ms);
                 let end = Instant::now() + Duration::from_millis(for_ms);
                 let mut attempt = 0u32;
+                let mut advisories: Vec<Missed> = Vec::new();
                 loop {
                     attempt += 1;
                     trace.response = None;
-                    let exchange = &*trace.response.insert(self.http.send(&outgoing).await?);
+                    let exchange = self.http.send(&outgoing).await?;
+                    trace.response = Some(exchange.clone());
                     let context =
                         format!("during the {for_ms} ms observation window, attempt {attempt}");
-                    let checks = self.check(
-                        place,
-                        request,
-                        exchange,
-                        vars,
-                        Some(context),
-                        &mut trace.check,
-                    )?;
+                    let mut tally = self
+                        .check(place, request, &exchange, vars, Some(context))?
+                        .settle()?;
+                    tally.absorb(std::mem::take(&mut advisories));
                     let now = Instant::now();
-                    if now >= end {
-                        break (exchange, checks);
+                    if tally.blocked() || now >= end {
+                        break (exchange, tally);
                     }
+                    advisories = tally.missed;
                     tokio::time::sleep(interval.min(end - now)).await;
                 }
             }
         };
+        if tally.blocked() {
+            // Captures feed later steps, which will not run.
+            return Ok(tally);
+        }
         for (name, source) in &request.capture {
             let value = match source {
-                Capture::Pointer(pointer) => exchange.json()?.pointer(pointer).cloned(),
+                Capture::Pointer(pointer) => match exchange.json() {
+                    Ok(body) => body.pointer(pointer).cloned(),
+                    Err(error) => return Err(error.into()),
+                },
                 Capture::Header(header) => exchange.header(header).map(Value::String),
                 Capture::Clock(format) => Some(self.clock_value(place.started, *format)),
             };
@@ -398,9 +539,11 @@ impl Driver {
                     Capture::Pointer(pointer) => Some(pointer.clone()),
                     Capture::Header(_) | Capture::Clock(_) => None,
                 };
-                return Err(self.failure(
+                // A later step needs the value: a missing capture always
+                // stops the scenario.
+                let mut missed = self.missed(
                     place,
-                    exchange,
+                    &exchange,
                     Miss {
                         at: format!("{}/capture/{name}", place.step.pointer),
                         what,
@@ -410,16 +553,20 @@ impl Driver {
                         pointer,
                     },
                     None,
-                    &mut trace.check,
-                ));
+                    place.scenario.step_proves(place.step),
+                );
+                missed.blocking = true;
+                tally.missed.push(missed);
+                return Ok(tally);
             };
             vars.set(name, value);
         }
-        Ok(checks)
+        Ok(tally)
     }
 
-    /// Checks one exchange against the step's expectations; the number of
-    /// checks made when all hold.
+    /// Checks one exchange against every expectation of the step, each
+    /// attributed to the requirements it proves. `goal-list` answers are
+    /// narrowed to the scenario's own goals first (see [`narrow`]).
     fn check(
         &self,
         place: &Place<'_>,
@@ -427,10 +574,26 @@ impl Driver {
         exchange: &Exchange,
         vars: &Vars,
         context: Option<String>,
-        sink: &mut Option<Check>,
-    ) -> Result<u32, StepError> {
+    ) -> Result<Tally, StepError> {
         let expect = &request.expect;
         let expect_at = format!("{}/expect", place.step.pointer);
+        let own = place.scenario.step_proves(place.step);
+        let mut tally = Tally::new(expect.checks());
+        let narrowed = match expect.schema.as_deref() {
+            Some(GOAL_LIST) => narrow(exchange, place.nonce),
+            _ => None,
+        };
+        let (seen, note) = match &narrowed {
+            Some((view, left_out)) => (view, narrowing_note(*left_out, place.nonce)),
+            None => (exchange, None),
+        };
+        let noted = |miss: Miss| Miss {
+            note: match (miss.note, &note) {
+                (Some(own), Some(extra)) => Some(format!("{own}; {extra}")),
+                (own, extra) => own.or_else(|| extra.clone()),
+            },
+            ..miss
+        };
         if !expect.status.is_empty() && !expect.status.contains(&exchange.status) {
             let expected = match expect.status.as_slice() {
                 [one] => one.to_string(),
@@ -452,7 +615,7 @@ impl Driver {
                 }
                 _ => None,
             };
-            return Err(self.failure(
+            tally.missed.push(self.missed(
                 place,
                 exchange,
                 Miss {
@@ -463,41 +626,49 @@ impl Driver {
                     note,
                     pointer: None,
                 },
-                context,
-                sink,
+                context.clone(),
+                own,
             ));
         }
         if let Some(schema) = &expect.schema {
-            let body = exchange.json()?;
-            if let Err(violations) = self.schemas.validate(schema, body) {
-                let shown: Vec<String> =
-                    violations.iter().take(5).map(ToString::to_string).collect();
-                let first = violations
-                    .first()
-                    .map(|v| v.pointer.clone())
-                    .unwrap_or_default();
-                return Err(self.failure(
-                    place,
-                    exchange,
-                    Miss {
-                        at: format!("{expect_at}/schema"),
-                        what: format!(
-                            "schema `{schema}` at body pointer {}",
-                            if first.is_empty() { "(root)" } else { &first }
-                        ),
-                        expected: format!("a body valid against `{schema}`"),
-                        actual: shown.join("; "),
-                        note: None,
-                        pointer: Some(first),
-                    },
-                    context,
-                    sink,
-                ));
+            match seen.json() {
+                Err(error) => tally.unreadable.push((error, own.to_vec())),
+                Ok(body) => {
+                    if let Err(violations) = self.schemas.validate(schema, body) {
+                        let shown: Vec<String> =
+                            violations.iter().take(5).map(ToString::to_string).collect();
+                        let first = violations
+                            .first()
+                            .map(|v| v.pointer.clone())
+                            .unwrap_or_default();
+                        tally.missed.push(self.missed(
+                            place,
+                            exchange,
+                            noted(Miss {
+                                at: format!("{expect_at}/schema"),
+                                what: format!(
+                                    "schema `{schema}` at body pointer {}",
+                                    if first.is_empty() { "(root)" } else { &first }
+                                ),
+                                expected: format!("a body valid against `{schema}`"),
+                                actual: shown.join("; "),
+                                note: None,
+                                pointer: Some(first),
+                            }),
+                            context.clone(),
+                            own,
+                        ));
+                    }
+                }
             }
         }
         for assertion in &expect.assertions {
-            match assertion::evaluate(assertion, exchange, vars) {
+            let proves = place.scenario.assertion_proves(place.step, assertion);
+            match assertion::evaluate(assertion, seen, vars) {
                 Ok(()) => {}
+                Err(Verdict::Error(error @ RunError::NotJson { .. })) => {
+                    tally.unreadable.push((error, proves.to_vec()))
+                }
                 Err(Verdict::Error(error)) => return Err(StepError::Error(error)),
                 Err(Verdict::Mismatch(mismatch)) => {
                     let mut what = assertion.target.to_string();
@@ -512,10 +683,10 @@ impl Driver {
                     if let Some(map) = &assertion.map {
                         what.push_str(&format!(" mapped through {map}"));
                     }
-                    return Err(self.failure(
+                    tally.missed.push(self.missed(
                         place,
                         exchange,
-                        Miss {
+                        noted(Miss {
                             at: assertion.pointer.clone(),
                             what,
                             expected: mismatch.expected,
@@ -525,24 +696,26 @@ impl Driver {
                                 Target::Pointer(pointer) => Some(pointer.clone()),
                                 Target::Header(_) => None,
                             },
-                        },
-                        context,
-                        sink,
+                        }),
+                        context.clone(),
+                        proves,
                     ));
                 }
             }
         }
-        Ok(expect.checks())
+        Ok(tally)
     }
 
-    fn failure(
+    /// A claim that did not hold, with its message and the requirements it
+    /// fails.
+    fn missed(
         &self,
         place: &Place<'_>,
         exchange: &Exchange,
         miss: Miss,
         context: Option<String>,
-        sink: &mut Option<Check>,
-    ) -> StepError {
+        proves: &[String],
+    ) -> Missed {
         let mut message = format!("{}: {} did not hold", place.heading(), miss.what);
         if let Some(note) = &miss.note {
             message.push_str(&format!("\n  {note}"));
@@ -560,15 +733,65 @@ impl Driver {
             exchange.status,
             exchange.excerpt()
         ));
-        *sink = Some(Check {
-            at: miss.at,
-            what: miss.what,
-            pointer: miss.pointer,
-            expected: miss.expected,
-            actual: miss.actual,
-            note: miss.note,
-            context,
-        });
-        StepError::Failure(Failure { message })
+        Missed {
+            proves: proves.to_vec(),
+            blocking: place.scenario.blocks(proves),
+            message,
+            check: Check {
+                at: miss.at,
+                what: miss.what,
+                pointer: miss.pointer,
+                expected: miss.expected,
+                actual: miss.actual,
+                note: miss.note,
+                context,
+            },
+            response: Some(exchange.clone()),
+        }
     }
+}
+
+/// The schema of a list answer, whose goals are narrowed to the scenario's.
+const GOAL_LIST: &str = "goal-list";
+
+/// A `goal-list` answer with only the goals whose `objective` carries
+/// `goalpost {nonce}`, and how many others were left out: a list check
+/// must never see what another scenario (or anyone else) stored in the
+/// tenant. `None` (check the answer as it is) unless the body is an object
+/// whose `goals` is an array: a broken envelope still fails its checks.
+fn narrow(exchange: &Exchange, nonce: &str) -> Option<(Exchange, usize)> {
+    let body = exchange.json().ok()?;
+    let goals = body.as_object()?.get("goals")?.as_array()?;
+    let marker = format!("goalpost {nonce}");
+    let kept: Vec<Value> = goals
+        .iter()
+        .filter(|goal| {
+            goal.get("objective")
+                .and_then(Value::as_str)
+                .is_some_and(|objective| objective.contains(&marker))
+        })
+        .cloned()
+        .collect();
+    let left_out = goals.len() - kept.len();
+    let mut narrowed = body.clone();
+    narrowed["goals"] = Value::Array(kept);
+    let bytes = serde_json::to_vec(&narrowed).ok()?;
+    Some((
+        Exchange::new(
+            &exchange.method,
+            &exchange.url,
+            exchange.status,
+            exchange.headers.clone(),
+            bytes,
+        ),
+        left_out,
+    ))
+}
+
+fn narrowing_note(left_out: usize, nonce: &str) -> Option<String> {
+    (left_out > 0).then(|| {
+        format!(
+            "{left_out} goal(s) of other scenarios left out: list checks see only goals whose objective contains \"goalpost {nonce}\" (the recorded response is the full list)"
+        )
+    })
 }

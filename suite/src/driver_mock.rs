@@ -10,12 +10,13 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
-use super::{Driver, Place};
+use super::{Driver, Missed, Place, Tally};
 use crate::assertion::{self, Verdict};
-use crate::error::{Failure, RunError, StepError};
+use crate::error::{RunError, StepError};
 use crate::http::excerpt;
 use crate::mock::{MockServer, MockSession, Window};
 use crate::model::{Assertion, Capture, ClockFormat, MockStep, MockWindow, Repeat, Scenario};
+use crate::report::exchange::Check;
 use crate::template::Vars;
 
 /// The seam whose advertisement promises calls to the mock.
@@ -98,7 +99,7 @@ impl Driver {
         step: &MockStep,
         vars: &mut Vars,
         session: Option<&MockSession>,
-    ) -> Result<u32, StepError> {
+    ) -> Result<Tally, StepError> {
         let Some(session) = session else {
             return Err(RunError::Scenario(
                 "a mockLog step ran without the scenario's mock session".to_string(),
@@ -106,11 +107,11 @@ impl Driver {
             .into());
         };
         let window = self.render_window(&step.window, vars)?;
-        let (view, checks) = match step.repeat {
+        let (view, mut tally) = match step.repeat {
             Repeat::Once => {
                 let view = session.view(&window);
-                let checks = self.check_view(place, step, session, &view, vars, None)?;
-                (view, checks)
+                let tally = self.check_view(place, step, session, &view, vars, None)?;
+                (view, tally)
             }
             Repeat::Poll {
                 timeout_ms,
@@ -125,22 +126,18 @@ impl Driver {
                     attempt += 1;
                     let view = session.view(&window);
                     let now = Instant::now();
-                    let context = (now >= deadline).then(|| {
+                    let last = now >= deadline;
+                    let context = last.then(|| {
                         format!(
                             "still failing after polling the mock log for {} ms ({attempt} looks)",
                             (now - started).as_millis()
                         )
                     });
-                    match self.check_view(place, step, session, &view, vars, context) {
-                        Ok(checks) => break (view, checks),
-                        Err(StepError::Failure(failure)) if now >= deadline => {
-                            return Err(StepError::Failure(failure))
-                        }
-                        Err(StepError::Failure(_)) => {
-                            tokio::time::sleep(interval.min(deadline - now)).await
-                        }
-                        Err(error) => return Err(error),
+                    let tally = self.check_view(place, step, session, &view, vars, context)?;
+                    if !tally.blocked() || last {
+                        break (view, tally);
                     }
+                    tokio::time::sleep(interval.min(deadline - now)).await
                 }
             }
             Repeat::Observe {
@@ -150,22 +147,29 @@ impl Driver {
                 let interval = Duration::from_millis(interval_ms);
                 let end = Instant::now() + Duration::from_millis(for_ms);
                 let mut attempt = 0u32;
+                let mut advisories: Vec<Missed> = Vec::new();
                 loop {
                     attempt += 1;
                     let view = session.view(&window);
                     let context = format!(
                         "during the {for_ms} ms observation of the mock log, look {attempt}"
                     );
-                    let checks =
+                    let mut tally =
                         self.check_view(place, step, session, &view, vars, Some(context))?;
+                    tally.absorb(std::mem::take(&mut advisories));
                     let now = Instant::now();
-                    if now >= end {
-                        break (view, checks);
+                    if tally.blocked() || now >= end {
+                        break (view, tally);
                     }
+                    advisories = tally.missed;
                     tokio::time::sleep(interval.min(end - now)).await;
                 }
             }
         };
+        if tally.blocked() {
+            // Captures feed later steps, which will not run.
+            return Ok(tally);
+        }
         for (name, source) in &step.capture {
             let value = match source {
                 Capture::Pointer(pointer) => view.pointer(pointer).cloned(),
@@ -187,11 +191,23 @@ impl Driver {
                     },
                     actual: "(absent)".to_string(),
                 };
-                return Err(self.mock_failure(place, session, &view, miss, None));
+                // A later step needs the value: a missing capture always
+                // stops the scenario.
+                let mut missed = self.mock_failure(
+                    place,
+                    session,
+                    &view,
+                    miss,
+                    None,
+                    place.scenario.step_proves(place.step),
+                );
+                missed.blocking = true;
+                tally.missed.push(missed);
+                return Ok(tally);
             };
             vars.set(name, value);
         }
-        Ok(checks)
+        Ok(tally)
     }
 
     /// The value of a `clock` capture taken now.
@@ -210,7 +226,8 @@ impl Driver {
         view: &Value,
         vars: &Vars,
         context: Option<String>,
-    ) -> Result<u32, StepError> {
+    ) -> Result<Tally, StepError> {
+        let mut tally = Tally::new(step.expect.checks());
         for assertion in &step.expect.assertions {
             match assertion::evaluate_json(assertion, view, vars) {
                 Ok(()) => {}
@@ -222,11 +239,19 @@ impl Driver {
                         expected: mismatch.expected,
                         actual: mismatch.actual,
                     };
-                    return Err(self.mock_failure(place, session, view, miss, context));
+                    let proves = place.scenario.assertion_proves(place.step, assertion);
+                    tally.missed.push(self.mock_failure(
+                        place,
+                        session,
+                        view,
+                        miss,
+                        context.clone(),
+                        proves,
+                    ));
                 }
             }
         }
-        Ok(step.expect.checks())
+        Ok(tally)
     }
 
     fn mock_failure(
@@ -236,7 +261,8 @@ impl Driver {
         view: &Value,
         miss: Miss,
         context: Option<String>,
-    ) -> StepError {
+        proves: &[String],
+    ) -> Missed {
         let mut message = format!("{}: mock log {} did not hold", place.heading(), miss.what);
         let total = session.total();
         if total == 0 && self.host.capabilities.seams.contains(WEBHOOKS) {
@@ -260,7 +286,21 @@ impl Driver {
             miss.actual,
             excerpt(summary.to_string().as_bytes())
         ));
-        StepError::Failure(Failure { message })
+        Missed {
+            proves: proves.to_vec(),
+            blocking: place.scenario.blocks(proves),
+            message,
+            check: Check {
+                at: miss.at,
+                what: format!("mock log {}", miss.what),
+                pointer: None,
+                expected: miss.expected,
+                actual: miss.actual,
+                note: None,
+                context,
+            },
+            response: None,
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
-use super::{Driver, Miss, Place, Trace};
+use super::{Driver, Miss, Place, Tally, Trace};
 use crate::assertion::{self, Verdict};
 use crate::error::{RunError, StepError};
 use crate::http::{excerpt, Exchange, Outgoing};
@@ -33,7 +33,7 @@ impl Driver {
         parallel: Parallel,
         vars: &mut Vars,
         trace: &mut Trace,
-    ) -> Result<u32, StepError> {
+    ) -> Result<Tally, StepError> {
         let mut outgoing = Vec::with_capacity(parallel.count as usize);
         for index in 1..=parallel.count {
             let mut copy = vars.clone();
@@ -44,7 +44,13 @@ impl Driver {
         let exchanges = self.send_together(outgoing).await?;
         trace.response = exchanges.first().cloned();
         let document = aggregate(&exchanges);
-        let checks = self.check_parallel(place, request, &exchanges, &document, vars, trace)?;
+        let mut tally = self
+            .check_parallel(place, request, &exchanges, &document, vars)?
+            .settle()?;
+        if tally.blocked() {
+            // Captures feed later steps, which will not run.
+            return Ok(tally);
+        }
         for (name, source) in &request.capture {
             let value = match source {
                 Capture::Pointer(pointer) => document.pointer(pointer).cloned(),
@@ -62,7 +68,9 @@ impl Driver {
                     Capture::Clock(_) | Capture::Header(_) => String::new(),
                 };
                 let first = exchanges.first().ok_or_else(no_answers)?;
-                return Err(self.failure(
+                // A later step needs the value: a missing capture always
+                // stops the scenario.
+                let mut missed = self.missed(
                     place,
                     first,
                     Miss {
@@ -74,12 +82,15 @@ impl Driver {
                         pointer: Some(pointer),
                     },
                     None,
-                    &mut trace.check,
-                ));
+                    place.scenario.step_proves(place.step),
+                );
+                missed.blocking = true;
+                tally.missed.push(missed);
+                return Ok(tally);
             };
             vars.set(name, value);
         }
-        Ok(checks)
+        Ok(tally)
     }
 
     /// Sends every copy at the same moment (they wait on one barrier, so
@@ -125,18 +136,18 @@ impl Driver {
         exchanges: &[Exchange],
         document: &Value,
         vars: &Vars,
-        trace: &mut Trace,
-    ) -> Result<u32, StepError> {
+    ) -> Result<Tally, StepError> {
         let expect = &request.expect;
         let expect_at = format!("{}/expect", place.step.pointer);
         let total = exchanges.len();
+        let own = place.scenario.step_proves(place.step);
+        let mut tally = Tally::new(0);
         if !expect.status.is_empty() {
             if let Some((index, exchange)) = exchanges
                 .iter()
                 .enumerate()
                 .find(|(_, exchange)| !expect.status.contains(&exchange.status))
             {
-                trace.response = Some(exchange.clone());
                 let listed: Vec<String> = expect.status.iter().map(u16::to_string).collect();
                 let seam_note = match &request.request.seam {
                     Some(seam)
@@ -149,7 +160,7 @@ impl Driver {
                     }
                     _ => String::new(),
                 };
-                return Err(self.failure(
+                tally.missed.push(self.missed(
                     place,
                     exchange,
                     Miss {
@@ -161,7 +172,7 @@ impl Driver {
                         pointer: None,
                     },
                     None,
-                    &mut trace.check,
+                    own,
                 ));
             }
         }
@@ -184,20 +195,25 @@ impl Driver {
                     continue;
                 }
                 reached = true;
-                let body = exchange.json()?;
+                let body = match exchange.json() {
+                    Ok(body) => body,
+                    Err(error) => {
+                        tally.unreadable.push((error, own.to_vec()));
+                        break;
+                    }
+                };
                 if let Err(violations) = self.schemas.validate(schema, body) {
-                    trace.response = Some(exchange.clone());
                     let shown: Vec<String> =
                         violations.iter().take(5).map(ToString::to_string).collect();
                     let first = violations
                         .first()
                         .map(|v| v.pointer.clone())
                         .unwrap_or_default();
-                    return Err(self.failure(
+                    tally.missed.push(self.missed(
                         place,
                         exchange,
                         Miss {
-                            at,
+                            at: at.clone(),
                             what: format!(
                                 "schema `{schema}` of parallel answer {} of {total} ({}) at body pointer {}",
                                 index + 1,
@@ -210,8 +226,10 @@ impl Driver {
                             pointer: Some(first),
                         },
                         None,
-                        &mut trace.check,
+                        own,
                     ));
+                    // One offending answer per schema is the verdict.
+                    break;
                 }
             }
             if reached && status.is_some() {
@@ -219,6 +237,7 @@ impl Driver {
             }
         }
         for assertion in &expect.assertions {
+            let proves = place.scenario.assertion_proves(place.step, assertion);
             match assertion::evaluate_json(assertion, document, vars) {
                 Ok(()) => {}
                 Err(Verdict::Error(error)) => return Err(StepError::Error(error)),
@@ -236,7 +255,7 @@ impl Driver {
                     if let Some(map) = &assertion.map {
                         what.push_str(&format!(" mapped through {map}"));
                     }
-                    return Err(self.failure(
+                    tally.missed.push(self.missed(
                         place,
                         first,
                         Miss {
@@ -251,12 +270,13 @@ impl Driver {
                             },
                         },
                         None,
-                        &mut trace.check,
+                        proves,
                     ));
                 }
             }
         }
-        Ok(expect.checks().saturating_add(applied))
+        tally.checks = expect.checks().saturating_add(applied);
+        Ok(tally)
     }
 }
 

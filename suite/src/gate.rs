@@ -3,17 +3,34 @@
 
 use std::collections::BTreeSet;
 
+use crate::config::RunConfig;
 use crate::discovery::Capabilities;
 use crate::ledger::SkipReason;
 use crate::model::Scenario;
 
+/// The option `needs.options` names for `--webhook-secret`.
+pub const WEBHOOK_SECRET: &str = "webhook-secret";
+
+/// The suite options (as `needs.options` names them) this run was given.
+pub fn options_given(config: &RunConfig) -> BTreeSet<String> {
+    let mut given = BTreeSet::new();
+    // The bundled host always gets a made-up secret, so this is only ever
+    // missing against a remote host started without `--webhook-secret`.
+    if config.callback.secret.is_some() {
+        given.insert(WEBHOOK_SECRET.to_string());
+    }
+    given
+}
+
 /// `None` when the scenario can run; otherwise why it is skipped. Reasons
-/// are checked in a fixed order so the same host always gets the same one.
+/// are checked in a fixed order so the same host always gets the same one:
+/// what the host advertises first, then what the run was given.
 pub fn gate(
     scenario: &Scenario,
     capabilities: &Capabilities,
     selected: &BTreeSet<String>,
     second_tenant: bool,
+    options: &BTreeSet<String>,
 ) -> Option<SkipReason> {
     let needs = &scenario.needs;
     if !selected.contains(&scenario.profile) {
@@ -26,6 +43,10 @@ pub fn gate(
         || needs
             .requires_bounds
             .is_some_and(|wanted| wanted != capabilities.requires_bounds)
+        || needs
+            .judge
+            .as_ref()
+            .is_some_and(|judge| capabilities.judge.as_ref() != Some(judge))
     {
         Some(SkipReason::NotAdvertised)
     } else if needs
@@ -36,6 +57,8 @@ pub fn gate(
         Some(SkipReason::SeamAbsent)
     } else if needs.tenants >= 2 && !second_tenant {
         Some(SkipReason::NeedsSecondTenant)
+    } else if needs.options.iter().any(|option| !options.contains(option)) {
+        Some(SkipReason::NotConfigured)
     } else {
         None
     }
@@ -54,6 +77,7 @@ mod tests {
             path: PathBuf::from("x.json"),
             title: "x".to_string(),
             requirements: Vec::new(),
+            should: Default::default(),
             needs,
             checks: 1,
             steps: Vec::new(),
@@ -67,6 +91,7 @@ mod tests {
         Capabilities {
             goals: true,
             continuation: ["manual", "schedule"].map(String::from).into(),
+            continuation_order: ["manual", "schedule"].map(String::from).into(),
             seams: ["continue", "events", "fixtures"].map(String::from).into(),
             base_path: "/g".to_string(),
             judge: Some("verifier".to_string()),
@@ -80,7 +105,14 @@ mod tests {
             continuation: modes.iter().map(|s| s.to_string()).collect(),
             tenants,
             requires_bounds: None,
+            judge: None,
+            options: Vec::new(),
         }
+    }
+
+    /// Every option the suite knows was given.
+    fn given() -> BTreeSet<String> {
+        [WEBHOOK_SECRET.to_string()].into()
     }
 
     fn selected(profiles: &[&str]) -> BTreeSet<String> {
@@ -90,14 +122,17 @@ mod tests {
     #[test]
     fn runs_when_every_need_is_met() {
         let s = scenario("behavior", needs(&["continue"], &["schedule"], 2));
-        assert_eq!(gate(&s, &full_host(), &selected(&["behavior"]), true), None);
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["behavior"]), true, &given()),
+            None
+        );
     }
 
     #[test]
     fn unselected_profiles_are_opted_out_first() {
         let s = scenario("behavior", needs(&["webhooks"], &[], 2));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["core"]), false),
+            gate(&s, &full_host(), &selected(&["core"]), false, &given()),
             Some(SkipReason::OptedOut)
         );
     }
@@ -110,12 +145,12 @@ mod tests {
             ..full_host()
         };
         assert_eq!(
-            gate(&s, &bare, &selected(&["core"]), true),
+            gate(&s, &bare, &selected(&["core"]), true, &given()),
             Some(SkipReason::NotAdvertised)
         );
         let s = scenario("behavior", needs(&["continue"], &["heartbeat"], 1));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["behavior"]), true),
+            gate(&s, &full_host(), &selected(&["behavior"]), true, &given()),
             Some(SkipReason::NotAdvertised)
         );
     }
@@ -134,11 +169,17 @@ mod tests {
             ..full_host()
         };
         assert_eq!(
-            gate(&wants_true, &full_host(), &selected(&["core"]), true),
+            gate(
+                &wants_true,
+                &full_host(),
+                &selected(&["core"]),
+                true,
+                &given()
+            ),
             None
         );
         assert_eq!(
-            gate(&wants_true, &relaxed, &selected(&["core"]), true),
+            gate(&wants_true, &relaxed, &selected(&["core"]), true, &given()),
             Some(SkipReason::NotAdvertised)
         );
         let wants_false = Scenario {
@@ -149,11 +190,17 @@ mod tests {
             ..scenario("core", needs(&[], &[], 1))
         };
         assert_eq!(
-            gate(&wants_false, &relaxed, &selected(&["core"]), true),
+            gate(&wants_false, &relaxed, &selected(&["core"]), true, &given()),
             None
         );
         assert_eq!(
-            gate(&wants_false, &full_host(), &selected(&["core"]), true),
+            gate(
+                &wants_false,
+                &full_host(),
+                &selected(&["core"]),
+                true,
+                &given()
+            ),
             Some(SkipReason::NotAdvertised)
         );
     }
@@ -162,7 +209,7 @@ mod tests {
     fn missing_seam_is_seam_absent() {
         let s = scenario("behavior", needs(&["continue", "webhooks"], &[], 1));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["behavior"]), true),
+            gate(&s, &full_host(), &selected(&["behavior"]), true, &given()),
             Some(SkipReason::SeamAbsent)
         );
     }
@@ -171,8 +218,76 @@ mod tests {
     fn two_tenants_need_token_b() {
         let s = scenario("core", needs(&[], &[], 2));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["core"]), false),
+            gate(&s, &full_host(), &selected(&["core"]), false, &given()),
             Some(SkipReason::NeedsSecondTenant)
         );
+    }
+
+    #[test]
+    fn a_judge_need_follows_the_advertised_judge() {
+        let wants = |judge: &str| Scenario {
+            needs: Needs {
+                judge: Some(judge.to_string()),
+                ..needs(&[], &[], 1)
+            },
+            ..scenario("behavior", needs(&[], &[], 1))
+        };
+        let host_judge = Capabilities {
+            judge: Some("host".to_string()),
+            ..full_host()
+        };
+        let no_judge = Capabilities {
+            judge: None,
+            ..full_host()
+        };
+        let profiles = selected(&["behavior"]);
+        assert_eq!(
+            gate(&wants("verifier"), &full_host(), &profiles, true, &given()),
+            None
+        );
+        assert_eq!(
+            gate(&wants("verifier"), &host_judge, &profiles, true, &given()),
+            Some(SkipReason::NotAdvertised)
+        );
+        assert_eq!(
+            gate(&wants("host"), &host_judge, &profiles, true, &given()),
+            None
+        );
+        assert_eq!(
+            gate(&wants("host"), &full_host(), &profiles, true, &given()),
+            Some(SkipReason::NotAdvertised)
+        );
+        assert_eq!(
+            gate(&wants("verifier"), &no_judge, &profiles, true, &given()),
+            Some(SkipReason::NotAdvertised),
+            "a host naming no judge advertises neither"
+        );
+    }
+
+    #[test]
+    fn a_missing_option_is_not_configured_after_the_host_reasons() {
+        let s = Scenario {
+            needs: Needs {
+                options: vec![WEBHOOK_SECRET.to_string()],
+                ..needs(&["webhooks"], &[], 1)
+            },
+            ..scenario("observed", needs(&[], &[], 1))
+        };
+        let profiles = selected(&["observed"]);
+        let with_webhooks = Capabilities {
+            seams: ["webhooks"].map(String::from).into(),
+            ..full_host()
+        };
+        assert_eq!(gate(&s, &with_webhooks, &profiles, true, &given()), None);
+        assert_eq!(
+            gate(&s, &with_webhooks, &profiles, true, &BTreeSet::new()),
+            Some(SkipReason::NotConfigured)
+        );
+        assert_eq!(
+            gate(&s, &full_host(), &profiles, true, &BTreeSet::new()),
+            Some(SkipReason::SeamAbsent),
+            "what the host lacks is reported before what the run lacks"
+        );
+        assert_eq!(SkipReason::NotConfigured.as_str(), "not-configured");
     }
 }

@@ -21,8 +21,12 @@ pub enum SkipReason {
     SeamAbsent,
     /// The scenario needs `--token-b`.
     NeedsSecondTenant,
-    /// Its profile was not selected, or a filter left it out.
+    /// Its profile was not selected.
     OptedOut,
+    /// A harness name filter or `--skip` left it out of this run.
+    Filtered,
+    /// A suite option it needs (e.g. `--webhook-secret`) was not given.
+    NotConfigured,
 }
 
 impl SkipReason {
@@ -32,7 +36,24 @@ impl SkipReason {
             SkipReason::SeamAbsent => "seam-absent",
             SkipReason::NeedsSecondTenant => "needs-second-tenant",
             SkipReason::OptedOut => "opted-out",
+            SkipReason::Filtered => "filtered",
+            SkipReason::NotConfigured => "not-configured",
         }
+    }
+
+    /// Every reason, in the order the reports' legends list them.
+    pub const ALL: [SkipReason; 6] = [
+        SkipReason::NotAdvertised,
+        SkipReason::SeamAbsent,
+        SkipReason::NeedsSecondTenant,
+        SkipReason::NotConfigured,
+        SkipReason::OptedOut,
+        SkipReason::Filtered,
+    ];
+
+    /// The reason a keyword names (`as_str`'s inverse).
+    pub fn parse(keyword: &str) -> Option<SkipReason> {
+        SkipReason::ALL.into_iter().find(|r| r.as_str() == keyword)
     }
 }
 
@@ -72,6 +93,81 @@ impl Outcome {
     }
 }
 
+/// What one scenario run says about one requirement it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequirementOutcome {
+    /// Every check proving it ran and held.
+    Pass,
+    /// A blocking check proving it failed (a MUST requirement).
+    Fail(Attributed),
+    /// A check proving it failed and it is SHOULD: reported, never blocking.
+    Advisory(Attributed),
+    /// Its checks never ran: an earlier blocking check of another
+    /// requirement, or a setup check, failed. The reason names the step and
+    /// what failed there.
+    NotReached(String),
+    /// The host could not be used while its checks were pending.
+    Error(Attributed),
+}
+
+impl RequirementOutcome {
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            RequirementOutcome::Pass => "pass",
+            RequirementOutcome::Fail(_) => "fail",
+            RequirementOutcome::Advisory(_) => "advisory",
+            RequirementOutcome::NotReached(_) => "not-reached",
+            RequirementOutcome::Error(_) => "error",
+        }
+    }
+
+    /// Why it did not pass.
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            RequirementOutcome::Pass => None,
+            RequirementOutcome::Fail(why)
+            | RequirementOutcome::Advisory(why)
+            | RequirementOutcome::Error(why) => Some(&why.message),
+            RequirementOutcome::NotReached(reason) => Some(reason),
+        }
+    }
+
+    /// The step whose check failed (or errored on) this requirement, with
+    /// that check's exchange.
+    pub fn failed_step(&self) -> Option<&FailedStep> {
+        match self {
+            RequirementOutcome::Fail(why)
+            | RequirementOutcome::Advisory(why)
+            | RequirementOutcome::Error(why) => why.failed_step.as_deref(),
+            RequirementOutcome::Pass | RequirementOutcome::NotReached(_) => None,
+        }
+    }
+
+    /// What a whole-scenario outcome says about each requirement, for
+    /// scenarios that recorded nothing finer (skipped, never run, errored
+    /// before their first step).
+    pub fn from_outcome(outcome: &Outcome, failed_step: Option<&FailedStep>) -> Option<Self> {
+        let why = |message: &String| Attributed {
+            message: message.clone(),
+            failed_step: failed_step.cloned().map(Box::new),
+        };
+        match outcome {
+            Outcome::Pass => Some(RequirementOutcome::Pass),
+            Outcome::Fail(message) => Some(RequirementOutcome::Fail(why(message))),
+            Outcome::Error(message) => Some(RequirementOutcome::Error(why(message))),
+            Outcome::Skip(_) => None,
+        }
+    }
+}
+
+/// A failure or error pinned on a requirement: the message of the check
+/// that failed it and that check's step and exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attributed {
+    pub message: String,
+    pub failed_step: Option<Box<FailedStep>>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioResult {
     pub name: String,
@@ -85,9 +181,21 @@ pub struct ScenarioResult {
     pub failed_step: Option<Box<FailedStep>>,
     /// The suite's own counts next to the host's claims.
     pub observations: Vec<Observation>,
+    /// Per requirement the scenario names, what this run says about it.
+    /// Empty when the scenario did not run (skipped, or errored before it
+    /// could): then `outcome` speaks for every requirement it names.
+    pub requirements: BTreeMap<String, RequirementOutcome>,
 }
 
 impl ScenarioResult {
+    /// What this run says about requirement `id`; `None` for a skip.
+    pub fn requirement(&self, id: &str) -> Option<RequirementOutcome> {
+        match self.requirements.get(id) {
+            Some(outcome) => Some(outcome.clone()),
+            None => RequirementOutcome::from_outcome(&self.outcome, self.failed_step.as_deref()),
+        }
+    }
+
     pub fn skipped(name: &str, reason: SkipReason) -> ScenarioResult {
         ScenarioResult {
             name: name.to_string(),
@@ -97,6 +205,7 @@ impl ScenarioResult {
             quiet: Duration::ZERO,
             failed_step: None,
             observations: Vec::new(),
+            requirements: BTreeMap::new(),
         }
     }
 }
@@ -105,7 +214,14 @@ impl ScenarioResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Disposition {
     Pass,
+    /// A MUST requirement the host broke.
     Fail,
+    /// A SHOULD requirement the host did not meet: reported, counted apart,
+    /// never blocks certification.
+    Advisory,
+    /// Its checks never ran because an earlier check (of another
+    /// requirement, or a setup check) failed: neither proven nor broken.
+    NotReached,
     Skip(SkipReason),
     Error,
 }
@@ -115,6 +231,8 @@ impl Disposition {
         match self {
             Disposition::Pass => "pass",
             Disposition::Fail => "fail",
+            Disposition::Advisory => "advisory",
+            Disposition::NotReached => "not-reached",
             Disposition::Skip(_) => "skip",
             Disposition::Error => "error",
         }
@@ -134,6 +252,10 @@ pub struct RequirementResult {
     pub disposition: Disposition,
     /// Names of the scenarios that name it, sorted.
     pub scenarios: Vec<String>,
+    /// Why it did not pass, when the ledger knows better than the first
+    /// failing scenario's message (an advisory's reason, "not reached: step
+    /// 3 ... failed on ..."). `None`: reports fall back to that message.
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -142,6 +264,9 @@ pub struct ProfileSummary {
     pub certified: bool,
     pub pass: u32,
     pub fail: u32,
+    /// SHOULD requirements not met (never block certification).
+    pub advisory: u32,
+    pub not_reached: u32,
     pub skip: u32,
     pub error: u32,
 }
@@ -177,11 +302,15 @@ impl Ledger {
     }
 }
 
-/// One disposition per requirement, over the scenarios naming it: any fail →
-/// fail; else any error → error; else all skipped → skip with the first
-/// reason (scenarios in name order); else pass. A named scenario with no
-/// recorded outcome counts as an error: a requirement is never passed by a
-/// scenario that did not run.
+/// One disposition per requirement, over what each scenario naming it says
+/// about it (its per-requirement outcome, or its whole outcome when it
+/// recorded none): any fail → fail; else any error → error; else any
+/// not-reached → not-reached; else any advisory → advisory; else all
+/// skipped → skip with the first reason (scenarios in name order); else
+/// pass. A SHOULD requirement never ends fail: its failure is advisory. A
+/// named scenario with no recorded outcome counts as an error: a
+/// requirement is never passed by a scenario that did not run. `message`
+/// is the first (in scenario name order) message of the deciding kind.
 pub fn dispose(
     requirements: &[Requirement],
     scenarios: &[Scenario],
@@ -203,48 +332,126 @@ pub fn dispose(
                 .get(requirement.id.as_str())
                 .map(|names| names.iter().map(|n| n.to_string()).collect())
                 .unwrap_or_default();
-            let outcomes: Vec<Option<&Outcome>> = names
+            let verdicts: Vec<Said> = names
                 .iter()
-                .map(|name| ledger.get(name).map(|r| &r.outcome))
+                .map(|name| match ledger.get(name) {
+                    None => Said::Error(format!("{name} did not run")),
+                    Some(result) => match result.requirement(&requirement.id) {
+                        None => match result.outcome {
+                            Outcome::Skip(reason) => Said::Skip(reason),
+                            _ => Said::Error(format!("{name} recorded nothing")),
+                        },
+                        Some(RequirementOutcome::Pass) => Said::Pass,
+                        Some(RequirementOutcome::Fail(why)) if is_blocking(requirement) => {
+                            Said::Fail(why.message)
+                        }
+                        Some(RequirementOutcome::Fail(why) | RequirementOutcome::Advisory(why)) => {
+                            Said::Advisory(why.message)
+                        }
+                        Some(RequirementOutcome::NotReached(reason)) => Said::NotReached(reason),
+                        Some(RequirementOutcome::Error(why)) => Said::Error(why.message),
+                    },
+                })
                 .collect();
-            let disposition = if outcomes.iter().any(|o| matches!(o, Some(Outcome::Fail(_)))) {
-                Disposition::Fail
-            } else if outcomes
-                .iter()
-                .any(|o| matches!(o, None | Some(Outcome::Error(_))))
-                || outcomes.is_empty()
-            {
-                Disposition::Error
-            } else if let Some(reason) = all_skipped(&outcomes) {
-                Disposition::Skip(reason)
-            } else {
-                Disposition::Pass
-            };
+            let (disposition, message) = merge(&verdicts);
             RequirementResult {
                 requirement: requirement.clone(),
                 disposition,
                 scenarios: names,
+                message,
             }
         })
         .collect()
 }
 
-fn all_skipped(outcomes: &[Option<&Outcome>]) -> Option<SkipReason> {
-    let mut first = None;
-    for outcome in outcomes {
-        match outcome {
-            Some(Outcome::Skip(reason)) => {
-                first.get_or_insert(*reason);
-            }
-            _ => return None,
+/// What one scenario said about one requirement, level already applied.
+enum Said {
+    Pass,
+    Fail(String),
+    Advisory(String),
+    NotReached(String),
+    Skip(SkipReason),
+    Error(String),
+}
+
+fn merge(verdicts: &[Said]) -> (Disposition, Option<String>) {
+    let first = |wanted: fn(&Said) -> Option<&String>| verdicts.iter().find_map(wanted).cloned();
+    if let Some(message) = first(|s| match s {
+        Said::Fail(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Fail, Some(message))
+    } else if verdicts.is_empty() {
+        (
+            Disposition::Error,
+            Some("no scenario names this requirement".to_string()),
+        )
+    } else if let Some(message) = first(|s| match s {
+        Said::Error(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Error, Some(message))
+    } else if let Some(reason) = first(|s| match s {
+        Said::NotReached(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::NotReached, Some(reason))
+    } else if let Some(message) = first(|s| match s {
+        Said::Advisory(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Advisory, Some(message))
+    } else if verdicts.iter().all(|s| matches!(s, Said::Skip(_))) {
+        let reason = verdicts.iter().find_map(|s| match s {
+            Said::Skip(reason) => Some(*reason),
+            _ => None,
+        });
+        match reason {
+            Some(reason) => (Disposition::Skip(reason), None),
+            None => (Disposition::Error, None),
         }
+    } else {
+        (Disposition::Pass, None)
     }
-    first
+}
+
+/// The scenario outcome that decided `result`'s disposition, with the
+/// scenario's name: where a report finds the failed step (and exchange) of
+/// the check that failed, errored on or blocked the requirement.
+pub fn deciding<'a>(
+    result: &RequirementResult,
+    ledger: &'a Ledger,
+) -> Option<(&'a str, RequirementOutcome)> {
+    let wanted = match result.disposition {
+        Disposition::Fail => "fail",
+        Disposition::Error => "error",
+        Disposition::NotReached => "not-reached",
+        Disposition::Advisory => "advisory",
+        Disposition::Pass | Disposition::Skip(_) => return None,
+    };
+    result.scenarios.iter().find_map(|name| {
+        let scenario = ledger.get(name)?;
+        let outcome = scenario.requirement(&result.requirement.id)?;
+        let keyword = match (&outcome, wanted) {
+            // A SHOULD requirement's failure is its advisory.
+            (RequirementOutcome::Fail(_), "advisory") => "advisory",
+            (outcome, _) => outcome.keyword(),
+        };
+        (keyword == wanted).then_some((scenario.name.as_str(), outcome))
+    })
+}
+
+/// Whether a requirement's level makes it block certification: MUST does,
+/// SHOULD never does. Anything else (an unknown level) is treated as MUST,
+/// so a typo can never quietly stop a requirement from counting.
+pub fn is_blocking(requirement: &Requirement) -> bool {
+    requirement.level != "SHOULD"
 }
 
 /// Counts per profile. `profiles` lists every profile to report (selected
-/// or not); a profile is certified only when it has requirements and all of
-/// them passed.
+/// or not). A profile is certified when it has at least one MUST
+/// requirement and every MUST requirement passed; SHOULD requirements are
+/// counted but never block.
 pub fn summarize(
     results: &[RequirementResult],
     profiles: &BTreeSet<String>,
@@ -262,6 +469,8 @@ pub fn summarize(
             )
         })
         .collect();
+    // Per profile: (MUST requirements, MUST requirements that passed).
+    let mut must: BTreeMap<String, (u32, u32)> = BTreeMap::new();
     for result in results {
         let summary = summaries
             .entry(result.requirement.profile.clone())
@@ -272,13 +481,20 @@ pub fn summarize(
         match result.disposition {
             Disposition::Pass => summary.pass += 1,
             Disposition::Fail => summary.fail += 1,
+            Disposition::Advisory => summary.advisory += 1,
+            Disposition::NotReached => summary.not_reached += 1,
             Disposition::Skip(_) => summary.skip += 1,
             Disposition::Error => summary.error += 1,
         }
+        if is_blocking(&result.requirement) {
+            let (total, passed) = must.entry(result.requirement.profile.clone()).or_default();
+            *total += 1;
+            *passed += u32::from(result.disposition == Disposition::Pass);
+        }
     }
-    for summary in summaries.values_mut() {
-        summary.certified =
-            summary.pass > 0 && summary.fail == 0 && summary.skip == 0 && summary.error == 0;
+    for (profile, summary) in summaries.iter_mut() {
+        let (total, passed) = must.get(profile).copied().unwrap_or_default();
+        summary.certified = total > 0 && passed == total;
     }
     summaries
 }
@@ -306,6 +522,7 @@ mod tests {
             path: PathBuf::from(format!("{name}.json")),
             title: name.to_string(),
             requirements: requirements.iter().map(|r| r.to_string()).collect(),
+            should: Default::default(),
             needs: Needs::default(),
             checks: 1,
             steps: Vec::new(),
@@ -324,6 +541,7 @@ mod tests {
             quiet: Duration::ZERO,
             failed_step: None,
             observations: Vec::new(),
+            requirements: BTreeMap::new(),
         }
     }
 
@@ -341,6 +559,160 @@ mod tests {
         assert_eq!(results.len(), 1);
         assert_eq!(results[0].scenarios, names);
         results[0].disposition
+    }
+
+    /// What one scenario said about `core.r`: a per-requirement outcome, or
+    /// only a whole-scenario one (a skip, or a run that recorded nothing
+    /// finer).
+    enum Says {
+        Req(RequirementOutcome),
+        Whole(Outcome),
+    }
+
+    fn why(message: &str) -> Attributed {
+        Attributed {
+            message: message.to_string(),
+            failed_step: None,
+        }
+    }
+
+    /// `core.r` at `level`, named by scenarios `core::s0..` that said these
+    /// things about it (each scenario also names `core.other`, which failed
+    /// everywhere: per-requirement outcomes keep it apart).
+    fn merged(level: &str, says: Vec<Says>) -> RequirementResult {
+        let names: Vec<String> = (0..says.len()).map(|i| format!("core::s{i}")).collect();
+        let scenarios: Vec<Scenario> = names
+            .iter()
+            .map(|n| scenario(n, &["core.r", "core.other"]))
+            .collect();
+        let mut ledger = Ledger::default();
+        for (name, said) in names.iter().zip(says) {
+            let recorded = match said {
+                Says::Whole(outcome) => result(name, outcome),
+                Says::Req(outcome) => {
+                    let mut recorded = result(name, Outcome::Fail("core.other failed".into()));
+                    recorded.requirements = [
+                        ("core.r".to_string(), outcome),
+                        (
+                            "core.other".to_string(),
+                            RequirementOutcome::Fail(why("core.other failed")),
+                        ),
+                    ]
+                    .into();
+                    recorded
+                }
+            };
+            ledger.record(recorded);
+        }
+        let requirement = Requirement {
+            level: level.to_string(),
+            ..requirement("core.r")
+        };
+        let results = dispose(&[requirement], &scenarios, &ledger);
+        results.into_iter().next().expect("one result")
+    }
+
+    fn pass() -> Says {
+        Says::Req(RequirementOutcome::Pass)
+    }
+
+    #[test]
+    fn per_requirement_outcomes_decide_not_the_scenario_outcome() {
+        let result = merged("MUST", vec![pass(), pass()]);
+        assert_eq!(result.disposition, Disposition::Pass);
+        assert_eq!(result.message, None);
+    }
+
+    #[test]
+    fn merging_follows_fail_error_not_reached_advisory_skip_pass() {
+        let fail = || Says::Req(RequirementOutcome::Fail(why("broke it")));
+        let error = || Says::Req(RequirementOutcome::Error(why("garbage")));
+        let not_reached = || Says::Req(RequirementOutcome::NotReached("not reached: x".into()));
+        let advisory = || Says::Req(RequirementOutcome::Advisory(why("should have")));
+        let skip = || Says::Whole(Outcome::Skip(SkipReason::SeamAbsent));
+        let cases: Vec<(Vec<Says>, Disposition, Option<&str>)> = vec![
+            (
+                vec![pass(), advisory(), not_reached(), error(), fail(), skip()],
+                Disposition::Fail,
+                Some("broke it"),
+            ),
+            (
+                vec![pass(), advisory(), not_reached(), error(), skip()],
+                Disposition::Error,
+                Some("garbage"),
+            ),
+            (
+                vec![pass(), advisory(), not_reached(), skip()],
+                Disposition::NotReached,
+                Some("not reached: x"),
+            ),
+            (
+                vec![skip(), pass(), advisory()],
+                Disposition::Advisory,
+                Some("should have"),
+            ),
+            (
+                vec![
+                    skip(),
+                    Says::Whole(Outcome::Skip(SkipReason::NotConfigured)),
+                ],
+                Disposition::Skip(SkipReason::SeamAbsent),
+                None,
+            ),
+            (vec![skip(), pass()], Disposition::Pass, None),
+        ];
+        for (says, disposition, message) in cases {
+            let result = merged("MUST", says);
+            assert_eq!(result.disposition, disposition);
+            assert_eq!(result.message.as_deref(), message, "{disposition:?}");
+        }
+    }
+
+    #[test]
+    fn a_should_requirement_never_fails() {
+        let result = merged(
+            "SHOULD",
+            vec![pass(), Says::Req(RequirementOutcome::Fail(why("missed")))],
+        );
+        assert_eq!(result.disposition, Disposition::Advisory);
+        assert_eq!(result.message.as_deref(), Some("missed"));
+        // Scenarios that recorded nothing finer fail it as a whole: still
+        // only an advisory.
+        let result = merged("SHOULD", vec![Says::Whole(Outcome::Fail("whole".into()))]);
+        assert_eq!(result.disposition, Disposition::Advisory);
+        let result = merged("MUST", vec![Says::Whole(Outcome::Fail("whole".into()))]);
+        assert_eq!(result.disposition, Disposition::Fail);
+    }
+
+    #[test]
+    fn the_deciding_scenario_carries_the_failed_step() {
+        let names = ["core::s0", "core::s1"];
+        let scenarios: Vec<Scenario> = names.iter().map(|n| scenario(n, &["core.r"])).collect();
+        let mut ledger = Ledger::default();
+        ledger.record(result(names[0], Outcome::Pass));
+        let mut failing = result(names[1], Outcome::Pass);
+        let step = FailedStep {
+            step: 2,
+            ..FailedStep::default()
+        };
+        failing.requirements = [(
+            "core.r".to_string(),
+            RequirementOutcome::Advisory(Attributed {
+                message: "no Location".to_string(),
+                failed_step: Some(Box::new(step.clone())),
+            }),
+        )]
+        .into();
+        ledger.record(failing);
+        let requirement = Requirement {
+            level: "SHOULD".to_string(),
+            ..requirement("core.r")
+        };
+        let results = dispose(&[requirement], &scenarios, &ledger);
+        assert_eq!(results[0].disposition, Disposition::Advisory);
+        let (name, outcome) = deciding(&results[0], &ledger).expect("a deciding scenario");
+        assert_eq!(name, "core::s1");
+        assert_eq!(outcome.failed_step(), Some(&step));
     }
 
     #[test]
@@ -414,12 +786,28 @@ mod tests {
         dispositions: &[(&str, Disposition)],
         selected: &[&str],
     ) -> BTreeMap<String, ProfileSummary> {
+        let levelled: Vec<(&str, &str, Disposition)> = dispositions
+            .iter()
+            .map(|(id, disposition)| (*id, "MUST", *disposition))
+            .collect();
+        summaries_at_levels(&levelled, selected)
+    }
+
+    /// `(id, level, disposition)` per requirement.
+    fn summaries_at_levels(
+        dispositions: &[(&str, &str, Disposition)],
+        selected: &[&str],
+    ) -> BTreeMap<String, ProfileSummary> {
         let results: Vec<RequirementResult> = dispositions
             .iter()
-            .map(|(id, disposition)| RequirementResult {
-                requirement: requirement(id),
+            .map(|(id, level, disposition)| RequirementResult {
+                requirement: Requirement {
+                    level: level.to_string(),
+                    ..requirement(id)
+                },
                 disposition: *disposition,
                 scenarios: Vec::new(),
+                message: None,
             })
             .collect();
         let profiles: BTreeSet<String> = ["core", "behavior", "strict"].map(String::from).into();
@@ -468,5 +856,97 @@ mod tests {
         assert!(!strict.certified);
         assert_eq!(strict.pass + strict.fail + strict.skip + strict.error, 0);
         assert!(!summary["behavior"].selected);
+    }
+
+    #[test]
+    fn should_requirements_never_block_certification() {
+        let summary = summaries_at_levels(
+            &[
+                ("core.a", "MUST", Disposition::Pass),
+                ("core.b", "SHOULD", Disposition::Advisory),
+                (
+                    "core.c",
+                    "SHOULD",
+                    Disposition::Skip(SkipReason::SeamAbsent),
+                ),
+                ("core.d", "SHOULD", Disposition::NotReached),
+                ("core.e", "SHOULD", Disposition::Error),
+                ("core.f", "SHOULD", Disposition::Pass),
+            ],
+            &["core"],
+        );
+        let core = summary["core"];
+        assert!(core.certified);
+        assert_eq!(
+            (
+                core.pass,
+                core.advisory,
+                core.skip,
+                core.not_reached,
+                core.error
+            ),
+            (2, 1, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn every_must_requirement_must_pass() {
+        for blocked in [
+            Disposition::Fail,
+            Disposition::NotReached,
+            Disposition::Error,
+            Disposition::Skip(SkipReason::Filtered),
+            Disposition::Skip(SkipReason::NotConfigured),
+            // A MUST requirement should never end advisory; if it does it
+            // still did not pass.
+            Disposition::Advisory,
+        ] {
+            let summary = summaries_at_levels(
+                &[
+                    ("core.a", "MUST", Disposition::Pass),
+                    ("core.b", "MUST", blocked),
+                    ("core.c", "SHOULD", Disposition::Pass),
+                ],
+                &["core"],
+            );
+            assert!(!summary["core"].certified, "{blocked:?} certified core");
+        }
+    }
+
+    #[test]
+    fn a_profile_of_only_should_requirements_is_not_certified() {
+        let summary = summaries_at_levels(
+            &[
+                ("core.a", "SHOULD", Disposition::Pass),
+                ("core.b", "SHOULD", Disposition::Pass),
+            ],
+            &["core"],
+        );
+        assert!(!summary["core"].certified);
+        assert_eq!(summary["core"].pass, 2);
+    }
+
+    #[test]
+    fn an_unknown_level_blocks_like_must() {
+        let summary = summaries_at_levels(
+            &[
+                ("core.a", "MUST", Disposition::Pass),
+                ("core.b", "MAY-BE", Disposition::Fail),
+            ],
+            &["core"],
+        );
+        assert!(!summary["core"].certified);
+    }
+
+    #[test]
+    fn skip_reason_keywords_round_trip() {
+        for reason in SkipReason::ALL {
+            assert_eq!(SkipReason::parse(reason.as_str()), Some(reason));
+        }
+        assert_eq!(SkipReason::Filtered.as_str(), "filtered");
+        assert_eq!(SkipReason::NotConfigured.as_str(), "not-configured");
+        assert_eq!(Disposition::Advisory.keyword(), "advisory");
+        assert_eq!(Disposition::NotReached.keyword(), "not-reached");
+        assert_eq!(SkipReason::parse("nope"), None);
     }
 }

@@ -9,6 +9,7 @@
 //! and [`explain`] are the other subcommands.
 
 pub mod assertion;
+pub mod attribution;
 pub mod bundled;
 pub mod cli;
 pub mod config;

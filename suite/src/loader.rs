@@ -104,6 +104,9 @@ pub fn load(dir: &Path, schemas: &Schemas) -> Result<Catalog, LoadError> {
     }
     scenarios.sort_by(|a, b| a.name.cmp(&b.name));
     cross_check(&requirements, &scenarios)?;
+    for scenario in &mut scenarios {
+        scenario.set_levels(&requirements);
+    }
     Ok(Catalog {
         requirements,
         scenarios,
@@ -292,12 +295,17 @@ struct RawNeeds {
     tenants: Option<u8>,
     #[serde(default, rename = "requiresBounds")]
     requires_bounds: Option<bool>,
+    #[serde(default)]
+    judge: Option<String>,
+    #[serde(default)]
+    options: Vec<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawStep {
     name: String,
+    proves: Option<Vec<String>>,
     request: Option<RawRequest>,
     expect: Option<Value>,
     capture: Option<BTreeMap<String, RawCapture>>,
@@ -389,6 +397,7 @@ struct RawAssertion {
     #[serde(rename = "where")]
     filter: Option<serde_json::Map<String, Value>>,
     map: Option<String>,
+    proves: Option<Vec<String>>,
     #[serde(default, deserialize_with = "present")]
     equals: Option<Value>,
     #[serde(default, deserialize_with = "present")]
@@ -463,6 +472,8 @@ pub fn load_scenario(path: &Path, profile: &str, schemas: &Schemas) -> Result<Sc
         continuation: raw.needs.continuation,
         tenants: raw.needs.tenants.unwrap_or(1),
         requires_bounds: raw.needs.requires_bounds,
+        judge: raw.needs.judge,
+        options: raw.needs.options,
     };
     let generated = parallel_parts::generate(path, raw.generate)?;
     let mock = raw
@@ -487,6 +498,7 @@ pub fn load_scenario(path: &Path, profile: &str, schemas: &Schemas) -> Result<Sc
         path: path.to_path_buf(),
         title: raw.title,
         requirements: raw.requirements,
+        should: BTreeSet::new(),
         needs,
         checks: raw.checks,
         steps,
@@ -500,6 +512,7 @@ pub fn load_scenario(path: &Path, profile: &str, schemas: &Schemas) -> Result<Sc
     };
     mock_parts::check_mock_use(&scenario)?;
     check_variables(&scenario)?;
+    check_proves(&scenario)?;
     for step in &scenario.steps {
         if let Action::Request(request) = &step.action {
             if let Some(schema) = &request.expect.schema {
@@ -540,6 +553,13 @@ fn parse_step(path: &Path, index: usize, value: &Value, needs: &Needs) -> Result
         }
         if raw.parallel.is_some() {
             return Err(invalid(path, &pointer, "a `quietMs` step sends no request"));
+        }
+        if raw.proves.is_some() {
+            return Err(invalid(
+                path,
+                format!("{pointer}/proves"),
+                "a `quietMs` step makes no check to prove anything with",
+            ));
         }
         Action::Quiet {
             ms,
@@ -654,6 +674,7 @@ fn parse_step(path: &Path, index: usize, value: &Value, needs: &Needs) -> Result
         name: raw.name,
         index,
         pointer,
+        proves: raw.proves,
         action,
     })
 }
@@ -873,7 +894,50 @@ fn parse_assertion(path: &Path, pointer: &str, value: &Value) -> Result<Assertio
         filter,
         map: raw.map,
         predicate: predicates.remove(0),
+        proves: raw.proves,
     })
+}
+
+/// Every id a step or an assertion `proves` must be one the scenario
+/// names: attribution may narrow what a check proves, never widen it.
+fn check_proves(scenario: &Scenario) -> Result<(), LoadError> {
+    let named: BTreeSet<&str> = scenario.requirements.iter().map(String::as_str).collect();
+    let mut lists: Vec<(String, &[String])> = Vec::new();
+    for step in &scenario.steps {
+        if let Some(proves) = &step.proves {
+            lists.push((format!("{}/proves", step.pointer), proves));
+        }
+        let expect = match &step.action {
+            Action::Request(request) => &request.expect,
+            Action::MockLog(mock) => &mock.expect,
+            Action::Quiet { .. } => continue,
+        };
+        for assertion in &expect.assertions {
+            if let Some(proves) = &assertion.proves {
+                lists.push((format!("{}/proves", assertion.pointer), proves));
+            }
+        }
+    }
+    for (at, proves) in lists {
+        let mut seen = BTreeSet::new();
+        for (index, id) in proves.iter().enumerate() {
+            if !named.contains(id.as_str()) {
+                return Err(invalid(
+                    &scenario.path,
+                    format!("{at}/{index}"),
+                    format!("proves `{id}`, which the scenario does not name in `requirements`"),
+                ));
+            }
+            if !seen.insert(id.as_str()) {
+                return Err(invalid(
+                    &scenario.path,
+                    format!("{at}/{index}"),
+                    format!("names `{id}` twice"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every `{name}` a step uses must be a built-in or captured by an earlier

@@ -474,3 +474,137 @@ fn observations_name_own_requirements_and_captured_variables() {
     );
     assert_eq!(refused_at(&uncaptured).0, "/observations/0/host");
 }
+
+#[test]
+fn proves_on_steps_and_assertions_load_and_resolve() {
+    let registry = requirements(&["core.a", "core.b"]);
+    let file = scenario(
+        &["core.a", "core.b"],
+        json!([{
+            "name": "setup",
+            "proves": [],
+            "request": {"method": "GET", "path": "{base}"},
+            "expect": {"status": 200}
+        }, {
+            "name": "create",
+            "proves": ["core.a"],
+            "request": {"method": "POST", "path": "{base}", "body": {"objective": "goalpost {nonce}"}},
+            "expect": {"status": 201, "assert": [
+                {"pointer": "/state", "equals": "active"},
+                {"header": "Location", "exists": true, "proves": ["core.b"]}
+            ]}
+        }, get_step()]),
+    );
+    let dir = folder(&[("requirements.json", &registry), ("core/p.json", &file)]);
+    let catalog = load(dir.path(), &schemas()).unwrap();
+    let scenario = &catalog.scenarios[0];
+    let [setup, create, read] = &scenario.steps[..] else {
+        panic!("three steps")
+    };
+    assert!(scenario.step_proves(setup).is_empty());
+    assert_eq!(scenario.step_proves(create), ["core.a"]);
+    assert_eq!(scenario.step_proves(read), ["core.a", "core.b"]);
+    let Action::Request(request) = &create.action else {
+        panic!("a request step")
+    };
+    let [state, location] = &request.expect.assertions[..] else {
+        panic!("two assertions")
+    };
+    assert_eq!(scenario.assertion_proves(create, state), ["core.a"]);
+    assert_eq!(scenario.assertion_proves(create, location), ["core.b"]);
+}
+
+#[test]
+fn a_proves_id_the_scenario_does_not_name_stops_the_run() {
+    let registry = requirements(&["core.a", "core.b"]);
+    let other = scenario(&["core.b"], json!([get_step()]));
+    let step_level = scenario(
+        &["core.a"],
+        json!([{
+            "name": "read",
+            "proves": ["core.b"],
+            "request": {"method": "GET", "path": "{base}"},
+            "expect": {"status": 200}
+        }]),
+    );
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("core/other.json", &other),
+        ("core/s.json", &step_level),
+    ]);
+    let LoadError::Invalid {
+        pointer, message, ..
+    } = &error
+    else {
+        panic!("expected an invalid-file error, got {error:?}")
+    };
+    assert_eq!(pointer, "/steps/0/proves/0");
+    assert!(message.contains("core.b"), "{message}");
+    let assertion_level = scenario(
+        &["core.a"],
+        json!([{
+            "name": "read",
+            "request": {"method": "GET", "path": "{base}"},
+            "expect": {"status": 200, "assert": [
+                {"pointer": "/x", "exists": true, "proves": ["core.b"]}
+            ]}
+        }]),
+    );
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("core/other.json", &other),
+        ("core/s.json", &assertion_level),
+    ]);
+    let LoadError::Invalid { pointer, .. } = &error else {
+        panic!("expected an invalid-file error, got {error:?}")
+    };
+    assert_eq!(pointer, "/steps/0/expect/assert/0/proves/0");
+}
+
+#[test]
+fn needs_judge_and_options_load_and_are_checked_by_the_schema() {
+    let registry = requirements(&["core.a"]);
+    let mut file = scenario(&["core.a"], json!([get_step()]));
+    file["needs"] = json!({"judge": "host", "options": ["webhook-secret"]});
+    let dir = folder(&[("requirements.json", &registry), ("core/n.json", &file)]);
+    let catalog = load(dir.path(), &schemas()).unwrap();
+    let needs = &catalog.scenarios[0].needs;
+    assert_eq!(needs.judge.as_deref(), Some("host"));
+    assert_eq!(needs.options, ["webhook-secret"]);
+    for bad in [json!({"judge": "oracle"}), json!({"options": ["token-c"]})] {
+        let mut file = scenario(&["core.a"], json!([get_step()]));
+        file["needs"] = bad;
+        let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/n.json", &file)]);
+        assert!(matches!(error, LoadError::Invalid { .. }), "{error:?}");
+    }
+}
+
+#[test]
+fn discovery_mode_is_a_known_variable() {
+    let registry = requirements(&["core.a"]);
+    let file = scenario(
+        &["core.a"],
+        json!([{
+            "name": "create",
+            "request": {"method": "POST", "path": "{base}", "body": {
+                "objective": "goalpost {nonce}",
+                "completion": {"check": "{discovery.judge}"},
+                "continuation": {"mode": "{discovery.mode}"}
+            }},
+            "expect": {"status": 201}
+        }]),
+    );
+    let dir = folder(&[("requirements.json", &registry), ("core/m.json", &file)]);
+    load(dir.path(), &schemas()).unwrap();
+}
+
+#[test]
+fn a_quiet_step_proves_nothing() {
+    let registry = requirements(&["core.a"]);
+    let file = scenario(
+        &["core.a"],
+        json!([get_step(), {"name": "wait", "quietMs": 5, "why": "w", "proves": []}]),
+    );
+    let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/q.json", &file)]);
+    assert!(matches!(error, LoadError::Invalid { .. }), "{error:?}");
+}

@@ -4,7 +4,7 @@
 //! pointer it came from, so a failure can always say exactly which line of
 //! which file made the claim that did not hold.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -21,6 +21,11 @@ pub struct Scenario {
     pub path: PathBuf,
     pub title: String,
     pub requirements: Vec<String>,
+    /// The named requirements whose level is SHOULD: a check proving only
+    /// these never blocks. Filled from the registry by `loader::load`
+    /// ([`Scenario::set_levels`]); empty for a file loaded alone, where
+    /// every requirement blocks.
+    pub should: BTreeSet<String>,
     pub needs: Needs,
     /// How many checks the scenario makes at least.
     pub checks: u32,
@@ -47,6 +52,66 @@ impl Scenario {
             })
             .sum()
     }
+
+    /// The requirements the checks of `step` prove (status, schema, and
+    /// every assertion without its own `proves`).
+    pub fn step_proves<'a>(&'a self, step: &'a Step) -> &'a [String] {
+        step.proves.as_deref().unwrap_or(&self.requirements)
+    }
+
+    /// Records which of the named requirements are SHOULD.
+    pub fn set_levels(&mut self, requirements: &[Requirement]) {
+        self.should = requirements
+            .iter()
+            .filter(|r| r.level == "SHOULD" && self.requirements.contains(&r.id))
+            .map(|r| r.id.clone())
+            .collect();
+    }
+
+    /// Whether a failed check proving `proves` stops the scenario: it does
+    /// unless every requirement it proves is SHOULD. A setup check (it
+    /// proves nothing) always blocks.
+    pub fn blocks(&self, proves: &[String]) -> bool {
+        proves.is_empty() || proves.iter().any(|id| !self.should.contains(id))
+    }
+
+    /// The requirements the checks of `step` prove between them (status,
+    /// schema, captures: the step's; each assertion: its own).
+    pub fn step_requirements<'a>(&'a self, step: &'a Step) -> BTreeSet<&'a str> {
+        let (expect, captures) = match &step.action {
+            Action::Request(request) => (&request.expect, !request.capture.is_empty()),
+            Action::MockLog(mock) => (&mock.expect, !mock.capture.is_empty()),
+            Action::Quiet { .. } => return BTreeSet::new(),
+        };
+        let mut ids = BTreeSet::new();
+        let own = !expect.status.is_empty()
+            || expect.schema.is_some()
+            || !expect.schemas.is_empty()
+            || captures;
+        if own {
+            ids.extend(self.step_proves(step).iter().map(String::as_str));
+        }
+        for assertion in &expect.assertions {
+            ids.extend(
+                self.assertion_proves(step, assertion)
+                    .iter()
+                    .map(String::as_str),
+            );
+        }
+        ids
+    }
+
+    /// The requirements `assertion`, one of `step`'s, proves.
+    pub fn assertion_proves<'a>(
+        &'a self,
+        step: &'a Step,
+        assertion: &'a Assertion,
+    ) -> &'a [String] {
+        assertion
+            .proves
+            .as_deref()
+            .unwrap_or_else(|| self.step_proves(step))
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,6 +125,11 @@ pub struct Needs {
     /// Runs only when `agents.goals.requiresBounds` (true when absent) has
     /// this value.
     pub requires_bounds: Option<bool>,
+    /// Runs only when `agents.goals.judge` is this judge (`verifier` or
+    /// `host`).
+    pub judge: Option<String>,
+    /// Suite options the run must have been given (`webhook-secret`).
+    pub options: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +139,10 @@ pub struct Step {
     pub index: usize,
     /// JSON pointer of the step in its file, e.g. `/steps/2`.
     pub pointer: String,
+    /// The requirements this step's checks prove, as written: `None` means
+    /// every requirement the scenario names, an empty list a setup step.
+    /// Read it through [`Scenario::step_proves`].
+    pub proves: Option<Vec<String>>,
     pub action: Action,
 }
 
@@ -238,6 +312,9 @@ pub struct Assertion {
     /// Projects each kept element through this sub-pointer.
     pub map: Option<String>,
     pub predicate: Predicate,
+    /// The requirements this assertion proves, overriding its step's; `None`
+    /// takes the step's.
+    pub proves: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use crate::config::{HostChoice, RunConfig};
 use crate::discovery::{self, Capabilities, Discovery, DISCOVERY_PATH};
 use crate::driver::{Driver, HostTarget};
 use crate::error::{RunError, StartError};
-use crate::gate::gate;
+use crate::gate::{self, gate};
 use crate::http::{Http, DEFAULT_BODY_CAP};
 use crate::ledger::{self, Ledger, Outcome, ScenarioResult, SkipReason};
 use crate::loader::{self, Catalog, LoadError};
@@ -180,7 +180,10 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         token_b: config.token_b.clone(),
     });
     let mut driver = Driver::new(http, target, plan.schemas.clone(), config.timeout_scale);
-    let mock = if !config.harness.list && needs_mock(&plan, &discovery, config.token_b.is_some()) {
+    let options = gate::options_given(&config);
+    let mock = if !config.harness.list
+        && needs_mock(&plan, &discovery, config.token_b.is_some(), &options)
+    {
         let started = runtime.block_on(MockServer::start(
             config.callback.mock_config(),
             plan.schemas.clone(),
@@ -206,6 +209,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     let mut trials = build_trials(
         &plan,
         &discovery,
+        &options,
         unusable.as_deref(),
         &driver,
         &ledger,
@@ -319,7 +323,12 @@ pub fn write_reports(report: &RunReport, dir: &Path) -> Result<Vec<PathBuf>, Sta
 
 /// Whether a scenario that will run has a `mock` block: only then does the
 /// run open a port for the webhook mock.
-fn needs_mock(plan: &Plan, discovery: &Discovery, second_tenant: bool) -> bool {
+fn needs_mock(
+    plan: &Plan,
+    discovery: &Discovery,
+    second_tenant: bool,
+    options: &BTreeSet<String>,
+) -> bool {
     plan.catalog.scenarios.iter().any(|scenario| {
         scenario.mock.is_some()
             && gate(
@@ -327,6 +336,7 @@ fn needs_mock(plan: &Plan, discovery: &Discovery, second_tenant: bool) -> bool {
                 &discovery.capabilities,
                 &plan.selected,
                 second_tenant,
+                options,
             )
             .is_none()
     })
@@ -355,6 +365,7 @@ fn discovery_problem(discovery: &Discovery, base_url: &str) -> Option<String> {
 fn build_trials(
     plan: &Plan,
     discovery: &Discovery,
+    options: &BTreeSet<String>,
     unusable: Option<&str>,
     driver: &Arc<Driver>,
     ledger: &Arc<Mutex<Ledger>>,
@@ -370,6 +381,7 @@ fn build_trials(
                 &discovery.capabilities,
                 &plan.selected,
                 second_tenant,
+                options,
             );
             match (gated, unusable) {
                 (gated, Some(problem)) if gated != Some(SkipReason::OptedOut) => {
@@ -427,6 +439,7 @@ fn scenario_trial(
             quiet: run.quiet,
             failed_step: run.failed_step,
             observations: run.observations,
+            requirements: run.requirements,
         };
         lock(&ledger).record(result);
         match run.outcome {

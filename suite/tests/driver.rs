@@ -31,6 +31,7 @@ async fn setup(seams: &[&str], http: Http) -> Setup {
     let capabilities = Capabilities {
         goals: true,
         continuation: ["manual".to_string()].into(),
+        continuation_order: vec!["manual".to_string()],
         seams: seams.iter().map(|s| s.to_string()).collect(),
         base_path: BASE.to_string(),
         judge: Some("verifier".to_string()),

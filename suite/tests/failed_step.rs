@@ -27,6 +27,7 @@ async fn run_with(http: Http, steps: Value) -> ScenarioRun {
         capabilities: Capabilities {
             goals: true,
             continuation: ["manual".to_string()].into(),
+            continuation_order: vec!["manual".to_string()],
             seams: Default::default(),
             base_path: BASE.to_string(),
             judge: Some("verifier".to_string()),

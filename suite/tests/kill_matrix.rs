@@ -3,8 +3,12 @@
 //! `mutants` feature through this crate's dev-dependency), through the same
 //! library path as `goalpost run`. For every mutant:
 //!
-//! - every requirement it declares (`kills`) must end `fail` or `error`: a
-//!   mutant that survives names the requirement its scenarios left unproven;
+//! - every requirement whose own rule it breaks (`breaks`) must be killed:
+//!   end `fail` or `error`, or `advisory` when it is SHOULD (a SHOULD
+//!   requirement never fails). `not-reached` is no kill: the requirement's
+//!   own checks never ran. A mutant that survives names the requirement its
+//!   scenarios left unproven;
+//! - a requirement it fails only as `collateral` may end anything;
 //! - every other requirement of the profiles run must keep the disposition
 //!   it has against the clean host, so a declaration can hide no collateral.
 //!
@@ -41,6 +45,28 @@ fn requirements() -> Vec<Value> {
         .as_array()
         .expect("a requirements array")
         .clone()
+}
+
+/// Requirement id → level (`MUST`, `SHOULD`).
+fn levels() -> BTreeMap<String, String> {
+    requirements()
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r["id"].as_str()?.to_string(),
+                r["level"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// Whether a requirement at `level` that ended `disposition` was killed.
+fn killed(disposition: &str, level: &str) -> bool {
+    match disposition {
+        "fail" | "error" => true,
+        "advisory" => level == "SHOULD",
+        _ => false,
+    }
 }
 
 /// Requirement id → disposition, and id → the failing scenario's message.
@@ -116,14 +142,23 @@ fn all_profiles() -> BTreeSet<String> {
 }
 
 /// Everything wrong with `mutant`'s run, measured against `clean`.
-fn problems(info: &MutantInfo, run: &Dispositions, clean: &Dispositions) -> Vec<String> {
+fn problems(
+    info: &MutantInfo,
+    run: &Dispositions,
+    clean: &Dispositions,
+    levels: &BTreeMap<String, String>,
+) -> Vec<String> {
     let mut found = Vec::new();
-    for id in info.kills {
+    for id in info.breaks {
+        let level = levels.get(*id).map_or("MUST", String::as_str);
         match run.of.get(*id).map(String::as_str) {
-            Some("fail" | "error") => {}
+            Some(disposition) if killed(disposition, level) => {}
             Some(other) => found.push(format!(
-                "{}: survived: {id} is `{other}`, so no scenario proves it can fail",
-                info.name
+                "{}: survived: {id} ({level}) is `{other}`, so no scenario proves it can fail{}",
+                info.name,
+                run.messages
+                    .get(*id)
+                    .map_or(String::new(), |message| format!(": {message}"))
             )),
             None => found.push(format!("{}: {id} was not disposed at all", info.name)),
         }
@@ -201,6 +236,11 @@ fn every_must_requirement_has_a_mutant_and_every_kill_names_a_requirement() {
                 problems.push(format!("{} declares unknown requirement {id}", info.name));
             }
         }
+        for id in info.breaks.iter().chain(info.collateral) {
+            if !info.kills.contains(id) {
+                problems.push(format!("{}: {id} is not in its kills", info.name));
+            }
+        }
     }
     for requirement in &requirements {
         let id = requirement["id"].as_str().unwrap_or_default();
@@ -216,9 +256,10 @@ fn verdict(
     info: &MutantInfo,
     run: &Result<Dispositions, String>,
     clean: &Dispositions,
+    levels: &BTreeMap<String, String>,
 ) -> Vec<String> {
     match run {
-        Ok(run) => problems(info, run, clean),
+        Ok(run) => problems(info, run, clean, levels),
         Err(error) => vec![format!("{}: {error}", info.name)],
     }
 }
@@ -245,6 +286,7 @@ const RECHECK_JOBS: usize = 2;
 fn every_mutant_is_killed_and_changes_nothing_it_does_not_declare() {
     let started = Instant::now();
     let profiles = all_profiles();
+    let levels = levels();
     // The clean host first, in the same pool: it is the yardstick.
     let mut work: Vec<Option<&'static MutantInfo>> = vec![None];
     work.extend(REGISTRY.iter().filter(|info| selected(info)).map(Some));
@@ -290,7 +332,7 @@ fn every_mutant_is_killed_and_changes_nothing_it_does_not_declare() {
             took.as_secs_f64(),
             info.kills.len()
         );
-        let found = verdict(info, run, &clean);
+        let found = verdict(info, run, &clean, &levels);
         if !found.is_empty() {
             suspects.push((*info, found));
         }
@@ -306,7 +348,7 @@ fn every_mutant_is_killed_and_changes_nothing_it_does_not_declare() {
     }
     let rechecked = in_parallel(suspects, RECHECK_JOBS, |(info, first)| {
         let run = run_suite(Some(info.mutant), &profiles);
-        (info, first, verdict(info, &run, &clean))
+        (info, first, verdict(info, &run, &clean, &levels))
     });
     let mut found = Vec::new();
     for (info, first, again) in rechecked {
@@ -334,4 +376,16 @@ fn every_mutant_is_killed_and_changes_nothing_it_does_not_declare() {
         "the kill matrix failed:\n{}",
         found.join("\n")
     );
+}
+
+#[test]
+fn kills_follow_levels_and_not_reached_is_no_kill() {
+    assert!(killed("fail", "MUST"));
+    assert!(killed("error", "MUST"));
+    assert!(killed("advisory", "SHOULD"));
+    assert!(!killed("advisory", "MUST"));
+    assert!(!killed("not-reached", "MUST"));
+    assert!(!killed("not-reached", "SHOULD"));
+    assert!(!killed("pass", "SHOULD"));
+    assert!(!killed("skip", "MUST"));
 }

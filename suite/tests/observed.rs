@@ -214,6 +214,7 @@ async fn setup(faults: Faults, secret: Option<&str>) -> Setup {
     let capabilities = Capabilities {
         goals: true,
         continuation: ["manual".to_string()].into(),
+        continuation_order: vec!["manual".to_string()],
         seams: ["continue", "webhooks"].map(String::from).into(),
         base_path: BASE.to_string(),
         judge: Some("verifier".to_string()),
@@ -491,8 +492,8 @@ async fn polling_the_log_waits_for_calls_and_observing_it_holds_throughout() {
         matches!(&result.outcome, Outcome::Fail(m) if m.contains("step 5") && m.contains("still failing after polling the mock log")),
         "{result:?}"
     );
-    // Steps 1 to 4 made their checks before step 5 failed.
-    assert_eq!(result.checks, 4);
+    // Steps 1 to 4 made their checks, and step 5 made its one, which failed.
+    assert_eq!(result.checks, 5);
 }
 
 /// The fake host on a runtime of its own, for the blocking runner.

@@ -105,6 +105,7 @@ async fn run_judged(base_url: String, scenario: Value, judge: &str) -> ScenarioR
         capabilities: Capabilities {
             goals: true,
             continuation: ["manual".to_string()].into(),
+            continuation_order: vec!["manual".to_string()],
             seams: Default::default(),
             base_path: "/v1/host/sample/goals".to_string(),
             judge: Some(judge.to_string()),

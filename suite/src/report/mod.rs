@@ -130,6 +130,7 @@ impl RequirementReport {
         let requirement = &result.requirement;
         let wanted = result.disposition.keyword();
         let message = match result.disposition {
+            _ if result.message.is_some() => result.message.clone(),
             Disposition::Fail | Disposition::Error => result.scenarios.iter().find_map(|name| {
                 match ledger.get(name).map(|r| &r.outcome) {
                     Some(outcome) if outcome.keyword() == wanted => outcome.message(),
@@ -137,6 +138,10 @@ impl RequirementReport {
                     _ => None,
                 }
             }),
+            Disposition::Advisory | Disposition::NotReached => result
+                .scenarios
+                .iter()
+                .find_map(|name| ledger.get(name).and_then(|r| r.outcome.message())),
             Disposition::Pass | Disposition::Skip(_) => None,
         };
         RequirementReport {

@@ -97,6 +97,41 @@ async fn read(
     Json(json!({"id": id, "reads": reads, "updatedAt": "2026-06-13T00:00:00.250Z"})).into_response()
 }
 
+/// A schema-valid goal with this objective.
+pub fn listed_goal(id: &str, objective: &str) -> Value {
+    json!({"id": id, "objective": objective, "state": "active",
+           "completion": {"check": "verifier"}, "continuation": {"mode": "manual"},
+           "bounds": {"maxLoopIterations": 3}, "owner": {"tenant": "tenant-a"},
+           "createdAt": "2026-06-13T00:00:00.000Z"})
+}
+
+/// `GET {base}?shape=...`: the tenant's list as a shared tenant shows it,
+/// the scenario's goals (nonce `n0nce`) next to goals other scenarios
+/// stored, one of them schema-invalid.
+async fn list(
+    headers: HeaderMap,
+    axum::extract::Query(query): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    if tenant(&headers).is_none() {
+        return error(StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+    let foreign_invalid = json!({"id": 7, "objective": "goalpost 0ther poisoned", "state": "odd"});
+    let foreign_valid = listed_goal("goal-9", "goalpost 0ther fine");
+    let own = listed_goal("goal-1", "goalpost n0nce listed");
+    match query.get("shape").map(String::as_str) {
+        // The envelope itself is broken.
+        Some("not-a-list") => Json(json!({"goals": "none"})).into_response(),
+        Some("garbage") => ([("content-type", "text/plain")], "goals: none").into_response(),
+        // The scenario's own goal is the invalid one.
+        Some("own-invalid") => {
+            let mut own = own;
+            own["state"] = json!("odd");
+            Json(json!({"goals": [foreign_valid, own, foreign_invalid]})).into_response()
+        }
+        _ => Json(json!({"goals": [foreign_invalid, own, foreign_valid]})).into_response(),
+    }
+}
+
 /// Builds the router and serves it on 127.0.0.1:0 in the current runtime.
 pub async fn start(options: FakeOptions) -> String {
     let state = AppState {
@@ -105,7 +140,7 @@ pub async fn start(options: FakeOptions) -> String {
     };
     let app = Router::new()
         .route("/.well-known/openwop", get(discovery))
-        .route(BASE, post(create))
+        .route(BASE, post(create).get(list))
         .route(&format!("{BASE}/{{id}}"), get(read))
         .route(
             &format!("{BASE}/{{id}}/continue"),
