@@ -728,6 +728,49 @@ registry! {
         breaks ["observed.abandon.no-dispatch"]
         collateral []
 
+    // ---- rules that only collateral used to catch ----
+    ResumeForgetsSchedule "resume-forgets-schedule"
+        "Resume of a paused schedule goal clears the pause but leaves its next fire an hour away, so runs do not start again."
+        breaks ["behavior.pause.resume-rearms", "observed.pause.resume-dispatches"]
+        collateral ["behavior.pause.disarms-schedule"]
+    // Every scenario that abandons a goal checks the answer's state, so the
+    // collateral is long: those checks are setup for their own rules.
+    AbandonAnswersOldState "abandon-answers-old-state"
+        "Abandon stores the goal as abandoned but answers it as it was read before the write, still active."
+        breaks ["core.lifecycle.abandon"]
+        collateral [
+            "behavior.escalation.abandon",
+            "behavior.escalation.halts",
+            "behavior.events.closed-once",
+            "behavior.events.sequence-increasing",
+            "behavior.pause.disarms-schedule",
+            "behavior.pause.resume-rearms",
+            "core.errors.envelope",
+            "core.list.filter-state",
+            "core.terminal.no-edit",
+            "core.terminal.no-transition",
+            "hardening.etag.every-response",
+            "hardening.tenancy.lists",
+            "observed.abandon.no-dispatch",
+            "observed.close.late-answer-ignored",
+            "observed.escalation.halts-dispatch",
+            "observed.escalation.no-verdict",
+            "observed.heartbeat.fires-on-probe",
+            "observed.heartbeat.probe-failure-fires-nothing",
+            "hardening.if-match.abandon",
+            "hardening.race.abandon-once",
+            "observed.pause.no-dispatch",
+            "observed.pause.resume-dispatches",
+        ]
+    ObjectiveCachedAtFirstRun "objective-cached-at-first-run"
+        "The objective sent to the arm is read once, at the goal's first run, so an edited objective never reaches the worker."
+        breaks ["observed.projection.objective-as-data"]
+        collateral ["observed.events.content-free", "observed.projection.verifier-content-free"]
+    JudgeGetsPreviousOutput "judge-gets-previous-output"
+        "The verifier is sent the output of the goal's previous run instead of the output of the run it judges."
+        breaks ["observed.verifier.judges-run-output"]
+        collateral ["observed.run-ids.agree"]
+
     HeartbeatIgnoresProbe "heartbeat-ignores-probe"
         "Under heartbeat continuation every probe fires a run, whatever it answered."
         breaks [

@@ -101,6 +101,9 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(envelope::method_not_allowed)
         .fallback(envelope::not_found)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn(move |request, next| {
+            json::refuse_declared_oversize(body_limit, request, next)
+        }))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,

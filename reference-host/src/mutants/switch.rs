@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::Mutant;
-use crate::domain::{ArmRef, Bounds, GoalId, RunId, Tenant, Timestamp, VerifierRef};
+use crate::domain::{ArmRef, Bounds, GoalId, Objective, RunId, Tenant, Timestamp, VerifierRef};
 
 #[derive(Debug, Default)]
 pub struct Switch {
@@ -31,6 +31,10 @@ pub(crate) struct Memory {
     pub stale_fires: HashMap<GoalId, Timestamp>,
     /// Tenants that created goals (for a list that forgets the tenant).
     pub tenants: BTreeSet<Tenant>,
+    /// The objective as first sent to the worker, per goal.
+    pub objectives: HashMap<GoalId, Objective>,
+    /// The output of each goal's latest run, as the verifier last got it.
+    pub outputs: HashMap<GoalId, serde_json::Value>,
     /// Refs as first resolved, per goal.
     pub refs: HashMap<GoalId, (Option<VerifierRef>, Option<ArmRef>)>,
     /// The judge's own flag per run, before aggregation with criteria.

@@ -182,10 +182,17 @@ pub(crate) fn worker(
             | Mutant::RemainingCostIgnoresSpend
             | Mutant::RemainingDeadlineMoving
             | Mutant::HeartbeatIgnoresProbe
-            | Mutant::ProbeErrorFires),
+            | Mutant::ProbeErrorFires
+            | Mutant::ObjectiveCachedAtFirstRun),
         ) => Arc::new(MutantWorker {
             mutant,
             inner,
+            first_objective: switch
+                .memory()
+                .objectives
+                .entry(goal.id.clone())
+                .or_insert_with(|| goal.objective.clone())
+                .clone(),
             max_cost: goal.bounds.max_cost().map(|cap| cap.micros()),
             moving_deadline: goal
                 .bounds
@@ -199,6 +206,8 @@ pub(crate) fn worker(
 struct MutantWorker {
     mutant: Mutant,
     inner: Arc<dyn Worker>,
+    /// The objective as the goal's first run was sent it.
+    first_objective: crate::domain::Objective,
     max_cost: Option<MicroUsd>,
     /// Dispatch time + runTimeoutMs: a deadline that moves with every run.
     moving_deadline: Option<Timestamp>,
@@ -215,6 +224,7 @@ impl Worker for MutantWorker {
             }
             Mutant::RemainingCostIgnoresSpend => request.remaining.cost = self.max_cost,
             Mutant::RemainingDeadlineMoving => request.remaining.deadline = self.moving_deadline,
+            Mutant::ObjectiveCachedAtFirstRun => request.objective = self.first_objective.clone(),
             _ => {}
         }
         Box::pin(async move {
@@ -256,7 +266,8 @@ pub(crate) fn verifier(
         Some(
             mutant @ (Mutant::VerifierGetsObjective
             | Mutant::WorkerClaimCounted
-            | Mutant::CriteriaIgnored),
+            | Mutant::CriteriaIgnored
+            | Mutant::JudgeGetsPreviousOutput),
         ) => Arc::new(MutantVerifier {
             mutant,
             inner,
@@ -289,6 +300,16 @@ impl Verifier for MutantVerifier {
                         confidence: 1.0,
                         criteria: None,
                     });
+                }
+                Mutant::JudgeGetsPreviousOutput => {
+                    let previous = self
+                        .switch
+                        .memory()
+                        .outputs
+                        .insert(request.goal_id.clone(), request.output.clone());
+                    if let Some(previous) = previous {
+                        request.output = previous;
+                    }
                 }
                 Mutant::VerifierGetsObjective => {
                     if let Some(output) = request.output.as_object_mut() {

@@ -258,6 +258,9 @@ pub(crate) fn patch_answer(
     Ok(goal)
 }
 
+/// How far away `resume-forgets-schedule` leaves a resumed goal's next fire.
+const FORGOTTEN_MS: u64 = 3_600_000;
+
 /// Inside resume's versioned write.
 pub(crate) fn resume(switch: &Switch, goal: &Goal, now: Timestamp) -> Option<Change> {
     match switch.active()? {
@@ -271,6 +274,13 @@ pub(crate) fn resume(switch: &Switch, goal: &Goal, now: Timestamp) -> Option<Cha
                 events: Vec::new(),
                 evaluation: None,
             })
+        }
+        Mutant::ResumeForgetsSchedule
+            if goal.paused && goal.continuation.mode == crate::domain::Mode::Schedule =>
+        {
+            let mut change = transition::resume(goal, now).ok()??;
+            change.goal.next_fire_at = Some(now.saturating_add_ms(FORGOTTEN_MS));
+            Some(change)
         }
         Mutant::ResumeResetsProgress if goal.state == GoalState::Escalated => {
             let mut change = transition::resume(goal, now).ok()??;
