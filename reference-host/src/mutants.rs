@@ -770,6 +770,30 @@ registry! {
         "The verifier is sent the output of the goal's previous run instead of the output of the run it judges."
         breaks ["observed.verifier.judges-run-output"]
         collateral ["observed.run-ids.agree"]
+    DeepNesting500 "deep-nesting-500"
+        "A body nested deeper than the parser's recursion limit is answered 500 instead of refused with 400."
+        breaks ["hardening.input.deep-nesting"]
+        collateral []
+    // Every bound scenario ends with a continue that must be refused.
+    ContinueTerminalAnswers200 "continue-terminal-answers-200"
+        "continue on a satisfied, abandoned or bound-exceeded goal answers 200 with the goal and no evaluation instead of 409."
+        breaks ["behavior.terminal.continue-refused", "hardening.race.continue-bound"]
+        collateral [
+            "behavior.bound.cost",
+            "behavior.bound.iterations-exact",
+            "behavior.converge.satisfied",
+            "behavior.escalation.abandon",
+            "behavior.events.closed-once",
+            "behavior.events.evaluated-per-verdict",
+            "behavior.terminal.final",
+            "hardening.race.schedule-and-continue",
+            "observed.bound.iterations-manual",
+            "observed.cost.worker-reported",
+            "observed.projection.remaining-cost",
+            "observed.webhooks.calls-urls",
+            "strict.bound.cost-budget",
+            "strict.bound.cost-budget-decimal",
+        ]
 
     HeartbeatIgnoresProbe "heartbeat-ignores-probe"
         "Under heartbeat continuation every probe fires a run, whatever it answered."

@@ -33,8 +33,10 @@ const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50)
 const READ_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The mutants this middleware implements.
-const HERE: [Mutant; 39] = [
+const HERE: [Mutant; 41] = [
     Mutant::PostPutStateApplied,
+    Mutant::DeepNesting500,
+    Mutant::ContinueTerminalAnswers200,
     Mutant::AbandonAnswersOldState,
     Mutant::IfMatchCheckedApart,
     Mutant::ListLeaksTenants,
@@ -86,6 +88,37 @@ pub(crate) fn body_limit(state: &AppState, limit: usize) -> usize {
     } else {
         limit
     }
+}
+
+/// How deep `deep-nesting-500`'s parser recurses before it gives up.
+const PARSER_DEPTH: usize = 128;
+
+/// The deepest nesting of arrays and objects in a JSON text (strings
+/// skipped), however malformed the rest.
+fn nesting_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for byte in bytes {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// `routes` with the middleware of the host's mutant, if it has one here.
@@ -694,6 +727,41 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
                 &json!({ "error": "goal_terminal", "message": "the goal cannot change" }),
             )
         }
+        (
+            Mutant::DeepNesting500,
+            &Method::POST | &Method::PATCH,
+            Route::Collection | Route::Goal(_),
+        ) => {
+            let (request, bytes) = buffered(request).await;
+            if nesting_depth(&bytes) > PARSER_DEPTH {
+                // The parser's recursion error, reported as the host's own.
+                return json_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &json!({ "error": "internal", "message": "recursion limit exceeded" }),
+                );
+            }
+            next.run(request).await
+        }
+        (Mutant::ContinueTerminalAnswers200, &Method::POST, Route::Sub(id, "continue")) => {
+            let response = next.run(request).await;
+            if response.status() != StatusCode::CONFLICT {
+                return response;
+            }
+            let goal = match GoalId::parse(id) {
+                Some(id) => state.engine().mutant_load(&id).await.ok().flatten(),
+                None => None,
+            };
+            match goal {
+                Some(goal) if goal.state.is_terminal() => json_response(
+                    StatusCode::OK,
+                    &json!({
+                        "goal": crate::domain::wire::goal(&goal),
+                        "evaluation": null,
+                    }),
+                ),
+                _ => response,
+            }
+        }
         (Mutant::AbandonAnswersOldState, &Method::POST, Route::Sub(_, "abandon")) => {
             let response = next.run(request).await;
             rewrite(response, |goal| {
@@ -812,6 +880,13 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_depth_skips_strings() {
+        assert_eq!(nesting_depth(br#"{"a": [1, {"b": "[[[["}]}"#), 3);
+        assert_eq!(nesting_depth(br#""\"[""#), 0);
+        assert_eq!(nesting_depth(b"[[[[]]"), 4);
+    }
 
     #[test]
     fn routes_are_recognised() {
