@@ -516,9 +516,15 @@ impl Driver {
             // Captures feed later steps, which will not run.
             return Ok(tally);
         }
+        // Captures read what the checks read: a list's own goals only.
+        let narrowed = match request.expect.schema.as_deref() {
+            Some(GOAL_LIST) => narrow(&exchange, place.nonce).map(|narrowed| narrowed.view),
+            _ => None,
+        };
+        let seen = narrowed.as_ref().unwrap_or(&exchange);
         for (name, source) in &request.capture {
             let value = match source {
-                Capture::Pointer(pointer) => match exchange.json() {
+                Capture::Pointer(pointer) => match seen.json() {
                     Ok(body) => body.pointer(pointer).cloned(),
                     Err(error) => return Err(error.into()),
                 },
@@ -584,8 +590,13 @@ impl Driver {
             _ => None,
         };
         let (seen, note) = match &narrowed {
-            Some((view, left_out)) => (view, narrowing_note(*left_out, place.nonce)),
+            Some(narrowed) => (&narrowed.view, narrowed.note(place.nonce)),
             None => (exchange, None),
+        };
+        // Pointers into the body as recorded: the full list.
+        let full = |pointer: String| match &narrowed {
+            Some(narrowed) => narrowed.full_pointer(&pointer),
+            None => pointer,
         };
         let noted = |miss: Miss| Miss {
             note: match (miss.note, &note) {
@@ -635,12 +646,23 @@ impl Driver {
                 Err(error) => tally.unreadable.push((error, own.to_vec())),
                 Ok(body) => {
                     if let Err(violations) = self.schemas.validate(schema, body) {
-                        let shown: Vec<String> =
-                            violations.iter().take(5).map(ToString::to_string).collect();
-                        let first = violations
-                            .first()
-                            .map(|v| v.pointer.clone())
-                            .unwrap_or_default();
+                        let shown: Vec<String> = violations
+                            .iter()
+                            .take(5)
+                            .map(|violation| {
+                                goalpost_schemas::Violation {
+                                    pointer: full(violation.pointer.clone()),
+                                    message: violation.message.clone(),
+                                }
+                                .to_string()
+                            })
+                            .collect();
+                        let first = full(
+                            violations
+                                .first()
+                                .map(|v| v.pointer.clone())
+                                .unwrap_or_default(),
+                        );
                         tally.missed.push(self.missed(
                             place,
                             exchange,
@@ -693,7 +715,7 @@ impl Driver {
                             actual: mismatch.actual,
                             note: None,
                             pointer: match &assertion.target {
-                                Target::Pointer(pointer) => Some(pointer.clone()),
+                                Target::Pointer(pointer) => Some(full(pointer.clone())),
                                 Target::Header(_) => None,
                             },
                         }),
@@ -754,44 +776,91 @@ impl Driver {
 /// The schema of a list answer, whose goals are narrowed to the scenario's.
 const GOAL_LIST: &str = "goal-list";
 
+/// A `goal-list` answer narrowed to the scenario's own goals.
+struct Narrowed {
+    /// The answer as the checks see it.
+    view: Exchange,
+    /// How many goals were left out.
+    left_out: usize,
+    /// For each goal of the view, its index in the full list.
+    kept: Vec<usize>,
+}
+
+impl Narrowed {
+    /// A pointer into the view as a pointer into the full list the report
+    /// records (`/goals/0/state` may be `/goals/3/state` there).
+    fn full_pointer(&self, pointer: &str) -> String {
+        let Some(rest) = pointer.strip_prefix("/goals/") else {
+            return pointer.to_string();
+        };
+        let (index, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        match index.parse::<usize>().ok().and_then(|i| self.kept.get(i)) {
+            Some(original) => format!("/goals/{original}{tail}"),
+            None => pointer.to_string(),
+        }
+    }
+
+    fn note(&self, nonce: &str) -> Option<String> {
+        let left_out = self.left_out;
+        (left_out > 0).then(|| {
+            format!(
+                "{left_out} goal(s) of other scenarios left out: list checks see only goals whose objective contains \"goalpost {nonce}\" (the recorded response is the full list)"
+            )
+        })
+    }
+}
+
 /// A `goal-list` answer with only the goals whose `objective` carries
-/// `goalpost {nonce}`, and how many others were left out: a list check
-/// must never see what another scenario (or anyone else) stored in the
-/// tenant. `None` (check the answer as it is) unless the body is an object
-/// whose `goals` is an array: a broken envelope still fails its checks.
-fn narrow(exchange: &Exchange, nonce: &str) -> Option<(Exchange, usize)> {
+/// `goalpost {nonce}`: a list check must never see what another scenario
+/// (or anyone else) stored in the tenant. `None` (check the answer as it
+/// is) unless the body is an object whose `goals` is an array: a broken
+/// envelope still fails its checks.
+fn narrow(exchange: &Exchange, nonce: &str) -> Option<Narrowed> {
     let body = exchange.json().ok()?;
     let goals = body.as_object()?.get("goals")?.as_array()?;
     let marker = format!("goalpost {nonce}");
-    let kept: Vec<Value> = goals
+    let kept: Vec<usize> = goals
         .iter()
-        .filter(|goal| {
+        .enumerate()
+        .filter(|(_, goal)| {
             goal.get("objective")
                 .and_then(Value::as_str)
                 .is_some_and(|objective| objective.contains(&marker))
         })
-        .cloned()
+        .map(|(index, _)| index)
         .collect();
-    let left_out = goals.len() - kept.len();
     let mut narrowed = body.clone();
-    narrowed["goals"] = Value::Array(kept);
+    narrowed["goals"] = Value::Array(kept.iter().map(|&i| goals[i].clone()).collect());
     let bytes = serde_json::to_vec(&narrowed).ok()?;
-    Some((
-        Exchange::new(
+    Some(Narrowed {
+        view: Exchange::new(
             &exchange.method,
             &exchange.url,
             exchange.status,
             exchange.headers.clone(),
             bytes,
         ),
-        left_out,
-    ))
+        left_out: goals.len() - kept.len(),
+        kept,
+    })
 }
 
-fn narrowing_note(left_out: usize, nonce: &str) -> Option<String> {
-    (left_out > 0).then(|| {
-        format!(
-            "{left_out} goal(s) of other scenarios left out: list checks see only goals whose objective contains \"goalpost {nonce}\" (the recorded response is the full list)"
-        )
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrowed_pointers_map_back_to_the_full_list() {
+        let narrowed = Narrowed {
+            view: Exchange::new("GET", "http://h/g", 200, Default::default(), b"{}".to_vec()),
+            left_out: 3,
+            kept: vec![1, 4],
+        };
+        assert_eq!(narrowed.full_pointer("/goals/0/state"), "/goals/1/state");
+        assert_eq!(narrowed.full_pointer("/goals/1"), "/goals/4");
+        assert_eq!(narrowed.full_pointer("/goals"), "/goals");
+        assert_eq!(narrowed.full_pointer("/goals/7/id"), "/goals/7/id");
+        assert_eq!(narrowed.full_pointer("/goals/x"), "/goals/x");
+        assert_eq!(narrowed.full_pointer(""), "");
+    }
 }

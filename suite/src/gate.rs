@@ -290,4 +290,17 @@ mod tests {
         );
         assert_eq!(SkipReason::NotConfigured.as_str(), "not-configured");
     }
+
+    #[test]
+    fn the_webhook_secret_option_is_given_with_a_secret() {
+        let harness = libtest_mimic::Arguments::default();
+        let mut config = RunConfig::bundled(PathBuf::from("s"), PathBuf::from("r"), harness);
+        assert_eq!(
+            options_given(&config),
+            given(),
+            "the bundled host gets a secret"
+        );
+        config.callback.secret = None;
+        assert!(options_given(&config).is_empty());
+    }
 }

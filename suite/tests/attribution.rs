@@ -358,10 +358,13 @@ async fn an_own_invalid_goal_still_fails_and_the_report_keeps_the_full_list() {
     let step = result.failed_step.as_deref().expect("failed step");
     let check = step.check.as_ref().expect("check");
     assert_eq!(check.at, "/steps/0/expect/schema");
-    assert_eq!(
-        check.pointer.as_deref(),
-        Some("/goals/0/state"),
-        "narrowed index"
+    // The own goal is second in the full list the report records.
+    assert_eq!(check.pointer.as_deref(), Some("/goals/1/state"));
+    assert!(check.what.contains("/goals/1/state"), "{}", check.what);
+    assert!(
+        check.actual.starts_with("/goals/1/state"),
+        "{}",
+        check.actual
     );
     assert!(
         check
@@ -400,4 +403,14 @@ async fn a_broken_list_envelope_still_fails_and_garbage_still_errors() {
         "{result:?}"
     );
     assert_eq!(keyword(&result, "core.list"), "error");
+}
+
+#[tokio::test]
+async fn captures_from_a_list_read_the_scenarios_own_goals() {
+    let setup = setup().await;
+    let mut list = list_step("", json!([{"pointer": "/goals", "length": 1}]));
+    list["capture"] = json!({"goalId": {"pointer": "/goals/0/id"}});
+    let steps = json!([list, read(&["core.list"])]);
+    let result = run(&setup, &[("core.list", "MUST")], 5, steps).await;
+    assert_eq!(result.outcome, Outcome::Pass, "{result:?}");
 }
