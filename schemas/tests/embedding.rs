@@ -129,11 +129,7 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
             json!({ "error": "not_found", "message": "m" }),
             true,
         ),
-        (
-            "error",
-            json!({ "error": "NotFound", "message": "m" }),
-            false,
-        ),
+        ("error", json!({ "error": "", "message": "m" }), false),
         ("evaluation", evaluation.clone(), true),
         ("evaluation", json!({ "runId": "r" }), false),
         (

@@ -1,5 +1,6 @@
-//! `goalpost explain REQ-ID`: what a requirement asks, where SPEC says so,
-//! and what proves it, for the person reading a failed report.
+//! `goalpost explain REQ-ID`: what a requirement asks, its level, its
+//! section of PROFILE.md and what proves it, for the person reading a
+//! failed report.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -45,7 +46,8 @@ pub fn explain(
         "{}  ({} profile, {})",
         requirement.id, requirement.profile, requirement.level
     )?;
-    writeln!(out, "SPEC clause: {}", requirement.clause)?;
+    writeln!(out, "Level: {}", level_meaning(requirement))?;
+    writeln!(out, "Section: {}", requirement.clause)?;
     writeln!(out, "{}", requirement.text)?;
     writeln!(out)?;
     let proving: Vec<_> = catalog
@@ -81,6 +83,20 @@ pub fn explain(
     Ok(EXIT_FOUND)
 }
 
+/// What the level means for certification, in one line.
+fn level_meaning(requirement: &Requirement) -> String {
+    match requirement.level.as_str() {
+        "SHOULD" => format!(
+            "SHOULD (a failure is advisory: it never blocks certification of {})",
+            requirement.profile
+        ),
+        level => format!(
+            "{level} (a failure blocks certification of {})",
+            requirement.profile
+        ),
+    }
+}
+
 /// Known ids that contain the asked text, then those that share its first
 /// two segments.
 fn suggestions(requirements: &[Requirement], id: &str) -> Vec<String> {
@@ -109,13 +125,13 @@ mod tests {
 
     /// A catalog loaded from files, as `goalpost explain` loads it.
     fn catalog(dir: &Path) -> Catalog {
-        let requirement = |id: &str| {
-            serde_json::json!({"id": id, "profile": "core", "level": "MUST",
-                               "clause": "§2 Bounds required", "text": "A create without bounds is refused."})
+        let requirement = |id: &str, level: &str| {
+            serde_json::json!({"id": id, "profile": "core", "level": level,
+                               "clause": format!("PROFILE.md#{id}"), "text": "A create without bounds is refused."})
         };
-        let requirements = serde_json::json!({"requirements": [
-            requirement("core.create.bounds-required"),
-            requirement("core.create.bounds-range"),
+        let requirements = serde_json::json!({"profileVersion": "1.0", "requirements": [
+            requirement("core.create.bounds-required", "MUST"),
+            requirement("core.create.bounds-range", "SHOULD"),
         ]});
         let scenario = |title: &str, id: &str| {
             serde_json::json!({"title": title, "profile": "core", "requirements": [id], "checks": 1,
@@ -166,11 +182,25 @@ mod tests {
         assert_eq!(
             out,
             "core.create.bounds-required  (core profile, MUST)\n\
-             SPEC clause: §2 Bounds required\n\
+             Level: MUST (a failure blocks certification of core)\n\
+             Section: PROFILE.md#core.create.bounds-required\n\
              A create without bounds is refused.\n\n\
              Proved by 1 scenario:\n  \
              core::create-bounds  Bounds are required  (scenarios/core/create-bounds.json)\n\
              Mutation-verified by: default-bounds\n"
+        );
+    }
+
+    #[test]
+    fn a_should_requirement_says_it_never_blocks() {
+        let (code, out, _) = run("core.create.bounds-range");
+        assert_eq!(code, 0);
+        assert!(
+            out.contains(
+                "Level: SHOULD (a failure is advisory: it never blocks certification of core)\n\
+                 Section: PROFILE.md#core.create.bounds-range\n"
+            ),
+            "{out}"
         );
     }
 

@@ -199,6 +199,9 @@ struct RawRegistry {
     _schema: Option<String>,
     #[serde(default, rename = "description")]
     _description: Option<String>,
+    /// The PROFILE.md version; the registry schema checks its form.
+    #[serde(default, rename = "profileVersion")]
+    _profile_version: Option<String>,
 }
 
 pub fn load_requirements(path: &Path, schemas: &Schemas) -> Result<Vec<Requirement>, LoadError> {

@@ -137,7 +137,7 @@ mod tests {
         let (code, out, _) = run(
             "error",
             &[PathBuf::from("-")],
-            r#"{"error": "Not Found", "extra": 1}"#,
+            r#"{"error": "", "extra": 1}"#,
         );
         assert_eq!(code, 1);
         let lines: Vec<&str> = out.lines().collect();

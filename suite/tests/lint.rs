@@ -386,6 +386,36 @@ fn good_file(requirement: &str) -> Value {
     })
 }
 
+/// A repository in miniature: `scenarios/` with `requirements.json` for
+/// `ids` (each clause `PROFILE.md#<id>`) and the given files, and beside it
+/// a PROFILE.md with an anchor for each id. Returns the root and the
+/// scenarios folder.
+fn profiled_folder(ids: &[&str], files: &[(&str, Value)]) -> (tempfile::TempDir, PathBuf) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let scenarios = root.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).expect("mkdir");
+    let requirements = json!({ "profileVersion": "1.0", "requirements": ids.iter().map(|id| json!({
+        "id": id, "profile": id.split('.').next().unwrap_or_default(),
+        "level": "MUST", "clause": format!("PROFILE.md#{id}"), "text": "a requirement",
+    })).collect::<Vec<_>>() });
+    std::fs::write(
+        scenarios.join("requirements.json"),
+        requirements.to_string(),
+    )
+    .expect("write");
+    let profile: String = ids
+        .iter()
+        .map(|id| format!("<a id=\"{id}\"></a>\n### {id}\n\nThe rule.\n\n"))
+        .collect();
+    std::fs::write(root.path().join("PROFILE.md"), profile).expect("write");
+    for (path, value) in files {
+        let path = scenarios.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, serde_json::to_vec_pretty(value).expect("json")).expect("write");
+    }
+    (root, scenarios)
+}
+
 fn folder_findings(dir: &Path) -> Vec<Finding> {
     lint::lint_dir(dir, &schemas())
         .expect("the folder lints")
@@ -394,14 +424,14 @@ fn folder_findings(dir: &Path) -> Vec<Finding> {
 
 #[test]
 fn requirements_named_by_nobody_and_unknown_requirements() {
-    let dir = support::scenarios_folder(
+    let (_root, dir) = profiled_folder(
         &["core.a", "core.b"],
         &[
             ("core/one.json", good_file("core.a")),
             ("core/two.json", good_file("core.nope")),
         ],
     );
-    let found = folder_findings(dir.path());
+    let found = folder_findings(&dir);
     let shown: Vec<(Rule, String, String)> = found
         .iter()
         .map(|f| {
@@ -440,11 +470,11 @@ fn a_file_the_loader_rejects_is_a_finding_and_the_rest_is_still_linted() {
     invalid["steps"][0]["expect"]["statuz"] = json!(200);
     let mut vacuous = good_file("core.a");
     vacuous["checks"] = json!(1);
-    let dir = support::scenarios_folder(
+    let (_root, dir) = profiled_folder(
         &["core.a"],
         &[("core/bad.json", invalid), ("core/low.json", vacuous)],
     );
-    let found = folder_findings(dir.path());
+    let found = folder_findings(&dir);
     let rules: Vec<Rule> = found.iter().map(|f| f.rule).collect();
     assert_eq!(
         rules,
@@ -496,6 +526,138 @@ fn every_rule_has_a_distinct_id_and_a_summary() {
     assert!(Rule::ALL.iter().all(|rule| !rule.summary().is_empty()));
 }
 
+// ---- profile, attribution, isolation ------------------------------------------
+
+#[test]
+fn a_clause_must_resolve_to_an_anchor_of_profile_md() {
+    let (root, dir) = profiled_folder(
+        &["core.a", "core.b"],
+        &[
+            ("core/one.json", good_file("core.a")),
+            ("core/two.json", good_file("core.b")),
+        ],
+    );
+    assert_eq!(folder_findings(&dir), []);
+
+    // core.b's section goes missing, core.a's clause is the old SPEC form.
+    std::fs::write(root.path().join("PROFILE.md"), "<a id=\"core.c\"></a>\n").unwrap();
+    let registry = dir.join("requirements.json");
+    let mut value: Value = serde_json::from_slice(&std::fs::read(&registry).unwrap()).unwrap();
+    value["requirements"][0]["clause"] = json!("§2 Bounds required");
+    std::fs::write(&registry, value.to_string()).unwrap();
+    let found = folder_findings(&dir);
+    let shown: Vec<(Rule, &str)> = found.iter().map(|f| (f.rule, f.pointer.as_str())).collect();
+    assert_eq!(
+        shown,
+        [
+            (Rule::ClauseUnresolved, "/requirements/0/clause"),
+            (Rule::ClauseUnresolved, "/requirements/1/clause"),
+        ]
+    );
+    assert!(
+        found[0].message.contains("PROFILE.md#<anchor>"),
+        "{}",
+        found[0]
+    );
+    assert!(found[1].message.contains("`core.b`"), "{}", found[1]);
+
+    // No PROFILE.md beside the folder at all: one finding says so.
+    std::fs::remove_file(root.path().join("PROFILE.md")).unwrap();
+    value["requirements"][0]["clause"] = json!("PROFILE.md#core.a");
+    std::fs::write(&registry, value.to_string()).unwrap();
+    let found = folder_findings(&dir);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (found[0].rule, found[0].pointer.as_str()),
+        (Rule::ClauseUnresolved, "")
+    );
+    assert!(found[0].message.contains("PROFILE.md"), "{}", found[0]);
+}
+
+fn two_requirements(steps: Value) -> Value {
+    json!({
+        "title": "a scenario",
+        "profile": "core",
+        "requirements": ["core.a", "core.b"],
+        "steps": steps,
+    })
+}
+
+#[test]
+fn every_named_requirement_must_be_proven_by_a_check() {
+    let setup = json!({"name": "setup", "proves": [], "request": {"method": "GET", "path": "{base}"},
+                       "expect": {"status": 200}});
+    let proves_a = json!({"name": "a", "proves": ["core.a"], "request": {"method": "GET", "path": "{base}"},
+                          "expect": {"status": 200}});
+    let bad = two_requirements(json!([setup, proves_a]));
+    assert_eq!(
+        findings(&bad),
+        [(Rule::RequirementUnproven, "/requirements/1".to_string())]
+    );
+
+    // An assertion's own proves counts, and a step without proves proves all.
+    let by_assertion = json!({"name": "b", "proves": ["core.a"],
+        "request": {"method": "GET", "path": "{base}"},
+        "expect": {"status": 200, "assert": [{"pointer": "", "exists": true, "proves": ["core.b"]}]}});
+    assert_eq!(
+        findings(&two_requirements(json!([setup, by_assertion]))),
+        []
+    );
+    let plain = json!({"name": "all", "request": {"method": "GET", "path": "{base}"}, "expect": {"status": 200}});
+    assert_eq!(findings(&two_requirements(json!([plain]))), []);
+
+    // A setup step's assertions prove nothing either.
+    let setup_assertions = json!({"name": "setup", "proves": [],
+        "request": {"method": "GET", "path": "{base}"},
+        "expect": {"status": 200, "assert": [{"pointer": "", "exists": true}]}});
+    assert_eq!(
+        findings(&two_requirements(json!([setup_assertions, proves_a]))),
+        [(Rule::RequirementUnproven, "/requirements/1".to_string())]
+    );
+}
+
+fn create(body: Value) -> Value {
+    json!({"name": "create", "request": {"method": "POST", "path": "{base}", "body": body},
+           "expect": {"status": [400, 422], "schema": "error"}})
+}
+
+#[test]
+fn every_create_objective_carries_the_nonce() {
+    let good = json!({"objective": "goalpost {nonce} fine", "completion": {"check": "host"}});
+    let bad = json!({"objective": "goalpost fine", "completion": {"check": "host"}});
+    assert_eq!(findings(&scenario(2, json!([create(good.clone())]))), []);
+    assert_eq!(
+        findings(&scenario(
+            4,
+            json!([create(good.clone()), create(bad.clone())])
+        )),
+        [(
+            Rule::CreateWithoutNonce,
+            "/steps/1/request/body/objective".to_string()
+        )]
+    );
+    // A body that is a list is checked element by element.
+    assert_eq!(
+        findings(&scenario(
+            2,
+            json!([create(json!([good.clone(), bad.clone()]))])
+        )),
+        [(
+            Rule::CreateWithoutNonce,
+            "/steps/0/request/body/1/objective".to_string()
+        )]
+    );
+    // A wrongly typed objective cannot be stored as one: not this rule's.
+    assert_eq!(
+        findings(&scenario(2, json!([create(json!({"objective": 42}))]))),
+        []
+    );
+    // Only creates: a PATCH of the objective is another rule's business.
+    let patch = json!({"name": "edit", "request": {"method": "PATCH", "path": "{base}/x", "body": bad},
+                       "expect": {"status": 200}});
+    assert_eq!(findings(&scenario(1, json!([patch]))), []);
+}
+
 // ---- the command ------------------------------------------------------------
 
 fn goalpost_lint(dir: &Path) -> (Option<i32>, String) {
@@ -513,21 +675,22 @@ fn goalpost_lint(dir: &Path) -> (Option<i32>, String) {
 
 #[test]
 fn the_command_exits_0_clean_1_findings_2_unreadable() {
-    let clean = support::scenarios_folder(&["core.a"], &[("core/one.json", good_file("core.a"))]);
-    let (code, out) = goalpost_lint(clean.path());
+    let (_clean_root, clean) =
+        profiled_folder(&["core.a"], &[("core/one.json", good_file("core.a"))]);
+    let (code, out) = goalpost_lint(&clean);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("clean"), "{out}");
 
-    let dirty = support::scenarios_folder(
+    let (_dirty_root, dirty) = profiled_folder(
         &["core.a", "core.b"],
         &[("core/one.json", good_file("core.a"))],
     );
-    let (code, out) = goalpost_lint(dirty.path());
+    let (code, out) = goalpost_lint(&dirty);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("[requirement-unnamed]"), "{out}");
     assert!(out.contains("/requirements/1/id"), "{out}");
 
-    std::fs::write(dirty.path().join("requirements.json"), "nope").unwrap();
-    let (code, out) = goalpost_lint(dirty.path());
+    std::fs::write(dirty.join("requirements.json"), "nope").unwrap();
+    let (code, out) = goalpost_lint(&dirty);
     assert_eq!(code, Some(2), "{out}");
 }

@@ -150,7 +150,9 @@ fn explain_prints_the_requirement_and_what_proves_it() {
     let out = stdout(&output);
     assert!(
         out.starts_with(
-            "core.create.bounds-required  (core profile, MUST)\nSPEC clause: §2 Bounds required\n"
+            "core.create.bounds-required  (core profile, MUST)\n\
+             Level: MUST (a failure blocks certification of core)\n\
+             Section: PROFILE.md#core.create.bounds-required\n"
         ),
         "{out}"
     );

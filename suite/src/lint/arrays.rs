@@ -17,8 +17,9 @@ use serde_json::{Map, Value};
 
 use super::required::Shape;
 
-/// Keys an assertion uses to say what it looks at, besides its predicate.
-const TARGET_KEYS: &[&str] = &["pointer", "header", "where", "map"];
+/// Keys of an assertion besides its predicate: what it looks at, and which
+/// requirements it proves.
+const TARGET_KEYS: &[&str] = &["pointer", "header", "where", "map", "proves"];
 
 /// One assertion as the rule sees it.
 struct Probe<'a> {

@@ -19,7 +19,11 @@ use crate::loader::{self, LoadError, REQUIREMENTS_FILE};
 use crate::model::Requirement;
 
 mod arrays;
+mod attribution;
+mod profile;
 mod required;
+
+pub use profile::{profile_path, PROFILE_FILE};
 
 use required::Shape;
 
@@ -36,10 +40,13 @@ pub enum Rule {
     ChecksAbove,
     RequirementUnnamed,
     RequirementUnknown,
+    RequirementUnproven,
+    ClauseUnresolved,
+    CreateWithoutNonce,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 10] = [
+    pub const ALL: [Rule; 13] = [
         Rule::ScenarioInvalid,
         Rule::StepAssertsNothing,
         Rule::QuietStepLast,
@@ -50,6 +57,9 @@ impl Rule {
         Rule::ChecksAbove,
         Rule::RequirementUnnamed,
         Rule::RequirementUnknown,
+        Rule::RequirementUnproven,
+        Rule::ClauseUnresolved,
+        Rule::CreateWithoutNonce,
     ];
 
     pub fn id(self) -> &'static str {
@@ -64,6 +74,9 @@ impl Rule {
             Rule::ChecksAbove => "checks-above",
             Rule::RequirementUnnamed => "requirement-unnamed",
             Rule::RequirementUnknown => "requirement-unknown",
+            Rule::RequirementUnproven => "requirement-unproven",
+            Rule::ClauseUnresolved => "clause-unresolved",
+            Rule::CreateWithoutNonce => "create-without-nonce",
         }
     }
 
@@ -86,6 +99,15 @@ impl Rule {
             Rule::ChecksAbove => "`checks` is above what the steps can make: it never passes",
             Rule::RequirementUnnamed => "a requirement no scenario names",
             Rule::RequirementUnknown => "a scenario names a requirement the registry lacks",
+            Rule::RequirementUnproven => {
+                "a scenario names a requirement none of its checks proves"
+            }
+            Rule::ClauseUnresolved => {
+                "a requirement's clause is not PROFILE.md#<anchor> with an anchor PROFILE.md has"
+            }
+            Rule::CreateWithoutNonce => {
+                "a create body whose objective lacks `goalpost {nonce}`, so its scenario cannot find it"
+            }
         }
     }
 }
@@ -237,6 +259,7 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
     }
     let (cross, coverage) = cross_check(&registry, &requirements, &named);
     findings.extend(cross);
+    findings.extend(clause_check(dir, &registry, &requirements));
     Ok(LintReport {
         findings,
         scenarios: files.len(),
@@ -351,6 +374,38 @@ fn cross_check(
     (findings, coverage)
 }
 
+/// `clause-unresolved` over the registry: one finding per clause that is
+/// not a PROFILE.md pointer or names a missing anchor, and one for the
+/// whole registry when PROFILE.md cannot be read.
+fn clause_check(dir: &Path, registry: &Path, requirements: &[Requirement]) -> Vec<Finding> {
+    let path = profile_path(dir);
+    let text = std::fs::read_to_string(&path);
+    let anchors = text.as_deref().ok().map(profile::anchors);
+    let mut findings = Vec::new();
+    if let Err(error) = &text {
+        findings.push(Finding {
+            file: registry.to_path_buf(),
+            pointer: String::new(),
+            rule: Rule::ClauseUnresolved,
+            message: format!(
+                "cannot read {} ({error}): no clause can resolve; {PROFILE_FILE} belongs beside the scenarios folder",
+                path.display()
+            ),
+        });
+    }
+    for (index, requirement) in requirements.iter().enumerate() {
+        if let Some(message) = profile::unresolved(requirement, anchors.as_ref()) {
+            findings.push(Finding {
+                file: registry.to_path_buf(),
+                pointer: format!("/requirements/{index}/clause"),
+                rule: Rule::ClauseUnresolved,
+                message,
+            });
+        }
+    }
+    findings
+}
+
 // ---- one scenario ----------------------------------------------------------
 
 /// Keys of `expect` whose checks the lint knows how to count.
@@ -424,6 +479,27 @@ pub fn lint_scenario(file: &Path, scenario: &Value) -> Vec<Finding> {
         for (pointer, message) in arrays::check(expect, shape, &expect_at) {
             finding(pointer, Rule::ArrayMayBeEmpty, message);
         }
+    }
+    for (pointer, id) in attribution::unproven(scenario) {
+        finding(
+            pointer,
+            Rule::RequirementUnproven,
+            format!(
+                "the scenario names `{id}` but no check proves it: give a step or an assertion \
+                 `\"proves\": [\"{id}\"]`, or stop naming it"
+            ),
+        );
+    }
+    for pointer in attribution::objectives_without_nonce(scenario) {
+        finding(
+            pointer,
+            Rule::CreateWithoutNonce,
+            format!(
+                "a create body's objective must contain `{}`: the scenario finds its own goals \
+                 by it, and list checks look at no other",
+                attribution::NONCE_MARK
+            ),
+        );
     }
     let made: u64 = counts.iter().map(|c| c.made).sum();
     let exact = counts.iter().all(|c| c.exact);
