@@ -99,7 +99,7 @@ registry! {
         collateral ["core.tenancy.list-isolation"]
     DefaultBounds "default-bounds"
         "A create without bounds (or with bounds: {}) is given default bounds instead of 422 bounds_required."
-        breaks ["core.create.bounds-required"]
+        breaks ["core.create.bounds-required", "strict.errors.bounds-required-code"]
         collateral ["core.errors.envelope"]
     NegativeBoundsClamped "negative-bounds-clamped"
         "Out-of-range bounds are clamped into range (0 or 1.5 iterations become 1, negative cost or timeout 0) instead of refused."
@@ -107,7 +107,7 @@ registry! {
         collateral []
     UnknownKeysDropped "unknown-keys-dropped"
         "Unknown keys in a create body are silently dropped instead of refused with 400."
-        breaks ["core.create.unknown-keys"]
+        breaks ["core.create.unknown-keys", "core.create.bounds-range"]
         collateral [
             "core.errors.envelope",
             "strict.create.judge-owned-422",
@@ -152,22 +152,27 @@ registry! {
             "hardening.if-match.semantics",
             "hardening.race.patch-one-winner",
             "behavior.patch.refs-stored",
+            "strict.get.etag",
         ]
     PatchStateApplied "patch-state-applied"
         "PATCH {state} is applied to the goal instead of refused with 422 judge_owned_field."
-        breaks ["core.judge-only.patch-state"]
-        collateral ["core.judge-only.refusal-changes-nothing", "core.errors.envelope"]
+        breaks ["core.judge-only.patch-state", "strict.errors.judge-owned-code"]
+        collateral [
+            "core.judge-only.refusal-changes-nothing",
+            "core.errors.envelope",
+            "strict.get.etag",
+        ]
     PatchProgressIgnored "patch-progress-ignored"
         "PATCH {progress} is silently ignored with 200 instead of refused with 422 judge_owned_field."
-        breaks ["core.judge-only.patch-progress"]
+        breaks ["core.judge-only.patch-progress", "strict.errors.judge-owned-code"]
         collateral ["core.judge-only.refusal-changes-nothing"]
     PatchVerdictApplied "patch-verdict-applied"
         "PATCH {completion: {lastVerdict}} stores the verdict instead of refusing with 422 judge_owned_field."
-        breaks ["core.judge-only.patch-last-verdict"]
+        breaks ["core.judge-only.patch-last-verdict", "strict.errors.judge-owned-code"]
         collateral ["core.judge-only.refusal-changes-nothing"]
     PatchIdentityIgnored "patch-identity-ignored"
         "PATCH {owner} or {id} is silently ignored with 200 instead of refused with 422 judge_owned_field."
-        breaks ["core.judge-only.patch-identity"]
+        breaks ["core.judge-only.patch-identity", "strict.errors.judge-owned-code"]
         collateral ["core.judge-only.refusal-changes-nothing"]
     RefusalStillWrites "refusal-still-writes"
         "A PATCH refused for a judge-owned field still applies its other fields."
@@ -175,7 +180,11 @@ registry! {
         collateral ["core.judge-only.patch-state"]
     TerminalResumeAllowed "terminal-resume-allowed"
         "Resume of a satisfied, abandoned or bound-exceeded goal makes it active again."
-        breaks ["core.terminal.no-transition", "behavior.terminal.final"]
+        breaks [
+            "core.terminal.no-transition",
+            "behavior.terminal.final",
+            "strict.errors.terminal-code",
+        ]
         collateral [
             "core.terminal.no-edit",
             "core.lifecycle.abandon",
@@ -183,7 +192,7 @@ registry! {
         ]
     TerminalPatchAllowed "terminal-patch-allowed"
         "PATCH of a satisfied, abandoned or bound-exceeded goal is applied."
-        breaks ["core.terminal.no-edit", "behavior.terminal.final"]
+        breaks ["core.terminal.no-edit", "behavior.terminal.final", "strict.errors.terminal-code"]
         collateral [
             "core.terminal.no-transition",
             "core.lifecycle.abandon",
@@ -191,7 +200,7 @@ registry! {
         ]
     AttentionIgnoresPause "attention-ignores-pause"
         "The attention view is computed from the state alone, so a paused goal reads active."
-        breaks ["core.pause.keeps-state", "core.pause.resume-attention"]
+        breaks ["core.pause.resume-attention"]
         collateral [
             "behavior.pause.disarms-schedule",
             "behavior.pause.resume-rearms",
@@ -199,6 +208,7 @@ registry! {
             "observed.pause.resume-dispatches",
             "hardening.if-match.pause",
             "hardening.if-match.resume",
+            "core.pause.keeps-state",
         ]
     CrossTenantRead "cross-tenant-read"
         "GET {base}/{id} returns a goal whatever tenant owns it."
@@ -733,34 +743,45 @@ registry! {
         "Resume of a paused schedule goal clears the pause but leaves its next fire an hour away, so runs do not start again."
         breaks ["behavior.pause.resume-rearms", "observed.pause.resume-dispatches"]
         collateral ["behavior.pause.disarms-schedule"]
-    // Every scenario that abandons a goal checks the answer's state, so the
-    // collateral is long: those checks are setup for their own rules.
-    AbandonAnswersOldState "abandon-answers-old-state"
-        "Abandon stores the goal as abandoned but answers it as it was read before the write, still active."
-        breaks ["core.lifecycle.abandon"]
+    // Every scenario that reads a goal's tag back leans on it: the
+    // collateral is every requirement of such a scenario.
+    GetWithoutEtag "get-without-etag"
+        "GET {base}/{id} answers the goal without its ETag header."
+        breaks ["strict.get.etag"]
         collateral [
-            "behavior.escalation.abandon",
-            "behavior.escalation.halts",
-            "behavior.events.closed-once",
-            "behavior.events.sequence-increasing",
-            "behavior.pause.disarms-schedule",
-            "behavior.pause.resume-rearms",
-            "core.errors.envelope",
-            "core.list.filter-state",
+            "behavior.terminal.continue-refused",
+            "behavior.terminal.final",
+            "core.create.location",
+            "core.create.returns-active-goal",
+            "core.errors.malformed-json",
+            "core.get.returns-goal",
+            "core.judge-only.patch-identity",
+            "core.judge-only.patch-last-verdict",
+            "core.judge-only.patch-progress",
+            "core.judge-only.patch-state",
+            "core.judge-only.refusal-changes-nothing",
+            "core.lifecycle.abandon",
+            "core.tenancy.goal-404",
             "core.terminal.no-edit",
             "core.terminal.no-transition",
+            "hardening.auth.anonymous-goals",
+            "hardening.auth.bad-credentials",
+            "hardening.etag.changes-on-change",
             "hardening.etag.every-response",
-            "hardening.tenancy.lists",
-            "observed.abandon.no-dispatch",
-            "observed.close.late-answer-ignored",
-            "observed.escalation.halts-dispatch",
-            "observed.escalation.no-verdict",
-            "observed.heartbeat.fires-on-probe",
-            "observed.heartbeat.probe-failure-fires-nothing",
             "hardening.if-match.abandon",
-            "hardening.race.abandon-once",
-            "observed.pause.no-dispatch",
-            "observed.pause.resume-dispatches",
+            "hardening.if-match.patch",
+            "hardening.if-match.pause",
+            "hardening.if-match.resume",
+            "hardening.if-match.semantics",
+            "hardening.input.content-type",
+            "hardening.input.deep-nesting",
+            "hardening.input.duplicate-keys",
+            "hardening.input.invalid-utf8",
+            "hardening.input.malformed-json",
+            "hardening.limits.body-413",
+            "hardening.race.patch-one-winner",
+            "hardening.tenancy.goal-endpoints",
+            "hardening.tenancy.seams",
         ]
     ObjectiveCachedAtFirstRun "objective-cached-at-first-run"
         "The objective sent to the arm is read once, at the goal's first run, so an edited objective never reaches the worker."

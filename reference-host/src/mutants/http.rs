@@ -37,7 +37,7 @@ const HERE: [Mutant; 41] = [
     Mutant::PostPutStateApplied,
     Mutant::DeepNesting500,
     Mutant::ContinueTerminalAnswers200,
-    Mutant::AbandonAnswersOldState,
+    Mutant::GetWithoutEtag,
     Mutant::IfMatchCheckedApart,
     Mutant::ListLeaksTenants,
     Mutant::EtagMissingOnTransitions,
@@ -762,14 +762,10 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
                 _ => response,
             }
         }
-        (Mutant::AbandonAnswersOldState, &Method::POST, Route::Sub(_, "abandon")) => {
-            let response = next.run(request).await;
-            rewrite(response, |goal| {
-                if goal.get("state") == Some(&json!("abandoned")) {
-                    goal["state"] = json!("active");
-                }
-            })
-            .await
+        (Mutant::GetWithoutEtag, &Method::GET, Route::Goal(_)) => {
+            let mut response = next.run(request).await;
+            response.headers_mut().remove(ETAG);
+            response
         }
         (Mutant::AttentionIgnoresPause, &Method::GET, Route::Sub(_, "attention")) => {
             let response = next.run(request).await;
