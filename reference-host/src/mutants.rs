@@ -783,6 +783,72 @@ registry! {
             "hardening.tenancy.goal-endpoints",
             "hardening.tenancy.seams",
         ]
+    // Every scenario that abandons a goal leans on abandon: the collateral
+    // is every requirement of such a scenario.
+    AbandonAnswersUnsaved "abandon-answers-unsaved"
+        "Abandon answers 200 with the goal abandoned but never stores the change."
+        breaks ["core.lifecycle.abandon"]
+        collateral [
+            "behavior.escalation.abandon",
+            "behavior.escalation.halts",
+            "behavior.events.closed-once",
+            "behavior.events.sequence-increasing",
+            "behavior.pause.disarms-schedule",
+            "behavior.pause.resume-rearms",
+            "behavior.terminal.continue-refused",
+            "behavior.terminal.final",
+            "core.auth.credential-required",
+            "core.errors.envelope",
+            "core.list.filter-state",
+            "core.lookup.unknown-id",
+            "core.tenancy.goal-404",
+            "core.terminal.no-edit",
+            "core.terminal.no-transition",
+            "hardening.auth.anonymous-goals",
+            "hardening.auth.bad-credentials",
+            "hardening.etag.every-response",
+            "hardening.if-match.abandon",
+            "hardening.race.abandon-once",
+            "hardening.tenancy.goal-endpoints",
+            "hardening.tenancy.lists",
+            "observed.abandon.no-dispatch",
+            "observed.close.late-answer-ignored",
+            "observed.escalation.halts-dispatch",
+            "observed.escalation.no-verdict",
+            "observed.heartbeat.fires-on-probe",
+            "observed.heartbeat.probe-failure-fires-nothing",
+            "observed.pause.no-dispatch",
+            "observed.pause.resume-dispatches",
+            "strict.errors.terminal-code",
+        ]
+    // Likewise for every scenario that pauses a goal.
+    PauseRefused "pause-refused"
+        "Pause is not implemented: it answers 409 for every goal."
+        breaks ["core.pause.keeps-state"]
+        collateral [
+            "behavior.bound.wall-clock",
+            "behavior.bound.wall-clock-no-late-run",
+            "behavior.pause.continue-refused",
+            "behavior.pause.disarms-schedule",
+            "behavior.pause.resume-rearms",
+            "behavior.terminal.continue-refused",
+            "behavior.terminal.final",
+            "core.errors.envelope",
+            "core.lifecycle.abandon",
+            "core.lookup.unknown-id",
+            "core.pause.resume-attention",
+            "core.tenancy.goal-404",
+            "core.terminal.no-edit",
+            "core.terminal.no-transition",
+            "hardening.auth.anonymous-goals",
+            "hardening.etag.every-response",
+            "hardening.if-match.pause",
+            "hardening.if-match.resume",
+            "hardening.tenancy.goal-endpoints",
+            "observed.pause.no-dispatch",
+            "observed.pause.resume-dispatches",
+            "strict.errors.terminal-code",
+        ]
     ObjectiveCachedAtFirstRun "objective-cached-at-first-run"
         "The objective sent to the arm is read once, at the goal's first run, so an edited objective never reaches the worker."
         breaks ["observed.projection.objective-as-data"]

@@ -33,7 +33,9 @@ const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50)
 const READ_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The mutants this middleware implements.
-const HERE: [Mutant; 41] = [
+const HERE: [Mutant; 43] = [
+    Mutant::AbandonAnswersUnsaved,
+    Mutant::PauseRefused,
     Mutant::PostPutStateApplied,
     Mutant::DeepNesting500,
     Mutant::ContinueTerminalAnswers200,
@@ -762,6 +764,29 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
                 _ => response,
             }
         }
+        (Mutant::AbandonAnswersUnsaved, &Method::POST, Route::Sub(id, "abandon")) => {
+            let tenant = credential(&request)
+                .strip_prefix("Bearer ")
+                .and_then(|token| state.mutant_tenant(token.trim()));
+            let goal = match (tenant, GoalId::parse(id)) {
+                (Some(tenant), Some(id)) => state.engine().get(&tenant, &id).await.ok(),
+                _ => None,
+            };
+            match goal {
+                Some(mut goal) if !goal.state.is_terminal() => {
+                    goal.state = GoalState::Abandoned;
+                    json_response(
+                        StatusCode::OK,
+                        &serde_json::to_value(crate::domain::wire::goal(&goal)).unwrap_or_default(),
+                    )
+                }
+                _ => next.run(request).await,
+            }
+        }
+        (Mutant::PauseRefused, &Method::POST, Route::Sub(_, "pause")) => json_response(
+            StatusCode::CONFLICT,
+            &json!({ "error": "conflict", "message": "pause is not supported" }),
+        ),
         (Mutant::GetWithoutEtag, &Method::GET, Route::Goal(_)) => {
             let mut response = next.run(request).await;
             response.headers_mut().remove(ETAG);
