@@ -34,6 +34,10 @@ pub struct Config {
     /// Run with this deliberate bug (the suite's kill matrix).
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutants::Mutant>,
+    /// Serve one schema-invalid goal in this tenant's lists, as if another
+    /// client had stored it: the suite's isolation test.
+    #[cfg(feature = "mutants")]
+    pub foreign_invalid_goal: Option<String>,
 }
 
 pub const DEFAULT_LISTEN: SocketAddr =
@@ -56,6 +60,8 @@ impl Config {
             quotas: Quotas::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
+            #[cfg(feature = "mutants")]
+            foreign_invalid_goal: None,
         }
     }
 }
@@ -184,6 +190,12 @@ pub struct Args {
     #[cfg(feature = "mutants")]
     #[arg(long, value_parser = crate::mutants::parse_arg)]
     pub mutant: Option<crate::mutants::Mutant>,
+
+    /// Serve one schema-invalid goal in this tenant's lists, as if another
+    /// client had stored it (a build with the `mutants` feature only).
+    #[cfg(feature = "mutants")]
+    #[arg(long, value_name = "TENANT")]
+    pub foreign_invalid_goal: Option<String>,
 }
 
 impl Args {
@@ -203,6 +215,8 @@ impl Args {
             },
             #[cfg(feature = "mutants")]
             mutant: self.mutant,
+            #[cfg(feature = "mutants")]
+            foreign_invalid_goal: self.foreign_invalid_goal,
         }
     }
 }

@@ -88,6 +88,8 @@ impl RunningHost {
             quotas: config.quotas,
             #[cfg(feature = "mutants")]
             mutant: config.mutant,
+            #[cfg(feature = "mutants")]
+            foreign_invalid_goal: config.foreign_invalid_goal.clone(),
             ..EngineSettings::default()
         };
         #[cfg(feature = "mutants")]

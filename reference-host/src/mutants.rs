@@ -99,7 +99,7 @@ registry! {
         collateral ["core.tenancy.list-isolation"]
     DefaultBounds "default-bounds"
         "A create without bounds (or with bounds: {}) is given default bounds instead of 422 bounds_required."
-        breaks ["core.create.bounds-required"]
+        breaks ["core.create.bounds-required", "strict.errors.bounds-required-code"]
         collateral ["core.errors.envelope"]
     NegativeBoundsClamped "negative-bounds-clamped"
         "Out-of-range bounds are clamped into range (0 or 1.5 iterations become 1, negative cost or timeout 0) instead of refused."
@@ -107,7 +107,7 @@ registry! {
         collateral []
     UnknownKeysDropped "unknown-keys-dropped"
         "Unknown keys in a create body are silently dropped instead of refused with 400."
-        breaks ["core.create.unknown-keys"]
+        breaks ["core.create.unknown-keys", "core.create.bounds-range"]
         collateral [
             "core.errors.envelope",
             "strict.create.judge-owned-422",
@@ -115,7 +115,7 @@ registry! {
         ]
     NumericStringsCoerced "numeric-strings-coerced"
         "A bound written as a numeric string (\"3\") is coerced to a number instead of refused with 400."
-        breaks ["core.create.wrong-types"]
+        breaks ["core.create.wrong-types", "core.create.bound-type-beside-valid"]
         collateral ["strict.errors.invalid-request-code"]
     CreateClaimsKept "create-claims-kept"
         "A create body's state, progress and completion.lastVerdict are stored as claimed."
@@ -151,22 +151,28 @@ registry! {
             "hardening.if-match.resume",
             "hardening.if-match.semantics",
             "hardening.race.patch-one-winner",
+            "behavior.patch.refs-stored",
+            "strict.get.etag",
         ]
     PatchStateApplied "patch-state-applied"
         "PATCH {state} is applied to the goal instead of refused with 422 judge_owned_field."
-        breaks ["core.judge-only.patch-state"]
-        collateral ["core.judge-only.refusal-changes-nothing", "core.errors.envelope"]
+        breaks ["core.judge-only.patch-state", "strict.errors.judge-owned-code"]
+        collateral [
+            "core.judge-only.refusal-changes-nothing",
+            "core.errors.envelope",
+            "strict.get.etag",
+        ]
     PatchProgressIgnored "patch-progress-ignored"
         "PATCH {progress} is silently ignored with 200 instead of refused with 422 judge_owned_field."
-        breaks ["core.judge-only.patch-progress"]
+        breaks ["core.judge-only.patch-progress", "strict.errors.judge-owned-code"]
         collateral ["core.judge-only.refusal-changes-nothing"]
     PatchVerdictApplied "patch-verdict-applied"
         "PATCH {completion: {lastVerdict}} stores the verdict instead of refusing with 422 judge_owned_field."
-        breaks ["core.judge-only.patch-last-verdict"]
+        breaks ["core.judge-only.patch-last-verdict", "strict.errors.judge-owned-code"]
         collateral ["core.judge-only.refusal-changes-nothing"]
     PatchIdentityIgnored "patch-identity-ignored"
         "PATCH {owner} or {id} is silently ignored with 200 instead of refused with 422 judge_owned_field."
-        breaks ["core.judge-only.patch-identity"]
+        breaks ["core.judge-only.patch-identity", "strict.errors.judge-owned-code"]
         collateral ["core.judge-only.refusal-changes-nothing"]
     RefusalStillWrites "refusal-still-writes"
         "A PATCH refused for a judge-owned field still applies its other fields."
@@ -174,7 +180,11 @@ registry! {
         collateral ["core.judge-only.patch-state"]
     TerminalResumeAllowed "terminal-resume-allowed"
         "Resume of a satisfied, abandoned or bound-exceeded goal makes it active again."
-        breaks ["core.terminal.no-transition", "behavior.terminal.final"]
+        breaks [
+            "core.terminal.no-transition",
+            "behavior.terminal.final",
+            "strict.errors.terminal-code",
+        ]
         collateral [
             "core.terminal.no-edit",
             "core.lifecycle.abandon",
@@ -182,7 +192,7 @@ registry! {
         ]
     TerminalPatchAllowed "terminal-patch-allowed"
         "PATCH of a satisfied, abandoned or bound-exceeded goal is applied."
-        breaks ["core.terminal.no-edit", "behavior.terminal.final"]
+        breaks ["core.terminal.no-edit", "behavior.terminal.final", "strict.errors.terminal-code"]
         collateral [
             "core.terminal.no-transition",
             "core.lifecycle.abandon",
@@ -190,7 +200,7 @@ registry! {
         ]
     AttentionIgnoresPause "attention-ignores-pause"
         "The attention view is computed from the state alone, so a paused goal reads active."
-        breaks ["core.pause.keeps-state", "core.pause.resume-attention"]
+        breaks ["core.pause.resume-attention"]
         collateral [
             "behavior.pause.disarms-schedule",
             "behavior.pause.resume-rearms",
@@ -198,6 +208,7 @@ registry! {
             "observed.pause.resume-dispatches",
             "hardening.if-match.pause",
             "hardening.if-match.resume",
+            "core.pause.keeps-state",
         ]
     CrossTenantRead "cross-tenant-read"
         "GET {base}/{id} returns a goal whatever tenant owns it."
@@ -694,6 +705,182 @@ registry! {
         "A body with a Content-Type other than JSON is refused with 400 instead of 415."
         breaks ["strict.input.content-type-415"]
         collateral []
+
+    // ---- holes: judge-owned writes by other verbs, bounds, refs, sizes ----
+    PostPutStateApplied "post-put-state-applied"
+        "POST and PUT to {base}/{id} are served as an upsert that applies the body's state."
+        breaks ["core.judge-only.post-put-state"]
+        collateral []
+    PatchBoundsMerged "patch-bounds-merged"
+        "PATCH {bounds} is merged into the goal's bounds with no check that they only tighten, so a client can raise or drop a bound."
+        breaks ["core.patch.bounds-kept"]
+        collateral []
+    PatchRefsUnsaved "patch-refs-unsaved"
+        "PATCH of completion.verifierRef or continuation answers 200 with the change but never stores it."
+        breaks ["behavior.patch.refs-stored", "behavior.patch.refs-take-effect"]
+        collateral ["behavior.escalation.resume-keeps-progress"]
+    MixedBoundTypesDropped "mixed-bound-types-dropped"
+        "A wrongly typed bound beside a valid one is dropped and the goal stored with the valid one."
+        breaks ["core.create.bound-type-beside-valid"]
+        collateral []
+    BodyLimitMissing "body-limit-missing"
+        "No limit on body or objective size: a create or PATCH of any size is stored."
+        breaks ["hardening.limits.huge-body", "hardening.limits.body-413"]
+        collateral ["strict.errors.payload-too-large-code"]
+
+    // ---- fail closed: a fire already queued when pause or abandon answered ----
+    StaleFireAfterPause "stale-fire-after-pause"
+        "Pause leaves the fire the scheduler already queued in place, and that one fire is dispatched without re-checking the goal."
+        breaks ["observed.pause.no-dispatch"]
+        collateral ["observed.pause.resume-dispatches"]
+    StaleFireAfterAbandon "stale-fire-after-abandon"
+        "Abandon leaves the fire the scheduler already queued in place, and that one fire is dispatched without re-checking the goal."
+        breaks ["observed.abandon.no-dispatch"]
+        collateral []
+
+    // ---- rules that only collateral used to catch ----
+    ResumeForgetsSchedule "resume-forgets-schedule"
+        "Resume of a paused schedule goal clears the pause but leaves its next fire an hour away, so runs do not start again."
+        breaks ["behavior.pause.resume-rearms", "observed.pause.resume-dispatches"]
+        collateral ["behavior.pause.disarms-schedule"]
+    // Every scenario that reads a goal's tag back leans on it: the
+    // collateral is every requirement of such a scenario.
+    GetWithoutEtag "get-without-etag"
+        "GET {base}/{id} answers the goal without its ETag header."
+        breaks ["strict.get.etag"]
+        collateral [
+            "behavior.terminal.continue-refused",
+            "behavior.terminal.final",
+            "core.create.location",
+            "core.create.returns-active-goal",
+            "core.errors.malformed-json",
+            "core.get.returns-goal",
+            "core.judge-only.patch-identity",
+            "core.judge-only.patch-last-verdict",
+            "core.judge-only.patch-progress",
+            "core.judge-only.patch-state",
+            "core.judge-only.refusal-changes-nothing",
+            "core.lifecycle.abandon",
+            "core.tenancy.goal-404",
+            "core.terminal.no-edit",
+            "core.terminal.no-transition",
+            "hardening.auth.anonymous-goals",
+            "hardening.auth.bad-credentials",
+            "hardening.etag.changes-on-change",
+            "hardening.etag.every-response",
+            "hardening.if-match.abandon",
+            "hardening.if-match.patch",
+            "hardening.if-match.pause",
+            "hardening.if-match.resume",
+            "hardening.if-match.semantics",
+            "hardening.input.content-type",
+            "hardening.input.deep-nesting",
+            "hardening.input.duplicate-keys",
+            "hardening.input.invalid-utf8",
+            "hardening.input.malformed-json",
+            "hardening.limits.body-413",
+            "hardening.race.patch-one-winner",
+            "hardening.tenancy.goal-endpoints",
+            "hardening.tenancy.seams",
+        ]
+    // Every scenario that abandons a goal leans on abandon: the collateral
+    // is every requirement of such a scenario.
+    AbandonAnswersUnsaved "abandon-answers-unsaved"
+        "Abandon answers 200 with the goal abandoned but never stores the change."
+        breaks ["core.lifecycle.abandon"]
+        collateral [
+            "behavior.escalation.abandon",
+            "behavior.escalation.halts",
+            "behavior.events.closed-once",
+            "behavior.events.sequence-increasing",
+            "behavior.pause.disarms-schedule",
+            "behavior.pause.resume-rearms",
+            "behavior.terminal.continue-refused",
+            "behavior.terminal.final",
+            "core.auth.credential-required",
+            "core.errors.envelope",
+            "core.list.filter-state",
+            "core.lookup.unknown-id",
+            "core.tenancy.goal-404",
+            "core.terminal.no-edit",
+            "core.terminal.no-transition",
+            "hardening.auth.anonymous-goals",
+            "hardening.auth.bad-credentials",
+            "hardening.etag.every-response",
+            "hardening.if-match.abandon",
+            "hardening.race.abandon-once",
+            "hardening.tenancy.goal-endpoints",
+            "hardening.tenancy.lists",
+            "observed.abandon.no-dispatch",
+            "observed.close.late-answer-ignored",
+            "observed.escalation.halts-dispatch",
+            "observed.escalation.no-verdict",
+            "observed.heartbeat.fires-on-probe",
+            "observed.heartbeat.probe-failure-fires-nothing",
+            "observed.pause.no-dispatch",
+            "observed.pause.resume-dispatches",
+            "strict.errors.terminal-code",
+        ]
+    // Likewise for every scenario that pauses a goal.
+    PauseRefused "pause-refused"
+        "Pause is not implemented: it answers 409 for every goal."
+        breaks ["core.pause.keeps-state"]
+        collateral [
+            "behavior.bound.wall-clock",
+            "behavior.bound.wall-clock-no-late-run",
+            "behavior.pause.continue-refused",
+            "behavior.pause.disarms-schedule",
+            "behavior.pause.resume-rearms",
+            "behavior.terminal.continue-refused",
+            "behavior.terminal.final",
+            "core.errors.envelope",
+            "core.lifecycle.abandon",
+            "core.lookup.unknown-id",
+            "core.pause.resume-attention",
+            "core.tenancy.goal-404",
+            "core.terminal.no-edit",
+            "core.terminal.no-transition",
+            "hardening.auth.anonymous-goals",
+            "hardening.etag.every-response",
+            "hardening.if-match.pause",
+            "hardening.if-match.resume",
+            "hardening.tenancy.goal-endpoints",
+            "observed.pause.no-dispatch",
+            "observed.pause.resume-dispatches",
+            "strict.errors.terminal-code",
+        ]
+    ObjectiveCachedAtFirstRun "objective-cached-at-first-run"
+        "The objective sent to the arm is read once, at the goal's first run, so an edited objective never reaches the worker."
+        breaks ["observed.projection.objective-as-data"]
+        collateral ["observed.events.content-free", "observed.projection.verifier-content-free"]
+    JudgeGetsPreviousOutput "judge-gets-previous-output"
+        "The verifier is sent the output of the goal's previous run instead of the output of the run it judges."
+        breaks ["observed.verifier.judges-run-output"]
+        collateral ["observed.run-ids.agree"]
+    DeepNesting500 "deep-nesting-500"
+        "A body nested deeper than the parser's recursion limit is answered 500 instead of refused with 400."
+        breaks ["hardening.input.deep-nesting"]
+        collateral []
+    // Every bound scenario ends with a continue that must be refused.
+    ContinueTerminalAnswers200 "continue-terminal-answers-200"
+        "continue on a satisfied, abandoned or bound-exceeded goal answers 200 with the goal and no evaluation instead of 409."
+        breaks ["behavior.terminal.continue-refused", "hardening.race.continue-bound"]
+        collateral [
+            "behavior.bound.cost",
+            "behavior.bound.iterations-exact",
+            "behavior.converge.satisfied",
+            "behavior.escalation.abandon",
+            "behavior.events.closed-once",
+            "behavior.events.evaluated-per-verdict",
+            "behavior.terminal.final",
+            "hardening.race.schedule-and-continue",
+            "observed.bound.iterations-manual",
+            "observed.cost.worker-reported",
+            "observed.projection.remaining-cost",
+            "observed.webhooks.calls-urls",
+            "strict.bound.cost-budget",
+            "strict.bound.cost-budget-decimal",
+        ]
 
     HeartbeatIgnoresProbe "heartbeat-ignores-probe"
         "Under heartbeat continuation every probe fires a run, whatever it answered."

@@ -116,6 +116,39 @@ async fn a_chunked_body_without_length_is_capped_too() {
 }
 
 #[tokio::test]
+async fn a_declared_oversized_body_is_read_before_its_413() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let host = RunningHost::start(Config::conformance_in_memory(vec![(
+        A.to_string(),
+        "tenant-a".to_string(),
+    )]))
+    .await
+    .expect("the host starts");
+    let mut stream = tokio::net::TcpStream::connect(host.addr())
+        .await
+        .expect("connect");
+    let size = 7 * 1024 * 1024;
+    let head = format!(
+        "POST {BASE} HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {A}\r\n\
+         content-type: application/json\r\ncontent-length: {size}\r\nconnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.expect("write");
+    // Every byte is accepted: the host reads the body it refuses, so the
+    // client never meets a reset that could swallow the answer.
+    stream
+        .write_all(&vec![b' '; size])
+        .await
+        .expect("the whole body is read");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("the answer");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("payload_too_large"), "{answer}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
 async fn objectives_over_8_kib_of_utf8_are_422_on_create_and_patch() {
     let host = Harness::seams();
     let mut body = plain_body();

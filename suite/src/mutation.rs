@@ -31,7 +31,7 @@ pub fn verified(requirement: &str) -> bool {
     !goalpost_host::mutants::breaking(requirement).is_empty()
 }
 
-/// MUST requirements of the catalog that no mutant proves, by id.
+/// MUST requirements of the catalog whose own rule no mutant breaks, by id.
 pub fn unverified_musts(catalog: &Catalog) -> Vec<String> {
     catalog
         .requirements
@@ -95,7 +95,11 @@ pub fn write_requirements(catalog: &Catalog, mut out: impl Write) -> io::Result<
     if missing.is_empty() {
         writeln!(out, "; every MUST is")?;
     } else {
-        writeln!(out, "; MUST without a mutant: {}", missing.join(", "))?;
+        writeln!(
+            out,
+            "; MUST without a mutant that breaks its rule: {}",
+            missing.join(", ")
+        )?;
     }
     out.flush()
 }

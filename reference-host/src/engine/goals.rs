@@ -289,6 +289,8 @@ impl Engine {
     ) -> Result<Goal, EngineError> {
         let _guard = self.locks.lock(id).await;
         self.transition(tenant, id, if_match, |goal, now| {
+            #[cfg(feature = "mutants")]
+            crate::mutants::engine::queued_fire(&self.mutants, goal, false);
             Ok(transition::pause(goal, now)?)
         })
         .await
@@ -322,6 +324,8 @@ impl Engine {
     ) -> Result<Goal, EngineError> {
         let goal = self
             .transition(tenant, id, if_match, |goal, now| {
+                #[cfg(feature = "mutants")]
+                crate::mutants::engine::queued_fire(&self.mutants, goal, true);
                 #[cfg(feature = "mutants")]
                 if let Some(answer) = crate::mutants::engine::abandon(&self.mutants, goal, now) {
                     return answer;
@@ -403,7 +407,7 @@ impl Engine {
             .db(move |store| store.due_schedule_goals(now, limit))
             .await?;
         #[cfg(feature = "mutants")]
-        let due = crate::mutants::engine::due(&self.mutants, due);
+        let due = crate::mutants::engine::due(&self.mutants, due, now);
         Ok(due)
     }
 

@@ -55,6 +55,9 @@ pub struct EngineSettings {
     /// The deliberate bug this host runs with (the suite's kill matrix).
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutants::Mutant>,
+    /// Serve one schema-invalid goal in this tenant's lists.
+    #[cfg(feature = "mutants")]
+    pub foreign_invalid_goal: Option<String>,
 }
 
 impl Default for EngineSettings {
@@ -69,6 +72,8 @@ impl Default for EngineSettings {
             quotas: Quotas::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
+            #[cfg(feature = "mutants")]
+            foreign_invalid_goal: None,
         }
     }
 }
@@ -120,7 +125,10 @@ impl Engine {
             cancels: Cancels::default(),
             wake: SchedulerWake::default(),
             #[cfg(feature = "mutants")]
-            mutants: Arc::new(crate::mutants::Switch::new(settings.mutant)),
+            mutants: Arc::new(
+                crate::mutants::Switch::new(settings.mutant)
+                    .with_foreign_invalid_goal(settings.foreign_invalid_goal.clone()),
+            ),
             settings,
         }
     }

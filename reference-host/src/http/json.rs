@@ -1,10 +1,11 @@
 //! Request bodies in and JSON responses out, with our envelope for every
 //! refusal (malformed JSON, wrong content type, too large).
 
-use axum::body::Bytes;
+use axum::body::{Bytes, HttpBody};
 use axum::extract::{FromRequest, Request};
-use axum::http::header::{HeaderValue, CONTENT_TYPE, ETAG, LOCATION};
+use axum::http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, ETAG, LOCATION};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::Value;
@@ -58,6 +59,41 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             .map(JsonBody)
             .map_err(|error| ApiError::malformed_json(format!("the body is not JSON: {error}")))
     }
+}
+
+/// Most bytes of an oversized body read (and thrown away) before its 413.
+const DRAIN_CAP: u64 = 8 * 1024 * 1024;
+
+/// Refuses a body whose declared length is over `limit` with 413, after
+/// reading it: a server that answers and closes with the client's bytes
+/// still unread resets the connection, and the client may then lose the
+/// answer (RFC 9112 §9.6 asks for this "lingering close"). A body beyond
+/// [`DRAIN_CAP`] is answered without reading the rest. Bodies that do not
+/// declare their length are limited while they are read, as before.
+pub async fn refuse_declared_oversize(limit: usize, request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.parse::<u64>().ok());
+    let Some(declared) = declared.filter(|length| *length > limit as u64) else {
+        return next.run(request).await;
+    };
+    if declared <= DRAIN_CAP {
+        let mut body = request.into_body();
+        let mut read = 0u64;
+        while let Some(Ok(frame)) =
+            std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+        {
+            if let Some(data) = frame.data_ref() {
+                read += data.len() as u64;
+            }
+            if read > DRAIN_CAP {
+                break;
+            }
+        }
+    }
+    ApiError::payload_too_large().into_response()
 }
 
 /// A JSON response.

@@ -73,6 +73,13 @@ impl AppState {
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
+
+    /// The tenant of a bearer token, for the mutants' middleware, which
+    /// runs before any extractor.
+    #[cfg(feature = "mutants")]
+    pub(crate) fn mutant_tenant(&self, token: &str) -> Option<crate::domain::Tenant> {
+        self.tokens.tenant(token).cloned()
+    }
 }
 
 /// The whole service. Every 4xx/5xx it answers is an error envelope.
@@ -86,10 +93,17 @@ pub fn app(state: AppState) -> Router {
     if state.seams {
         routes = routes.merge(seams::routes());
     }
+    #[cfg(feature = "mutants")]
+    let body_limit = crate::mutants::http::body_limit(&state, BODY_LIMIT);
+    #[cfg(not(feature = "mutants"))]
+    let body_limit = BODY_LIMIT;
     let routes = routes
         .method_not_allowed_fallback(envelope::method_not_allowed)
         .fallback(envelope::not_found)
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn(move |request, next| {
+            json::refuse_declared_oversize(body_limit, request, next)
+        }))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,

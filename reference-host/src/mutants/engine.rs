@@ -8,11 +8,11 @@ mod requests;
 mod transitions;
 
 pub(crate) use dispatch::{
-    dispatch_view, dispatched, due, iterations_serialised, verifier, worker,
+    dispatch_view, dispatched, due, iterations_serialised, queued_fire, verifier, worker,
 };
 pub(crate) use record::record;
 pub(crate) use requests::{create_body, created, events, events_after, list_filter};
-pub(crate) use transitions::{abandon, abandon_cancels, patch, patch_answer, resume};
+pub(crate) use transitions::{abandon, abandon_cancels, patch, patch_answer, resume, UPSERT_STATE};
 
 use super::Mutant;
 use crate::engine::EngineSettings;

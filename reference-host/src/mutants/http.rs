@@ -27,11 +27,19 @@ const RACE_WINDOW: std::time::Duration = std::time::Duration::from_millis(200);
 /// `if-match-checked-apart`: how long its check and its write lie apart.
 const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Bodies this middleware reads; far above anything the host accepts.
-const READ_LIMIT: usize = 1024 * 1024;
+/// Bodies this middleware reads: far above anything the host accepts, and
+/// above the largest body the suite sends (1.1 MB), so the middleware never
+/// leaves part of a request unread.
+const READ_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The mutants this middleware implements.
-const HERE: [Mutant; 37] = [
+const HERE: [Mutant; 43] = [
+    Mutant::AbandonAnswersUnsaved,
+    Mutant::PauseRefused,
+    Mutant::PostPutStateApplied,
+    Mutant::DeepNesting500,
+    Mutant::ContinueTerminalAnswers200,
+    Mutant::GetWithoutEtag,
     Mutant::IfMatchCheckedApart,
     Mutant::ListLeaksTenants,
     Mutant::EtagMissingOnTransitions,
@@ -71,14 +79,113 @@ const HERE: [Mutant; 37] = [
     Mutant::EvaluationsNewestFirst,
 ];
 
+/// Most bytes a body may have under `body-limit-missing`: far beyond any
+/// body the suite sends, so in effect no limit.
+const NO_LIMIT: usize = 64 * 1024 * 1024;
+
+/// The request body limit this host enforces.
+pub(crate) fn body_limit(state: &AppState, limit: usize) -> usize {
+    if state.engine().mutants().is(Mutant::BodyLimitMissing) {
+        NO_LIMIT
+    } else {
+        limit
+    }
+}
+
+/// How deep `deep-nesting-500`'s parser recurses before it gives up.
+const PARSER_DEPTH: usize = 128;
+
+/// The deepest nesting of arrays and objects in a JSON text (strings
+/// skipped), however malformed the rest.
+fn nesting_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for byte in bytes {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// `routes` with the middleware of the host's mutant, if it has one here.
 pub(crate) fn layer(routes: Router<AppState>, state: &AppState) -> Router<AppState> {
-    match state.engine().mutants().active() {
+    let routes = match state.engine().mutants().active() {
         Some(mutant) if HERE.contains(&mutant) => routes.layer(
             axum::middleware::from_fn_with_state(state.clone(), middleware),
         ),
         _ => routes,
+    };
+    if state.engine().mutants().foreign_invalid_goal().is_some() {
+        routes.layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            foreign_invalid_goal,
+        ))
+    } else {
+        routes
     }
+}
+
+/// The goal `--foreign-invalid-goal` shows first in a tenant's lists:
+/// schema-invalid in several ways (a numeric objective, a state that does
+/// not exist, required members missing), as a buggy client or an older
+/// version of the host might have left it. No scenario created it, so no
+/// check of a scenario may look at it.
+fn foreign_goal(tenant: &str) -> Value {
+    json!({
+        "id": "goal-foreign-invalid",
+        "objective": 42,
+        "state": "sleeping",
+        "completion": {"check": "oracle"},
+        "owner": {"tenant": tenant},
+    })
+}
+
+/// Puts the foreign goal first in every successful list of its tenant.
+async fn foreign_invalid_goal(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(tenant) = state
+        .engine()
+        .mutants()
+        .foreign_invalid_goal()
+        .map(str::to_string)
+    else {
+        return next.run(request).await;
+    };
+    let caller = credential(&request)
+        .strip_prefix("Bearer ")
+        .and_then(|token| state.mutant_tenant(token.trim()));
+    let listed = request.method() == Method::GET
+        && route(request.uri().path()) == Route::Collection
+        && caller.is_some_and(|caller| caller.as_str() == tenant);
+    let response = next.run(request).await;
+    if !listed || !response.status().is_success() {
+        return response;
+    }
+    rewrite(response, |list| {
+        if let Some(goals) = list.get_mut("goals").and_then(Value::as_array_mut) {
+            goals.insert(0, foreign_goal(&tenant));
+        }
+    })
+    .await
 }
 
 /// Where a request goes, as far as the mutants care.
@@ -283,6 +390,30 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
         .await;
     }
     match (mutant, &method, &route) {
+        (Mutant::PostPutStateApplied, &Method::POST | &Method::PUT, Route::Goal(id)) => {
+            // An upsert handler that trusts the body's state: served as the
+            // PATCH whose engine side of this mutant applies it.
+            let (request, bytes) = buffered(request).await;
+            let state_claimed = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|body| body.get("state").cloned());
+            let tenant = credential(&request)
+                .strip_prefix("Bearer ")
+                .and_then(|token| state.mutant_tenant(token.trim()));
+            let (Some(claimed), Some(tenant), Some(id)) =
+                (state_claimed, tenant, GoalId::parse(id))
+            else {
+                return next.run(request).await;
+            };
+            let body = json!({ super::engine::UPSERT_STATE: claimed });
+            match state.engine().patch(&tenant, &id, &body, None).await {
+                Ok(goal) => json_response(
+                    StatusCode::OK,
+                    &serde_json::to_value(crate::domain::wire::goal(&goal)).unwrap_or_default(),
+                ),
+                Err(_) => next.run(request).await,
+            }
+        }
         (
             Mutant::EtagMissingOnTransitions,
             &Method::POST,
@@ -598,6 +729,69 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
                 &json!({ "error": "goal_terminal", "message": "the goal cannot change" }),
             )
         }
+        (
+            Mutant::DeepNesting500,
+            &Method::POST | &Method::PATCH,
+            Route::Collection | Route::Goal(_),
+        ) => {
+            let (request, bytes) = buffered(request).await;
+            if nesting_depth(&bytes) > PARSER_DEPTH {
+                // The parser's recursion error, reported as the host's own.
+                return json_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &json!({ "error": "internal", "message": "recursion limit exceeded" }),
+                );
+            }
+            next.run(request).await
+        }
+        (Mutant::ContinueTerminalAnswers200, &Method::POST, Route::Sub(id, "continue")) => {
+            let response = next.run(request).await;
+            if response.status() != StatusCode::CONFLICT {
+                return response;
+            }
+            let goal = match GoalId::parse(id) {
+                Some(id) => state.engine().mutant_load(&id).await.ok().flatten(),
+                None => None,
+            };
+            match goal {
+                Some(goal) if goal.state.is_terminal() => json_response(
+                    StatusCode::OK,
+                    &json!({
+                        "goal": crate::domain::wire::goal(&goal),
+                        "evaluation": null,
+                    }),
+                ),
+                _ => response,
+            }
+        }
+        (Mutant::AbandonAnswersUnsaved, &Method::POST, Route::Sub(id, "abandon")) => {
+            let tenant = credential(&request)
+                .strip_prefix("Bearer ")
+                .and_then(|token| state.mutant_tenant(token.trim()));
+            let goal = match (tenant, GoalId::parse(id)) {
+                (Some(tenant), Some(id)) => state.engine().get(&tenant, &id).await.ok(),
+                _ => None,
+            };
+            match goal {
+                Some(mut goal) if !goal.state.is_terminal() => {
+                    goal.state = GoalState::Abandoned;
+                    json_response(
+                        StatusCode::OK,
+                        &serde_json::to_value(crate::domain::wire::goal(&goal)).unwrap_or_default(),
+                    )
+                }
+                _ => next.run(request).await,
+            }
+        }
+        (Mutant::PauseRefused, &Method::POST, Route::Sub(_, "pause")) => json_response(
+            StatusCode::CONFLICT,
+            &json!({ "error": "conflict", "message": "pause is not supported" }),
+        ),
+        (Mutant::GetWithoutEtag, &Method::GET, Route::Goal(_)) => {
+            let mut response = next.run(request).await;
+            response.headers_mut().remove(ETAG);
+            response
+        }
         (Mutant::AttentionIgnoresPause, &Method::GET, Route::Sub(_, "attention")) => {
             let response = next.run(request).await;
             rewrite(response, |attention| {
@@ -707,6 +901,13 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_depth_skips_strings() {
+        assert_eq!(nesting_depth(br#"{"a": [1, {"b": "[[[["}]}"#), 3);
+        assert_eq!(nesting_depth(br#""\"[""#), 0);
+        assert_eq!(nesting_depth(b"[[[[]]"), 4);
+    }
 
     #[test]
     fn routes_are_recognised() {

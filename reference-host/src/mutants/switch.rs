@@ -7,11 +7,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::Mutant;
-use crate::domain::{ArmRef, Bounds, GoalId, RunId, Tenant, VerifierRef};
+use crate::domain::{ArmRef, Bounds, GoalId, Objective, RunId, Tenant, Timestamp, VerifierRef};
 
 #[derive(Debug, Default)]
 pub struct Switch {
     active: Option<Mutant>,
+    /// The tenant whose lists show one schema-invalid goal nobody of the
+    /// suite created (`--foreign-invalid-goal`).
+    foreign_invalid_goal: Option<String>,
     memory: Mutex<Memory>,
     /// Signalled when a keyed create races one in flight (see
     /// `idempotency-not-atomic`).
@@ -23,8 +26,15 @@ pub struct Switch {
 pub(crate) struct Memory {
     /// Goals the scheduler has fired: its private timer list.
     pub timers: BTreeSet<GoalId>,
+    /// Fires the scheduler had queued when pause or abandon answered, and
+    /// when each is due.
+    pub stale_fires: HashMap<GoalId, Timestamp>,
     /// Tenants that created goals (for a list that forgets the tenant).
     pub tenants: BTreeSet<Tenant>,
+    /// The objective as first sent to the worker, per goal.
+    pub objectives: HashMap<GoalId, Objective>,
+    /// The output of each goal's latest run, as the verifier last got it.
+    pub outputs: HashMap<GoalId, serde_json::Value>,
     /// Refs as first resolved, per goal.
     pub refs: HashMap<GoalId, (Option<VerifierRef>, Option<ArmRef>)>,
     /// The judge's own flag per run, before aggregation with criteria.
@@ -49,9 +59,21 @@ impl Switch {
     pub fn new(active: Option<Mutant>) -> Switch {
         Switch {
             active,
+            foreign_invalid_goal: None,
             memory: Mutex::new(Memory::default()),
             raced: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Serve a schema-invalid goal in `tenant`'s lists.
+    pub fn with_foreign_invalid_goal(mut self, tenant: Option<String>) -> Switch {
+        self.foreign_invalid_goal = tenant;
+        self
+    }
+
+    /// The tenant whose lists show a foreign, schema-invalid goal.
+    pub fn foreign_invalid_goal(&self) -> Option<&str> {
+        self.foreign_invalid_goal.as_deref()
     }
 
     pub fn active(&self) -> Option<Mutant> {

@@ -67,6 +67,16 @@ pub(crate) fn dispatch_view(
             goal.bounds = with_iterations(&goal.bounds, max.map(|max| max.saturating_add(failed)));
         }
         Some(Mutant::StaleTimerAfterPause) if scheduled => goal.paused = false,
+        // The queued fire runs once, from the goal as it was queued.
+        Some(Mutant::StaleFireAfterPause | Mutant::StaleFireAfterAbandon)
+            if scheduled
+                && (goal.paused || goal.state != GoalState::Active)
+                && switch.memory().stale_fires.remove(&goal.id).is_some() =>
+        {
+            goal.paused = false;
+            goal.state = GoalState::Active;
+            goal.next_fire_at = None;
+        }
         Some(Mutant::ContinueWhilePaused) if continued => goal.paused = false,
         Some(Mutant::NoFailClosedCheck) if scheduled => {
             goal.state = GoalState::Active;
@@ -99,15 +109,41 @@ pub(crate) fn dispatch_view(
     goal
 }
 
-/// Schedule goals due now, as the scheduler sees them.
-pub(crate) fn due(switch: &Switch, mut due: Vec<GoalId>) -> Vec<GoalId> {
+/// Schedule goals due at `now`, as the scheduler sees them.
+pub(crate) fn due(switch: &Switch, mut due: Vec<GoalId>, now: Timestamp) -> Vec<GoalId> {
     let memory = switch.memory();
-    for goal in &memory.timers {
+    let stale = memory
+        .stale_fires
+        .iter()
+        .filter(|(_, at)| **at <= now)
+        .map(|(goal, _)| goal);
+    for goal in memory.timers.iter().chain(stale) {
         if !due.contains(goal) {
             due.push(goal.clone());
         }
     }
     due
+}
+
+/// Inside pause's or abandon's versioned write, with the goal as it was:
+/// under `stale-fire-after-pause` / `-abandon` the fire the scheduler had
+/// queued for it stays queued.
+pub(crate) fn queued_fire(switch: &Switch, goal: &Goal, abandon: bool) {
+    let mutant = if abandon {
+        Mutant::StaleFireAfterAbandon
+    } else {
+        Mutant::StaleFireAfterPause
+    };
+    if !switch.is(mutant)
+        || goal.continuation.mode != crate::domain::Mode::Schedule
+        || goal.state != GoalState::Active
+        || goal.paused
+    {
+        return;
+    }
+    if let Some(at) = goal.next_fire_at {
+        switch.memory().stale_fires.insert(goal.id.clone(), at);
+    }
 }
 
 /// The goal a dispatch works from: its real bounds whatever its check saw,
@@ -146,10 +182,17 @@ pub(crate) fn worker(
             | Mutant::RemainingCostIgnoresSpend
             | Mutant::RemainingDeadlineMoving
             | Mutant::HeartbeatIgnoresProbe
-            | Mutant::ProbeErrorFires),
+            | Mutant::ProbeErrorFires
+            | Mutant::ObjectiveCachedAtFirstRun),
         ) => Arc::new(MutantWorker {
             mutant,
             inner,
+            first_objective: switch
+                .memory()
+                .objectives
+                .entry(goal.id.clone())
+                .or_insert_with(|| goal.objective.clone())
+                .clone(),
             max_cost: goal.bounds.max_cost().map(|cap| cap.micros()),
             moving_deadline: goal
                 .bounds
@@ -163,6 +206,8 @@ pub(crate) fn worker(
 struct MutantWorker {
     mutant: Mutant,
     inner: Arc<dyn Worker>,
+    /// The objective as the goal's first run was sent it.
+    first_objective: crate::domain::Objective,
     max_cost: Option<MicroUsd>,
     /// Dispatch time + runTimeoutMs: a deadline that moves with every run.
     moving_deadline: Option<Timestamp>,
@@ -179,6 +224,7 @@ impl Worker for MutantWorker {
             }
             Mutant::RemainingCostIgnoresSpend => request.remaining.cost = self.max_cost,
             Mutant::RemainingDeadlineMoving => request.remaining.deadline = self.moving_deadline,
+            Mutant::ObjectiveCachedAtFirstRun => request.objective = self.first_objective.clone(),
             _ => {}
         }
         Box::pin(async move {
@@ -220,7 +266,8 @@ pub(crate) fn verifier(
         Some(
             mutant @ (Mutant::VerifierGetsObjective
             | Mutant::WorkerClaimCounted
-            | Mutant::CriteriaIgnored),
+            | Mutant::CriteriaIgnored
+            | Mutant::JudgeGetsPreviousOutput),
         ) => Arc::new(MutantVerifier {
             mutant,
             inner,
@@ -253,6 +300,16 @@ impl Verifier for MutantVerifier {
                         confidence: 1.0,
                         criteria: None,
                     });
+                }
+                Mutant::JudgeGetsPreviousOutput => {
+                    let previous = self
+                        .switch
+                        .memory()
+                        .outputs
+                        .insert(request.goal_id.clone(), request.output.clone());
+                    if let Some(previous) = previous {
+                        request.output = previous;
+                    }
                 }
                 Mutant::VerifierGetsObjective => {
                     if let Some(output) = request.output.as_object_mut() {

@@ -3,7 +3,8 @@
 
 use serde_json::{json, Map, Number, Value};
 
-use crate::domain::{Goal, GoalState, LastVerdict, RunId, Tenant};
+use crate::domain::request::MAX_OBJECTIVE_BYTES;
+use crate::domain::{Goal, GoalState, LastVerdict, Objective, RunId, Tenant};
 use crate::mutants::{Mutant, Switch};
 
 const TOP: [&str; 4] = ["objective", "completion", "continuation", "bounds"];
@@ -65,6 +66,25 @@ pub(crate) fn create_body(switch: &Switch, body: &Value) -> Value {
                         retain_keys(value, keys);
                     }
                 }
+            }
+        }
+        Some(Mutant::MixedBoundTypesDropped) => {
+            if let Some(bounds) = bounds_mut(&mut body) {
+                // Each bound read on its own, and one that is not a number
+                // skipped, as long as some bound is left.
+                if bounds.values().any(Value::is_number) {
+                    bounds.retain(|_, value| value.is_number());
+                }
+            }
+        }
+        Some(Mutant::BodyLimitMissing) => {
+            let long = top
+                .get("objective")
+                .and_then(Value::as_str)
+                .is_some_and(|objective| objective.len() > MAX_OBJECTIVE_BYTES);
+            if long {
+                // Parsed with a short stand-in; `created` puts it back.
+                top.insert("objective".into(), Value::from("long"));
             }
         }
         Some(Mutant::NumericStringsCoerced) => {
@@ -134,6 +154,11 @@ pub(crate) fn created(switch: &Switch, claims: &Value, mut goal: Goal) -> Goal {
         }
         Some(Mutant::ListLeaksTenants) => {
             switch.memory().tenants.insert(goal.owner.clone());
+        }
+        Some(Mutant::BodyLimitMissing) => {
+            if let Some(objective) = claims.get("objective").and_then(Value::as_str) {
+                goal.objective = Objective::new(objective.to_string());
+            }
         }
         _ => {}
     }

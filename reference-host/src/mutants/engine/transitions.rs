@@ -4,9 +4,11 @@
 use serde_json::Value;
 
 use super::requests::claimed_verdict;
+use crate::domain::request::MAX_OBJECTIVE_BYTES;
 use crate::domain::transition::{self, Change};
 use crate::domain::{
-    parse_patch, Goal, GoalState, MicroUsd, Objective, RequestContext, RequestError, Timestamp,
+    parse_patch, Bounds, CostCap, Goal, GoalState, MicroUsd, Objective, RequestContext,
+    RequestError, Timestamp,
 };
 use crate::engine::EngineError;
 use crate::mutants::{Mutant, Switch};
@@ -54,6 +56,66 @@ pub(super) fn patched_without(
 ) -> Option<Result<Option<Change>, EngineError>> {
     let edit = parse_patch(&without(body, drop), context).ok()?;
     Some(transition::patch(goal, &edit, now).map_err(EngineError::from))
+}
+
+/// Where `post-put-state-applied` passes the state of a POST or PUT to
+/// `{base}/{id}` on to PATCH (see `mutants::http`).
+pub(crate) const UPSERT_STATE: &str = "upsertState";
+
+/// The refs a PATCH edits: what `patch-refs-unsaved` answers but drops.
+const REFS: [&str; 2] = ["/completion/verifierRef", "/continuation"];
+
+/// `patch-bounds-merged`: the goal's bounds with `patch` merged in (JSON
+/// merge patch: `null` removes a bound), or `None` when a value is not a
+/// bound or nothing would be left.
+fn merged_bounds(bounds: &Bounds, patch: &Value) -> Option<Bounds> {
+    let patch = match patch {
+        Value::Null => return None,
+        Value::Object(patch) => patch,
+        _ => return None,
+    };
+    let mut iterations = bounds.max_loop_iterations();
+    let mut timeout = bounds.run_timeout_ms();
+    let mut cost = bounds.max_cost().cloned();
+    for (key, value) in patch {
+        match (key.as_str(), value) {
+            ("maxLoopIterations", Value::Null) => iterations = None,
+            ("maxLoopIterations", value) => iterations = Some(value.as_u64()?),
+            ("runTimeoutMs", Value::Null) => timeout = None,
+            ("runTimeoutMs", value) => timeout = Some(value.as_u64()?),
+            ("maxCostUsd", Value::Null) => cost = None,
+            ("maxCostUsd", Value::Number(number)) => {
+                cost = Some(CostCap::from_number(number.clone())?);
+            }
+            _ => return None,
+        }
+    }
+    Bounds::new(iterations, timeout, cost)
+}
+
+/// A change with `goal` as its goal and nothing else.
+fn only(goal: Goal) -> Option<Result<Option<Change>, EngineError>> {
+    Some(Ok(Some(Change {
+        goal,
+        events: Vec::new(),
+        evaluation: None,
+    })))
+}
+
+/// The goal after `body` without `drop`, bumped even when that is a no-op;
+/// `None` when the rest is refused.
+fn edited_without(
+    goal: &Goal,
+    body: &Value,
+    drop: &[&str],
+    context: RequestContext,
+    now: Timestamp,
+) -> Option<Result<Goal, EngineError>> {
+    Some(match patched_without(goal, body, drop, context, now)? {
+        Ok(Some(change)) => Ok(change.goal),
+        Ok(None) => Ok(bumped(goal, now)),
+        Err(error) => Err(error),
+    })
 }
 
 /// Inside PATCH's versioned write: `Some` answers instead of the
@@ -108,6 +170,43 @@ pub(crate) fn patch(
         Mutant::PatchAnswersUnsaved if body.get("objective").is_some() => {
             patched_without(goal, body, &["/objective"], context, now)
         }
+        Mutant::PostPutStateApplied => {
+            let state = body
+                .get(UPSERT_STATE)
+                .and_then(Value::as_str)
+                .and_then(GoalState::parse)?;
+            let mut goal = match edited_without(goal, body, &["/upsertState"], context, now)? {
+                Ok(goal) => goal,
+                Err(error) => return Some(Err(error)),
+            };
+            goal.state = state;
+            only(goal)
+        }
+        Mutant::PatchBoundsMerged if body.get("bounds").is_some() => {
+            let bounds = merged_bounds(&goal.bounds, body.get("bounds")?)
+                .unwrap_or_else(|| goal.bounds.clone());
+            let mut goal = match edited_without(goal, body, &["/bounds"], context, now)? {
+                Ok(goal) => goal,
+                Err(error) => return Some(Err(error)),
+            };
+            goal.bounds = bounds;
+            only(goal)
+        }
+        Mutant::PatchRefsUnsaved if REFS.iter().any(|pointer| body.pointer(pointer).is_some()) => {
+            patched_without(goal, body, &REFS, context, now)
+        }
+        Mutant::BodyLimitMissing => {
+            let long = body
+                .get("objective")
+                .and_then(Value::as_str)
+                .filter(|objective| objective.len() > MAX_OBJECTIVE_BYTES)?;
+            let mut goal = match edited_without(goal, body, &["/objective"], context, now)? {
+                Ok(goal) => goal,
+                Err(error) => return Some(Err(error)),
+            };
+            goal.objective = Objective::new(long.to_string());
+            only(goal)
+        }
         Mutant::TerminalPatchAllowed if goal.state.is_terminal() => {
             let edit = parse_patch(body, context).ok()?;
             let mut open = goal.clone();
@@ -140,10 +239,27 @@ pub(crate) fn patch_answer(
                 goal.objective = Objective::new(objective.to_string());
             }
         }
+        Some(Mutant::PatchRefsUnsaved) => {
+            // The answer shows the edit the write dropped.
+            if let Ok(edit) = parse_patch(body, context) {
+                if let Some(verifier_ref) = edit.verifier_ref {
+                    goal.completion.verifier_ref = verifier_ref;
+                }
+                if let Some(mode) = edit.mode {
+                    goal.continuation.mode = mode;
+                }
+                if let Some(arm_ref) = edit.arm_ref {
+                    goal.continuation.arm_ref = arm_ref;
+                }
+            }
+        }
         _ => {}
     }
     Ok(goal)
 }
+
+/// How far away `resume-forgets-schedule` leaves a resumed goal's next fire.
+const FORGOTTEN_MS: u64 = 3_600_000;
 
 /// Inside resume's versioned write.
 pub(crate) fn resume(switch: &Switch, goal: &Goal, now: Timestamp) -> Option<Change> {
@@ -158,6 +274,13 @@ pub(crate) fn resume(switch: &Switch, goal: &Goal, now: Timestamp) -> Option<Cha
                 events: Vec::new(),
                 evaluation: None,
             })
+        }
+        Mutant::ResumeForgetsSchedule
+            if goal.paused && goal.continuation.mode == crate::domain::Mode::Schedule =>
+        {
+            let mut change = transition::resume(goal, now).ok()??;
+            change.goal.next_fire_at = Some(now.saturating_add_ms(FORGOTTEN_MS));
+            Some(change)
         }
         Mutant::ResumeResetsProgress if goal.state == GoalState::Escalated => {
             let mut change = transition::resume(goal, now).ok()??;
