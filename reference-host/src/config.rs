@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::choices::Choices;
 use crate::engine::Quotas;
 use crate::storage::DbLocation;
 
@@ -31,6 +32,9 @@ pub struct Config {
     pub verifiers: Option<PathBuf>,
     /// Per-tenant limits (429 `quota_exceeded` beyond them).
     pub quotas: Quotas,
+    /// The choices the profile leaves open (the reference host's own by
+    /// default; a conforming variant makes another).
+    pub choices: Choices,
     /// Run with this deliberate bug (the suite's kill matrix).
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutants::Mutant>,
@@ -54,6 +58,7 @@ impl Config {
             webhook_secret: None,
             verifiers: None,
             quotas: Quotas::default(),
+            choices: Choices::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
         }
@@ -184,11 +189,19 @@ pub struct Args {
     #[cfg(feature = "mutants")]
     #[arg(long, value_parser = crate::mutants::parse_arg)]
     pub mutant: Option<crate::mutants::Mutant>,
+
+    /// Run as a conforming variant: one other choice the profile allows (a
+    /// build with the `variants` feature only; see src/variants/).
+    #[cfg(feature = "variants")]
+    #[arg(long, value_parser = crate::variants::parse_arg)]
+    pub variant: Option<crate::variants::Variant>,
 }
 
 impl Args {
     pub fn into_config(self) -> Config {
-        Config {
+        #[cfg(feature = "variants")]
+        let variant = self.variant;
+        let config = Config {
             listen: self.listen,
             db: DbLocation::parse(&self.db),
             tokens: self.tokens,
@@ -201,9 +214,16 @@ impl Args {
                 goals_per_tenant: self.max_goals_per_tenant,
                 active_arms_per_tenant: self.max_active_arms_per_tenant,
             },
+            choices: Choices::default(),
             #[cfg(feature = "mutants")]
             mutant: self.mutant,
-        }
+        };
+        #[cfg(feature = "variants")]
+        let config = match variant {
+            Some(variant) => variant.apply(config),
+            None => config,
+        };
+        config
     }
 }
 
