@@ -76,7 +76,8 @@ pub enum ErrorCodes {
     /// This host's own codes (`invalid_request`, `goal_terminal`, ...).
     Goalpost,
     /// openwop's generic codes (`validation_error`, `not_found`,
-    /// `conflict`, ...), mapped from ours; statuses are unchanged.
+    /// `unauthenticated`, `conflict`, ...), mapped from ours; statuses are
+    /// unchanged.
     Openwop,
 }
 
@@ -98,7 +99,8 @@ pub enum ArmlessSchedule {
 }
 
 /// openwop's code for one of ours: what a host that uses openwop's
-/// generic vocabulary (`validation_error`, `not_found`, `conflict`, ...)
+/// generic vocabulary (`validation_error`, `not_found`, `unauthenticated`,
+/// `conflict`, ...)
 /// answers with the same status. Codes both vocabularies share, or that
 /// openwop has no generic name for, stay as they are.
 pub fn openwop_code(code: &'static str) -> &'static str {
@@ -142,7 +144,7 @@ mod tests {
         assert_eq!(openwop_code("bounds_required"), "validation_error");
         assert_eq!(openwop_code("goal_escalated"), "conflict");
         assert_eq!(openwop_code("not_found"), "not_found");
-        assert_eq!(openwop_code("unauthorized"), "unauthorized");
+        assert_eq!(openwop_code("unauthorized"), "unauthenticated");
         assert_eq!(openwop_code("payload_too_large"), "payload_too_large");
     }
 }

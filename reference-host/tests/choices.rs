@@ -165,7 +165,7 @@ async fn error_codes_may_be_openwop_s_with_the_same_statuses() {
         .refused(StatusCode::CONFLICT, "conflict");
     host.call(Method::GET, BASE, None, None)
         .await
-        .refused(StatusCode::UNAUTHORIZED, "unauthorized");
+        .refused(StatusCode::UNAUTHORIZED, "unauthenticated");
 }
 
 #[tokio::test]
