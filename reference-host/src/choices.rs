@@ -121,6 +121,7 @@ pub fn openwop_code(code: &'static str) -> &'static str {
         | "goal_paused"
         | "verifier_exists"
         | "idempotency_conflict" => "conflict",
+        "unauthorized" => "unauthenticated",
         other => other,
     }
 }

@@ -226,6 +226,24 @@ mod tests {
     }
 
     #[test]
+    fn serve_takes_a_variant_and_refuses_an_unknown_one() {
+        use clap::Parser;
+        let parse = |args: &[&str]| {
+            let mut argv = vec!["goalpost-host"];
+            argv.extend_from_slice(args);
+            crate::config::Args::try_parse_from(argv).map(crate::config::Args::into_config)
+        };
+        let plain = parse(&["--conformance-seams"]).expect("valid");
+        assert_eq!(plain.choices, Choices::default());
+        let cost = parse(&["--conformance-seams", "--variant", "cost-exceeds"]).expect("valid");
+        assert_eq!(cost.choices.cost_reading, CostReading::Exceeds);
+        assert!(cost.conformance_seams);
+        let off = parse(&["--conformance-seams", "--variant", "seams-off"]).expect("valid");
+        assert!(!off.conformance_seams);
+        assert!(parse(&["--variant", "create-201"]).is_err());
+    }
+
+    #[test]
     fn applying_keeps_the_rest_of_the_config() {
         let base = Config::conformance_in_memory(vec![("t".into(), "a".into())]);
         let judge = Variant::JudgeHost.apply(base.clone());
