@@ -166,6 +166,10 @@ async fn error_codes_may_be_openwop_s_with_the_same_statuses() {
     host.call(Method::GET, BASE, None, None)
         .await
         .refused(StatusCode::UNAUTHORIZED, "unauthenticated");
+    // An envelope made for a rejection outside the handlers is re-coded too.
+    host.get(&format!("{BASE}/%FF"))
+        .await
+        .refused(StatusCode::BAD_REQUEST, "validation_error");
 }
 
 #[tokio::test]
