@@ -372,11 +372,24 @@ fn every_variant_is_certified_where_its_choice_is_legal_and_fails_only_its_pins(
     sorted.sort_by_key(|(variant, _, _, _)| *variant);
     for (variant, expected, run, took) in sorted {
         let found = verdict(&expected, &run);
+        // SHOULD requirements never block; they are shown so a choice that
+        // costs an advisory is seen, not hidden.
+        let advisories: Vec<&str> = run
+            .iter()
+            .flat_map(|run| &run.requirements)
+            .filter(|(_, ended)| ended.disposition == "advisory")
+            .map(|(id, _)| id.as_str())
+            .collect();
         eprintln!(
-            "variant-matrix: {:<32} {:>6.1} s  {}",
+            "variant-matrix: {:<32} {:>6.1} s  {}{}",
             variant.name(),
             took.as_secs_f64(),
-            if found.is_empty() { "ok" } else { "suspect" }
+            if found.is_empty() { "ok" } else { "suspect" },
+            if advisories.is_empty() {
+                String::new()
+            } else {
+                format!("  advisory: {}", advisories.join(", "))
+            }
         );
         if !found.is_empty() {
             suspects.push((variant, expected, found));
