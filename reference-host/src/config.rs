@@ -189,19 +189,11 @@ pub struct Args {
     #[cfg(feature = "mutants")]
     #[arg(long, value_parser = crate::mutants::parse_arg)]
     pub mutant: Option<crate::mutants::Mutant>,
-
-    /// Run as a conforming variant: one other choice the profile allows (a
-    /// build with the `variants` feature only; see src/variants/).
-    #[cfg(feature = "variants")]
-    #[arg(long, value_parser = crate::variants::parse_arg)]
-    pub variant: Option<crate::variants::Variant>,
 }
 
 impl Args {
     pub fn into_config(self) -> Config {
-        #[cfg(feature = "variants")]
-        let variant = self.variant;
-        let config = Config {
+        Config {
             listen: self.listen,
             db: DbLocation::parse(&self.db),
             tokens: self.tokens,
@@ -210,20 +202,14 @@ impl Args {
             tick: self.tick_ms,
             webhook_secret: self.webhook_secret,
             verifiers: self.verifiers,
+            choices: Choices::default(),
             quotas: Quotas {
                 goals_per_tenant: self.max_goals_per_tenant,
                 active_arms_per_tenant: self.max_active_arms_per_tenant,
             },
-            choices: Choices::default(),
             #[cfg(feature = "mutants")]
             mutant: self.mutant,
-        };
-        #[cfg(feature = "variants")]
-        let config = match variant {
-            Some(variant) => variant.apply(config),
-            None => config,
-        };
-        config
+        }
     }
 }
 

@@ -227,11 +227,15 @@ mod tests {
 
     #[test]
     fn serve_takes_a_variant_and_refuses_an_unknown_one() {
+        use crate::cli::{Cli, Invocation};
         use clap::Parser;
         let parse = |args: &[&str]| {
-            let mut argv = vec!["goalpost-host"];
+            let mut argv = vec!["goalpost-host", "serve"];
             argv.extend_from_slice(args);
-            crate::config::Args::try_parse_from(argv).map(crate::config::Args::into_config)
+            Cli::try_parse_from(argv).map(|cli| match cli.invocation() {
+                Invocation::Serve(serve) => serve.config(),
+                Invocation::Goals(_) => panic!("expected serve"),
+            })
         };
         let plain = parse(&["--conformance-seams"]).expect("valid");
         assert_eq!(plain.choices, Choices::default());
