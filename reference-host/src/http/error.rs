@@ -160,16 +160,16 @@ pub fn recode(response: Response, code_for: fn(&'static str) -> &'static str) ->
 }
 
 impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+    fn into_response(mut self) -> Response {
         let mut response = (self.0.status, axum::Json(self.body())).into_response();
-        // Kept for a layer that re-codes envelopes (see [`recode`]).
-        response.extensions_mut().insert(self.clone());
         response
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some((name, value)) = self.0.header {
+        if let Some((name, value)) = self.0.header.take() {
             response.headers_mut().insert(name, value);
         }
+        // Kept for a layer that re-codes envelopes (see [`recode`]).
+        response.extensions_mut().insert(self);
         response
     }
 }
