@@ -30,9 +30,7 @@ pub fn new_goal(
 ) -> Result<goalpost_host::domain::Goal> {
     let parsed = parse_create(
         body,
-        RequestContext {
-            fixtures_enabled: true,
-        },
+        RequestContext::new(true),
     )
     .map_err(|error| anyhow::anyhow!("the bench's goal is refused: {error:?}"))?;
     Ok(parsed.into_goal(GoalId::generate(), owner, now))

@@ -48,6 +48,26 @@ pub struct ServeArgs {
     /// Log format on stderr; RUST_LOG filters (default `info`).
     #[arg(long, env = "GOALPOST_HOST_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    /// Run as a conforming variant: one other choice the profile allows (a
+    /// build with the `variants` feature only; see src/variants/).
+    #[cfg(feature = "variants")]
+    #[arg(long, value_parser = crate::variants::parse_arg)]
+    pub variant: Option<crate::variants::Variant>,
+}
+
+impl ServeArgs {
+    /// The host configuration these flags ask for, as the variant (if any)
+    /// makes it.
+    pub fn config(self) -> config::Config {
+        let config = self.host.into_config();
+        #[cfg(feature = "variants")]
+        let config = match self.variant {
+            Some(variant) => variant.apply(config),
+            None => config,
+        };
+        config
+    }
 }
 
 /// What a command line asks for.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::choices::Choices;
 use crate::engine::Quotas;
 use crate::storage::DbLocation;
 
@@ -31,6 +32,9 @@ pub struct Config {
     pub verifiers: Option<PathBuf>,
     /// Per-tenant limits (429 `quota_exceeded` beyond them).
     pub quotas: Quotas,
+    /// The choices the profile leaves open (the reference host's own by
+    /// default; a conforming variant makes another).
+    pub choices: Choices,
     /// Run with this deliberate bug (the suite's kill matrix).
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutants::Mutant>,
@@ -58,6 +62,7 @@ impl Config {
             webhook_secret: None,
             verifiers: None,
             quotas: Quotas::default(),
+            choices: Choices::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
             #[cfg(feature = "mutants")]
@@ -209,6 +214,7 @@ impl Args {
             tick: self.tick_ms,
             webhook_secret: self.webhook_secret,
             verifiers: self.verifiers,
+            choices: Choices::default(),
             quotas: Quotas {
                 goals_per_tenant: self.max_goals_per_tenant,
                 active_arms_per_tenant: self.max_active_arms_per_tenant,

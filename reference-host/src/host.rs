@@ -86,6 +86,7 @@ impl RunningHost {
             conformance_seams: config.conformance_seams,
             webhook_secret,
             quotas: config.quotas,
+            choices: config.choices,
             #[cfg(feature = "mutants")]
             mutant: config.mutant,
             #[cfg(feature = "mutants")]
@@ -95,6 +96,9 @@ impl RunningHost {
         #[cfg(feature = "mutants")]
         if let Some(mutant) = config.mutant {
             tracing::warn!(%mutant, "running with a deliberate bug (mutant): not a conformant host");
+        }
+        if config.choices != crate::choices::Choices::default() {
+            tracing::info!(choices = ?config.choices, "running with choices other than the reference host's");
         }
         let engine = Arc::new(Engine::new(store, Arc::clone(&clock), settings));
         if let Some(path) = &config.verifiers {

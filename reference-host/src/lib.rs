@@ -18,6 +18,7 @@
 //! ```
 
 pub mod arms;
+pub mod choices;
 pub mod cli;
 pub mod client;
 pub mod clock;
@@ -32,6 +33,8 @@ pub mod logging;
 pub mod mutants;
 pub mod scheduler;
 pub mod storage;
+#[cfg(feature = "variants")]
+pub mod variants;
 pub mod webhook;
 
 pub use config::Config;

@@ -28,7 +28,7 @@ fn serve_main(args: ServeArgs) -> ExitCode {
         eprintln!("goalpost-host: cannot set up logging: {error}");
         return ExitCode::FAILURE;
     }
-    let config = args.host.into_config();
+    let config = args.config();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {

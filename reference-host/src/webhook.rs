@@ -81,7 +81,8 @@ fn schemas() -> Result<&'static Schemas, WebhookError> {
 
 pub struct WebhookClient {
     http: Result<reqwest::Client, String>,
-    secret: WebhookSecret,
+    /// `None`: calls carry no secret header.
+    secret: Option<WebhookSecret>,
     timeout: Duration,
     #[cfg(feature = "mutants")]
     mutant: Option<crate::mutants::Mutant>,
@@ -96,7 +97,8 @@ impl fmt::Debug for WebhookClient {
 }
 
 impl WebhookClient {
-    pub fn new(secret: WebhookSecret, timeout: Duration) -> WebhookClient {
+    /// A client that sends `secret` (when there is one) with every call.
+    pub fn new(secret: Option<WebhookSecret>, timeout: Duration) -> WebhookClient {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -139,10 +141,10 @@ impl WebhookClient {
             .map_err(|error| WebhookError::Unavailable(error.clone()))?;
         #[cfg(feature = "mutants")]
         let body = &crate::mutants::webhook::request_body(self.mutant, body);
-        let request = http
-            .post(url)
-            .header(SECRET_HEADER, self.secret.expose())
-            .json(body);
+        let mut request = http.post(url).json(body);
+        if let Some(secret) = &self.secret {
+            request = request.header(SECRET_HEADER, secret.expose());
+        }
         let exchange = async {
             let mut response = request
                 .send()
@@ -239,7 +241,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         drop(listener);
-        let client = WebhookClient::new(WebhookSecret::generate(), Duration::from_secs(2));
+        let client = WebhookClient::new(Some(WebhookSecret::generate()), Duration::from_secs(2));
         let error = client
             .call(
                 &format!("http://{addr}/"),

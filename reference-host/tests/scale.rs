@@ -59,9 +59,7 @@ async fn more_due_goals_than_fire_slots_each_fire_once() {
 fn bulk_inserts_store_every_goal_or_none() {
     let h = Harness::seams();
     let tenant = Tenant::parse("tenant-a").expect("tenant");
-    let context = RequestContext {
-        fixtures_enabled: true,
-    };
+    let context = RequestContext::new(true);
     let goal = || {
         parse_create(&schedule_body(), context)
             .expect("a valid body")
@@ -93,9 +91,7 @@ async fn a_backlog_longer_than_one_listing_drains_between_ticks() {
         Arc::new(SqliteStore::open(&DbLocation::Memory).expect("the store opens"));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let tenant = Tenant::parse("tenant-a").expect("tenant");
-    let context = RequestContext {
-        fixtures_enabled: true,
-    };
+    let context = RequestContext::new(true);
     // A tick lists at most four fire slots' worth beyond what is firing.
     let count = MAX_FIRES_IN_FLIGHT * 12;
     let due: Vec<_> = (0..count)

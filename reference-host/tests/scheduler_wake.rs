@@ -44,9 +44,7 @@ fn schedule_body(interval_ms: u64) -> Value {
 
 /// A goal as the engine would create it at `now`, for storing directly.
 fn goal(h: &Harness, body: &Value) -> Goal {
-    let context = RequestContext {
-        fixtures_enabled: true,
-    };
+    let context = RequestContext::new(true);
     parse_create(body, context)
         .expect("a valid body")
         .into_goal(

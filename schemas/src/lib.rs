@@ -45,6 +45,7 @@ schema_set![
     "report",
     "requirements",
     "scenario",
+    "variants",
     "verifier-definition",
     "verifier-list",
     "verifier-registration",

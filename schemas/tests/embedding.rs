@@ -228,6 +228,16 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
         ("scenario", scenario, true),
         ("scenario", json!({ "title": "t" }), false),
         (
+            "variants",
+            json!({ "variants": [{ "name": "create-200", "choice": "c", "allowedBy": "PROFILE.md#core.x", "certifies": ["core"], "pins": ["strict.create.status-201"] }] }),
+            true,
+        ),
+        (
+            "variants",
+            json!({ "variants": [{ "name": "create-200", "choice": "c", "allowedBy": "PROFILE.md#core.x", "certifies": ["strict"], "pins": [] }] }),
+            false,
+        ),
+        (
             "verifier-definition",
             json!({ "name": "v", "criteria": [{ "id": "c", "pointer": "/done", "op": "exists", "failureClass": "logical" }], "createdAt": "2026-06-13T00:00:00Z" }),
             true,

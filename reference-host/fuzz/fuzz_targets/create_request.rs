@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     for fixtures_enabled in [true, false] {
-        let context = RequestContext { fixtures_enabled };
+        let context = RequestContext::new(fixtures_enabled);
         let _ = parse_patch(&body, context);
         let Ok(new) = parse_create(&body, context) else {
             continue;

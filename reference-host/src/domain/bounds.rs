@@ -3,6 +3,29 @@
 use super::money::MicroUsd;
 use super::timestamp::Timestamp;
 
+/// How `maxCostUsd` C stops a goal. RFC 0097 says a goal is exceeded when
+/// its accumulated cost *exceeds* C; the profile lets a host read C as a
+/// budget instead (reaching C exactly also stops), and `strict` pins that
+/// reading.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CostReading {
+    /// Reaching C exactly stops: no run starts with nothing left to spend.
+    #[default]
+    Budget,
+    /// Only spending more than C stops: a goal at exactly C may run again.
+    Exceeds,
+}
+
+impl CostReading {
+    /// Whether `spent` has crossed the cap `cap` under this reading.
+    pub fn crossed(self, spent: MicroUsd, cap: MicroUsd) -> bool {
+        match self {
+            CostReading::Budget => spent >= cap,
+            CostReading::Exceeds => spent > cap,
+        }
+    }
+}
+
 /// The cost cap as the client wrote it (so it reads back unchanged, `1`
 /// stays `1` and not `1.0`) and in micro-dollars (so comparisons are exact).
 #[derive(Debug, Clone, PartialEq)]

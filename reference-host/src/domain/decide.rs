@@ -1,5 +1,6 @@
 //! SPEC §3's decision order, as pure functions of a goal and a clock reading.
 
+use super::bounds::CostReading;
 use super::goal::{Goal, GoalState};
 use super::timestamp::Timestamp;
 use super::verdict::RunOutcome;
@@ -34,9 +35,8 @@ impl Decision {
 }
 
 /// The first bound the goal has used up, if any: iterations reached, the
-/// cost budget reached (budget reading: reaching it exactly stops), or the
-/// deadline reached.
-pub fn exhausted(goal: &Goal, now: Timestamp) -> Option<Bound> {
+/// cost bound crossed (as `cost` reads it), or the deadline reached.
+pub fn exhausted(goal: &Goal, now: Timestamp, cost: CostReading) -> Option<Bound> {
     let bounds = &goal.bounds;
     if bounds
         .max_loop_iterations()
@@ -46,7 +46,7 @@ pub fn exhausted(goal: &Goal, now: Timestamp) -> Option<Bound> {
     }
     if bounds
         .max_cost()
-        .is_some_and(|cap| goal.spent >= cap.micros())
+        .is_some_and(|cap| cost.crossed(goal.spent, cap.micros()))
     {
         return Some(Bound::Cost);
     }
@@ -58,11 +58,11 @@ pub fn exhausted(goal: &Goal, now: Timestamp) -> Option<Bound> {
 
 /// Decides after a run. `goal` already counts the run (its iteration, run id
 /// and cost); `outcome` is how the run ended.
-pub fn decide(goal: &Goal, outcome: &RunOutcome, now: Timestamp) -> Decision {
+pub fn decide(goal: &Goal, outcome: &RunOutcome, now: Timestamp, cost: CostReading) -> Decision {
     match outcome {
         RunOutcome::Escalated => Decision::Escalate,
         RunOutcome::Judged(verdict) if verdict.satisfied() => Decision::Satisfy,
-        RunOutcome::Judged(_) => match exhausted(goal, now) {
+        RunOutcome::Judged(_) => match exhausted(goal, now, cost) {
             Some(bound) => Decision::Exceed(bound),
             None => Decision::Continue,
         },
@@ -80,13 +80,13 @@ pub enum Refusal {
 }
 
 /// The fail-closed check made on a fresh read before every dispatch.
-pub fn may_dispatch(goal: &Goal, now: Timestamp) -> Result<(), Refusal> {
+pub fn may_dispatch(goal: &Goal, now: Timestamp, cost: CostReading) -> Result<(), Refusal> {
     match goal.state {
         GoalState::Active => {}
         GoalState::Escalated => return Err(Refusal::Escalated),
         _ => return Err(Refusal::Terminal),
     }
-    if let Some(bound) = exhausted(goal, now) {
+    if let Some(bound) = exhausted(goal, now, cost) {
         return Err(Refusal::Exhausted(bound));
     }
     if goal.paused {

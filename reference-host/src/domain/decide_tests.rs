@@ -1,5 +1,6 @@
 //! One test per row of SPEC §3's decision order.
 
+use super::bounds::CostReading;
 use super::decide::{decide, exhausted, may_dispatch, Bound, Decision, Refusal};
 use super::fixture::{at, goal, in_state, satisfied, unsatisfied, usd, with_progress};
 use super::goal::GoalState;
@@ -9,12 +10,17 @@ use super::verdict::{RunOutcome, Verdict};
 fn row1_escalation_comes_first_even_when_satisfied_or_bounded() {
     let spent = with_progress(goal(Some(3), Some(1000), Some(1.0)), 3, 2.0);
     assert_eq!(
-        decide(&spent, &RunOutcome::Escalated, at(5000)),
+        decide(
+            &spent,
+            &RunOutcome::Escalated,
+            at(5000),
+            CostReading::Budget
+        ),
         Decision::Escalate
     );
     let fresh = with_progress(goal(Some(3), None, None), 1, 0.0);
     assert_eq!(
-        decide(&fresh, &RunOutcome::Escalated, at(0)),
+        decide(&fresh, &RunOutcome::Escalated, at(0), CostReading::Budget),
         Decision::Escalate
     );
 }
@@ -22,39 +28,57 @@ fn row1_escalation_comes_first_even_when_satisfied_or_bounded() {
 #[test]
 fn row2_satisfied_verdict_satisfies() {
     let goal = with_progress(goal(Some(5), None, None), 2, 0.0);
-    assert_eq!(decide(&goal, &satisfied(), at(0)), Decision::Satisfy);
+    assert_eq!(
+        decide(&goal, &satisfied(), at(0), CostReading::Budget),
+        Decision::Satisfy
+    );
 }
 
 #[test]
 fn row2_satisfied_on_the_last_allowed_iteration_beats_the_bound() {
     let last = with_progress(goal(Some(3), None, None), 3, 0.0);
-    assert_eq!(decide(&last, &satisfied(), at(0)), Decision::Satisfy);
+    assert_eq!(
+        decide(&last, &satisfied(), at(0), CostReading::Budget),
+        Decision::Satisfy
+    );
     let over_budget = with_progress(goal(None, None, Some(1.0)), 3, 1.2);
-    assert_eq!(decide(&over_budget, &satisfied(), at(0)), Decision::Satisfy);
+    assert_eq!(
+        decide(&over_budget, &satisfied(), at(0), CostReading::Budget),
+        Decision::Satisfy
+    );
     let late = with_progress(goal(None, Some(1000), None), 1, 0.0);
-    assert_eq!(decide(&late, &satisfied(), at(2000)), Decision::Satisfy);
+    assert_eq!(
+        decide(&late, &satisfied(), at(2000), CostReading::Budget),
+        Decision::Satisfy
+    );
 }
 
 #[test]
 fn row3_iterations_reached_without_satisfaction_exceeds() {
     let reached = with_progress(goal(Some(3), None, None), 3, 0.0);
     assert_eq!(
-        decide(&reached, &unsatisfied(), at(0)),
+        decide(&reached, &unsatisfied(), at(0), CostReading::Budget),
         Decision::Exceed(Bound::Iterations)
     );
     let below = with_progress(goal(Some(3), None, None), 2, 0.0);
-    assert_eq!(decide(&below, &unsatisfied(), at(0)), Decision::Continue);
+    assert_eq!(
+        decide(&below, &unsatisfied(), at(0), CostReading::Budget),
+        Decision::Continue
+    );
 }
 
 #[test]
 fn row3_cost_over_the_cap_exceeds() {
     let over = with_progress(goal(None, None, Some(1.0)), 3, 1.2);
     assert_eq!(
-        decide(&over, &unsatisfied(), at(0)),
+        decide(&over, &unsatisfied(), at(0), CostReading::Budget),
         Decision::Exceed(Bound::Cost)
     );
     let under = with_progress(goal(None, None, Some(1.0)), 2, 0.8);
-    assert_eq!(decide(&under, &unsatisfied(), at(0)), Decision::Continue);
+    assert_eq!(
+        decide(&under, &unsatisfied(), at(0), CostReading::Budget),
+        Decision::Continue
+    );
 }
 
 #[test]
@@ -64,12 +88,12 @@ fn row3_cost_reaching_the_cap_exactly_exceeds_budget_reading() {
     exact.spent = usd(0.1).saturating_add(usd(0.2)).saturating_add(usd(0.7));
     assert_eq!(exact.spent.micros(), 1_000_000);
     assert_eq!(
-        decide(&exact, &unsatisfied(), at(0)),
+        decide(&exact, &unsatisfied(), at(0), CostReading::Budget),
         Decision::Exceed(Bound::Cost)
     );
     let just_under = with_progress(goal(None, None, Some(1.0)), 3, 0.999_999);
     assert_eq!(
-        decide(&just_under, &unsatisfied(), at(0)),
+        decide(&just_under, &unsatisfied(), at(0), CostReading::Budget),
         Decision::Continue
     );
 }
@@ -77,13 +101,16 @@ fn row3_cost_reaching_the_cap_exactly_exceeds_budget_reading() {
 #[test]
 fn row3_wall_clock_at_or_after_the_deadline_exceeds() {
     let goal = with_progress(goal(None, Some(1000), None), 1, 0.0);
-    assert_eq!(decide(&goal, &unsatisfied(), at(999)), Decision::Continue);
     assert_eq!(
-        decide(&goal, &unsatisfied(), at(1000)),
+        decide(&goal, &unsatisfied(), at(999), CostReading::Budget),
+        Decision::Continue
+    );
+    assert_eq!(
+        decide(&goal, &unsatisfied(), at(1000), CostReading::Budget),
         Decision::Exceed(Bound::WallClock)
     );
     assert_eq!(
-        decide(&goal, &unsatisfied(), at(60_000)),
+        decide(&goal, &unsatisfied(), at(60_000), CostReading::Budget),
         Decision::Exceed(Bound::WallClock)
     );
 }
@@ -93,7 +120,7 @@ fn row3_an_environmental_failure_counts_toward_the_bound() {
     let goal = with_progress(goal(Some(2), None, None), 2, 0.0);
     let failed = RunOutcome::Judged(Verdict::environmental());
     assert_eq!(
-        decide(&goal, &failed, at(0)),
+        decide(&goal, &failed, at(0), CostReading::Budget),
         Decision::Exceed(Bound::Iterations)
     );
 }
@@ -101,7 +128,10 @@ fn row3_an_environmental_failure_counts_toward_the_bound() {
 #[test]
 fn row4_otherwise_the_goal_continues() {
     let goal = with_progress(goal(Some(10), Some(60_000), Some(5.0)), 1, 0.4);
-    assert_eq!(decide(&goal, &unsatisfied(), at(10)), Decision::Continue);
+    assert_eq!(
+        decide(&goal, &unsatisfied(), at(10), CostReading::Budget),
+        Decision::Continue
+    );
 }
 
 #[test]
@@ -124,24 +154,37 @@ fn decisions_map_to_closing_states() {
 #[test]
 fn exhausted_names_the_first_bound_used_up() {
     let all = with_progress(goal(Some(2), Some(10), Some(1.0)), 2, 1.0);
-    assert_eq!(exhausted(&all, at(20)), Some(Bound::Iterations));
-    let cost_and_time = with_progress(goal(Some(5), Some(10), Some(1.0)), 2, 1.0);
-    assert_eq!(exhausted(&cost_and_time, at(20)), Some(Bound::Cost));
     assert_eq!(
-        exhausted(&goal(Some(5), Some(10), None), at(10)),
+        exhausted(&all, at(20), CostReading::Budget),
+        Some(Bound::Iterations)
+    );
+    let cost_and_time = with_progress(goal(Some(5), Some(10), Some(1.0)), 2, 1.0);
+    assert_eq!(
+        exhausted(&cost_and_time, at(20), CostReading::Budget),
+        Some(Bound::Cost)
+    );
+    assert_eq!(
+        exhausted(&goal(Some(5), Some(10), None), at(10), CostReading::Budget),
         Some(Bound::WallClock)
     );
-    assert_eq!(exhausted(&goal(Some(5), Some(10), Some(1.0)), at(9)), None);
+    assert_eq!(
+        exhausted(
+            &goal(Some(5), Some(10), Some(1.0)),
+            at(9),
+            CostReading::Budget
+        ),
+        None
+    );
 }
 
 #[test]
 fn zero_budgets_are_used_up_before_any_run() {
     assert_eq!(
-        exhausted(&goal(None, None, Some(0.0)), at(0)),
+        exhausted(&goal(None, None, Some(0.0)), at(0), CostReading::Budget),
         Some(Bound::Cost)
     );
     assert_eq!(
-        exhausted(&goal(None, Some(0), None), at(0)),
+        exhausted(&goal(None, Some(0), None), at(0), CostReading::Budget),
         Some(Bound::WallClock)
     );
 }
@@ -149,39 +192,54 @@ fn zero_budgets_are_used_up_before_any_run() {
 #[test]
 fn dispatch_needs_an_active_unpaused_goal_with_budget() {
     let fresh = goal(Some(3), Some(1000), Some(1.0));
-    assert_eq!(may_dispatch(&fresh, at(0)), Ok(()));
+    assert_eq!(may_dispatch(&fresh, at(0), CostReading::Budget), Ok(()));
     for state in [
         GoalState::Satisfied,
         GoalState::Abandoned,
         GoalState::BoundExceeded,
     ] {
         assert_eq!(
-            may_dispatch(&in_state(fresh.clone(), state), at(0)),
+            may_dispatch(&in_state(fresh.clone(), state), at(0), CostReading::Budget),
             Err(Refusal::Terminal)
         );
     }
     assert_eq!(
-        may_dispatch(&in_state(fresh.clone(), GoalState::Escalated), at(0)),
+        may_dispatch(
+            &in_state(fresh.clone(), GoalState::Escalated),
+            at(0),
+            CostReading::Budget
+        ),
         Err(Refusal::Escalated)
     );
     let mut paused = fresh.clone();
     paused.paused = true;
-    assert_eq!(may_dispatch(&paused, at(0)), Err(Refusal::Paused));
     assert_eq!(
-        may_dispatch(&with_progress(fresh.clone(), 3, 0.0), at(0)),
+        may_dispatch(&paused, at(0), CostReading::Budget),
+        Err(Refusal::Paused)
+    );
+    assert_eq!(
+        may_dispatch(
+            &with_progress(fresh.clone(), 3, 0.0),
+            at(0),
+            CostReading::Budget
+        ),
         Err(Refusal::Exhausted(Bound::Iterations))
     );
     assert_eq!(
-        may_dispatch(&with_progress(fresh.clone(), 1, 1.0), at(0)),
+        may_dispatch(
+            &with_progress(fresh.clone(), 1, 1.0),
+            at(0),
+            CostReading::Budget
+        ),
         Err(Refusal::Exhausted(Bound::Cost))
     );
     assert_eq!(
-        may_dispatch(&fresh, at(1000)),
+        may_dispatch(&fresh, at(1000), CostReading::Budget),
         Err(Refusal::Exhausted(Bound::WallClock))
     );
     // A paused goal past its deadline is closed, not merely skipped.
     assert_eq!(
-        may_dispatch(&paused, at(1000)),
+        may_dispatch(&paused, at(1000), CostReading::Budget),
         Err(Refusal::Exhausted(Bound::WallClock))
     );
 }

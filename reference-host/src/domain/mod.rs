@@ -25,7 +25,7 @@ mod request_tests;
 #[cfg(test)]
 mod transition_tests;
 
-pub use bounds::{Bounds, CostCap};
+pub use bounds::{Bounds, CostCap, CostReading};
 pub use criteria::{CriteriaVerifier, VerifierName};
 pub use decide::{decide, exhausted, may_dispatch, Bound, Decision, Refusal};
 pub use event::{Event, EventPayload};

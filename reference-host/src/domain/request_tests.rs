@@ -5,12 +5,8 @@ use serde_json::{json, Value};
 use super::goal::{Check, Mode};
 use super::request::{parse_create, parse_patch, RequestContext, RequestError};
 
-const SEAMS: RequestContext = RequestContext {
-    fixtures_enabled: true,
-};
-const NO_SEAMS: RequestContext = RequestContext {
-    fixtures_enabled: false,
-};
+const SEAMS: RequestContext = RequestContext::new(true);
+const NO_SEAMS: RequestContext = RequestContext::new(false);
 
 fn body() -> Value {
     json!({

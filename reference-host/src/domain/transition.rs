@@ -1,6 +1,7 @@
 //! Every change a goal can go through, as pure functions returning the new
 //! goal and the events it emits. Storage applies a [`Change`] atomically.
 
+use super::bounds::CostReading;
 use super::decide::{decide, exhausted, Decision};
 use super::event::EventPayload;
 use super::goal::{Goal, GoalState};
@@ -97,7 +98,11 @@ pub fn pause(goal: &Goal, now: Timestamp) -> Result<Option<Change>, TransitionEr
 /// escalated goal back to `active` keeping its progress and spent cost. A
 /// goal whose bounds are used up closes as `bound-exceeded` at once.
 /// `Ok(None)` when the goal is already active and armed.
-pub fn resume(goal: &Goal, now: Timestamp) -> Result<Option<Change>, TransitionError> {
+pub fn resume(
+    goal: &Goal,
+    now: Timestamp,
+    cost: CostReading,
+) -> Result<Option<Change>, TransitionError> {
     refuse_terminal(goal)?;
     if goal.state == GoalState::Active && !goal.paused {
         return Ok(None);
@@ -106,7 +111,7 @@ pub fn resume(goal: &Goal, now: Timestamp) -> Result<Option<Change>, TransitionE
     draft.goal.state = GoalState::Active;
     draft.goal.paused = false;
     draft.goal.next_fire_at = None;
-    if exhausted(&draft.goal, now).is_some() {
+    if exhausted(&draft.goal, now, cost).is_some() {
         draft.close(GoalState::BoundExceeded);
     }
     Ok(Some(draft.finish(now)))
@@ -149,11 +154,11 @@ pub fn patch(
 /// Closes an active goal whose bounds are used up (the deadline passed, or a
 /// budget is spent). `None` when there is nothing to close. Escalated goals
 /// are left for a person.
-pub fn close_if_exhausted(goal: &Goal, now: Timestamp) -> Option<Change> {
+pub fn close_if_exhausted(goal: &Goal, now: Timestamp, cost: CostReading) -> Option<Change> {
     if goal.state != GoalState::Active {
         return None;
     }
-    exhausted(goal, now)?;
+    exhausted(goal, now, cost)?;
     let mut draft = Draft::from(goal);
     draft.close(GoalState::BoundExceeded);
     Some(draft.finish(now))
@@ -163,7 +168,12 @@ pub fn close_if_exhausted(goal: &Goal, now: Timestamp) -> Option<Change> {
 /// `goal.evaluated`), then decides (SPEC §3). `None` when the goal is no
 /// longer active (it was closed while the run was in flight): nothing is
 /// recorded after a goal closed.
-pub fn record_run(goal: &Goal, run: &FinishedRun, now: Timestamp) -> Option<Change> {
+pub fn record_run(
+    goal: &Goal,
+    run: &FinishedRun,
+    now: Timestamp,
+    cost: CostReading,
+) -> Option<Change> {
     if goal.state != GoalState::Active {
         return None;
     }
@@ -194,7 +204,7 @@ pub fn record_run(goal: &Goal, run: &FinishedRun, now: Timestamp) -> Option<Chan
             at: now,
         });
     }
-    match decide(&draft.goal, &run.outcome, now) {
+    match decide(&draft.goal, &run.outcome, now, cost) {
         Decision::Continue => {
             draft.goal.next_fire_at = Some(now.saturating_add_ms(draft.goal.interval_ms()));
         }

@@ -1,5 +1,6 @@
 //! The state machine: every transition from every state, and recording runs.
 
+use super::bounds::CostReading;
 use super::event::EventPayload;
 use super::fixture::{at, goal, in_state, satisfied, unsatisfied, usd, with_progress};
 use super::goal::{Attention, GoalState, Mode};
@@ -43,7 +44,7 @@ fn terminal_states_refuse_every_transition() {
             "{state:?}"
         );
         assert_eq!(
-            resume(&goal, at(1)),
+            resume(&goal, at(1), CostReading::Budget),
             Err(TransitionError::Terminal),
             "{state:?}"
         );
@@ -57,9 +58,13 @@ fn terminal_states_refuse_every_transition() {
             Err(TransitionError::Terminal),
             "{state:?}"
         );
-        assert_eq!(close_if_exhausted(&goal, at(1)), None, "{state:?}");
         assert_eq!(
-            record_run(&goal, &run(0.1, satisfied()), at(1)),
+            close_if_exhausted(&goal, at(1), CostReading::Budget),
+            None,
+            "{state:?}"
+        );
+        assert_eq!(
+            record_run(&goal, &run(0.1, satisfied()), at(1), CostReading::Budget),
             None,
             "{state:?}"
         );
@@ -94,12 +99,14 @@ fn resume_re_arms_a_paused_goal_at_once() {
     let mut paused = goal(Some(3), None, None);
     paused.paused = true;
     paused.next_fire_at = Some(at(60_000));
-    let change = resume(&paused, at(10)).expect("allowed").expect("a change");
+    let change = resume(&paused, at(10), CostReading::Budget)
+        .expect("allowed")
+        .expect("a change");
     assert!(!change.goal.paused);
     assert_eq!(change.goal.next_fire_at, None);
     assert_eq!(change.goal.attention(), Attention::Active);
     assert_eq!(
-        resume(&change.goal, at(11)),
+        resume(&change.goal, at(11), CostReading::Budget),
         Ok(None),
         "resuming an armed goal is a no-op"
     );
@@ -111,7 +118,7 @@ fn resume_of_an_escalated_goal_keeps_progress_and_spent_cost() {
         with_progress(goal(Some(5), None, Some(10.0)), 2, 0.8),
         GoalState::Escalated,
     );
-    let change = resume(&escalated, at(10))
+    let change = resume(&escalated, at(10), CostReading::Budget)
         .expect("allowed")
         .expect("a change");
     assert_eq!(change.goal.state, GoalState::Active);
@@ -123,14 +130,18 @@ fn resume_of_an_escalated_goal_keeps_progress_and_spent_cost() {
 #[test]
 fn resume_of_an_escalated_goal_past_its_bounds_closes_it() {
     let late = in_state(goal(Some(5), Some(1000), None), GoalState::Escalated);
-    let change = resume(&late, at(1000)).expect("allowed").expect("a change");
+    let change = resume(&late, at(1000), CostReading::Budget)
+        .expect("allowed")
+        .expect("a change");
     assert_eq!(change.goal.state, GoalState::BoundExceeded);
     assert!(closed(GoalState::BoundExceeded, &change.events));
     let spent = in_state(
         with_progress(goal(Some(2), None, None), 2, 0.0),
         GoalState::Escalated,
     );
-    let change = resume(&spent, at(0)).expect("allowed").expect("a change");
+    let change = resume(&spent, at(0), CostReading::Budget)
+        .expect("allowed")
+        .expect("a change");
     assert_eq!(change.goal.state, GoalState::BoundExceeded);
 }
 
@@ -168,22 +179,28 @@ fn patch_edits_only_what_it_names() {
 #[test]
 fn deadline_closes_active_goals_paused_or_not_but_not_escalated_ones() {
     let active = goal(None, Some(1000), None);
-    assert_eq!(close_if_exhausted(&active, at(999)), None);
-    let change = close_if_exhausted(&active, at(1000)).expect("closes");
+    assert_eq!(
+        close_if_exhausted(&active, at(999), CostReading::Budget),
+        None
+    );
+    let change = close_if_exhausted(&active, at(1000), CostReading::Budget).expect("closes");
     assert_eq!(change.goal.state, GoalState::BoundExceeded);
     assert!(closed(GoalState::BoundExceeded, &change.events));
     let mut paused = active.clone();
     paused.paused = true;
-    assert!(close_if_exhausted(&paused, at(1000)).is_some());
+    assert!(close_if_exhausted(&paused, at(1000), CostReading::Budget).is_some());
     let escalated = in_state(active, GoalState::Escalated);
-    assert_eq!(close_if_exhausted(&escalated, at(5000)), None);
+    assert_eq!(
+        close_if_exhausted(&escalated, at(5000), CostReading::Budget),
+        None
+    );
 }
 
 #[test]
 fn recording_a_verdict_counts_it_and_emits_one_evaluated() {
     let active = goal(Some(3), None, None);
     let finished = run(0.4, unsatisfied());
-    let change = record_run(&active, &finished, at(7)).expect("recorded");
+    let change = record_run(&active, &finished, at(7), CostReading::Budget).expect("recorded");
     assert_eq!(change.goal.state, GoalState::Active);
     assert_eq!(change.goal.progress.iterations, 1);
     assert_eq!(
@@ -214,7 +231,8 @@ fn recording_a_verdict_counts_it_and_emits_one_evaluated() {
 #[test]
 fn recording_a_satisfied_verdict_closes_once() {
     let active = with_progress(goal(Some(3), None, None), 2, 0.0);
-    let change = record_run(&active, &run(0.0, satisfied()), at(1)).expect("recorded");
+    let change =
+        record_run(&active, &run(0.0, satisfied()), at(1), CostReading::Budget).expect("recorded");
     assert_eq!(change.goal.state, GoalState::Satisfied);
     assert_eq!(change.events.len(), 2);
     assert!(closed(GoalState::Satisfied, &change.events));
@@ -223,7 +241,13 @@ fn recording_a_satisfied_verdict_closes_once() {
 #[test]
 fn recording_the_last_allowed_unsatisfied_run_exceeds() {
     let active = with_progress(goal(Some(3), None, None), 2, 0.0);
-    let change = record_run(&active, &run(0.0, unsatisfied()), at(1)).expect("recorded");
+    let change = record_run(
+        &active,
+        &run(0.0, unsatisfied()),
+        at(1),
+        CostReading::Budget,
+    )
+    .expect("recorded");
     assert_eq!(change.goal.state, GoalState::BoundExceeded);
     assert_eq!(change.goal.progress.iterations, 3);
     assert!(closed(GoalState::BoundExceeded, &change.events));
@@ -234,9 +258,14 @@ fn cost_bound_stops_after_the_third_run_at_0_4_of_1_0() {
     let mut goal = goal(None, None, Some(1.0));
     let mut runs = 0;
     while goal.state == GoalState::Active {
-        goal = record_run(&goal, &run(0.4, unsatisfied()), at(runs))
-            .expect("recorded")
-            .goal;
+        goal = record_run(
+            &goal,
+            &run(0.4, unsatisfied()),
+            at(runs),
+            CostReading::Budget,
+        )
+        .expect("recorded")
+        .goal;
         runs += 1;
         assert!(runs <= 10, "never stopped");
     }
@@ -249,7 +278,7 @@ fn cost_bound_stops_after_the_third_run_at_0_4_of_1_0() {
 fn an_escalated_run_counts_and_costs_but_has_no_verdict() {
     let active = goal(Some(3), None, None);
     let finished = run(0.5, RunOutcome::Escalated);
-    let change = record_run(&active, &finished, at(1)).expect("recorded");
+    let change = record_run(&active, &finished, at(1), CostReading::Budget).expect("recorded");
     assert_eq!(change.goal.state, GoalState::Escalated);
     assert_eq!(change.goal.progress.iterations, 1);
     assert_eq!(change.goal.spent, usd(0.5));
@@ -266,6 +295,7 @@ fn an_environmental_failure_is_an_unsatisfied_verdict() {
         &active,
         &run(0.0, RunOutcome::Judged(Verdict::environmental())),
         at(1),
+        CostReading::Budget,
     )
     .expect("recorded");
     assert_eq!(change.goal.progress.iterations, 1);
@@ -279,14 +309,28 @@ fn a_run_finishing_after_the_goal_closed_records_nothing() {
     let abandoned = abandon(&goal(Some(3), None, None), at(1))
         .expect("allowed")
         .goal;
-    assert_eq!(record_run(&abandoned, &run(0.1, satisfied()), at(2)), None);
+    assert_eq!(
+        record_run(
+            &abandoned,
+            &run(0.1, satisfied()),
+            at(2),
+            CostReading::Budget
+        ),
+        None
+    );
 }
 
 #[test]
 fn a_run_finishing_while_paused_is_recorded_and_stays_paused() {
     let mut paused = goal(Some(3), None, None);
     paused.paused = true;
-    let change = record_run(&paused, &run(0.1, unsatisfied()), at(2)).expect("recorded");
+    let change = record_run(
+        &paused,
+        &run(0.1, unsatisfied()),
+        at(2),
+        CostReading::Budget,
+    )
+    .expect("recorded");
     assert!(change.goal.paused);
     assert_eq!(change.goal.progress.iterations, 1);
 }

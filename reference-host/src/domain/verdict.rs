@@ -104,6 +104,13 @@ impl Verdict {
         self.failure_class
     }
 
+    /// No judge gave this verdict: the run or the judge failed (see
+    /// [`Verdict::environmental`]). A judged verdict with an environmental
+    /// criterion carries that criterion, so it is never mistaken for one.
+    pub fn without_judgement(&self) -> bool {
+        self.failure_class == Some(FailureClass::Environmental) && self.criteria.is_none()
+    }
+
     /// Rebuilds a stored verdict exactly as it was recorded.
     pub fn restore(
         satisfied: bool,
@@ -214,5 +221,27 @@ mod tests {
         let verdict = Verdict::environmental();
         assert!(!verdict.satisfied());
         assert_eq!(verdict.failure_class(), Some(FailureClass::Environmental));
+        assert!(verdict.without_judgement());
+    }
+
+    #[test]
+    fn a_judged_environmental_criterion_is_a_judgement() {
+        let verdict = Verdict::aggregate(Judgement {
+            satisfied: true,
+            confidence: 0.8,
+            criteria: Some(vec![criterion(
+                "c1",
+                false,
+                Some(FailureClass::Environmental),
+            )]),
+        });
+        assert_eq!(verdict.failure_class(), Some(FailureClass::Environmental));
+        assert!(!verdict.without_judgement());
+        let plain = Verdict::aggregate(Judgement {
+            satisfied: false,
+            confidence: 0.8,
+            criteria: None,
+        });
+        assert!(!plain.without_judgement());
     }
 }

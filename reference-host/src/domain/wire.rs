@@ -172,13 +172,29 @@ fn criterion(criterion: &Criterion) -> Value {
     })
 }
 
-pub fn evaluation(evaluation: &Evaluation) -> Value {
+/// The `confidence` an evaluation shows when no judge gave its verdict (the
+/// run or the judge failed). The seam contract allows either: there was no
+/// judgement to be confident about.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ConfidenceWithoutVerdict {
+    /// `0`, the confidence the recorded verdict holds.
+    #[default]
+    Zero,
+    /// `null`.
+    Null,
+}
+
+pub fn evaluation(evaluation: &Evaluation, unjudged: ConfidenceWithoutVerdict) -> Value {
     let verdict = &evaluation.verdict;
+    let confidence = match unjudged {
+        ConfidenceWithoutVerdict::Null if verdict.without_judgement() => Value::Null,
+        _ => verdict.confidence().into(),
+    };
     let mut value = json!({
         "runId": evaluation.run_id.as_str(),
         "iteration": evaluation.iteration,
         "satisfied": verdict.satisfied(),
-        "confidence": verdict.confidence(),
+        "confidence": confidence,
         "costUsd": evaluation.cost.as_usd(),
         "at": evaluation.at.to_wire(),
     });
@@ -194,8 +210,14 @@ pub fn evaluation(evaluation: &Evaluation) -> Value {
     value
 }
 
-pub fn evaluation_list<'a>(evaluations: impl IntoIterator<Item = &'a Evaluation>) -> Value {
-    let evaluations: Vec<Value> = evaluations.into_iter().map(evaluation).collect();
+pub fn evaluation_list<'a>(
+    evaluations: impl IntoIterator<Item = &'a Evaluation>,
+    unjudged: ConfidenceWithoutVerdict,
+) -> Value {
+    let evaluations: Vec<Value> = evaluations
+        .into_iter()
+        .map(|one| evaluation(one, unjudged))
+        .collect();
     json!({ "evaluations": evaluations })
 }
 
@@ -208,18 +230,31 @@ pub struct ContinueResponse<'a> {
 pub fn continue_response<'a>(
     goal_now: &'a Goal,
     evaluation_now: Option<&Evaluation>,
+    unjudged: ConfidenceWithoutVerdict,
 ) -> ContinueResponse<'a> {
     ContinueResponse {
         goal: goal(goal_now),
-        evaluation: evaluation_now.map(evaluation),
+        evaluation: evaluation_now.map(|one| evaluation(one, unjudged)),
     }
 }
 
-pub fn attention(goal: &Goal) -> Value {
-    json!({
-        "goalId": goal.id.as_str(),
-        "status": goal.attention().as_str(),
-    })
+/// What `GET {base}/{id}/attention` carries. The seam contract requires
+/// `status` only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AttentionBody {
+    /// `{goalId, status}`.
+    #[default]
+    GoalIdAndStatus,
+    /// `{status}`.
+    StatusOnly,
+}
+
+pub fn attention(goal: &Goal, body: AttentionBody) -> Value {
+    let status = goal.attention().as_str();
+    match body {
+        AttentionBody::GoalIdAndStatus => json!({ "goalId": goal.id.as_str(), "status": status }),
+        AttentionBody::StatusOnly => json!({ "status": status }),
+    }
 }
 
 fn rule(rule: &Rule) -> Value {

@@ -7,9 +7,10 @@ use serde_json::Value;
 use super::idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS};
 use super::quota::{is_armed, is_open, Quota};
 use super::{Engine, EngineError, IfMatch};
+use crate::choices::ArmlessSchedule;
 use crate::domain::transition::{self, Change, TransitionError};
 use crate::domain::{
-    parse_create, parse_patch, Evaluation, Event, Goal, GoalId, GoalPatch, GoalState, Tenant,
+    parse_create, parse_patch, Evaluation, Event, Goal, GoalId, GoalPatch, GoalState, Mode, Tenant,
     Timestamp,
 };
 use crate::storage::{CreateGuard, Inserted, StoredKey, Written};
@@ -85,7 +86,8 @@ impl Engine {
         let new = parse_create(body, self.request_context())?;
         self.check_named(tenant, new.verifier_ref.as_ref(), VERIFIER_REF)
             .await?;
-        let goal = new.into_goal(GoalId::generate(), tenant.clone(), now);
+        let mut goal = new.into_goal(GoalId::generate(), tenant.clone(), now);
+        self.hold_armless_schedule(&mut goal);
         #[cfg(feature = "mutants")]
         let goal = crate::mutants::engine::created(&self.mutants, claims, goal);
         let quotas = self.settings.quotas;
@@ -307,7 +309,7 @@ impl Engine {
             if let Some(change) = crate::mutants::engine::resume(&self.mutants, goal, now) {
                 return Ok(Some(change));
             }
-            Ok(transition::resume(goal, now)?)
+            Ok(transition::resume(goal, now, self.choices().cost_reading)?)
         })
         .await
     }
@@ -374,10 +376,11 @@ impl Engine {
 
     pub(super) async fn write(
         &self,
-        change: Change,
+        mut change: Change,
         expected_version: u64,
         now: Timestamp,
     ) -> Result<Written<Vec<Event>>, EngineError> {
+        self.hold_armless_schedule(&mut change.goal);
         let written = self
             .store
             .apply(&change, expected_version, None, now)
@@ -390,6 +393,27 @@ impl Engine {
 }
 
 impl Engine {
+    /// Under [`ArmlessSchedule::WaitsForArm`], keeps a `schedule` goal
+    /// without an `armRef` from firing: its next fire is put at the end of
+    /// time, and taken back (fire at once) as soon as a write gives it an
+    /// arm. Every write of a goal passes here, so create, edit, resume and a
+    /// recorded `continue` all keep it; nothing else changes for it (no
+    /// version, no `updatedAt`), and the scheduler's due lookup never sees
+    /// it as due.
+    pub(super) fn hold_armless_schedule(&self, goal: &mut Goal) {
+        if self.choices().armless_schedule != ArmlessSchedule::WaitsForArm {
+            return;
+        }
+        let waiting =
+            goal.continuation.mode == Mode::Schedule && goal.continuation.arm_ref.is_none();
+        let held = goal.next_fire_at == Some(Timestamp::max());
+        if waiting {
+            goal.next_fire_at = Some(Timestamp::max());
+        } else if held {
+            goal.next_fire_at = None;
+        }
+    }
+
     /// Reads these goals ahead of their fires (see [`Store::warm`]).
     ///
     /// [`Store::warm`]: crate::storage::Store::warm

@@ -35,7 +35,7 @@ impl Engine {
         if goal.continuation.mode != Mode::Heartbeat {
             return done(FireOutcome::Skipped);
         }
-        match may_dispatch(&goal, self.clock.now()) {
+        match may_dispatch(&goal, self.clock.now(), self.choices().cost_reading) {
             Ok(()) => {}
             // The iteration's own check closes it.
             Err(Refusal::Exhausted(_)) => {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::goals::MAX_ATTEMPTS;
 use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
 use crate::arms::{Remaining, RunRequest};
+use crate::choices::EscalatedContinue;
 use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
 use crate::domain::{
     may_dispatch, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId, RunOutcome, Tenant,
@@ -134,7 +135,13 @@ impl Engine {
         let task = tokio::spawn(async move { engine.iterate(&id, trigger).await });
         let iteration = task
             .await
-            .map_err(|error| EngineError::Internal(format!("iteration task failed: {error}")))??;
+            .map_err(|error| EngineError::Internal(format!("iteration task failed: {error}")))?;
+        let iteration = match (iteration, self.choices().escalated_continue) {
+            (Err(EngineError::Escalated), EscalatedContinue::GoalTerminal) => {
+                Err(EngineError::Terminal)
+            }
+            (iteration, _) => iteration,
+        }?;
         match iteration {
             Iteration::Recorded {
                 goal, evaluation, ..
@@ -184,7 +191,7 @@ impl Engine {
                 return Ok(false);
             };
             let now = self.clock.now();
-            let Some(change) = close_if_exhausted(&goal, now) else {
+            let Some(change) = close_if_exhausted(&goal, now, self.choices().cost_reading) else {
                 return Ok(false);
             };
             if let Written::Done(_) = self.write(change, goal.version, now).await? {
@@ -284,10 +291,11 @@ impl Engine {
             if !due(&goal, trigger, now) {
                 return Ok(Reserved::Skip);
             }
-            match may_dispatch(&goal, now) {
+            let cost_reading = self.choices().cost_reading;
+            match may_dispatch(&goal, now, cost_reading) {
                 Ok(()) => {}
                 Err(Refusal::Exhausted(_)) => {
-                    let Some(change) = close_if_exhausted(&goal, now) else {
+                    let Some(change) = close_if_exhausted(&goal, now, cost_reading) else {
                         continue;
                     };
                     match self.write(change, goal.version, now).await? {
@@ -420,16 +428,18 @@ impl Engine {
                 Some(goal) => Some(goal),
                 None => self.load(id).await?,
             };
+            let cost_reading = self.choices().cost_reading;
             let change = goal
                 .as_ref()
-                .and_then(|goal| record_run(goal, finished, now));
+                .and_then(|goal| record_run(goal, finished, now, cost_reading));
             #[cfg(feature = "mutants")]
             let change =
                 crate::mutants::engine::record(&self.mutants, goal.as_ref(), finished, now, change);
-            let (Some(goal), Some(change)) = (goal, change) else {
+            let (Some(goal), Some(mut change)) = (goal, change) else {
                 self.store.discard_run(&finished.run_id, now).await?;
                 return Ok(Iteration::Discarded);
             };
+            self.hold_armless_schedule(&mut change.goal);
             let written = self
                 .store
                 .apply(&change, goal.version, Some(&finished.run_id), now)

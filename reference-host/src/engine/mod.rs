@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::arms::Arms;
+use crate::choices::{Choices, WebhookSecretHeader};
 use crate::clock::Clock;
 use crate::domain::{Evaluation, Goal, RequestContext};
 use crate::judge::Judges;
@@ -52,6 +53,8 @@ pub struct EngineSettings {
     pub webhook_secret: WebhookSecret,
     /// Per-tenant limits on open and armed goals.
     pub quotas: Quotas,
+    /// The choices the profile leaves open, as this host makes them.
+    pub choices: Choices,
     /// The deliberate bug this host runs with (the suite's kill matrix).
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutants::Mutant>,
@@ -70,6 +73,7 @@ impl Default for EngineSettings {
             webhook_timeout: DEFAULT_TIMEOUT,
             webhook_secret: WebhookSecret::generate(),
             quotas: Quotas::default(),
+            choices: Choices::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
             #[cfg(feature = "mutants")]
@@ -112,7 +116,11 @@ impl Engine {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, settings: EngineSettings) -> Engine {
         #[cfg(feature = "mutants")]
         let settings = crate::mutants::engine::settings(settings);
-        let client = WebhookClient::new(settings.webhook_secret.clone(), settings.webhook_timeout);
+        let secret = match settings.choices.webhook_secret {
+            WebhookSecretHeader::Sent => Some(settings.webhook_secret.clone()),
+            WebhookSecretHeader::Omitted => None,
+        };
+        let client = WebhookClient::new(secret, settings.webhook_timeout);
         #[cfg(feature = "mutants")]
         let client = client.with_mutant(settings.mutant);
         let webhooks = Arc::new(client);
@@ -137,6 +145,10 @@ impl Engine {
         &self.settings
     }
 
+    pub fn choices(&self) -> &Choices {
+        &self.settings.choices
+    }
+
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
@@ -144,6 +156,8 @@ impl Engine {
     fn request_context(&self) -> RequestContext {
         RequestContext {
             fixtures_enabled: self.settings.conformance_seams,
+            judge: self.settings.choices.judge,
+            modes: self.settings.choices.modes,
         }
     }
 

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::json::json;
 use super::{AppState, GOALS_BASE};
-use crate::domain::Mode;
+use crate::choices::Choices;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/.well-known/openwop", get(discovery))
@@ -19,13 +19,15 @@ async fn discovery(State(state): State<AppState>) -> Response {
     json(StatusCode::OK, state.discovery.as_ref().clone())
 }
 
-/// The discovery document; `conformanceSeams` only with the seams on.
-pub fn document(seams: bool) -> Value {
-    let modes: Vec<&str> = Mode::SUPPORTED.iter().map(|mode| mode.as_str()).collect();
+/// The discovery document: the judge and modes `choices` offer;
+/// `conformanceSeams` only with the seams on.
+pub fn document(seams: bool, choices: &Choices) -> Value {
+    let modes: Vec<&str> = choices.modes.iter().map(|mode| mode.as_str()).collect();
+    let judge = choices.judge.as_str();
     let mut document = json!({
         "protocol": "openwop",
         "host": { "name": "goalpost-host", "version": env!("CARGO_PKG_VERSION") },
-        "agents": { "goals": { "judge": "verifier", "continuation": modes, "requiresBounds": true } },
+        "agents": { "goals": { "judge": judge, "continuation": modes, "requiresBounds": true } },
     });
     if seams {
         if let Some(root) = document.as_object_mut() {

@@ -36,6 +36,9 @@ pub async fn ensure_envelope(response: Response) -> Response {
     for (name, value) in &new_parts.headers {
         parts.headers.insert(name.clone(), value.clone());
     }
+    // The envelope's own record travels with it, so a layer that re-codes
+    // envelopes (`error::recode`) sees this one too.
+    parts.extensions.extend(new_parts.extensions);
     Response::from_parts(parts, body)
 }
 

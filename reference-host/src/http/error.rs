@@ -143,15 +143,33 @@ impl ApiError {
     }
 }
 
+/// Rewrites the `error` code of an envelope this layer made with `code_for`,
+/// keeping status, message, details and headers. Any other response passes
+/// unchanged.
+pub fn recode(response: Response, code_for: fn(&'static str) -> &'static str) -> Response {
+    let Some(error) = response.extensions().get::<ApiError>() else {
+        return response;
+    };
+    let mut error = error.clone();
+    error.0.code = code_for(error.0.code);
+    let (mut parts, _) = response.into_parts();
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    parts.extensions.remove::<ApiError>();
+    let body = serde_json::to_vec(&error.body()).unwrap_or_default();
+    Response::from_parts(parts, axum::body::Body::from(body))
+}
+
 impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+    fn into_response(mut self) -> Response {
         let mut response = (self.0.status, axum::Json(self.body())).into_response();
         response
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some((name, value)) = self.0.header {
+        if let Some((name, value)) = self.0.header.take() {
             response.headers_mut().insert(name, value);
         }
+        // Kept for a layer that re-codes envelopes (see [`recode`]).
+        response.extensions_mut().insert(self);
         response
     }
 }

@@ -13,6 +13,7 @@ use super::auth::Caller;
 use super::error::ApiError;
 use super::json::{created, json, with_etag, JsonBody};
 use super::{goal_id, if_match, AppState, GOALS_BASE};
+use crate::choices::CreateStatus;
 use crate::domain::{wire, GoalState};
 use crate::engine::{IdempotencyKey, MAX_KEY_CHARS};
 
@@ -80,12 +81,16 @@ async fn create(
         .await?;
     let goal = &outcome.goal;
     let location = format!("{GOALS_BASE}/{}", goal.id);
+    let status = match state.engine.choices().create_status {
+        CreateStatus::Created => StatusCode::CREATED,
+        CreateStatus::Ok => StatusCode::OK,
+    };
     let Some(replay) = outcome.replay else {
-        return Ok(created(&location, goal, wire::goal(goal)));
+        return Ok(created(status, &location, goal, wire::goal(goal)));
     };
     // The original answer again: its body and ETag, not the goal as it is
     // now (a GET shows that).
-    let mut response = created(&location, goal, replay.answer);
+    let mut response = created(status, &location, goal, replay.answer);
     if let Ok(etag) = HeaderValue::from_str(&replay.etag) {
         response.headers_mut().insert(ETAG, etag);
     }
@@ -125,5 +130,6 @@ async fn attention(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let goal = state.engine.get(&tenant, &goal_id(&id)?).await?;
-    Ok(json(StatusCode::OK, wire::attention(&goal)))
+    let body = wire::attention(&goal, state.engine.choices().attention);
+    Ok(json(StatusCode::OK, body))
 }

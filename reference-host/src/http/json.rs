@@ -110,9 +110,10 @@ pub fn with_etag(status: StatusCode, goal: &Goal, body: impl Serialize) -> Respo
     response
 }
 
-/// `201 Created` with `Location` and `ETag`.
-pub fn created(location: &str, goal: &Goal, body: impl Serialize) -> Response {
-    let mut response = with_etag(StatusCode::CREATED, goal, body);
+/// A create's answer (`201 Created`, or `200 OK` when the host chose so)
+/// with `Location` and `ETag`.
+pub fn created(status: StatusCode, location: &str, goal: &Goal, body: impl Serialize) -> Response {
+    let mut response = with_etag(status, goal, body);
     if let Ok(location) = HeaderValue::from_str(location) {
         response.headers_mut().insert(LOCATION, location);
     }

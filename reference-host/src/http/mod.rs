@@ -23,6 +23,7 @@ use axum::Router;
 use serde_json::Value;
 use tower_http::timeout::TimeoutLayer;
 
+use crate::choices::ErrorCodes;
 use crate::domain::GoalId;
 use crate::engine::{Engine, IfMatch};
 
@@ -62,11 +63,12 @@ impl AppState {
     /// `conformance_seams`.
     pub fn new(engine: Arc<Engine>, tokens: Tokens) -> AppState {
         let seams = engine.settings().conformance_seams;
+        let discovery = Arc::new(discovery::document(seams, engine.choices()));
         AppState {
             engine,
             tokens: Arc::new(tokens),
             seams,
-            discovery: Arc::new(discovery::document(seams)),
+            discovery,
         }
     }
 
@@ -108,8 +110,16 @@ pub fn app(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ))
-        .layer(axum::middleware::map_response(envelope::ensure_envelope))
-        .layer(axum::middleware::from_fn(trace::request_span));
+        .layer(axum::middleware::map_response(envelope::ensure_envelope));
+    // Outside the envelope layer, so every envelope is re-coded, its own
+    // included; only a host that chose another vocabulary pays for it.
+    let routes = match state.engine.choices().error_codes {
+        ErrorCodes::Goalpost => routes,
+        ErrorCodes::Openwop => routes.layer(axum::middleware::map_response(|response| async {
+            error::recode(response, crate::choices::openwop_code)
+        })),
+    };
+    let routes = routes.layer(axum::middleware::from_fn(trace::request_span));
     #[cfg(feature = "mutants")]
     let routes = crate::mutants::http::layer(routes, &state);
     routes.with_state(state)

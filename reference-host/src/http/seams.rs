@@ -34,7 +34,8 @@ async fn continue_once(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let outcome = state.engine.continue_once(&tenant, &goal_id(&id)?).await?;
-    let body = wire::continue_response(&outcome.goal, outcome.evaluation.as_ref());
+    let unjudged = state.engine.choices().confidence_without_verdict;
+    let body = wire::continue_response(&outcome.goal, outcome.evaluation.as_ref(), unjudged);
     Ok(with_etag(StatusCode::OK, &outcome.goal, body))
 }
 
@@ -60,5 +61,9 @@ async fn evaluations(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let evaluations = state.engine.evaluations(&tenant, &goal_id(&id)?).await?;
-    Ok(json(StatusCode::OK, wire::evaluation_list(&evaluations)))
+    let unjudged = state.engine.choices().confidence_without_verdict;
+    Ok(json(
+        StatusCode::OK,
+        wire::evaluation_list(&evaluations, unjudged),
+    ))
 }

@@ -878,7 +878,7 @@ mod tests {
     use super::*;
     use crate::domain::fixture::{at, goal, unsatisfied, usd};
     use crate::domain::transition::{pause, record_run, resume};
-    use crate::domain::FinishedRun;
+    use crate::domain::{CostReading, FinishedRun};
 
     /// Every statement prepared on the connection and how often SQLite
     /// had to prepare it again.
@@ -949,7 +949,8 @@ mod tests {
                     cost: usd(0.01),
                     outcome: unsatisfied(),
                 };
-                let change = record_run(current, &finished, now).expect("a change");
+                let change =
+                    record_run(current, &finished, now, CostReading::Budget).expect("a change");
                 let written = store
                     .apply(&change, current.version, Some(&reservation.run_id), now)
                     .await
@@ -959,7 +960,7 @@ mod tests {
                 let paused = pause(current, now).expect("allowed").expect("a change");
                 let written = store.apply(&paused, current.version, None, now).await;
                 assert!(matches!(written.expect("applies"), Written::Done(_)));
-                let resumed = resume(&paused.goal, now)
+                let resumed = resume(&paused.goal, now, CostReading::Budget)
                     .expect("allowed")
                     .expect("a change");
                 let written = store.apply(&resumed, paused.goal.version, None, now).await;
@@ -1062,7 +1063,7 @@ mod warm_tests {
     use super::*;
     use crate::domain::fixture::{at, goal, unsatisfied, usd};
     use crate::domain::transition::record_run;
-    use crate::domain::FinishedRun;
+    use crate::domain::{CostReading, FinishedRun};
 
     /// Warming reads what is stored into memory once, and a write after
     /// it is what the next read answers.
@@ -1093,7 +1094,8 @@ mod warm_tests {
             cost: usd(0.01),
             outcome: unsatisfied(),
         };
-        let change = record_run(&stored[0], &finished, at(5)).expect("a change");
+        let change =
+            record_run(&stored[0], &finished, at(5), CostReading::Budget).expect("a change");
         let written = store
             .apply(&change, stored[0].version, None, at(5))
             .await

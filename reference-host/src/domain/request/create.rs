@@ -78,10 +78,12 @@ pub fn parse_create(body: &Value, context: RequestContext) -> Result<NewGoal, Re
     let check = fields::check(
         required(completion, "/completion", "check")?,
         "/completion/check",
+        context,
     )?;
     let mode = fields::mode(
         required(continuation, "/continuation", "mode")?,
         "/continuation/mode",
+        context,
     )?;
     let verifier_ref = match completion.get("verifierRef") {
         Some(value) => fields::verifier_ref(value, "/completion/verifierRef", context)?,

@@ -26,12 +26,16 @@ pub(super) fn objective_fits(objective: &Objective) -> Result<(), RequestError> 
     Ok(())
 }
 
-/// A known check this host judges with; `host` is known but not offered.
-pub(super) fn check(value: &Value, pointer: &str) -> Result<Check, RequestError> {
+/// The check this host judges with; the other known one is 422.
+pub(super) fn check(
+    value: &Value,
+    pointer: &str,
+    context: RequestContext,
+) -> Result<Check, RequestError> {
     let text = string(value, pointer)?;
     match Check::parse(text) {
-        Some(Check::Verifier) => Ok(Check::Verifier),
-        Some(Check::Host) => Err(RequestError::UnsupportedJudge {
+        Some(check) if check == context.judge => Ok(check),
+        Some(_) => Err(RequestError::UnsupportedJudge {
             check: text.to_string(),
         }),
         None => Err(invalid(pointer, "must be one of verifier, host")),
@@ -39,10 +43,14 @@ pub(super) fn check(value: &Value, pointer: &str) -> Result<Check, RequestError>
 }
 
 /// A known mode this host runs; known modes it does not run are 422.
-pub(super) fn mode(value: &Value, pointer: &str) -> Result<Mode, RequestError> {
+pub(super) fn mode(
+    value: &Value,
+    pointer: &str,
+    context: RequestContext,
+) -> Result<Mode, RequestError> {
     let text = string(value, pointer)?;
     match Mode::parse(text) {
-        Some(mode) if mode.is_supported() => Ok(mode),
+        Some(mode) if context.modes.contains(&mode) => Ok(mode),
         Some(_) => Err(RequestError::UnsupportedContinuation {
             mode: text.to_string(),
         }),

@@ -14,6 +14,7 @@ pub use json::{parse_body, BodyError, MAX_DEPTH};
 pub use patch::{parse_patch, GoalPatch};
 pub use verifier::{parse_verifier, NewVerifier};
 
+use super::goal::{Check, Mode};
 use super::refs::RefError;
 
 /// What the boundary needs to know to judge a body.
@@ -21,6 +22,24 @@ use super::refs::RefError;
 pub struct RequestContext {
     /// `conformance:` refs are accepted only with the fixtures seam on.
     pub fixtures_enabled: bool,
+    /// The one `completion.check` this host judges with (what discovery
+    /// advertises); the other is known but refused.
+    pub judge: Check,
+    /// The continuation modes this host runs (what discovery advertises);
+    /// other known modes are refused.
+    pub modes: &'static [Mode],
+}
+
+impl RequestContext {
+    /// The reference host's own offer: the verifier judge and every mode
+    /// it runs.
+    pub const fn new(fixtures_enabled: bool) -> RequestContext {
+        RequestContext {
+            fixtures_enabled,
+            judge: Check::Verifier,
+            modes: &Mode::SUPPORTED,
+        }
+    }
 }
 
 /// Why a body was refused. `pointer`s are RFC 6901 pointers into the body.

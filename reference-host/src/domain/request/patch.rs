@@ -66,7 +66,7 @@ pub fn parse_patch(body: &Value, context: RequestContext) -> Result<GoalPatch, R
         let continuation = object(value, "/continuation")?;
         only_keys(continuation, "/continuation", &CONTINUATION)?;
         if let Some(value) = continuation.get("mode") {
-            edit.mode = Some(fields::mode(value, "/continuation/mode")?);
+            edit.mode = Some(fields::mode(value, "/continuation/mode", context)?);
         }
         if let Some(value) = continuation.get("armRef") {
             edit.arm_ref = Some(fields::arm_ref(value, "/continuation/armRef", context)?);

@@ -29,7 +29,7 @@ pub(super) fn with_cost(bounds: &Bounds, micros: u64) -> Bounds {
 pub(super) fn cost_spent(goal: &Goal, now: Timestamp) -> bool {
     let mut view = goal.clone();
     view.state = GoalState::Active;
-    exhausted(&view, now) == Some(crate::domain::Bound::Cost)
+    exhausted(&view, now, crate::domain::CostReading::Budget) == Some(crate::domain::Bound::Cost)
 }
 
 /// `Bounds` with another iteration limit.

@@ -117,7 +117,9 @@ pub(crate) fn record(
             let max = before.bounds.max_loop_iterations();
             let mut view = before.clone();
             view.bounds = with_iterations(&before.bounds, max.map(|max| max.saturating_add(1)));
-            if let Some(mut recounted) = transition::record_run(&view, run, now) {
+            if let Some(mut recounted) =
+                transition::record_run(&view, run, now, crate::domain::CostReading::Budget)
+            {
                 recounted.goal.bounds = before.bounds.clone();
                 change = recounted;
             }
@@ -125,7 +127,8 @@ pub(crate) fn record(
         Mutant::ScheduleIgnoresIterationBound
             if before.continuation.mode == crate::domain::Mode::Schedule
                 && closing_state(&change) == Some(GoalState::BoundExceeded)
-                && exhausted(&change.goal, now) == Some(crate::domain::Bound::Iterations) =>
+                && exhausted(&change.goal, now, crate::domain::CostReading::Budget)
+                    == Some(crate::domain::Bound::Iterations) =>
         {
             reopen(&mut change, now);
         }
@@ -135,7 +138,7 @@ pub(crate) fn record(
             let mut view = change.goal.clone();
             view.state = GoalState::Active;
             view.spent = before.spent;
-            if exhausted(&view, now).is_none() {
+            if exhausted(&view, now, crate::domain::CostReading::Budget).is_none() {
                 reopen(&mut change, now);
             }
         }
@@ -158,7 +161,7 @@ pub(crate) fn record(
                 let max = view.bounds.max_loop_iterations();
                 view.bounds =
                     with_iterations(&view.bounds, max.map(|max| max.saturating_add(failed)));
-                if exhausted(&view, now).is_none() {
+                if exhausted(&view, now, crate::domain::CostReading::Budget).is_none() {
                     reopen(&mut change, now);
                 }
             }
@@ -190,7 +193,7 @@ pub(crate) fn record(
         Mutant::BoundBeforeVerdict if closing_state(&change) == Some(GoalState::Satisfied) => {
             let mut view = change.goal.clone();
             view.state = GoalState::Active;
-            if exhausted(&view, now).is_some() {
+            if exhausted(&view, now, crate::domain::CostReading::Budget).is_some() {
                 set_closing_state(&mut change, GoalState::BoundExceeded);
             }
         }
@@ -241,7 +244,12 @@ pub(crate) fn record(
                         cost: run.cost,
                         outcome: RunOutcome::Judged(holistic),
                     };
-                    return transition::record_run(before, &judged, now);
+                    return transition::record_run(
+                        before,
+                        &judged,
+                        now,
+                        crate::domain::CostReading::Budget,
+                    );
                 }
             }
         }

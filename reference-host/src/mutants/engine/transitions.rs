@@ -283,7 +283,8 @@ pub(crate) fn resume(switch: &Switch, goal: &Goal, now: Timestamp) -> Option<Cha
             Some(change)
         }
         Mutant::ResumeResetsProgress if goal.state == GoalState::Escalated => {
-            let mut change = transition::resume(goal, now).ok()??;
+            let mut change =
+                transition::resume(goal, now, crate::domain::CostReading::Budget).ok()??;
             change.goal.progress = Default::default();
             change.goal.spent = MicroUsd::ZERO;
             Some(change)

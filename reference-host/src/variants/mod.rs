@@ -1,0 +1,267 @@
+//! Conforming variants: builds of this host that each make ONE other choice
+//! the profile allows (PROFILE.md "Conforming variants"). Mutants prove the
+//! suite catches broken hosts; variants prove it certifies correct hosts
+//! that chose differently. `suite/tests/variant_matrix.rs` runs the whole
+//! suite against each one; `scenarios/variants.json` says, per variant,
+//! which section allows the choice, which profiles must certify it and
+//! which `strict` requirements pin the reference host's own choice.
+//!
+//! A variant is nothing but a value of [`Choices`] (and, for `seams-off`,
+//! the seams switch): the engine and the HTTP layer read those in every
+//! build. Only this registry and the `--variant` flag need the `variants`
+//! cargo feature.
+
+use crate::choices::{
+    ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus, ErrorCodes,
+    EscalatedContinue, WebhookSecretHeader,
+};
+use crate::config::Config;
+use crate::domain::{Check, CostReading, Mode};
+
+macro_rules! registry {
+    ($( $variant:ident $name:literal ),* $(,)?) => {
+        /// Every conforming variant this host knows.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Variant {
+            $($variant,)*
+        }
+
+        /// Every variant, in declaration order.
+        pub const REGISTRY: &[Variant] = &[$(Variant::$variant,)*];
+
+        impl Variant {
+            /// What `--variant` takes: kebab-case, unique.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Variant::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+registry! {
+    Create200 "create-200",
+    AttentionStatusOnly "attention-status-only",
+    EnvironmentalConfidenceNull "environmental-confidence-null",
+    CostExceeds "cost-exceeds",
+    EscalatedContinueTerminal "escalated-continue-terminal",
+    OpenwopErrorCodes "openwop-error-codes",
+    NoWebhookSecret "no-webhook-secret",
+    JudgeHost "judge-host",
+    ScheduleOnly "schedule-only",
+    SeamsOff "seams-off",
+}
+
+/// The one mode a `schedule-only` host offers.
+const SCHEDULE_ONLY: [Mode; 1] = [Mode::Schedule];
+
+impl Variant {
+    pub fn parse(name: &str) -> Option<Variant> {
+        REGISTRY
+            .iter()
+            .copied()
+            .find(|variant| variant.name() == name)
+    }
+
+    /// The reference host's choices with this variant's one change.
+    pub fn choices(self) -> Choices {
+        let reference = Choices::default();
+        match self {
+            Variant::Create200 => Choices {
+                create_status: CreateStatus::Ok,
+                ..reference
+            },
+            Variant::AttentionStatusOnly => Choices {
+                attention: AttentionBody::StatusOnly,
+                ..reference
+            },
+            Variant::EnvironmentalConfidenceNull => Choices {
+                confidence_without_verdict: ConfidenceWithoutVerdict::Null,
+                ..reference
+            },
+            Variant::CostExceeds => Choices {
+                cost_reading: CostReading::Exceeds,
+                ..reference
+            },
+            Variant::EscalatedContinueTerminal => Choices {
+                escalated_continue: EscalatedContinue::GoalTerminal,
+                ..reference
+            },
+            Variant::OpenwopErrorCodes => Choices {
+                error_codes: ErrorCodes::Openwop,
+                ..reference
+            },
+            Variant::NoWebhookSecret => Choices {
+                webhook_secret: WebhookSecretHeader::Omitted,
+                ..reference
+            },
+            // Judges with what the host has: a goal's registered criteria
+            // verifier (or any other verifierRef it names); a goal that
+            // names none is judged unsatisfied-environmental run by run, so
+            // it never satisfies on a worker's word.
+            Variant::JudgeHost => Choices {
+                judge: Check::Host,
+                ..reference
+            },
+            // One offer, one consequence: a schedule goal is the only kind,
+            // so one created without an arm waits for one instead of firing
+            // the no-op worker.
+            Variant::ScheduleOnly => Choices {
+                modes: &SCHEDULE_ONLY,
+                armless_schedule: ArmlessSchedule::WaitsForArm,
+                ..reference
+            },
+            Variant::SeamsOff => reference,
+        }
+    }
+
+    /// Whether this variant serves the conformance seams when the host is
+    /// configured to (only `seams-off` never does).
+    pub fn serves_seams(self) -> bool {
+        self != Variant::SeamsOff
+    }
+
+    /// `config` running as this variant.
+    pub fn apply(self, mut config: Config) -> Config {
+        config.choices = self.choices();
+        config.conformance_seams = config.conformance_seams && self.serves_seams();
+        config
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `--variant NAME`.
+pub fn parse_arg(name: &str) -> Result<Variant, String> {
+    Variant::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = REGISTRY.iter().map(|variant| variant.name()).collect();
+        format!("unknown variant {name:?}; known: {}", known.join(", "))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// Which fields of `choices` differ from the reference host's.
+    fn changed(choices: &Choices) -> Vec<&'static str> {
+        let reference = Choices::default();
+        let mut changed = Vec::new();
+        if choices.create_status != reference.create_status {
+            changed.push("create_status");
+        }
+        if choices.attention != reference.attention {
+            changed.push("attention");
+        }
+        if choices.confidence_without_verdict != reference.confidence_without_verdict {
+            changed.push("confidence_without_verdict");
+        }
+        if choices.cost_reading != reference.cost_reading {
+            changed.push("cost_reading");
+        }
+        if choices.escalated_continue != reference.escalated_continue {
+            changed.push("escalated_continue");
+        }
+        if choices.error_codes != reference.error_codes {
+            changed.push("error_codes");
+        }
+        if choices.webhook_secret != reference.webhook_secret {
+            changed.push("webhook_secret");
+        }
+        if choices.judge != reference.judge {
+            changed.push("judge");
+        }
+        if choices.modes != reference.modes
+            || choices.armless_schedule != reference.armless_schedule
+        {
+            changed.push("modes");
+        }
+        changed
+    }
+
+    #[test]
+    fn names_are_unique_kebab_case_and_parse_back() {
+        let names: BTreeSet<&str> = REGISTRY.iter().map(|variant| variant.name()).collect();
+        assert_eq!(names.len(), REGISTRY.len());
+        for variant in REGISTRY {
+            let name = variant.name();
+            assert!(
+                name.bytes()
+                    .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-'),
+                "{name}"
+            );
+            assert_eq!(parse_arg(name), Ok(*variant));
+            assert_eq!(variant.to_string(), name);
+        }
+        let error = parse_arg("create-201").expect_err("unknown");
+        assert!(error.contains("create-200"), "{error}");
+    }
+
+    #[test]
+    fn every_variant_makes_exactly_one_choice() {
+        for variant in REGISTRY {
+            let changes = changed(&variant.choices());
+            match variant {
+                // Its one choice is the seams switch, not a field.
+                Variant::SeamsOff => assert!(changes.is_empty(), "{variant}: {changes:?}"),
+                _ => assert_eq!(changes.len(), 1, "{variant}: {changes:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_choice_field_is_made_by_some_variant() {
+        let made: BTreeSet<&str> = REGISTRY
+            .iter()
+            .flat_map(|variant| changed(&variant.choices()))
+            .collect();
+        assert_eq!(made.len(), 9, "{made:?}");
+    }
+
+    #[test]
+    fn serve_takes_a_variant_and_refuses_an_unknown_one() {
+        use crate::cli::{Cli, Invocation};
+        use clap::Parser;
+        let parse = |args: &[&str]| {
+            let mut argv = vec!["goalpost-host", "serve"];
+            argv.extend_from_slice(args);
+            Cli::try_parse_from(argv).map(|cli| match cli.invocation() {
+                Invocation::Serve(serve) => serve.config(),
+                Invocation::Goals(_) => panic!("expected serve"),
+            })
+        };
+        let plain = parse(&["--conformance-seams"]).expect("valid");
+        assert_eq!(plain.choices, Choices::default());
+        let cost = parse(&["--conformance-seams", "--variant", "cost-exceeds"]).expect("valid");
+        assert_eq!(cost.choices.cost_reading, CostReading::Exceeds);
+        assert!(cost.conformance_seams);
+        let off = parse(&["--conformance-seams", "--variant", "seams-off"]).expect("valid");
+        assert!(!off.conformance_seams);
+        assert!(parse(&["--variant", "create-201"]).is_err());
+    }
+
+    #[test]
+    fn applying_keeps_the_rest_of_the_config() {
+        let base = Config::conformance_in_memory(vec![("t".into(), "a".into())]);
+        let judge = Variant::JudgeHost.apply(base.clone());
+        assert_eq!(judge.choices.judge, Check::Host);
+        assert!(judge.conformance_seams);
+        assert_eq!(judge.tokens, base.tokens);
+        let off = Variant::SeamsOff.apply(base.clone());
+        assert!(!off.conformance_seams);
+        assert_eq!(off.choices, Choices::default());
+        let schedule = Variant::ScheduleOnly.apply(base);
+        assert_eq!(schedule.choices.modes, &[Mode::Schedule]);
+        assert_eq!(
+            schedule.choices.armless_schedule,
+            ArmlessSchedule::WaitsForArm
+        );
+    }
+}

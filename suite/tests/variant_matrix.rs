@@ -1,0 +1,427 @@
+//! The variant matrix: the other half of the kill matrix. Mutants prove the
+//! suite fails broken hosts; variants prove it certifies correct hosts that
+//! chose differently. Each conforming variant of the reference host
+//! (`goalpost_host::variants::REGISTRY`, built with the `variants` feature
+//! through this crate's dev-dependency) makes one choice the profile allows;
+//! `scenarios/variants.json` says which section allows it, which profiles
+//! must certify it and which `strict` requirements pin the reference host's
+//! own choice. For every variant, the whole suite (`strict` included) runs
+//! through the same library path as `goalpost run`, and the matrix fails
+//! when:
+//!
+//! - a profile in `certifies` is not certified: every MUST requirement of it
+//!   that did not pass is named, with its disposition and message (it
+//!   over-reached: it demands what the profile leaves open);
+//! - a requirement in `pins` did not fail (strict no longer pins the
+//!   choice, or the variant does not make it);
+//! - any other `strict` requirement failed, errored or was not reached
+//!   (strict pins more than the one choice); a skip is fine.
+//!
+//! Each host is in-process, both tenants, signing webhooks with the secret
+//! the suite checks when the variant signs at all; the suite is given the
+//! secret either way, as an operator who configured one would. Variants run
+//! a few at a time (`GOALPOST_VARIANT_MATRIX_JOBS`, default 3); one that
+//! looks wrong is run again with less going on, so a timing race lost to
+//! the load is not reported as an over-reach.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use goalpost::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B, TENANT_A, TENANT_B};
+use goalpost::{HostChoice, RunConfig};
+use goalpost_host::variants::{Variant, REGISTRY};
+use serde_json::Value;
+
+const DEFAULT_JOBS: usize = 3;
+/// Runs at once while suspects are checked again.
+const RECHECK_JOBS: usize = 1;
+const SECRET: &str = "goalpost-variant-matrix-secret";
+const STRICT: &str = "strict";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn scenarios() -> PathBuf {
+    root().join("scenarios")
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|error| panic!("{} is not JSON: {error}", path.display()))
+}
+
+/// What `scenarios/variants.json` expects of one variant.
+#[derive(Debug, Clone)]
+struct Expectation {
+    name: String,
+    allowed_by: String,
+    certifies: BTreeSet<String>,
+    pins: BTreeSet<String>,
+}
+
+fn strings(value: &Value) -> BTreeSet<String> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+fn expectations() -> Vec<Expectation> {
+    let document = read_json(&scenarios().join("variants.json"));
+    document["variants"]
+        .as_array()
+        .expect("a variants array")
+        .iter()
+        .map(|variant| Expectation {
+            name: variant["name"].as_str().unwrap_or_default().to_string(),
+            allowed_by: variant["allowedBy"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            certifies: strings(&variant["certifies"]),
+            pins: strings(&variant["pins"]),
+        })
+        .collect()
+}
+
+/// Requirement id → (profile, level).
+fn requirements() -> BTreeMap<String, (String, String)> {
+    let document = read_json(&scenarios().join("requirements.json"));
+    document["requirements"]
+        .as_array()
+        .expect("a requirements array")
+        .iter()
+        .map(|requirement| {
+            let text = |key: &str| requirement[key].as_str().unwrap_or_default().to_string();
+            (text("id"), (text("profile"), text("level")))
+        })
+        .collect()
+}
+
+/// One requirement as a run ended it.
+#[derive(Debug, Clone)]
+struct Ended {
+    profile: String,
+    level: String,
+    disposition: String,
+    /// The failing check's message, or the skip's reason.
+    why: String,
+}
+
+/// One run of the whole suite against `variant`.
+#[derive(Debug, Clone, Default)]
+struct Run {
+    requirements: BTreeMap<String, Ended>,
+    certified: BTreeMap<String, bool>,
+}
+
+fn run_suite(variant: Variant) -> Result<Run, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("variant-matrix-host")
+        .build()
+        .map_err(|error| format!("cannot start a runtime: {error}"))?;
+    let mut config = goalpost_host::Config::conformance_in_memory(vec![
+        (DEFAULT_TOKEN_A.to_string(), TENANT_A.to_string()),
+        (DEFAULT_TOKEN_B.to_string(), TENANT_B.to_string()),
+    ]);
+    config.webhook_secret = Some(SECRET.to_string());
+    let config = variant.apply(config);
+    let host = runtime
+        .block_on(goalpost_host::RunningHost::start(config))
+        .map_err(|error| format!("cannot start the host: {error}"))?;
+    let reports = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let harness = {
+        use clap::Parser;
+        libtest_mimic::Arguments::try_parse_from(["goalpost"]).map_err(|error| error.to_string())?
+    };
+    let mut run = RunConfig::bundled(scenarios(), reports.path().to_path_buf(), harness);
+    run.host = HostChoice::Remote(host.base_url());
+    run.token_a = DEFAULT_TOKEN_A.to_string();
+    run.token_b = Some(DEFAULT_TOKEN_B.to_string());
+    run.callback.secret = Some(SECRET.to_string());
+    run.profiles = None;
+    run.strict = true;
+    run.harness.logfile = Some(
+        reports
+            .path()
+            .join("harness.log")
+            .to_string_lossy()
+            .into_owned(),
+    );
+    let outcome = goalpost::run(run);
+    runtime.block_on(host.shutdown());
+    let outcome = outcome.map_err(|error| format!("the run did not start: {error}"))?;
+    let report = outcome.report.ok_or("the run wrote no report")?;
+    let mut ended = Run::default();
+    for (profile, summary) in &report.profiles {
+        ended.certified.insert(profile.clone(), summary.certified);
+    }
+    for requirement in report.requirements {
+        let why = requirement
+            .message
+            .as_deref()
+            .map(gist)
+            .or(requirement.reason)
+            .unwrap_or_default();
+        ended.requirements.insert(
+            requirement.id,
+            Ended {
+                profile: requirement.profile,
+                level: requirement.level,
+                disposition: requirement.disposition,
+                why,
+            },
+        );
+    }
+    Ok(ended)
+}
+
+/// A failure message in two lines: which check of which step, and what the
+/// host answered instead (the report has the whole exchange).
+fn gist(message: &str) -> String {
+    let mut lines = message.lines();
+    let first = lines.next().unwrap_or_default().trim();
+    match lines.find(|line| line.trim_start().starts_with("actual:")) {
+        Some(actual) => format!("{first}\n        {}", actual.trim()),
+        None => first.to_string(),
+    }
+}
+
+/// Everything `run` shows wrong with the suite, measured against `expected`.
+fn problems(expected: &Expectation, run: &Run) -> Vec<String> {
+    let name = &expected.name;
+    let mut found = Vec::new();
+    for profile in &expected.certifies {
+        if run.certified.get(profile).copied().unwrap_or(false) {
+            continue;
+        }
+        let blocking: Vec<String> = run
+            .requirements
+            .iter()
+            .filter(|(_, ended)| {
+                ended.profile == *profile && ended.level == "MUST" && ended.disposition != "pass"
+            })
+            .map(|(id, ended)| format!("    {id}: {} {}", ended.disposition, ended.why))
+            .collect();
+        found.push(format!(
+            "{name}: `{profile}` is not certified, yet its choice is legal there ({}); over-reached:\n{}",
+            expected.allowed_by,
+            if blocking.is_empty() {
+                "    (no MUST requirement ran)".to_string()
+            } else {
+                blocking.join("\n")
+            }
+        ));
+    }
+    for id in &expected.pins {
+        match run.requirements.get(id) {
+            Some(ended) if ended.disposition == "fail" => {}
+            Some(ended) => found.push(format!(
+                "{name}: pin {id} is `{}`, not `fail`: strict does not pin this choice {}",
+                ended.disposition, ended.why
+            )),
+            None => found.push(format!("{name}: pin {id} was not disposed at all")),
+        }
+    }
+    for (id, ended) in &run.requirements {
+        if ended.profile != STRICT || expected.pins.contains(id) {
+            continue;
+        }
+        // A skip is the truth about a host that lacks what the scenario
+        // needs (a seam, the verifier judge, `manual`); it pins nothing.
+        if !matches!(ended.disposition.as_str(), "pass" | "advisory" | "skip") {
+            found.push(format!(
+                "{name}: strict over-reached: {id} is `{}` but pins no part of this choice: {}",
+                ended.disposition, ended.why
+            ));
+        }
+    }
+    found
+}
+
+fn verdict(expected: &Expectation, run: &Result<Run, String>) -> Vec<String> {
+    match run {
+        Ok(run) => problems(expected, run),
+        Err(error) => vec![format!("{}: {error}", expected.name)],
+    }
+}
+
+fn jobs() -> usize {
+    std::env::var("GOALPOST_VARIANT_MATRIX_JOBS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .filter(|jobs| *jobs >= 1)
+        .unwrap_or(DEFAULT_JOBS)
+}
+
+/// Runs `work` on `jobs` threads, each taking the next item.
+fn in_parallel<T: Send, R: Send>(
+    items: Vec<T>,
+    jobs: usize,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let queue = Mutex::new(items.into_iter().collect::<VecDeque<T>>());
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                let Some(item) = next else { break };
+                let result = work(item);
+                results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(result);
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The expectation for every registered variant, in registry order.
+fn paired() -> Vec<(Variant, Expectation)> {
+    let expectations = expectations();
+    REGISTRY
+        .iter()
+        .map(|variant| {
+            let expected = expectations
+                .iter()
+                .find(|expected| expected.name == variant.name())
+                .unwrap_or_else(|| panic!("{variant} is not in scenarios/variants.json"))
+                .clone();
+            (*variant, expected)
+        })
+        .collect()
+}
+
+#[test]
+fn every_variant_is_declared_once_with_known_requirements_and_sections() {
+    let document = read_json(&scenarios().join("variants.json"));
+    let schemas = goalpost_schemas::Schemas::embedded().expect("the schemas compile");
+    if let Err(violations) = schemas.validate("variants", &document) {
+        let violations: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        panic!(
+            "variants.json breaks its schema:\n{}",
+            violations.join("\n")
+        );
+    }
+    let expectations = expectations();
+    let requirements = requirements();
+    let registered: BTreeSet<&str> = REGISTRY.iter().map(|variant| variant.name()).collect();
+    let declared: Vec<&str> = expectations.iter().map(|e| e.name.as_str()).collect();
+    let mut problems = Vec::new();
+    if declared.len() != declared.iter().collect::<BTreeSet<_>>().len() {
+        problems.push(format!("a variant is declared twice: {declared:?}"));
+    }
+    for name in &registered {
+        if !declared.contains(name) {
+            problems.push(format!("{name} is registered but not in variants.json"));
+        }
+    }
+    // The anchors are checked once the profile text exists: it is written
+    // beside this matrix, section by section.
+    let profile = std::fs::read_to_string(root().join("PROFILE.md")).ok();
+    for expected in &expectations {
+        let name = &expected.name;
+        if !registered.contains(name.as_str()) {
+            problems.push(format!("{name} is in variants.json but not registered"));
+        }
+        for id in &expected.pins {
+            match requirements.get(id) {
+                Some((profile, _)) if profile == STRICT => {}
+                Some((profile, _)) => problems.push(format!(
+                    "{name} pins {id}, a `{profile}` requirement: only strict pins a choice"
+                )),
+                None => problems.push(format!("{name} pins unknown requirement {id}")),
+            }
+        }
+        let anchor = expected.allowed_by.trim_start_matches("PROFILE.md#");
+        if let Some(profile) = &profile {
+            if !profile.contains(&format!("<a id=\"{anchor}\"></a>")) {
+                problems.push(format!(
+                    "{name} is allowed by {}, which is no section of PROFILE.md",
+                    expected.allowed_by
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn every_variant_is_certified_where_its_choice_is_legal_and_fails_only_its_pins() {
+    let started = Instant::now();
+    let jobs = jobs();
+    let results = in_parallel(paired(), jobs, |(variant, expected)| {
+        let began = Instant::now();
+        let run = run_suite(variant);
+        (variant, expected, run, began.elapsed())
+    });
+    let mut suspects = Vec::new();
+    let mut sorted = results;
+    sorted.sort_by_key(|(variant, _, _, _)| *variant);
+    for (variant, expected, run, took) in sorted {
+        let found = verdict(&expected, &run);
+        // SHOULD requirements never block; they are shown so a choice that
+        // costs an advisory is seen, not hidden.
+        let advisories: Vec<&str> = run
+            .iter()
+            .flat_map(|run| &run.requirements)
+            .filter(|(_, ended)| ended.disposition == "advisory")
+            .map(|(id, _)| id.as_str())
+            .collect();
+        eprintln!(
+            "variant-matrix: {:<32} {:>6.1} s  {}{}",
+            variant.name(),
+            took.as_secs_f64(),
+            if found.is_empty() { "ok" } else { "suspect" },
+            if advisories.is_empty() {
+                String::new()
+            } else {
+                format!("  advisory: {}", advisories.join(", "))
+            }
+        );
+        if !found.is_empty() {
+            suspects.push((variant, expected, found));
+        }
+    }
+    // A variant that looked wrong under the matrix's load runs again with
+    // little else going on; what it gets wrong then is what the suite gets
+    // wrong about it.
+    let rechecked = in_parallel(suspects, RECHECK_JOBS, |(variant, expected, first)| {
+        let again = verdict(&expected, &run_suite(variant));
+        (variant, first, again)
+    });
+    let mut found = Vec::new();
+    for (variant, first, again) in rechecked {
+        if again.is_empty() {
+            eprintln!(
+                "variant-matrix: {variant} passes when run again: the first run lost a timing race to the load:\n  {}",
+                first.join("\n  ")
+            );
+        }
+        found.extend(again);
+    }
+    eprintln!(
+        "variant-matrix: {} variants, {} at a time, {:.1} s in all",
+        REGISTRY.len(),
+        jobs,
+        started.elapsed().as_secs_f64()
+    );
+    found.sort();
+    assert!(
+        found.is_empty(),
+        "the variant matrix failed:\n{}",
+        found.join("\n")
+    );
+}
