@@ -28,11 +28,8 @@ pub fn new_goal(
     owner: Tenant,
     now: Timestamp,
 ) -> Result<goalpost_host::domain::Goal> {
-    let parsed = parse_create(
-        body,
-        RequestContext::new(true),
-    )
-    .map_err(|error| anyhow::anyhow!("the bench's goal is refused: {error:?}"))?;
+    let parsed = parse_create(body, RequestContext::new(true))
+        .map_err(|error| anyhow::anyhow!("the bench's goal is refused: {error:?}"))?;
     Ok(parsed.into_goal(GoalId::generate(), owner, now))
 }
 

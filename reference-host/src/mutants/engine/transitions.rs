@@ -278,7 +278,8 @@ pub(crate) fn resume(switch: &Switch, goal: &Goal, now: Timestamp) -> Option<Cha
         Mutant::ResumeForgetsSchedule
             if goal.paused && goal.continuation.mode == crate::domain::Mode::Schedule =>
         {
-            let mut change = transition::resume(goal, now).ok()??;
+            let mut change =
+                transition::resume(goal, now, crate::domain::CostReading::Budget).ok()??;
             change.goal.next_fire_at = Some(now.saturating_add_ms(FORGOTTEN_MS));
             Some(change)
         }
