@@ -9,10 +9,18 @@ use clap::{Args, Parser, Subcommand};
 /// Profiles a requirement id may start with.
 pub const KNOWN_PROFILES: &[&str] = &["core", "behavior", "observed", "hardening", "strict"];
 
+/// `goalpost --version`: the suite's version and the profile it certifies.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (certifies goalpost profile ",
+    env!("GOALPOST_PROFILE_VERSION"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "goalpost",
-    version,
+    version = VERSION,
     about = "Conformance suite for RFC 0097 standing goals",
     long_about = None
 )]
@@ -57,7 +65,7 @@ pub struct ListArgs {
     /// List the requirements (the only listing there is).
     #[arg(long, required = true)]
     pub requirements: bool,
-    /// The scenarios folder [default: scenarios/ found by walking up from the current directory].
+    /// The scenarios folder [default: scenarios/ found by walking up from the current directory, else the embedded ones].
     #[arg(long, value_name = "DIR")]
     pub scenarios: Option<std::path::PathBuf>,
 }
@@ -104,7 +112,7 @@ pub struct ExplainArgs {
     /// A requirement id, e.g. `core.create.bounds-required`.
     #[arg(value_name = "REQ-ID")]
     pub id: String,
-    /// The scenarios folder [default: scenarios/ found by walking up from the current directory].
+    /// The scenarios folder [default: scenarios/ found by walking up from the current directory, else the embedded ones].
     #[arg(long, value_name = "DIR")]
     pub scenarios: Option<PathBuf>,
 }
@@ -153,7 +161,7 @@ pub struct RunArgs {
     /// Where report.json and junit.xml go [default: reports/latest/ under the workspace root].
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
-    /// The scenarios folder [default: scenarios/ found by walking up from the current directory].
+    /// The scenarios folder [default: scenarios/ found by walking up from the current directory, else the embedded ones].
     #[arg(long, value_name = "DIR")]
     pub scenarios: Option<PathBuf>,
     /// Read the JSON Schemas from DIR instead of the embedded copies.

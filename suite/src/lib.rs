@@ -15,6 +15,7 @@ pub mod cli;
 pub mod config;
 pub mod discovery;
 pub mod driver;
+pub mod embedded;
 pub mod error;
 pub mod explain;
 pub mod gate;

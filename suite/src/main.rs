@@ -92,16 +92,7 @@ fn validate(args: ValidateArgs) -> anyhow::Result<u8> {
 
 fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let dir = match &args.scenarios {
-        Some(dir) => cwd.join(dir),
-        None => goalpost::config::workspace_root(&cwd)
-            .map(|root| root.join("scenarios"))
-            .context("no scenarios/requirements.json found above the current directory; pass --scenarios DIR")?,
-    };
-    let schemas =
-        goalpost_schemas::Schemas::embedded().context("cannot compile the JSON Schemas")?;
-    let catalog = goalpost::loader::load(&dir, &schemas)
-        .with_context(|| format!("cannot load {}", Path::new(&dir).display()))?;
+    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
     goalpost::explain::explain(
         &catalog,
         &args.id,
@@ -110,6 +101,24 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
         std::io::stderr().lock(),
     )
     .context("cannot write the explanation")
+}
+
+/// The catalog of `--scenarios`, else of the checkout around `cwd`, else
+/// the one embedded in this binary.
+fn load_catalog(scenarios: Option<&Path>, cwd: &Path) -> anyhow::Result<goalpost::loader::Catalog> {
+    let dir = match scenarios {
+        Some(dir) => Some(cwd.join(dir)),
+        None => goalpost::config::workspace_root(cwd).map(|root| root.join("scenarios")),
+    };
+    let schemas =
+        goalpost_schemas::Schemas::embedded().context("cannot compile the JSON Schemas")?;
+    match dir {
+        Some(dir) => goalpost::loader::load(&dir, &schemas)
+            .with_context(|| format!("cannot load {}", dir.display())),
+        None => {
+            goalpost::loader::load_embedded(&schemas).context("cannot load the embedded scenarios")
+        }
+    }
 }
 
 fn lint(args: LintArgs) -> anyhow::Result<u8> {
@@ -132,16 +141,7 @@ fn lint(args: LintArgs) -> anyhow::Result<u8> {
 
 fn list(args: ListArgs) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let dir = match &args.scenarios {
-        Some(dir) => cwd.join(dir),
-        None => goalpost::config::workspace_root(&cwd)
-            .map(|root| root.join("scenarios"))
-            .context("no scenarios/requirements.json found above the current directory; pass --scenarios DIR")?,
-    };
-    let schemas =
-        goalpost_schemas::Schemas::embedded().context("cannot compile the JSON Schemas")?;
-    let catalog = goalpost::loader::load(&dir, &schemas)
-        .with_context(|| format!("cannot load {}", dir.display()))?;
+    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
     goalpost::mutation::write_requirements(&catalog, std::io::stdout().lock())
         .context("cannot write to stdout")?;
     Ok(0)
