@@ -50,6 +50,52 @@ pub enum Command {
     /// reference host that prove each can fail (mutation-verified or not).
     #[command(after_help = LIST_HELP)]
     List(ListArgs),
+    /// Read a host's discovery and probe it (reads only) to say, per
+    /// profile, what a run can attempt and which PROFILE.md sections to
+    /// implement for the rest.
+    #[command(after_help = DOCTOR_HELP)]
+    Doctor(DoctorArgs),
+}
+
+const DOCTOR_HELP: &str = "\
+Prints what discovery advertises, one line per probe (GET the goals list as
+each tenant, GET an unknown id expecting the 404 error envelope, GET without a
+credential expecting 401), and per profile: ready, partly or cannot attempt,
+with each missing seam, mode or option and the PROFILE.md section that says how
+to add it. Nothing is created unless --probe-write (one goal, then abandoned).
+
+Exit codes: 0 nothing missing and every probe as the profile says; 1 something
+is missing or answered wrong; 2 doctor could not start (bad arguments, nobody
+listening at --host).";
+
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Base URL of the host.
+    #[arg(long, env = "GOALPOST_HOST", value_name = "URL")]
+    pub host: String,
+    /// Bearer token of tenant A.
+    #[arg(long, env = "GOALPOST_TOKEN", value_name = "T", hide_env_values = true)]
+    pub token: String,
+    /// Bearer token of a second tenant.
+    #[arg(
+        long = "token-b",
+        env = "GOALPOST_TOKEN_B",
+        value_name = "T",
+        hide_env_values = true
+    )]
+    pub token_b: Option<String>,
+    /// The goals collection path, over what discovery says.
+    #[arg(long, env = "GOALPOST_BASE_PATH", value_name = "PATH", value_parser = parse_base_path)]
+    pub base_path: Option<String>,
+    /// Also create one goal (and abandon it) to check creates work.
+    #[arg(long)]
+    pub probe_write: bool,
+    /// Multiply the request deadlines by F, for slow hosts.
+    #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_scale)]
+    pub timeout_scale: f64,
+    /// The scenarios folder [default: scenarios/ found by walking up from the current directory, else the embedded ones].
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
 }
 
 const LIST_HELP: &str = "\

@@ -222,7 +222,7 @@ fn with_default_threads(mut harness: libtest_mimic::Arguments) -> libtest_mimic:
     harness
 }
 
-fn check_url(url: &str, option: &str) -> Result<String, StartError> {
+pub fn check_url(url: &str, option: &str) -> Result<String, StartError> {
     let trimmed = url.trim_end_matches('/');
     let rest = trimmed
         .strip_prefix("http://")

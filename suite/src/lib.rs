@@ -14,6 +14,7 @@ pub mod bundled;
 pub mod cli;
 pub mod config;
 pub mod discovery;
+pub mod doctor;
 pub mod driver;
 pub mod embedded;
 pub mod error;

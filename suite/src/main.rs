@@ -6,7 +6,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use goalpost::cli::{self, Command, ExplainArgs, LintArgs, ListArgs, RunArgs, ValidateArgs};
+use goalpost::cli::{
+    self, Command, DoctorArgs, ExplainArgs, LintArgs, ListArgs, RunArgs, ValidateArgs,
+};
 use goalpost::report::console::{self, Style};
 use goalpost::RunConfig;
 
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain(args),
         Command::Lint(args) => lint(args),
         Command::List(args) => list(args),
+        Command::Doctor(args) => doctor(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -145,4 +148,23 @@ fn list(args: ListArgs) -> anyhow::Result<u8> {
     goalpost::mutation::write_requirements(&catalog, std::io::stdout().lock())
         .context("cannot write to stdout")?;
     Ok(0)
+}
+
+fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
+    let base_url = goalpost::config::check_url(&args.host, "--host")?;
+    let config = goalpost::doctor::DoctorConfig {
+        base_url,
+        token_a: args.token,
+        token_b: args.token_b,
+        base_path: args.base_path,
+        probe_write: args.probe_write,
+        timeout_scale: args.timeout_scale,
+    };
+    Ok(goalpost::doctor::doctor(
+        &config,
+        &catalog,
+        std::io::stdout().lock(),
+    )?)
 }
