@@ -55,6 +55,30 @@ pub enum Command {
     /// implement for the rest.
     #[command(after_help = DOCTOR_HELP)]
     Doctor(DoctorArgs),
+    /// Compare two report.json files: requirements that regressed,
+    /// recovered, appeared or vanished.
+    #[command(after_help = DIFF_HELP)]
+    Diff(DiffArgs),
+}
+
+const DIFF_HELP: &str = "\
+Groups the requirements whose disposition moved: regressed (MUST, then SHOULD),
+recovered, changed (e.g. pass to skip: no longer checked), appeared and vanished,
+and the profiles whose certification changed. A regression is a requirement that
+now fails, errors, is not reached or is advisory and was not before (a new
+requirement the host breaks counts too).
+
+Exit codes: 0 no MUST requirement regressed (a SHOULD turning advisory never
+blocks); 1 one did; 2 a report cannot be read.";
+
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// The baseline report.json.
+    #[arg(value_name = "OLD.json")]
+    pub old: PathBuf,
+    /// The report.json of the run to judge.
+    #[arg(value_name = "NEW.json")]
+    pub new: PathBuf,
 }
 
 const DOCTOR_HELP: &str = "\

@@ -13,6 +13,7 @@ pub mod attribution;
 pub mod bundled;
 pub mod cli;
 pub mod config;
+pub mod diff;
 pub mod discovery;
 pub mod doctor;
 pub mod driver;

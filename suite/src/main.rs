@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use goalpost::cli::{
-    self, Command, DoctorArgs, ExplainArgs, LintArgs, ListArgs, RunArgs, ValidateArgs,
+    self, Command, DiffArgs, DoctorArgs, ExplainArgs, LintArgs, ListArgs, RunArgs, ValidateArgs,
 };
 use goalpost::report::console::{self, Style};
 use goalpost::RunConfig;
@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         Command::Lint(args) => lint(args),
         Command::List(args) => list(args),
         Command::Doctor(args) => doctor(args),
+        Command::Diff(args) => diff(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -167,4 +168,13 @@ fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
         &catalog,
         std::io::stdout().lock(),
     )?)
+}
+
+fn diff(args: DiffArgs) -> anyhow::Result<u8> {
+    use goalpost::report::RunReport;
+    let old = RunReport::read(&args.old)?;
+    let new = RunReport::read(&args.new)?;
+    let diff = goalpost::diff::Diff::between(&old, &new);
+    goalpost::diff::write(&diff, std::io::stdout().lock()).context("cannot write to stdout")?;
+    Ok(diff.exit_code())
 }
