@@ -59,6 +59,29 @@ pub enum Command {
     /// recovered, appeared or vanished.
     #[command(after_help = DIFF_HELP)]
     Diff(DiffArgs),
+    /// Build a compatibility matrix (HTML and Markdown) from several hosts'
+    /// report.json files.
+    #[command(after_help = MATRIX_HELP)]
+    Matrix(MatrixArgs),
+}
+
+const MATRIX_HELP: &str = "\
+Writes DIR/matrix.html (one self-contained page: per-profile verdicts per host,
+then requirements as rows and hosts as columns, filterable by profile and
+disposition, sortable by any column) and DIR/matrix.md. A host is named by its
+report's folder; a cell that is not a pass links to that host's report.html
+beside its report.json, at the failing exchange.
+
+Exit codes: 0 written; 2 a report cannot be read or DIR cannot be written.";
+
+#[derive(Debug, Clone, Args)]
+pub struct MatrixArgs {
+    /// The hosts' report.json files, one column each, in this order.
+    #[arg(value_name = "REPORT.json", required = true)]
+    pub reports: Vec<PathBuf>,
+    /// The folder to write matrix.html and matrix.md into.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 const DIFF_HELP: &str = "\

@@ -25,6 +25,7 @@ pub mod http;
 pub mod ledger;
 pub mod lint;
 pub mod loader;
+pub mod matrix;
 pub mod mock;
 pub mod model;
 pub mod mutation;

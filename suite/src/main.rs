@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use goalpost::cli::{
-    self, Command, DiffArgs, DoctorArgs, ExplainArgs, LintArgs, ListArgs, RunArgs, ValidateArgs,
+    self, Command, DiffArgs, DoctorArgs, ExplainArgs, LintArgs, ListArgs, MatrixArgs, RunArgs,
+    ValidateArgs,
 };
 use goalpost::report::console::{self, Style};
 use goalpost::RunConfig;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         Command::List(args) => list(args),
         Command::Doctor(args) => doctor(args),
         Command::Diff(args) => diff(args),
+        Command::Matrix(args) => matrix(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -177,4 +179,16 @@ fn diff(args: DiffArgs) -> anyhow::Result<u8> {
     let diff = goalpost::diff::Diff::between(&old, &new);
     goalpost::diff::write(&diff, std::io::stdout().lock()).context("cannot write to stdout")?;
     Ok(diff.exit_code())
+}
+
+fn matrix(args: MatrixArgs) -> anyhow::Result<u8> {
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let columns = goalpost::matrix::columns(&args.reports, &args.out)?;
+    for path in goalpost::matrix::write(&columns, &args.out)
+        .with_context(|| format!("cannot write into {}", args.out.display()))?
+    {
+        println!("wrote {}", path.display());
+    }
+    Ok(0)
 }

@@ -368,7 +368,7 @@ fn write_embedded_profile(report_dir: &Path) -> Result<PathBuf, StartError> {
 }
 
 /// `to` as a relative URL path from the folder `from` (both absolute).
-fn relative_path(from: &Path, to: &Path) -> String {
+pub fn relative_path(from: &Path, to: &Path) -> String {
     let from: Vec<_> = from.components().collect();
     let to: Vec<_> = to.components().collect();
     let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
