@@ -37,7 +37,8 @@ else
     PORT="${PORT:-18080}"
     export PORT
     cmd="${HOST_CMD:-goalpost-host serve --listen 127.0.0.1:\$PORT --db :memory: --conformance-seams --token $token_a=tenant-a --token $token_b=tenant-b --webhook-secret $secret}"
-    eval "$cmd" >"${TMPDIR:-/tmp}/goalpost-ci-host.log" 2>&1 &
+    # exec: the background job is the host itself, so the trap stops it.
+    eval "exec $cmd" >"${TMPDIR:-/tmp}/goalpost-ci-host.log" 2>&1 &
     host_pid=$!
     url="http://127.0.0.1:$PORT"
 fi
