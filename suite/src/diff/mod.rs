@@ -166,7 +166,7 @@ fn write_group(out: &mut impl Write, title: &str, changes: &[&Change]) -> io::Re
         let to = change.new.as_deref().unwrap_or("absent");
         write!(out, "  {} {}: {from} → {to}", change.id, change.level)?;
         match &change.message {
-            Some(message) if change.new.as_deref().is_some_and(|d| broken(d)) => {
+            Some(message) if change.new.as_deref().is_some_and(broken) => {
                 writeln!(out, ": {message}")?
             }
             _ => writeln!(out)?,
