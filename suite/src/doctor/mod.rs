@@ -62,9 +62,9 @@ impl Missing {
         match self {
             Missing::Goals => "agents.goals is not advertised".to_string(),
             Missing::Seam(seam) => format!("seam `{seam}` is not in conformanceSeams.goals"),
-            Missing::Mode(mode) => {
-                format!("continuation mode `{mode}` is not in agents.goals.continuation")
-            }
+            Missing::Mode(mode) => format!(
+                "continuation mode `{mode}` is not in agents.goals.continuation (a legal choice: add it only if the host offers it)"
+            ),
             Missing::SecondTenant => "no --token-b (a second tenant's token)".to_string(),
         }
     }
@@ -74,15 +74,17 @@ impl Missing {
         let anchor = match self {
             Missing::Goals => "core.discovery.shape".to_string(),
             Missing::Seam(seam) => format!("seam-{seam}"),
-            Missing::Mode(_) => "skip-not-advertised".to_string(),
+            Missing::Mode(_) => "core.discovery.shape".to_string(),
             Missing::SecondTenant => "skip-needs-second-tenant".to_string(),
         };
         format!("{PROFILE_DOCUMENT}#{anchor}")
     }
 
-    /// Whether the host (rather than the command line) lacks it.
-    pub fn of_host(&self) -> bool {
-        !matches!(self, Missing::SecondTenant)
+    /// Whether it makes doctor exit 1: something the host must add to be
+    /// judged. A continuation mode is not (any non-empty subset is a legal
+    /// choice), nor is a run option like `--token-b`.
+    pub fn blocks(&self) -> bool {
+        matches!(self, Missing::Goals | Missing::Seam(_))
     }
 }
 
@@ -129,7 +131,7 @@ impl Diagnosis {
         let complete = self
             .profiles
             .iter()
-            .all(|profile| profile.missing.keys().all(|missing| !missing.of_host()));
+            .all(|profile| profile.missing.keys().all(|missing| !missing.blocks()));
         u8::from(!(probes_ok && complete))
     }
 }
@@ -544,3 +546,6 @@ pub fn write(diagnosis: &Diagnosis, mut out: impl Write) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
