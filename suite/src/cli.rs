@@ -111,9 +111,10 @@ credential expecting 401), and per profile: ready, partly or cannot attempt,
 with each missing seam, mode or option and the PROFILE.md section that says how
 to add it. Nothing is created unless --probe-write (one goal, then abandoned).
 
-Exit codes: 0 nothing missing and every probe as the profile says; 1 something
-is missing or answered wrong; 2 doctor could not start (bad arguments, nobody
-listening at --host).";
+Exit codes: 0 no seam (nor agents.goals) missing and every probe as the profile
+says (a continuation mode not offered is a legal choice: listed, never 1); 1 a
+seam is missing or a probe answered wrong; 2 doctor could not start (bad
+arguments, nobody listening at --host).";
 
 #[derive(Debug, Clone, Args)]
 pub struct DoctorArgs {
