@@ -31,8 +31,11 @@ if [ -z "${SKIP_VARIANTS:-}" ] && [ -f scenarios/variants.json ]; then
             --token goalpost-a=tenant-a --token goalpost-b=tenant-b \
             --webhook-secret "$secret" --variant "$name" >"/tmp/goalpost-variant-$name.log" 2>&1 &
         host_pid=$!
+        # Ready when doctor gets an answer (it exits 2 while nobody listens).
         for _ in $(seq 1 100); do
-            curl -fsS "http://127.0.0.1:$port/.well-known/openwop" >/dev/null 2>&1 && break
+            code=0
+            "$goalpost" doctor --host "http://127.0.0.1:$port" --token goalpost-a >/dev/null 2>&1 || code=$?
+            [ "$code" -ne 2 ] && break
             sleep 0.1
         done
         status=0
