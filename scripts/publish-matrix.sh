@@ -12,6 +12,8 @@
 # taken as it is (regenerate it first, README "Published report").
 # suite/tests/published_matrix.rs fails when the matrix is stale.
 set -euo pipefail
+# Byte order, as suite/tests/published_matrix.rs sorts the variants.
+export LC_ALL=C
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
