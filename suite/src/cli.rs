@@ -9,10 +9,18 @@ use clap::{Args, Parser, Subcommand};
 /// Profiles a requirement id may start with.
 pub const KNOWN_PROFILES: &[&str] = &["core", "behavior", "observed", "hardening", "strict"];
 
+/// `goalpost --version`: the suite's version and the profile it certifies.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (certifies goalpost profile ",
+    env!("GOALPOST_PROFILE_VERSION"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "goalpost",
-    version,
+    version = VERSION,
     about = "Conformance suite for RFC 0097 standing goals",
     long_about = None
 )]
@@ -42,6 +50,100 @@ pub enum Command {
     /// reference host that prove each can fail (mutation-verified or not).
     #[command(after_help = LIST_HELP)]
     List(ListArgs),
+    /// Read a host's discovery and probe it (reads only) to say, per
+    /// profile, what a run can attempt and which PROFILE.md sections to
+    /// implement for the rest.
+    #[command(after_help = DOCTOR_HELP)]
+    Doctor(DoctorArgs),
+    /// Compare two report.json files: requirements that regressed,
+    /// recovered, appeared or vanished.
+    #[command(after_help = DIFF_HELP)]
+    Diff(DiffArgs),
+    /// Build a compatibility matrix (HTML and Markdown) from several hosts'
+    /// report.json files.
+    #[command(after_help = MATRIX_HELP)]
+    Matrix(MatrixArgs),
+}
+
+const MATRIX_HELP: &str = "\
+Writes DIR/matrix.html (one self-contained page: per-profile verdicts per host,
+then requirements as rows and hosts as columns, filterable by profile and
+disposition, sortable by any column) and DIR/matrix.md. A host is named by its
+report's folder; a cell that is not a pass links to that host's report.html
+beside its report.json, at the failing exchange.
+
+Exit codes: 0 written; 2 a report cannot be read or DIR cannot be written.";
+
+#[derive(Debug, Clone, Args)]
+pub struct MatrixArgs {
+    /// The hosts' report.json files, one column each, in this order.
+    #[arg(value_name = "REPORT.json", required = true)]
+    pub reports: Vec<PathBuf>,
+    /// The folder to write matrix.html and matrix.md into.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+const DIFF_HELP: &str = "\
+Groups the requirements whose disposition moved: regressed (MUST, then SHOULD),
+recovered, changed (e.g. pass to skip: no longer checked), appeared and vanished,
+and the profiles whose certification changed. A regression is a requirement that
+now fails, errors, is not reached or is advisory and was not before (a new
+requirement the host breaks counts too).
+
+Exit codes: 0 no MUST requirement regressed (a SHOULD turning advisory never
+blocks); 1 one did; 2 a report cannot be read.";
+
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// The baseline report.json.
+    #[arg(value_name = "OLD.json")]
+    pub old: PathBuf,
+    /// The report.json of the run to judge.
+    #[arg(value_name = "NEW.json")]
+    pub new: PathBuf,
+}
+
+const DOCTOR_HELP: &str = "\
+Prints what discovery advertises, one line per probe (GET the goals list as
+each tenant, GET an unknown id expecting the 404 error envelope, GET without a
+credential expecting 401), and per profile: ready, partly or cannot attempt,
+with each missing seam, mode or option and the PROFILE.md section that says how
+to add it. Nothing is created unless --probe-write (one goal, then abandoned).
+
+Exit codes: 0 no seam (nor agents.goals) missing and every probe as the profile
+says (a continuation mode not offered is a legal choice: listed, never 1); 1 a
+seam is missing or a probe answered wrong; 2 doctor could not start (bad
+arguments, nobody listening at --host).";
+
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Base URL of the host.
+    #[arg(long, env = "GOALPOST_HOST", value_name = "URL")]
+    pub host: String,
+    /// Bearer token of tenant A.
+    #[arg(long, env = "GOALPOST_TOKEN", value_name = "T", hide_env_values = true)]
+    pub token: String,
+    /// Bearer token of a second tenant.
+    #[arg(
+        long = "token-b",
+        env = "GOALPOST_TOKEN_B",
+        value_name = "T",
+        hide_env_values = true
+    )]
+    pub token_b: Option<String>,
+    /// The goals collection path, over what discovery says.
+    #[arg(long, env = "GOALPOST_BASE_PATH", value_name = "PATH", value_parser = parse_base_path)]
+    pub base_path: Option<String>,
+    /// Also create one goal (and abandon it) to check creates work.
+    #[arg(long)]
+    pub probe_write: bool,
+    /// Multiply the request deadlines by F, for slow hosts.
+    #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_scale)]
+    pub timeout_scale: f64,
+    /// The scenarios folder [default: scenarios/ found by walking up from the current directory, else the embedded ones].
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
 }
 
 const LIST_HELP: &str = "\
@@ -57,7 +159,7 @@ pub struct ListArgs {
     /// List the requirements (the only listing there is).
     #[arg(long, required = true)]
     pub requirements: bool,
-    /// The scenarios folder [default: scenarios/ found by walking up from the current directory].
+    /// The scenarios folder [default: scenarios/ found by walking up from the current directory, else the embedded ones].
     #[arg(long, value_name = "DIR")]
     pub scenarios: Option<std::path::PathBuf>,
 }
@@ -104,7 +206,7 @@ pub struct ExplainArgs {
     /// A requirement id, e.g. `core.create.bounds-required`.
     #[arg(value_name = "REQ-ID")]
     pub id: String,
-    /// The scenarios folder [default: scenarios/ found by walking up from the current directory].
+    /// The scenarios folder [default: scenarios/ found by walking up from the current directory, else the embedded ones].
     #[arg(long, value_name = "DIR")]
     pub scenarios: Option<PathBuf>,
 }
@@ -153,7 +255,7 @@ pub struct RunArgs {
     /// Where report.json and junit.xml go [default: reports/latest/ under the workspace root].
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
-    /// The scenarios folder [default: scenarios/ found by walking up from the current directory].
+    /// The scenarios folder [default: scenarios/ found by walking up from the current directory, else the embedded ones].
     #[arg(long, value_name = "DIR")]
     pub scenarios: Option<PathBuf>,
     /// Read the JSON Schemas from DIR instead of the embedded copies.

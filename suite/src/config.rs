@@ -18,12 +18,8 @@ use crate::shuffle::TrialOrder;
 /// than the cores of a small machine.
 pub const DEFAULT_TEST_THREADS: usize = 8;
 
-/// The workspace root this binary was built in; the fallback for finding
-/// `scenarios/` when the current directory is outside the workspace.
 /// The profile of the stricter readings: never selected by default.
 pub const STRICT: &str = "strict";
-
-const BUILD_ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostChoice {
@@ -43,7 +39,8 @@ pub struct RunConfig {
     pub profiles: Option<BTreeSet<String>>,
     /// `--strict`: add the `strict` profile to the selection.
     pub strict: bool,
-    pub scenarios_dir: PathBuf,
+    /// The scenarios folder; `None`: the scenarios embedded in this binary.
+    pub scenarios_dir: Option<PathBuf>,
     /// `None`: the embedded schemas.
     pub schemas_dir: Option<PathBuf>,
     pub report_dir: PathBuf,
@@ -103,7 +100,7 @@ impl RunConfig {
             token_b: Some(DEFAULT_TOKEN_B.to_string()),
             profiles: None,
             strict: false,
-            scenarios_dir,
+            scenarios_dir: Some(scenarios_dir),
             schemas_dir: None,
             report_dir,
             timeout_scale: 1.0,
@@ -164,16 +161,8 @@ impl RunConfig {
         }
         let root = workspace_root(cwd);
         let scenarios_dir = match args.scenarios {
-            Some(dir) => cwd.join(dir),
-            None => root
-                .as_ref()
-                .map(|root| root.join("scenarios"))
-                .ok_or_else(|| {
-                    StartError::Config(format!(
-                        "no scenarios/{REQUIREMENTS_FILE} found above {}; pass --scenarios DIR",
-                        cwd.display()
-                    ))
-                })?,
+            Some(dir) => Some(cwd.join(dir)),
+            None => root.as_ref().map(|root| root.join("scenarios")),
         };
         let report_dir = match args.report_dir {
             Some(dir) => cwd.join(dir),
@@ -233,7 +222,7 @@ fn with_default_threads(mut harness: libtest_mimic::Arguments) -> libtest_mimic:
     harness
 }
 
-fn check_url(url: &str, option: &str) -> Result<String, StartError> {
+pub fn check_url(url: &str, option: &str) -> Result<String, StartError> {
     let trimmed = url.trim_end_matches('/');
     let rest = trimmed
         .strip_prefix("http://")
@@ -246,17 +235,15 @@ fn check_url(url: &str, option: &str) -> Result<String, StartError> {
     }
 }
 
-/// The nearest ancestor of `cwd` holding `scenarios/requirements.json`, else
-/// the workspace this binary was built in if it still has one.
+/// The nearest ancestor of `cwd` holding `scenarios/requirements.json` (a
+/// checkout of goalpost, whose scenarios win over the embedded ones so that
+/// editing a scenario takes effect without a rebuild); `None` elsewhere,
+/// where the binary uses the scenarios embedded in it.
 pub fn workspace_root(cwd: &Path) -> Option<PathBuf> {
     let has_scenarios = |dir: &Path| dir.join("scenarios").join(REQUIREMENTS_FILE).is_file();
     cwd.ancestors()
         .find(|dir| has_scenarios(dir))
         .map(Path::to_path_buf)
-        .or_else(|| {
-            let built = PathBuf::from(BUILD_ROOT);
-            has_scenarios(&built).then(|| built.canonicalize().unwrap_or(built))
-        })
 }
 
 #[cfg(test)]
@@ -408,7 +395,21 @@ mod tests {
     #[test]
     fn defaults_are_found_from_the_workspace() {
         let config = resolve(RunArgs::default()).unwrap();
-        assert!(config.scenarios_dir.join(REQUIREMENTS_FILE).is_file());
+        let scenarios = config.scenarios_dir.expect("the checkout's scenarios");
+        assert!(scenarios.join(REQUIREMENTS_FILE).is_file());
         assert!(config.report_dir.ends_with("reports/latest"));
+    }
+
+    #[test]
+    fn outside_a_checkout_the_embedded_scenarios_are_used() {
+        let outside = std::env::temp_dir();
+        let config = RunConfig::resolve(
+            RunArgs::default(),
+            libtest_mimic::Arguments::default(),
+            &outside,
+        )
+        .unwrap();
+        assert_eq!(config.scenarios_dir, None);
+        assert_eq!(config.report_dir, outside.join("reports").join("latest"));
     }
 }

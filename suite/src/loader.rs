@@ -91,10 +91,54 @@ fn invalid(path: &Path, pointer: impl Into<String>, message: impl fmt::Display) 
 
 /// Loads and checks the whole folder.
 pub fn load(dir: &Path, schemas: &Schemas) -> Result<Catalog, LoadError> {
-    let requirements = load_requirements(&dir.join(REQUIREMENTS_FILE), schemas)?;
-    let mut scenarios = Vec::new();
+    let registry_path = dir.join(REQUIREMENTS_FILE);
+    let registry = read_json(&registry_path)?;
+    let mut files = Vec::new();
     for (profile, path) in scenario_files(dir)? {
-        scenarios.push(load_scenario(&path, &profile, schemas)?);
+        let value = read_json(&path)?;
+        files.push((profile, path, value));
+    }
+    assemble(dir, (&registry_path, registry), files, schemas)
+}
+
+/// Loads and checks the scenarios embedded in this binary
+/// ([`crate::embedded`]), named `scenarios/<profile>/<file>` in messages.
+pub fn load_embedded(schemas: &Schemas) -> Result<Catalog, LoadError> {
+    let dir = Path::new(crate::embedded::ROOT);
+    let parse = |relative: &str, text: &str| {
+        let path = dir.join(relative);
+        parse_json(&path, text).map(|value| (path, value))
+    };
+    let text = crate::embedded::file(REQUIREMENTS_FILE).ok_or_else(|| LoadError::Read {
+        path: dir.join(REQUIREMENTS_FILE),
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, "not embedded"),
+    })?;
+    let registry = parse(REQUIREMENTS_FILE, text)?;
+    let mut files = Vec::new();
+    for (relative, text) in crate::embedded::FILES {
+        // The same files a folder gives: `<profile>/<name>.json`, one level.
+        let Some((profile, name)) = relative.split_once('/') else {
+            continue;
+        };
+        if name.contains('/') {
+            continue;
+        }
+        let (path, value) = parse(relative, text)?;
+        files.push((profile.to_string(), path, value));
+    }
+    assemble(dir, (&registry.0, registry.1), files, schemas)
+}
+
+fn assemble(
+    dir: &Path,
+    (registry_path, registry): (&Path, Value),
+    files: Vec<(String, PathBuf, Value)>,
+    schemas: &Schemas,
+) -> Result<Catalog, LoadError> {
+    let requirements = requirements_from(registry_path, registry, schemas)?;
+    let mut scenarios = Vec::new();
+    for (profile, path, value) in files {
+        scenarios.push(scenario_from(&path, value, &profile, schemas)?);
     }
     if scenarios.is_empty() {
         return Err(LoadError::NoScenarios {
@@ -118,7 +162,11 @@ fn read_json(path: &Path) -> Result<Value, LoadError> {
         path: path.to_path_buf(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|error| LoadError::NotJson {
+    parse_json(path, &text)
+}
+
+fn parse_json(path: &Path, text: &str) -> Result<Value, LoadError> {
+    serde_json::from_str(text).map_err(|error| LoadError::NotJson {
         path: path.to_path_buf(),
         message: error.to_string(),
     })
@@ -205,7 +253,14 @@ struct RawRegistry {
 }
 
 pub fn load_requirements(path: &Path, schemas: &Schemas) -> Result<Vec<Requirement>, LoadError> {
-    let value = read_json(path)?;
+    requirements_from(path, read_json(path)?, schemas)
+}
+
+fn requirements_from(
+    path: &Path,
+    value: Value,
+    schemas: &Schemas,
+) -> Result<Vec<Requirement>, LoadError> {
     validate(path, "requirements", &value, schemas)?;
     let registry: RawRegistry = serde_json::from_value(value).map_err(|e| invalid(path, "", e))?;
     let mut seen = BTreeSet::new();
@@ -453,7 +508,15 @@ fn check_json_pointer(path: &Path, at: &str, pointer: &str) -> Result<(), LoadEr
 
 /// Loads one scenario file found in the folder of `profile`.
 pub fn load_scenario(path: &Path, profile: &str, schemas: &Schemas) -> Result<Scenario, LoadError> {
-    let value = read_json(path)?;
+    scenario_from(path, read_json(path)?, profile, schemas)
+}
+
+fn scenario_from(
+    path: &Path,
+    value: Value,
+    profile: &str,
+    schemas: &Schemas,
+) -> Result<Scenario, LoadError> {
     validate(path, "scenario", &value, schemas)?;
     let raw: RawScenario = parse_at(path, "", &value)?;
     if raw.profile != profile {

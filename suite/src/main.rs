@@ -6,7 +6,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use goalpost::cli::{self, Command, ExplainArgs, LintArgs, ListArgs, RunArgs, ValidateArgs};
+use goalpost::cli::{
+    self, Command, DiffArgs, DoctorArgs, ExplainArgs, LintArgs, ListArgs, MatrixArgs, RunArgs,
+    ValidateArgs,
+};
 use goalpost::report::console::{self, Style};
 use goalpost::RunConfig;
 
@@ -37,6 +40,9 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain(args),
         Command::Lint(args) => lint(args),
         Command::List(args) => list(args),
+        Command::Doctor(args) => doctor(args),
+        Command::Diff(args) => diff(args),
+        Command::Matrix(args) => matrix(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -92,16 +98,7 @@ fn validate(args: ValidateArgs) -> anyhow::Result<u8> {
 
 fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let dir = match &args.scenarios {
-        Some(dir) => cwd.join(dir),
-        None => goalpost::config::workspace_root(&cwd)
-            .map(|root| root.join("scenarios"))
-            .context("no scenarios/requirements.json found above the current directory; pass --scenarios DIR")?,
-    };
-    let schemas =
-        goalpost_schemas::Schemas::embedded().context("cannot compile the JSON Schemas")?;
-    let catalog = goalpost::loader::load(&dir, &schemas)
-        .with_context(|| format!("cannot load {}", Path::new(&dir).display()))?;
+    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
     goalpost::explain::explain(
         &catalog,
         &args.id,
@@ -110,6 +107,24 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
         std::io::stderr().lock(),
     )
     .context("cannot write the explanation")
+}
+
+/// The catalog of `--scenarios`, else of the checkout around `cwd`, else
+/// the one embedded in this binary.
+fn load_catalog(scenarios: Option<&Path>, cwd: &Path) -> anyhow::Result<goalpost::loader::Catalog> {
+    let dir = match scenarios {
+        Some(dir) => Some(cwd.join(dir)),
+        None => goalpost::config::workspace_root(cwd).map(|root| root.join("scenarios")),
+    };
+    let schemas =
+        goalpost_schemas::Schemas::embedded().context("cannot compile the JSON Schemas")?;
+    match dir {
+        Some(dir) => goalpost::loader::load(&dir, &schemas)
+            .with_context(|| format!("cannot load {}", dir.display())),
+        None => {
+            goalpost::loader::load_embedded(&schemas).context("cannot load the embedded scenarios")
+        }
+    }
 }
 
 fn lint(args: LintArgs) -> anyhow::Result<u8> {
@@ -132,17 +147,48 @@ fn lint(args: LintArgs) -> anyhow::Result<u8> {
 
 fn list(args: ListArgs) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let dir = match &args.scenarios {
-        Some(dir) => cwd.join(dir),
-        None => goalpost::config::workspace_root(&cwd)
-            .map(|root| root.join("scenarios"))
-            .context("no scenarios/requirements.json found above the current directory; pass --scenarios DIR")?,
-    };
-    let schemas =
-        goalpost_schemas::Schemas::embedded().context("cannot compile the JSON Schemas")?;
-    let catalog = goalpost::loader::load(&dir, &schemas)
-        .with_context(|| format!("cannot load {}", dir.display()))?;
+    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
     goalpost::mutation::write_requirements(&catalog, std::io::stdout().lock())
         .context("cannot write to stdout")?;
+    Ok(0)
+}
+
+fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
+    let base_url = goalpost::config::check_url(&args.host, "--host")?;
+    let config = goalpost::doctor::DoctorConfig {
+        base_url,
+        token_a: args.token,
+        token_b: args.token_b,
+        base_path: args.base_path,
+        probe_write: args.probe_write,
+        timeout_scale: args.timeout_scale,
+    };
+    Ok(goalpost::doctor::doctor(
+        &config,
+        &catalog,
+        std::io::stdout().lock(),
+    )?)
+}
+
+fn diff(args: DiffArgs) -> anyhow::Result<u8> {
+    use goalpost::report::RunReport;
+    let old = RunReport::read(&args.old)?;
+    let new = RunReport::read(&args.new)?;
+    let diff = goalpost::diff::Diff::between(&old, &new);
+    goalpost::diff::write(&diff, std::io::stdout().lock()).context("cannot write to stdout")?;
+    Ok(diff.exit_code())
+}
+
+fn matrix(args: MatrixArgs) -> anyhow::Result<u8> {
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let columns = goalpost::matrix::columns(&args.reports, &args.out)?;
+    for path in goalpost::matrix::write(&columns, &args.out)
+        .with_context(|| format!("cannot write into {}", args.out.display()))?
+    {
+        println!("wrote {}", path.display());
+    }
     Ok(0)
 }

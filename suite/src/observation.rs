@@ -2,7 +2,7 @@
 //! by a scenario (`observations`) and filled from its variables when it
 //! ends, for the report.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::assertion::json_eq;
@@ -10,7 +10,7 @@ use crate::model::ObservationSpec;
 use crate::template::Vars;
 
 /// One filled observation of one scenario run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Observation {
     pub what: String,
@@ -30,7 +30,7 @@ pub struct Observation {
 
 /// An observation as a requirement's report entry shows it: which scenario
 /// measured it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RequirementObservation {
     pub scenario: String,

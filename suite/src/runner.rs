@@ -71,7 +71,10 @@ pub fn plan(config: &RunConfig) -> Result<Plan, StartError> {
         Some(dir) => Schemas::from_dir(dir)?,
         None => Schemas::embedded()?,
     };
-    let catalog = loader::load(&config.scenarios_dir, &schemas)?;
+    let catalog = match &config.scenarios_dir {
+        Some(dir) => loader::load(dir, &schemas)?,
+        None => loader::load_embedded(&schemas)?,
+    };
     let selected = config.selected_profiles(&catalog.profiles());
     if !catalog
         .scenarios
@@ -79,7 +82,10 @@ pub fn plan(config: &RunConfig) -> Result<Plan, StartError> {
         .any(|scenario| selected.contains(&scenario.profile))
     {
         return Err(LoadError::NoScenarios {
-            dir: config.scenarios_dir.clone(),
+            dir: config
+                .scenarios_dir
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(crate::embedded::ROOT)),
             profiles: selected.into_iter().collect::<Vec<_>>().join(", "),
         }
         .into());
@@ -260,7 +266,10 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     let mut report = build_report(
         &plan,
         &ledger,
-        profile_version(&config.scenarios_dir),
+        match &config.scenarios_dir {
+            Some(dir) => profile_version(dir),
+            None => crate::embedded::profile_version(),
+        },
         HostInfo {
             url: base_url,
             discovery_sha256: discovery.sha256.clone(),
@@ -269,8 +278,17 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         (started_at, finished_at),
     );
     report.order = RunOrder::of(config.order);
-    report.profile_href = profile_href(&config.scenarios_dir, &config.report_dir);
-    let written = write_reports(&report, &config.report_dir)?;
+    let mut written = Vec::new();
+    report.profile_href = match &config.scenarios_dir {
+        Some(dir) => profile_href(dir, &config.report_dir),
+        None => {
+            // No checkout to link into: the report folder gets the profile
+            // the run was judged by, so its section links open from disk.
+            written.push(write_embedded_profile(&config.report_dir)?);
+            Some(report::legend::PROFILE_DOCUMENT.to_string())
+        }
+    };
+    written.extend(write_reports(&report, &config.report_dir)?);
     Ok(RunOutcome {
         report: Some(report),
         conclusion,
@@ -337,8 +355,20 @@ pub fn profile_href(scenarios_dir: &Path, report_dir: &Path) -> Option<String> {
     Some(relative_path(&reports, &profile))
 }
 
+/// Writes the embedded PROFILE.md into the report folder.
+fn write_embedded_profile(report_dir: &Path) -> Result<PathBuf, StartError> {
+    let path = report_dir.join(report::legend::PROFILE_DOCUMENT);
+    std::fs::create_dir_all(report_dir)
+        .and_then(|()| std::fs::write(&path, crate::embedded::PROFILE))
+        .map_err(|source| StartError::Report {
+            path: path.clone(),
+            source,
+        })?;
+    Ok(path)
+}
+
 /// `to` as a relative URL path from the folder `from` (both absolute).
-fn relative_path(from: &Path, to: &Path) -> String {
+pub fn relative_path(from: &Path, to: &Path) -> String {
     let from: Vec<_> = from.components().collect();
     let to: Vec<_> = to.components().collect();
     let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();

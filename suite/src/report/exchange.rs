@@ -6,7 +6,7 @@
 //! `report.json`) ever holds a token.
 
 use reqwest::header::HeaderMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::http::{Exchange, Outgoing};
 
@@ -28,7 +28,7 @@ const SECRET_HEADERS: &[&str] = &[
 const MIN_TOKEN_FOR_TEXT: usize = 8;
 
 /// The step that ended a scenario's run, with its last exchange.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FailedStep {
     /// 1-based position of the step in the scenario.
@@ -49,7 +49,7 @@ pub struct FailedStep {
 }
 
 /// One claim of the scenario that the host's answer broke.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Check {
     /// JSON pointer of the claim in the scenario file.
@@ -66,13 +66,13 @@ pub struct Check {
     pub context: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Header {
     pub name: String,
     pub value: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordedRequest {
     pub method: String,
     pub url: String,
@@ -81,14 +81,14 @@ pub struct RecordedRequest {
     pub body: Option<RecordedBody>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordedResponse {
     pub status: u16,
     pub headers: Vec<Header>,
     pub body: RecordedBody,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordedBody {
     /// The body as text (invalid UTF-8 replaced), at most [`BODY_CAP`] bytes.
     pub text: String,

@@ -584,7 +584,7 @@ fn body_text(body: &RecordedBody) -> String {
 }
 
 /// A CSP source expression for an inline block: `sha256-<base64>`.
-fn csp_hash(text: &str) -> String {
+pub(crate) fn csp_hash(text: &str) -> String {
     format!("sha256-{}", base64(&Sha256::digest(text.as_bytes())))
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::ledger::SkipReason;
 
@@ -13,7 +13,7 @@ use crate::ledger::SkipReason;
 pub const PROFILE_DOCUMENT: &str = "PROFILE.md";
 
 /// One skip reason explained: report.json's `legend` values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LegendEntry {
     /// One sentence for a stranger: what happened and what to do about it.
     pub meaning: String,

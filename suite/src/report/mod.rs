@@ -12,11 +12,12 @@ pub mod json;
 pub mod junit;
 pub mod legend;
 pub mod markdown;
+pub mod read;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::ledger::{Disposition, Ledger, Outcome, ProfileSummary, RequirementResult};
 use crate::model::Scenario;
@@ -26,8 +27,8 @@ use exchange::FailedStep;
 pub const SUITE_NAME: &str = "goalpost";
 pub const SUITE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct RunReport {
     pub suite: SuiteInfo,
     /// The version of the profile (PROFILE.md, scenarios/requirements.json's
@@ -57,7 +58,7 @@ pub struct RunReport {
 }
 
 /// `--shuffle`: how to replay the run's order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunOrder {
     /// Always true when present: the trials ran shuffled.
     pub shuffled: bool,
@@ -74,13 +75,13 @@ impl RunOrder {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SuiteInfo {
     pub name: String,
     pub version: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HostInfo {
     pub url: String,
@@ -90,7 +91,8 @@ pub struct HostInfo {
 
 /// Counts of requirements by disposition. `certified`: the profile has at
 /// least one MUST requirement and every MUST requirement passed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProfileReport {
     pub certified: bool,
     pub pass: u32,
@@ -128,7 +130,8 @@ impl From<ProfileSummary> for ProfileReport {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RequirementReport {
     pub id: String,
     pub profile: String,
@@ -172,7 +175,7 @@ pub struct RequirementReport {
 
 /// Where the check that decided a requirement is: its scenario, step and
 /// the claim's place in the scenario file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailedCheck {
     /// Trial name of the scenario.
     pub scenario: String,
@@ -240,8 +243,8 @@ impl RequirementReport {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ScenarioReport {
     pub name: String,
     pub outcome: String,

@@ -1,0 +1,40 @@
+//! The profile this binary certifies, embedded at build time (see
+//! `suite/build.rs`): every file under `scenarios/` and PROFILE.md. A run,
+//! `explain` and `list` use it when no `--scenarios` is given and no
+//! `scenarios/` folder is found above the current directory, so a copied or
+//! installed binary needs nothing beside it.
+
+include!(concat!(env!("OUT_DIR"), "/embedded_profile.rs"));
+
+/// How embedded files are named in messages and reports: as they are in the
+/// source tree.
+pub const ROOT: &str = "scenarios";
+
+/// The embedded text of `scenarios/<relative>`.
+pub fn file(relative: &str) -> Option<&'static str> {
+    FILES
+        .iter()
+        .find(|(path, _)| *path == relative)
+        .map(|(_, text)| *text)
+}
+
+/// `profileVersion` of the embedded requirements.json: the profile this
+/// binary certifies.
+pub fn profile_version() -> Option<String> {
+    let text = file(crate::loader::REQUIREMENTS_FILE)?;
+    let document: serde_json::Value = serde_json::from_str(text).ok()?;
+    document.get("profileVersion")?.as_str().map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_and_the_profile_are_embedded() {
+        assert!(file("requirements.json").is_some());
+        assert!(FILES.iter().any(|(path, _)| path.starts_with("core/")));
+        assert_eq!(profile_version().as_deref(), Some("1.0"));
+        assert!(PROFILE.contains("skip-seam-absent"));
+    }
+}
