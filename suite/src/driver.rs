@@ -126,6 +126,12 @@ struct Missed {
     response: Option<Exchange>,
 }
 
+impl Missed {
+    fn is_status(&self) -> bool {
+        self.check.what == "status" || self.check.what.starts_with("status of every one")
+    }
+}
+
 /// How one look at a step's answer went: every check is evaluated, none
 /// stops the others.
 #[derive(Default)]
@@ -256,11 +262,22 @@ impl Driver {
                 Ok(tally) => {
                     checks = checks.saturating_add(tally.checks);
                     let blocked = tally.blocked();
-                    let unchecked: BTreeSet<String> = tally
+                    let mut unchecked: BTreeSet<String> = tally
                         .unreadable
                         .iter()
                         .flat_map(|(_, proves)| proves.iter().cloned())
                         .collect();
+                    // An answer with the wrong status is not the answer the
+                    // other claims of the step are about: one that held on it
+                    // (a Location on a redirect) proves nothing.
+                    if blocked && tally.missed.iter().any(Missed::is_status) {
+                        unchecked.extend(
+                            scenario
+                                .step_requirements(step)
+                                .into_iter()
+                                .map(str::to_string),
+                        );
+                    }
                     for missed in tally.missed {
                         failed.push(FailedCheck {
                             step: step.index,
