@@ -3,6 +3,7 @@
 
 pub mod bounds;
 pub mod criteria;
+pub mod egress;
 pub mod decide;
 pub mod event;
 pub mod goal;
