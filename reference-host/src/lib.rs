@@ -31,6 +31,7 @@ pub mod judge;
 pub mod logging;
 pub mod mutants;
 pub mod scheduler;
+pub mod serve;
 pub mod storage;
 pub mod webhook;
 

@@ -3,8 +3,8 @@
 
 pub mod bounds;
 pub mod criteria;
-pub mod egress;
 pub mod decide;
+pub mod egress;
 pub mod event;
 pub mod goal;
 pub mod ids;

@@ -83,6 +83,7 @@ impl Engine {
             body,
         );
         let new = parse_create(body, self.request_context())?;
+        self.check_egress(new.verifier_ref.as_ref(), new.arm_ref.as_ref())?;
         self.check_named(tenant, new.verifier_ref.as_ref(), VERIFIER_REF)
             .await?;
         let goal = new.into_goal(GoalId::generate(), tenant.clone(), now);
@@ -211,7 +212,13 @@ impl Engine {
         body: &Value,
         if_match: Option<&IfMatch>,
     ) -> Result<Goal, EngineError> {
-        let edit = parse_patch(body, self.request_context());
+        let edit = parse_patch(body, self.request_context()).and_then(|edit| {
+            self.check_egress(
+                edit.verifier_ref.as_ref().and_then(Option::as_ref),
+                edit.arm_ref.as_ref().and_then(Option::as_ref),
+            )?;
+            Ok(edit)
+        });
         // Counted only for a PATCH that names an armed mode; the count is
         // read before the versioned write, so two racing PATCHes may pass
         // together (creates, by contrast, check in the insert).

@@ -120,12 +120,7 @@ fn is_v4_compatible(ip: Ipv6Addr) -> bool {
 /// (`64:ff9b::a.b.c.d`) and 6to4 (`2002:AABB:CCDD::`).
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
-    let tail = Ipv4Addr::new(
-        (s[6] >> 8) as u8,
-        s[6] as u8,
-        (s[7] >> 8) as u8,
-        s[7] as u8,
-    );
+    let tail = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     if s[..5] == [0; 5] && (s[5] == 0xffff || s[5] == 0) {
         return Some(tail);
     }
@@ -175,9 +170,12 @@ impl Cidr {
             v4 => v4,
         };
         match (self.network, ip) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                prefix_eq(u128::from(u32::from(net)), u128::from(u32::from(ip)), 32, self.prefix)
-            }
+            (IpAddr::V4(net), IpAddr::V4(ip)) => prefix_eq(
+                u128::from(u32::from(net)),
+                u128::from(u32::from(ip)),
+                32,
+                self.prefix,
+            ),
             (IpAddr::V6(net), IpAddr::V6(ip)) => {
                 prefix_eq(u128::from(net), u128::from(ip), 128, self.prefix)
             }
@@ -305,6 +303,13 @@ pub struct EgressPolicy {
 impl EgressPolicy {
     pub fn new(allow: Vec<AllowEntry>) -> EgressPolicy {
         EgressPolicy { allow }
+    }
+
+    /// Adds an entry to the allowlist.
+    pub fn allow(&mut self, entry: AllowEntry) {
+        if !self.allow.contains(&entry) {
+            self.allow.push(entry);
+        }
     }
 
     pub fn allowlist(&self) -> &[AllowEntry] {

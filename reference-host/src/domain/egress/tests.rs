@@ -72,7 +72,10 @@ fn the_default_policy_refuses_every_denied_range() {
     let error = policy
         .check_ip(ip("169.254.169.254"), Some(80))
         .expect_err("metadata");
-    assert_eq!(error.to_string(), "169.254.169.254 is a link-local address, which this host does not call");
+    assert_eq!(
+        error.to_string(),
+        "169.254.169.254 is a link-local address, which this host does not call"
+    );
 }
 
 #[test]
@@ -84,13 +87,33 @@ fn allowlist_entries_parse() {
         ("127.0.0.1:9000", network("127.0.0.1/32"), Some(9000)),
         ("[::1]:9000", network("::1/128"), Some(9000)),
         ("fd00::/8", network("fd00::/8"), None),
-        ("Hooks.Internal.", AllowTarget::Name("hooks.internal".into()), None),
-        ("hooks.internal:8443", AllowTarget::Name("hooks.internal".into()), Some(8443)),
+        (
+            "Hooks.Internal.",
+            AllowTarget::Name("hooks.internal".into()),
+            None,
+        ),
+        (
+            "hooks.internal:8443",
+            AllowTarget::Name("hooks.internal".into()),
+            Some(8443),
+        ),
     ];
     for (text, target, port) in cases {
-        assert_eq!(AllowEntry::parse(text), Ok(AllowEntry { target, port }), "{text}");
+        assert_eq!(
+            AllowEntry::parse(text),
+            Ok(AllowEntry { target, port }),
+            "{text}"
+        );
     }
-    for bad in ["", "10.0.0.0/33", "10.0.0.0/", "host:port", "a b", "x:99999", "/8"] {
+    for bad in [
+        "",
+        "10.0.0.0/33",
+        "10.0.0.0/",
+        "host:port",
+        "a b",
+        "x:99999",
+        "/8",
+    ] {
         assert!(AllowEntry::parse(bad).is_err(), "{bad:?}");
     }
 }
@@ -136,8 +159,12 @@ fn urls_are_judged_by_their_literal_or_later_by_what_they_resolve_to() {
     assert!(open.check_url(&url("http://8.8.8.8/x")).is_ok());
 
     let named = policy(&["hooks.internal:8080"]);
-    assert!(named.check_url(&url("http://hooks.internal:8080/x")).is_ok());
-    assert!(named.check_url(&url("http://HOOKS.internal.:22/x")).is_err());
+    assert!(named
+        .check_url(&url("http://hooks.internal:8080/x"))
+        .is_ok());
+    assert!(named
+        .check_url(&url("http://HOOKS.internal.:22/x"))
+        .is_err());
 }
 
 #[test]
@@ -160,5 +187,7 @@ fn resolved_addresses_are_filtered_unless_the_name_is_trusted() {
         trusted.filter_resolved("hooks.internal", vec![ip("10.0.0.5")]),
         Ok(vec![ip("10.0.0.5")])
     );
-    assert!(trusted.filter_resolved("other.internal", vec![ip("10.0.0.5")]).is_err());
+    assert!(trusted
+        .filter_resolved("other.internal", vec![ip("10.0.0.5")])
+        .is_err());
 }
