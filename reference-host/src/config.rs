@@ -164,7 +164,8 @@ pub struct Args {
     pub db: String,
 
     /// A credential as TOKEN=TENANT; repeat for more. The environment
-    /// variable takes a comma-separated list.
+    /// variable takes a comma-separated list. Arguments show in `ps`: for a
+    /// real deployment use --tokens-file or the environment variable.
     #[arg(long = "token", env = "GOALPOST_HOST_TOKENS", hide_env_values = true, value_delimiter = ',', value_parser = parse_token)]
     pub tokens: Vec<(String, String)>,
 
