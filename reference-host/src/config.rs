@@ -61,7 +61,7 @@ impl Config {
             conformance_seams: true,
             tick: DEFAULT_TICK,
             webhook_secret: None,
-            webhook_allow: ["127.0.0.0/8", "::1"]
+            webhook_allow: ["127.0.0.1", "::1"]
                 .iter()
                 .filter_map(|entry| AllowEntry::parse(entry).ok())
                 .collect(),

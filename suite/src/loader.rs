@@ -302,6 +302,8 @@ struct RawNeeds {
     judge: Option<String>,
     #[serde(default)]
     options: Vec<String>,
+    #[serde(default, rename = "egressPolicy")]
+    egress_policy: bool,
 }
 
 #[derive(Deserialize)]
@@ -477,6 +479,7 @@ pub fn load_scenario(path: &Path, profile: &str, schemas: &Schemas) -> Result<Sc
         requires_bounds: raw.needs.requires_bounds,
         judge: raw.needs.judge,
         options: raw.needs.options,
+        egress_policy: raw.needs.egress_policy,
     };
     let generated = parallel_parts::generate(path, raw.generate)?;
     let mock = raw

@@ -15,6 +15,10 @@ impl Engine {
         verifier_ref: Option<&VerifierRef>,
         arm_ref: Option<&ArmRef>,
     ) -> Result<(), RequestError> {
+        #[cfg(feature = "mutants")]
+        if self.mutants.is(crate::mutants::Mutant::EgressRefsAccepted) {
+            return Ok(());
+        }
         let verifier = verifier_ref.and_then(|r| match r.spec() {
             VerifierSpec::Webhook(webhook) => Some((webhook, VERIFIER_REF)),
             _ => None,

@@ -26,6 +26,9 @@ pub fn document(seams: bool) -> Value {
         "protocol": "openwop",
         "host": { "name": "goalpost-host", "version": env!("CARGO_PKG_VERSION") },
         "agents": { "goals": { "judge": "verifier", "continuation": modes, "requiresBounds": true } },
+        // Webhook refs into internal addresses are refused unless the
+        // operator allowed them (`--webhook-allow`; DESIGN "Egress policy").
+        "webhookEgress": { "internal": "denied" },
     });
     if seams {
         if let Some(root) = document.as_object_mut() {
