@@ -47,6 +47,16 @@ pub const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
 pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
 
+/// What a host running for conformance may call besides public addresses:
+/// 127.0.0.1 and ::1, where the suite's mock (and in-process test
+/// receivers) listen by default. Other loopback addresses stay denied.
+pub fn conformance_egress() -> Vec<AllowEntry> {
+    ["127.0.0.1", "::1"]
+        .iter()
+        .filter_map(|entry| AllowEntry::parse(entry).ok())
+        .collect()
+}
+
 impl Config {
     /// What the suite starts in-process: an ephemeral port on 127.0.0.1, an
     /// in-memory database, the seams on, a 100 ms tick, webhook calls
@@ -61,10 +71,7 @@ impl Config {
             conformance_seams: true,
             tick: DEFAULT_TICK,
             webhook_secret: None,
-            webhook_allow: ["127.0.0.1", "::1"]
-                .iter()
-                .filter_map(|entry| AllowEntry::parse(entry).ok())
-                .collect(),
+            webhook_allow: conformance_egress(),
             connections: ConnectionLimits::default(),
             verifiers: None,
             quotas: Quotas::default(),
@@ -185,7 +192,8 @@ pub struct Args {
     pub max_active_arms_per_tenant: u64,
 
     /// Serve the conformance seams (continue, events, fixtures) and advertise
-    /// them in discovery.
+    /// them in discovery; webhook calls may then also reach 127.0.0.1 and ::1
+    /// (where the suite's mock listens).
     #[arg(long, env = "GOALPOST_HOST_CONFORMANCE_SEAMS")]
     pub conformance_seams: bool,
 
@@ -244,7 +252,13 @@ impl Args {
             conformance_seams: self.conformance_seams,
             tick: self.tick_ms,
             webhook_secret: self.webhook_secret,
-            webhook_allow: self.webhook_allow,
+            webhook_allow: if self.conformance_seams {
+                let mut allow = self.webhook_allow;
+                allow.extend(conformance_egress());
+                allow
+            } else {
+                self.webhook_allow
+            },
             connections: ConnectionLimits {
                 max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
                 header_read_timeout: self.header_timeout_secs,
@@ -371,6 +385,44 @@ mod tests {
         assert_eq!(config.tick, Duration::from_millis(100));
         assert_eq!(config.webhook_secret, None);
         assert_eq!(config.verifiers, None);
+    }
+
+    #[test]
+    fn egress_allowlist_and_connection_limits() {
+        let bare = parse(&[]).expect("valid");
+        assert!(bare.webhook_allow.is_empty(), "nothing internal by default");
+        assert_eq!(bare.connections, ConnectionLimits::default());
+        let config = parse(&[
+            "--webhook-allow",
+            "10.20.0.0/16",
+            "--webhook-allow",
+            "hooks.internal:8443",
+            "--max-connections",
+            "8",
+            "--header-timeout-secs",
+            "3",
+            "--shutdown-deadline-secs",
+            "2",
+        ])
+        .expect("valid");
+        let shown: Vec<String> = config
+            .webhook_allow
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["10.20.0.0/16", "hooks.internal port 8443"]);
+        assert_eq!(
+            config.connections,
+            ConnectionLimits {
+                max_connections: 8,
+                header_read_timeout: Duration::from_secs(3),
+                shutdown_deadline: Duration::from_secs(2),
+            }
+        );
+        let seams = parse(&["--conformance-seams"]).expect("valid");
+        assert_eq!(seams.webhook_allow, conformance_egress());
+        assert!(parse(&["--webhook-allow", "not a host"]).is_err());
+        assert!(parse(&["--header-timeout-secs", "0"]).is_err());
     }
 
     #[test]
