@@ -372,3 +372,85 @@ async fn one_tenants_receiver_cannot_forge_calls_to_another_tenants_webhooks() {
     }
     host.shutdown().await;
 }
+
+/// The released binary with `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` set
+/// still calls the webhook directly: a proxy would connect on the host's
+/// behalf to addresses its resolver never sees. A child process, so the
+/// environment of the tests is left alone.
+#[tokio::test]
+async fn the_webhook_client_ignores_proxies_from_the_environment() {
+    let (proxy, proxied) = counting_listener().await;
+    let receiver = Receiver::start(|call, _| {
+        if call.path == "/arm" {
+            Answer::Json(json!({ "output": {} }))
+        } else {
+            Answer::Json(json!({ "satisfied": false, "confidence": 0.5 }))
+        }
+    })
+    .await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let proxy_url = format!("http://{proxy}");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_goalpost-host"))
+        .args(["serve", "--conformance-seams", "--db", ":memory:"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("GOALPOST_HOST_TOKENS", format!("{TOKEN_A}=tenant-a"))
+        .env("GOALPOST_HOST_WEBHOOK_ALLOW", receiver.addr.to_string())
+        .env("HTTP_PROXY", &proxy_url)
+        .env("http_proxy", &proxy_url)
+        .env("ALL_PROXY", &proxy_url)
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let _child = KillOnDrop(child);
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while client
+        .get(format!("{base}/.well-known/openwop"))
+        .send()
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the host did not come up");
+        tokio::task::yield_now().await;
+    }
+    let created: Value = client
+        .post(format!("{base}{BASE}"))
+        .bearer_auth(TOKEN_A)
+        .json(&goal(&receiver.url("/verifier"), &receiver.url("/arm")))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    let id = created["id"].as_str().expect("an id");
+    let outcome: Value = client
+        .post(format!("{base}{BASE}/{id}/continue"))
+        .bearer_auth(TOKEN_A)
+        .send()
+        .await
+        .expect("continue")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(outcome["evaluation"]["satisfied"], false, "{outcome}");
+    assert_eq!(receiver.calls().len(), 2, "{outcome}");
+    assert_eq!(proxied.load(Ordering::SeqCst), 0, "the proxy was used");
+}
+
+/// Stops the child host however the test ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
