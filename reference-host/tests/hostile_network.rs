@@ -214,6 +214,26 @@ async fn a_slowloris_client_is_disconnected() {
 }
 
 #[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed() {
+    let mut config = config();
+    config.connections = limits(64, Duration::from_millis(500), Duration::from_secs(5));
+    let host = RunningHost::start(config).await.expect("starts");
+    let mut idle = TcpStream::connect(host.addr()).await.expect("connect");
+    idle.write_all(b"GET /.well-known/openwop HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let answer = closed_within(&mut idle, Duration::from_secs(5))
+        .await
+        .expect("the host closes a connection left idle after its answer");
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&answer)
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
 async fn connections_past_the_cap_are_closed_at_once() {
     let mut config = config();
     config.connections = limits(4, Duration::from_secs(60), Duration::from_secs(5));
