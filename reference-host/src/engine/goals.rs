@@ -246,6 +246,12 @@ impl Engine {
         };
         let goal = self
             .transition(tenant, id, if_match, |goal, now| {
+                // The PATCH mutants replace how a body is applied, not where
+                // the host may call: an egress refusal stands under them.
+                #[cfg(feature = "mutants")]
+                if let Err(error @ crate::domain::RequestError::EgressDenied { .. }) = &edit {
+                    return Err(EngineError::Request(error.clone()));
+                }
                 #[cfg(feature = "mutants")]
                 if let Some(change) = crate::mutants::engine::patch(
                     &self.mutants,
