@@ -24,8 +24,8 @@ pub struct Choices {
     pub escalated_continue: EscalatedContinue,
     /// The vocabulary of the error envelope's `error` member.
     pub error_codes: ErrorCodes,
-    /// Whether webhook calls carry `X-Goalpost-Webhook-Secret`.
-    pub webhook_secret: WebhookSecretHeader,
+    /// Whether webhook calls are signed (`X-Goalpost-Signature`).
+    pub webhook_signing: WebhookSigning,
     /// The judge discovery advertises, and the only `completion.check` a
     /// create or edit may name.
     pub judge: Check,
@@ -45,7 +45,7 @@ impl Default for Choices {
             cost_reading: CostReading::Budget,
             escalated_continue: EscalatedContinue::GoalEscalated,
             error_codes: ErrorCodes::Goalpost,
-            webhook_secret: WebhookSecretHeader::Sent,
+            webhook_signing: WebhookSigning::Signed,
             judge: Check::Verifier,
             modes: &Mode::SUPPORTED,
             armless_schedule: ArmlessSchedule::FiresAtOnce,
@@ -82,11 +82,11 @@ pub enum ErrorCodes {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WebhookSecretHeader {
-    Sent,
-    /// No secret header: receivers authenticate the host some other way
-    /// (or not at all); the profile asks for none.
-    Omitted,
+pub enum WebhookSigning {
+    Signed,
+    /// No signature: receivers authenticate the host some other way (or
+    /// not at all); the profile asks for none.
+    Unsigned,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,9 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::choices::Choices;
+use crate::domain::egress::AllowEntry;
 use crate::engine::Quotas;
+use crate::serve::ConnectionLimits;
 use crate::storage::DbLocation;
 
 /// Everything a host needs to start.
@@ -25,9 +27,14 @@ pub struct Config {
     /// The longest the scheduler sleeps between ticks (it wakes sooner
     /// when something is due).
     pub tick: Duration,
-    /// Sent as `X-Goalpost-Webhook-Secret` on every webhook call; a random
-    /// one per start when `None`.
+    /// The master secret each tenant's webhook signing key is derived from
+    /// (`X-Goalpost-Signature`); a random one per start when `None`.
     pub webhook_secret: Option<String>,
+    /// Internal addresses webhook calls may reach anyway (everything
+    /// public is allowed).
+    pub webhook_allow: Vec<AllowEntry>,
+    /// Client connection limits and the shutdown deadline.
+    pub connections: ConnectionLimits,
     /// A JSON file of criteria verifiers to register at start.
     pub verifiers: Option<PathBuf>,
     /// Per-tenant limits (429 `quota_exceeded` beyond them).
@@ -48,9 +55,21 @@ pub const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
 pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
 
+/// What a host running for conformance may call besides public addresses:
+/// 127.0.0.1 and ::1, where the suite's mock (and in-process test
+/// receivers) listen by default. Other loopback addresses stay denied.
+pub fn conformance_egress() -> Vec<AllowEntry> {
+    ["127.0.0.1", "::1"]
+        .iter()
+        .filter_map(|entry| AllowEntry::parse(entry).ok())
+        .collect()
+}
+
 impl Config {
     /// What the suite starts in-process: an ephemeral port on 127.0.0.1, an
-    /// in-memory database, the seams on, a 100 ms tick.
+    /// in-memory database, the seams on, a 100 ms tick, webhook calls
+    /// allowed to loopback (where in-process receivers listen; the suite's
+    /// bundled host narrows this to its callback).
     pub fn conformance_in_memory(tokens: Vec<(String, String)>) -> Config {
         Config {
             listen: SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
@@ -60,6 +79,8 @@ impl Config {
             conformance_seams: true,
             tick: DEFAULT_TICK,
             webhook_secret: None,
+            webhook_allow: conformance_egress(),
+            connections: ConnectionLimits::default(),
             verifiers: None,
             quotas: Quotas::default(),
             choices: Choices::default(),
@@ -130,6 +151,15 @@ fn parse_limit(text: &str) -> Result<u64, String> {
     }
 }
 
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<u64>() {
+        Ok(seconds) if seconds >= 1 => Ok(Duration::from_secs(seconds)),
+        _ => Err(format!(
+            "expected a whole number of seconds >= 1, got {text:?}"
+        )),
+    }
+}
+
 fn parse_tick(text: &str) -> Result<Duration, String> {
     match text.parse::<u64>() {
         Ok(ms) if ms >= 1 => Ok(Duration::from_millis(ms)),
@@ -152,7 +182,8 @@ pub struct Args {
     pub db: String,
 
     /// A credential as TOKEN=TENANT; repeat for more. The environment
-    /// variable takes a comma-separated list.
+    /// variable takes a comma-separated list. Arguments show in `ps`: for a
+    /// real deployment use --tokens-file or the environment variable.
     #[arg(long = "token", env = "GOALPOST_HOST_TOKENS", hide_env_values = true, value_delimiter = ',', value_parser = parse_token)]
     pub tokens: Vec<(String, String)>,
 
@@ -172,7 +203,8 @@ pub struct Args {
     pub max_active_arms_per_tenant: u64,
 
     /// Serve the conformance seams (continue, events, fixtures) and advertise
-    /// them in discovery.
+    /// them in discovery; webhook calls may then also reach 127.0.0.1 and ::1
+    /// (where the suite's mock listens).
     #[arg(long, env = "GOALPOST_HOST_CONFORMANCE_SEAMS")]
     pub conformance_seams: bool,
 
@@ -180,10 +212,34 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_TICK_MS", default_value = "100", value_parser = parse_tick)]
     pub tick_ms: Duration,
 
-    /// Secret sent as X-Goalpost-Webhook-Secret on every webhook call (visible
-    /// ASCII); a random one per start when unset.
+    /// Master secret (visible ASCII) each tenant's webhook signing key is
+    /// derived from: key = hex(HMAC-SHA256(secret, tenant)). A random one
+    /// per start when unset. Prefer the environment variable: arguments
+    /// show in `ps`.
     #[arg(long, env = "GOALPOST_HOST_WEBHOOK_SECRET", hide_env_values = true)]
     pub webhook_secret: Option<String>,
+
+    /// An internal address webhook calls may reach anyway: HOST, IP or CIDR,
+    /// optionally :PORT; repeat for more. Loopback, private, link-local
+    /// (cloud metadata), unique-local, CGNAT and other non-public addresses
+    /// are denied otherwise. The environment variable takes a
+    /// comma-separated list.
+    #[arg(long = "webhook-allow", env = "GOALPOST_HOST_WEBHOOK_ALLOW", value_delimiter = ',', value_parser = AllowEntry::parse)]
+    pub webhook_allow: Vec<AllowEntry>,
+
+    /// Most client connections open at once; more are closed on arrival.
+    #[arg(long, env = "GOALPOST_HOST_MAX_CONNECTIONS", default_value_t = crate::serve::DEFAULT_MAX_CONNECTIONS as u64, value_parser = parse_limit)]
+    pub max_connections: u64,
+
+    /// Seconds a connection may take to send a request head (also how long
+    /// an idle keep-alive connection stays open).
+    #[arg(long, env = "GOALPOST_HOST_HEADER_TIMEOUT_SECS", default_value = "10", value_parser = parse_seconds)]
+    pub header_timeout_secs: Duration,
+
+    /// Seconds requests in flight get to finish after SIGTERM or SIGINT
+    /// before every connection is dropped.
+    #[arg(long, env = "GOALPOST_HOST_SHUTDOWN_DEADLINE_SECS", default_value = "10", value_parser = parse_seconds)]
+    pub shutdown_deadline_secs: Duration,
 
     /// JSON file of criteria verifiers to register at start:
     /// {"verifiers": [{"tenant", "name", "criteria"}]}.
@@ -213,6 +269,18 @@ impl Args {
             conformance_seams: self.conformance_seams,
             tick: self.tick_ms,
             webhook_secret: self.webhook_secret,
+            webhook_allow: if self.conformance_seams {
+                let mut allow = self.webhook_allow;
+                allow.extend(conformance_egress());
+                allow
+            } else {
+                self.webhook_allow
+            },
+            connections: ConnectionLimits {
+                max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+                header_read_timeout: self.header_timeout_secs,
+                shutdown_deadline: self.shutdown_deadline_secs,
+            },
             verifiers: self.verifiers,
             choices: Choices::default(),
             quotas: Quotas {
@@ -337,6 +405,44 @@ mod tests {
         assert_eq!(config.tick, Duration::from_millis(100));
         assert_eq!(config.webhook_secret, None);
         assert_eq!(config.verifiers, None);
+    }
+
+    #[test]
+    fn egress_allowlist_and_connection_limits() {
+        let bare = parse(&[]).expect("valid");
+        assert!(bare.webhook_allow.is_empty(), "nothing internal by default");
+        assert_eq!(bare.connections, ConnectionLimits::default());
+        let config = parse(&[
+            "--webhook-allow",
+            "10.20.0.0/16",
+            "--webhook-allow",
+            "hooks.internal:8443",
+            "--max-connections",
+            "8",
+            "--header-timeout-secs",
+            "3",
+            "--shutdown-deadline-secs",
+            "2",
+        ])
+        .expect("valid");
+        let shown: Vec<String> = config
+            .webhook_allow
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["10.20.0.0/16", "hooks.internal port 8443"]);
+        assert_eq!(
+            config.connections,
+            ConnectionLimits {
+                max_connections: 8,
+                header_read_timeout: Duration::from_secs(3),
+                shutdown_deadline: Duration::from_secs(2),
+            }
+        );
+        let seams = parse(&["--conformance-seams"]).expect("valid");
+        assert_eq!(seams.webhook_allow, conformance_egress());
+        assert!(parse(&["--webhook-allow", "not a host"]).is_err());
+        assert!(parse(&["--header-timeout-secs", "0"]).is_err());
     }
 
     #[test]

@@ -11,11 +11,12 @@ use tokio::task::JoinHandle;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{read_tokens_file, Config, TokensFileError};
+use crate::domain::egress::{AllowEntry, EgressPolicy};
 use crate::engine::{Engine, EngineError, EngineSettings, VerifierFileError};
 use crate::http::{app, AppState, TokenError, Tokens};
 use crate::scheduler::Scheduler;
 use crate::storage::{SqliteStore, Store, StoreError};
-use crate::webhook::WebhookSecret;
+use crate::webhook::{SharedEgress, WebhookSecret};
 
 /// How long shutdown waits for scheduled runs in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -49,6 +50,7 @@ pub struct RunningHost {
     shutdown: watch::Sender<bool>,
     server: JoinHandle<std::io::Result<()>>,
     scheduler: JoinHandle<()>,
+    egress: SharedEgress,
 }
 
 impl std::fmt::Debug for RunningHost {
@@ -85,6 +87,7 @@ impl RunningHost {
         let settings = EngineSettings {
             conformance_seams: config.conformance_seams,
             webhook_secret,
+            egress: EgressPolicy::new(config.webhook_allow.clone()),
             quotas: config.quotas,
             choices: config.choices,
             #[cfg(feature = "mutants")]
@@ -130,16 +133,14 @@ impl RunningHost {
         })?;
 
         let (shutdown, signal) = watch::channel(false);
+        let egress = engine.egress().clone();
         let router = app(AppState::new(Arc::clone(&engine), tokens));
-        let mut server_signal = signal.clone();
-        let server = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    // An error means the sender is gone: shut down too.
-                    let _ = server_signal.wait_for(|stop| *stop).await;
-                })
-                .await
-        });
+        let server = tokio::spawn(crate::serve::serve(
+            listener,
+            router,
+            config.connections,
+            signal.clone(),
+        ));
         let scheduler = Arc::new(Scheduler::new(engine));
         let scheduler = tokio::spawn(scheduler.run(clock, config.tick, SHUTDOWN_GRACE, signal));
         tracing::info!(%addr, db = %config.db, seams = config.conformance_seams, "goalpost-host listening");
@@ -148,11 +149,19 @@ impl RunningHost {
             shutdown,
             server,
             scheduler,
+            egress,
         })
     }
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Lets webhook calls reach `entry` from now on (an embedding that
+    /// learns its receiver's address after start, like the suite's
+    /// callback).
+    pub fn allow_egress(&self, entry: AllowEntry) {
+        self.egress.allow(entry);
     }
 
     /// `http://IP:PORT`, without a trailing slash.

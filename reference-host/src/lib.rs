@@ -32,6 +32,7 @@ pub mod judge;
 pub mod logging;
 pub mod mutants;
 pub mod scheduler;
+pub mod serve;
 pub mod storage;
 #[cfg(feature = "variants")]
 pub mod variants;

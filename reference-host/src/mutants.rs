@@ -893,6 +893,10 @@ registry! {
         "A heartbeat probe that fails (error status, not JSON, invalid) fires a run."
         breaks ["observed.heartbeat.probe-failure-fires-nothing"]
         collateral []
+    EgressRefsAccepted "egress-refs-accepted"
+        "Webhook refs into internal addresses (cloud metadata, private, unspecified, loopback) are accepted at create and PATCH while discovery still advertises the egress policy."
+        breaks ["hardening.egress.internal-refs-refused"]
+        collateral []
 }
 
 impl Mutant {

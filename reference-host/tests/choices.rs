@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::http::{Method, StatusCode};
 use goalpost_host::choices::{
     ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus, ErrorCodes,
-    EscalatedContinue, WebhookSecretHeader,
+    EscalatedContinue, WebhookSigning,
 };
 use goalpost_host::clock::ManualClock;
 use goalpost_host::domain::{Check, CostReading, Mode};
@@ -173,9 +173,9 @@ async fn error_codes_may_be_openwop_s_with_the_same_statuses() {
 }
 
 #[tokio::test]
-async fn webhook_calls_may_carry_no_secret() {
+async fn webhook_calls_may_be_unsigned() {
     let host = host(Choices {
-        webhook_secret: WebhookSecretHeader::Omitted,
+        webhook_signing: WebhookSigning::Unsigned,
         ..Choices::default()
     });
     let receiver = Receiver::start(|call, _| {
@@ -198,7 +198,8 @@ async fn webhook_calls_may_carry_no_secret() {
     let calls = receiver.calls();
     assert_eq!(calls.len(), 2);
     for call in &calls {
-        assert_eq!(call.header("x-goalpost-webhook-secret"), None);
+        assert_eq!(call.header("x-goalpost-signature"), None);
+        assert!(call.header("x-goalpost-tenant").is_some(), "still says whose call it is");
     }
 }
 

@@ -95,7 +95,7 @@ async fn a_webhook_heartbeat_runs_only_when_the_probe_says_fire() {
 
     for (index, probe) in probes(&receiver).iter().enumerate() {
         assert_valid("webhook-heartbeat-request", &probe.body);
-        assert_eq!(probe.header("x-goalpost-webhook-secret"), Some(SECRET));
+        assert!(probe.signed_for(SECRET, "tenant-a"), "{:?}", probe.headers);
         assert_eq!(probe.body["goalId"], json!(id));
         let next = if index < 3 { 1 } else { 2 };
         assert_eq!(probe.body["iteration"], next, "probe {}", index + 1);

@@ -21,6 +21,7 @@ async fn discovery_advertises_goals_and_seams() {
             "protocol": "openwop",
             "host": { "name": "goalpost-host", "version": env!("CARGO_PKG_VERSION") },
             "agents": { "goals": { "judge": "verifier", "continuation": ["manual", "schedule", "heartbeat"], "requiresBounds": true } },
+            "webhookEgress": { "internal": "denied" },
             "conformanceSeams": { "goals": { "basePath": BASE,
                 "continue": true, "events": true, "fixtures": true, "webhooks": true } }
         })

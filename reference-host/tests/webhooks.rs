@@ -53,7 +53,7 @@ async fn create(host: &Harness, body: Value) -> String {
 }
 
 #[tokio::test]
-async fn calls_carry_the_secret_and_the_documented_payloads() {
+async fn calls_are_signed_for_the_tenant_and_carry_the_documented_payloads() {
     let host = Harness::webhooks(Duration::from_secs(5));
     let receiver = receiver_with_verifier(|_, n| verdict(n >= 2)).await;
     let id = create(
@@ -74,7 +74,9 @@ async fn calls_carry_the_secret_and_the_documented_payloads() {
     let paths: Vec<&str> = calls.iter().map(|call| call.path.as_str()).collect();
     assert_eq!(paths, vec![ARM, VERIFIER, ARM, VERIFIER]);
     for call in &calls {
-        assert_eq!(call.header("x-goalpost-webhook-secret"), Some(SECRET));
+        assert!(call.signed_for(SECRET, "tenant-a"), "{:?}", call.headers);
+        assert_eq!(call.header("x-goalpost-goal"), Some(id.as_str()));
+        assert_eq!(call.header("x-goalpost-webhook-secret"), None);
         assert_eq!(call.header("content-type"), Some("application/json"));
         let schema = if call.path == ARM {
             "webhook-arm-request"

@@ -16,7 +16,9 @@ pub struct BundledHost {
 impl BundledHost {
     /// Starts the host on 127.0.0.1:0 with an in-memory database and the
     /// conformance seams on, knowing `token_a` as tenant A and `token_b` as
-    /// tenant B, signing its webhook calls with `webhook_secret`. Must run
+    /// tenant B, signing its webhook calls with keys derived from
+    /// `webhook_secret`. Its webhook calls may reach no internal address
+    /// until [`BundledHost::allow_callback`] names the suite's. Must run
     /// inside the run's tokio runtime.
     pub async fn start(
         token_a: &str,
@@ -28,6 +30,7 @@ impl BundledHost {
             (token_b.to_string(), TENANT_B.to_string()),
         ]);
         config.webhook_secret = webhook_secret.map(str::to_string);
+        config.webhook_allow = Vec::new();
         let host = goalpost_host::RunningHost::start(config)
             .await
             .map_err(|error| error.to_string())?;
@@ -35,6 +38,18 @@ impl BundledHost {
             base_url: host.base_url(),
             host,
         })
+    }
+
+    /// Lets the host call the suite's callback at `url` (its host and
+    /// port, nothing else internal).
+    pub fn allow_callback(&self, url: &str) -> Result<(), String> {
+        let parsed = reqwest::Url::parse(url).map_err(|error| format!("{url}: {error}"))?;
+        let (Some(host), Some(port)) = (parsed.host_str(), parsed.port_or_known_default()) else {
+            return Err(format!("{url}: no host or port"));
+        };
+        let entry = goalpost_host::domain::egress::AllowEntry::parse(&format!("{host}:{port}"))?;
+        self.host.allow_egress(entry);
+        Ok(())
     }
 
     pub fn base_url(&self) -> &str {

@@ -293,7 +293,8 @@ pub struct CallbackArgs {
     /// The base URL a remote host calls to reach the mock [default: http://ADDR as bound].
     #[arg(long, env = "GOALPOST_CALLBACK_URL", value_name = "URL")]
     pub callback_url: Option<String>,
-    /// The host's webhook secret, so the mock can check every call carries it.
+    /// The host's webhook secret (a tenant's signing key, or the master it is
+    /// derived from), so the mock can check every call's X-Goalpost-Signature.
     #[arg(
         long,
         env = "GOALPOST_WEBHOOK_SECRET",

@@ -39,6 +39,9 @@ pub struct Capabilities {
     /// `agents.goals.requiresBounds`; true when absent or not a boolean,
     /// as SPEC §1 defaults it.
     pub requires_bounds: bool,
+    /// `webhookEgress.internal` is `"denied"`: webhook refs into internal
+    /// addresses are refused (PROFILE.md#hardening.egress.internal-refs-refused).
+    pub egress_denies_internal: bool,
 }
 
 impl Capabilities {
@@ -89,6 +92,10 @@ impl Capabilities {
                 .and_then(|g| g.get("requiresBounds"))
                 .and_then(Value::as_bool)
                 .unwrap_or(true),
+            egress_denies_internal: document
+                .and_then(|doc| doc.pointer("/webhookEgress/internal"))
+                .and_then(Value::as_str)
+                == Some("denied"),
         }
     }
 

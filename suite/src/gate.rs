@@ -47,6 +47,7 @@ pub fn gate(
             .judge
             .as_ref()
             .is_some_and(|judge| capabilities.judge.as_ref() != Some(judge))
+        || (needs.egress_policy && !capabilities.egress_denies_internal)
     {
         Some(SkipReason::NotAdvertised)
     } else if needs
@@ -96,6 +97,7 @@ mod tests {
             base_path: "/g".to_string(),
             judge: Some("verifier".to_string()),
             requires_bounds: true,
+            egress_denies_internal: false,
         }
     }
 
@@ -107,6 +109,7 @@ mod tests {
             requires_bounds: None,
             judge: None,
             options: Vec::new(),
+            egress_policy: false,
         }
     }
 

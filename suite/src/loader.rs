@@ -357,6 +357,8 @@ struct RawNeeds {
     judge: Option<String>,
     #[serde(default)]
     options: Vec<String>,
+    #[serde(default, rename = "egressPolicy")]
+    egress_policy: bool,
 }
 
 #[derive(Deserialize)]
@@ -540,6 +542,7 @@ fn scenario_from(
         requires_bounds: raw.needs.requires_bounds,
         judge: raw.needs.judge,
         options: raw.needs.options,
+        egress_policy: raw.needs.egress_policy,
     };
     let generated = parallel_parts::generate(path, raw.generate)?;
     let mock = raw

@@ -130,6 +130,9 @@ pub struct Needs {
     pub judge: Option<String>,
     /// Suite options the run must have been given (`webhook-secret`).
     pub options: Vec<String>,
+    /// Runs only when discovery advertises an egress policy that denies
+    /// internal webhook targets (`webhookEgress.internal: "denied"`).
+    pub egress_policy: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -213,6 +213,13 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     };
     if let Some(mock) = &mock {
         driver = driver.with_mock(mock.clone());
+        if let Some(host) = &bundled {
+            if let Err(error) = host.allow_callback(mock.base_url()) {
+                return Err(StartError::BundledHost(format!(
+                    "cannot let the host call the suite's callback: {error}"
+                )));
+            }
+        }
     }
     let driver = Arc::new(driver);
     let ledger = Arc::new(Mutex::new(Ledger::default()));

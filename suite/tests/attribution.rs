@@ -41,6 +41,7 @@ async fn setup() -> Setup {
         base_path: BASE.to_string(),
         judge: Some("verifier".to_string()),
         requires_bounds: true,
+        egress_denies_internal: false,
     };
     let target = HostTarget {
         base_url,

@@ -36,6 +36,7 @@ async fn setup(seams: &[&str], http: Http) -> Setup {
         base_path: BASE.to_string(),
         judge: Some("verifier".to_string()),
         requires_bounds: true,
+        egress_denies_internal: false,
     };
     let target = HostTarget {
         base_url,

@@ -32,6 +32,7 @@ async fn run_with(http: Http, steps: Value) -> ScenarioRun {
             base_path: BASE.to_string(),
             judge: Some("verifier".to_string()),
             requires_bounds: true,
+            egress_denies_internal: false,
         },
         token_a: Some(TOKEN_A.to_string()),
         token_b: Some(TOKEN_B.to_string()),

@@ -79,11 +79,22 @@ async fn create(State(host): State<FakeHost>, Json(body): Json<Value>) -> Respon
 }
 
 async fn call(host: &FakeHost, url: &str, body: Value) -> Value {
+    // Signed as PROFILE.md's seam-webhooks says: under the secret itself.
+    let text = body.to_string();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs() as i64;
+    let key = goalpost_host::webhook::WebhookSecret::new(SECRET).expect("a valid secret");
     let response = host
         .client
         .post(url)
-        .header("x-goalpost-webhook-secret", SECRET)
-        .json(&body)
+        .header("content-type", "application/json")
+        .header(
+            "x-goalpost-signature",
+            goalpost_host::webhook::signature::sign(&key, now, text.as_bytes()),
+        )
+        .body(text)
         .send()
         .await
         .expect("the mock answers");
@@ -219,6 +230,7 @@ async fn setup(faults: Faults, secret: Option<&str>) -> Setup {
         base_path: BASE.to_string(),
         judge: Some("verifier".to_string()),
         requires_bounds: true,
+        egress_denies_internal: false,
     };
     let target = HostTarget {
         base_url,

@@ -110,6 +110,7 @@ async fn run_judged(base_url: String, scenario: Value, judge: &str) -> ScenarioR
             base_path: "/v1/host/sample/goals".to_string(),
             judge: Some(judge.to_string()),
             requires_bounds: true,
+            egress_denies_internal: false,
         },
         token_a: Some("token-a".to_string()),
         token_b: None,

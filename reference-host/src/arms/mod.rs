@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::domain::{ArmRef, ArmSpec, GoalId, MicroUsd, Objective, RunId, Timestamp};
+use crate::domain::{ArmRef, ArmSpec, GoalId, MicroUsd, Objective, RunId, Tenant, Timestamp};
 use crate::future::BoxFuture;
 use crate::webhook::WebhookClient;
 
@@ -88,13 +88,16 @@ impl Arms {
         Arms { webhooks }
     }
 
-    pub fn worker_for(&self, arm: Option<&ArmRef>) -> Arc<dyn Worker> {
+    /// The worker for `arm`, calling on behalf of `owner` (webhook calls
+    /// are signed for the goal's tenant).
+    pub fn worker_for(&self, arm: Option<&ArmRef>, owner: &Tenant) -> Arc<dyn Worker> {
         match arm.map(ArmRef::spec) {
             None => Arc::new(NoopWorker),
             Some(ArmSpec::Fixture(script)) => Arc::new(FixtureArm::new(script.clone())),
             Some(ArmSpec::Webhook(webhook)) => Arc::new(WebhookArm::new(
                 Arc::clone(&self.webhooks),
                 webhook.url().to_string(),
+                owner.clone(),
             )),
         }
     }

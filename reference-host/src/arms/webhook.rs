@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::{Escalation, ProbeRequest, Remaining, RunError, RunReport, RunRequest, Worker};
-use crate::domain::MicroUsd;
+use crate::domain::{MicroUsd, Tenant};
 use crate::future::BoxFuture;
-use crate::webhook::WebhookClient;
+use crate::webhook::{Caller, WebhookClient};
 
 /// The largest arm request the host sends. The objective is bounded by the
 /// 64 KiB body limit at create and PATCH, so only a goal stored some other
@@ -20,11 +20,12 @@ pub const MAX_ARM_REQUEST_BYTES: usize = 128 * 1024;
 pub struct WebhookArm {
     client: Arc<WebhookClient>,
     url: String,
+    owner: Tenant,
 }
 
 impl WebhookArm {
-    pub fn new(client: Arc<WebhookClient>, url: String) -> WebhookArm {
-        WebhookArm { client, url }
+    pub fn new(client: Arc<WebhookClient>, url: String, owner: Tenant) -> WebhookArm {
+        WebhookArm { client, url, owner }
     }
 }
 
@@ -101,7 +102,15 @@ impl Worker for WebhookArm {
             }
             let answer = self
                 .client
-                .call(&self.url, &body, "webhook-arm-response")
+                .call(
+                    &self.url,
+                    &body,
+                    "webhook-arm-response",
+                    Caller {
+                        tenant: self.owner.as_str(),
+                        goal: request.goal_id.as_str(),
+                    },
+                )
                 .await
                 .map_err(|error| RunError(error.to_string()))?;
             report(answer)
@@ -116,6 +125,10 @@ impl Worker for WebhookArm {
                     &self.url,
                     &probe_request(&request),
                     "webhook-heartbeat-response",
+                    Caller {
+                        tenant: self.owner.as_str(),
+                        goal: request.goal_id.as_str(),
+                    },
                 )
                 .await
                 .map_err(|error| RunError(error.to_string()))?;

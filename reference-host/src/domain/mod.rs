@@ -4,6 +4,7 @@
 pub mod bounds;
 pub mod criteria;
 pub mod decide;
+pub mod egress;
 pub mod event;
 pub mod goal;
 pub mod ids;

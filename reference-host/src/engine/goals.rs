@@ -84,6 +84,7 @@ impl Engine {
             body,
         );
         let new = parse_create(body, self.request_context())?;
+        self.check_egress(new.verifier_ref.as_ref(), new.arm_ref.as_ref())?;
         self.check_named(tenant, new.verifier_ref.as_ref(), VERIFIER_REF)
             .await?;
         let mut goal = new.into_goal(GoalId::generate(), tenant.clone(), now);
@@ -213,7 +214,13 @@ impl Engine {
         body: &Value,
         if_match: Option<&IfMatch>,
     ) -> Result<Goal, EngineError> {
-        let edit = parse_patch(body, self.request_context());
+        let edit = parse_patch(body, self.request_context()).and_then(|edit| {
+            self.check_egress(
+                edit.verifier_ref.as_ref().and_then(Option::as_ref),
+                edit.arm_ref.as_ref().and_then(Option::as_ref),
+            )?;
+            Ok(edit)
+        });
         // Counted only for a PATCH that names an armed mode; the count is
         // read before the versioned write, so two racing PATCHes may pass
         // together (creates, by contrast, check in the insert).
@@ -241,6 +248,12 @@ impl Engine {
         };
         let goal = self
             .transition(tenant, id, if_match, |goal, now| {
+                // The PATCH mutants replace how a body is applied, not where
+                // the host may call: an egress refusal stands under them.
+                #[cfg(feature = "mutants")]
+                if let Err(error @ crate::domain::RequestError::EgressDenied { .. }) = &edit {
+                    return Err(EngineError::Request(error.clone()));
+                }
                 #[cfg(feature = "mutants")]
                 if let Some(change) = crate::mutants::engine::patch(
                     &self.mutants,

@@ -46,7 +46,9 @@ impl Engine {
             }
             Err(_) => return done(FireOutcome::Skipped),
         }
-        let worker = self.arms.worker_for(goal.continuation.arm_ref.as_ref());
+        let worker = self
+            .arms
+            .worker_for(goal.continuation.arm_ref.as_ref(), &goal.owner);
         #[cfg(feature = "mutants")]
         let worker = crate::mutants::engine::worker(&self.mutants, &goal, self.clock.now(), worker);
         let probe = ProbeRequest {

@@ -328,7 +328,9 @@ impl Engine {
     async fn dispatch(&self, goal: &Goal, reservation: &RunReservation) -> FinishedRun {
         #[cfg(feature = "mutants")]
         let goal = &crate::mutants::engine::dispatched(&self.mutants, goal);
-        let worker = self.arms.worker_for(goal.continuation.arm_ref.as_ref());
+        let worker = self
+            .arms
+            .worker_for(goal.continuation.arm_ref.as_ref(), &goal.owner);
         #[cfg(feature = "mutants")]
         let worker = crate::mutants::engine::worker(&self.mutants, goal, self.clock.now(), worker);
         let request = RunRequest {
@@ -395,7 +397,7 @@ impl Engine {
     async fn verifier_for(&self, goal: &Goal) -> Option<Arc<dyn Verifier>> {
         let spec = goal.completion.verifier_ref.as_ref()?.spec();
         let VerifierSpec::Named(name) = spec else {
-            return self.judges.verifier_for(spec);
+            return self.judges.verifier_for(spec, &goal.owner);
         };
         match self.lookup(|store| store.verifier(&goal.owner, name)) {
             Ok(found) => {

@@ -2,6 +2,7 @@
 //! iteration procedure (DESIGN "Engine") and every goal's lock.
 
 mod cancel;
+mod egress;
 mod error;
 mod goals;
 mod heartbeat;
@@ -17,12 +18,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::arms::Arms;
-use crate::choices::{Choices, WebhookSecretHeader};
+use crate::choices::{Choices, WebhookSigning};
 use crate::clock::Clock;
+use crate::domain::egress::EgressPolicy;
 use crate::domain::{Evaluation, Goal, RequestContext};
 use crate::judge::Judges;
 use crate::storage::{Store, StoreError};
-use crate::webhook::{WebhookClient, WebhookSecret, DEFAULT_TIMEOUT};
+use crate::webhook::{SharedEgress, Signing, WebhookClient, WebhookSecret, DEFAULT_TIMEOUT};
 
 pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
@@ -49,8 +51,12 @@ pub struct EngineSettings {
     /// One webhook call (arm, verifier or heartbeat probe), connect to last
     /// byte; no retries.
     pub webhook_timeout: Duration,
-    /// Sent with every webhook call.
+    /// The master secret tenants' signing keys are derived from.
     pub webhook_secret: WebhookSecret,
+    /// Tenants whose calls are signed with a key the operator gave instead.
+    pub webhook_tenant_secrets: Vec<(String, WebhookSecret)>,
+    /// Where webhook calls may go (internal addresses only when allowed).
+    pub egress: EgressPolicy,
     /// Per-tenant limits on open and armed goals.
     pub quotas: Quotas,
     /// The choices the profile leaves open, as this host makes them.
@@ -72,6 +78,8 @@ impl Default for EngineSettings {
             judge_limit: Duration::from_secs(10),
             webhook_timeout: DEFAULT_TIMEOUT,
             webhook_secret: WebhookSecret::generate(),
+            webhook_tenant_secrets: Vec::new(),
+            egress: EgressPolicy::default(),
             quotas: Quotas::default(),
             choices: Choices::default(),
             #[cfg(feature = "mutants")]
@@ -99,6 +107,7 @@ pub struct Engine {
     cancels: Cancels,
     /// Wakes the scheduler when a write arms a goal earlier than it knew.
     wake: SchedulerWake,
+    egress: SharedEgress,
     settings: EngineSettings,
     #[cfg(feature = "mutants")]
     mutants: Arc<crate::mutants::Switch>,
@@ -116,11 +125,17 @@ impl Engine {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, settings: EngineSettings) -> Engine {
         #[cfg(feature = "mutants")]
         let settings = crate::mutants::engine::settings(settings);
-        let secret = match settings.choices.webhook_secret {
-            WebhookSecretHeader::Sent => Some(settings.webhook_secret.clone()),
-            WebhookSecretHeader::Omitted => None,
+        // Signing is a choice a conforming host may leave out (the
+        // unsigned-webhooks variant): then calls carry no signature.
+        let signing = match settings.choices.webhook_signing {
+            WebhookSigning::Signed => Some(settings.webhook_tenant_secrets.iter().fold(
+                Signing::new(settings.webhook_secret.clone()),
+                |signing, (tenant, key)| signing.with_tenant(tenant, key.clone()),
+            )),
+            WebhookSigning::Unsigned => None,
         };
-        let client = WebhookClient::new(secret, settings.webhook_timeout);
+        let egress = SharedEgress::new(settings.egress.clone());
+        let client = WebhookClient::new(signing, egress.clone(), settings.webhook_timeout);
         #[cfg(feature = "mutants")]
         let client = client.with_mutant(settings.mutant);
         let webhooks = Arc::new(client);
@@ -132,6 +147,7 @@ impl Engine {
             locks: GoalLocks::default(),
             cancels: Cancels::default(),
             wake: SchedulerWake::default(),
+            egress,
             #[cfg(feature = "mutants")]
             mutants: Arc::new(
                 crate::mutants::Switch::new(settings.mutant)
@@ -147,6 +163,11 @@ impl Engine {
 
     pub fn choices(&self) -> &Choices {
         &self.settings.choices
+    }
+
+    /// The egress policy in force (writable: see [`SharedEgress`]).
+    pub fn egress(&self) -> &SharedEgress {
+        &self.egress
     }
 
     pub fn clock(&self) -> &Arc<dyn Clock> {

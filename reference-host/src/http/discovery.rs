@@ -28,6 +28,9 @@ pub fn document(seams: bool, choices: &Choices) -> Value {
         "protocol": "openwop",
         "host": { "name": "goalpost-host", "version": env!("CARGO_PKG_VERSION") },
         "agents": { "goals": { "judge": judge, "continuation": modes, "requiresBounds": true } },
+        // Webhook refs into internal addresses are refused unless the
+        // operator allowed them (`--webhook-allow`; DESIGN "Egress policy").
+        "webhookEgress": { "internal": "denied" },
     });
     if seams {
         if let Some(root) = document.as_object_mut() {

@@ -216,6 +216,10 @@ impl From<RequestError> for ApiError {
                 ApiError::new(unprocessable, "unknown_arm", message)
                     .with_details(json!({ "pointer": pointer }))
             }
+            RequestError::EgressDenied { pointer, .. } => {
+                ApiError::new(unprocessable, "egress_denied", message)
+                    .with_details(json!({ "pointer": pointer }))
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::domain::{GoalId, Judgement, RunId, VerifierSpec};
+use crate::domain::{GoalId, Judgement, RunId, Tenant, VerifierSpec};
 use crate::future::BoxFuture;
 use crate::webhook::WebhookClient;
 
@@ -50,12 +50,13 @@ impl Judges {
 
     /// The verifier for a fixture or a URL. `None` for a named verifier:
     /// those live in the tenant's registry, which the engine reads.
-    pub fn verifier_for(&self, spec: &VerifierSpec) -> Option<Arc<dyn Verifier>> {
+    pub fn verifier_for(&self, spec: &VerifierSpec, owner: &Tenant) -> Option<Arc<dyn Verifier>> {
         match spec {
             VerifierSpec::Fixture(script) => Some(Arc::new(FixtureVerifier::new(script.clone()))),
             VerifierSpec::Webhook(webhook) => Some(Arc::new(WebhookVerifier::new(
                 Arc::clone(&self.webhooks),
                 webhook.url().to_string(),
+                owner.clone(),
             ))),
             VerifierSpec::Named(_) => None,
         }

@@ -6,19 +6,20 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::{JudgeError, Verifier, VerifyRequest};
-use crate::domain::{Criterion, FailureClass, Judgement};
+use crate::domain::{Criterion, FailureClass, Judgement, Tenant};
 use crate::future::BoxFuture;
-use crate::webhook::WebhookClient;
+use crate::webhook::{Caller, WebhookClient};
 
 #[derive(Debug)]
 pub struct WebhookVerifier {
     client: Arc<WebhookClient>,
     url: String,
+    owner: Tenant,
 }
 
 impl WebhookVerifier {
-    pub fn new(client: Arc<WebhookClient>, url: String) -> WebhookVerifier {
-        WebhookVerifier { client, url }
+    pub fn new(client: Arc<WebhookClient>, url: String, owner: Tenant) -> WebhookVerifier {
+        WebhookVerifier { client, url, owner }
     }
 }
 
@@ -96,6 +97,10 @@ impl Verifier for WebhookVerifier {
                     &self.url,
                     &verify_request(&request),
                     "webhook-verifier-response",
+                    Caller {
+                        tenant: self.owner.as_str(),
+                        goal: request.goal_id.as_str(),
+                    },
                 )
                 .await
                 .map_err(|error| JudgeError(error.to_string()))?;

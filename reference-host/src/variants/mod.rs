@@ -13,7 +13,7 @@
 
 use crate::choices::{
     ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus, ErrorCodes,
-    EscalatedContinue, WebhookSecretHeader,
+    EscalatedContinue, WebhookSigning,
 };
 use crate::config::Config;
 use crate::domain::{Check, CostReading, Mode};
@@ -47,7 +47,7 @@ registry! {
     CostExceeds "cost-exceeds",
     EscalatedContinueTerminal "escalated-continue-terminal",
     OpenwopErrorCodes "openwop-error-codes",
-    NoWebhookSecret "no-webhook-secret",
+    UnsignedWebhooks "unsigned-webhooks",
     JudgeHost "judge-host",
     ScheduleOnly "schedule-only",
     SeamsOff "seams-off",
@@ -92,8 +92,8 @@ impl Variant {
                 error_codes: ErrorCodes::Openwop,
                 ..reference
             },
-            Variant::NoWebhookSecret => Choices {
-                webhook_secret: WebhookSecretHeader::Omitted,
+            Variant::UnsignedWebhooks => Choices {
+                webhook_signing: WebhookSigning::Unsigned,
                 ..reference
             },
             // Judges with what the host has: a goal's registered criteria
@@ -172,8 +172,8 @@ mod tests {
         if choices.error_codes != reference.error_codes {
             changed.push("error_codes");
         }
-        if choices.webhook_secret != reference.webhook_secret {
-            changed.push("webhook_secret");
+        if choices.webhook_signing != reference.webhook_signing {
+            changed.push("webhook_signing");
         }
         if choices.judge != reference.judge {
             changed.push("judge");

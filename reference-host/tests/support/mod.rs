@@ -65,6 +65,10 @@ impl Harness {
             conformance_seams: true,
             webhook_timeout: timeout,
             webhook_secret: WebhookSecret::new(SECRET).expect("a valid secret"),
+            // The receivers listen on loopback.
+            egress: goalpost_host::domain::egress::EgressPolicy::new(vec![
+                goalpost_host::domain::egress::AllowEntry::parse("127.0.0.1").expect("entry"),
+            ]),
             ..EngineSettings::default()
         };
         Harness::with_settings(

@@ -22,12 +22,29 @@ pub struct Call {
     pub path: String,
     pub headers: HeaderMap,
     pub body: Value,
+    /// The body as sent (what the signature covers).
+    pub raw: Bytes,
     pub at: Instant,
 }
 
 impl Call {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+
+    /// Whether the call is signed with `tenant`'s key derived from
+    /// `master`, for `tenant`, within the replay window.
+    pub fn signed_for(&self, master: &str, tenant: &str) -> bool {
+        use goalpost_host::webhook::{signature, WebhookSecret};
+        let key = signature::tenant_secret(&WebhookSecret::new(master).expect("valid"), tenant);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs() as i64;
+        self.header(signature::TENANT_HEADER) == Some(tenant)
+            && self
+                .header(signature::SIGNATURE_HEADER)
+                .is_some_and(|header| signature::verify(&key, header, &self.raw, now).is_ok())
     }
 
     pub fn is_probe(&self) -> bool {
@@ -141,6 +158,7 @@ async fn receive(
         path: uri.path().to_string(),
         headers,
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        raw: body.clone(),
         at: Instant::now(),
     };
     let number = {

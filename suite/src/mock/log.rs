@@ -16,13 +16,16 @@ pub fn round_us(ms: f64) -> f64 {
     (ms * 1000.0).round() / 1000.0
 }
 
-/// How the call's `X-Goalpost-Webhook-Secret` header compared.
+/// How the call's `X-Goalpost-Signature` compared (see `signature`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecretCheck {
-    /// Equal to the secret the suite knows.
+    /// Valid under the secret the suite knows, within the replay window.
     Match,
-    /// Present but different.
+    /// Present but not valid under that secret (a forgery, or another
+    /// tenant's key).
     Mismatch,
+    /// Valid but outside the replay window: a replay or a wrong clock.
+    Stale,
     /// Present; the suite does not know the secret.
     Present,
     Missing,
@@ -33,17 +36,9 @@ impl SecretCheck {
         match self {
             SecretCheck::Match => "match",
             SecretCheck::Mismatch => "mismatch",
+            SecretCheck::Stale => "stale",
             SecretCheck::Present => "present",
             SecretCheck::Missing => "missing",
-        }
-    }
-
-    pub fn compare(header: Option<&str>, known: Option<&str>) -> SecretCheck {
-        match (header, known) {
-            (None, _) => SecretCheck::Missing,
-            (Some(got), Some(want)) if got == want => SecretCheck::Match,
-            (Some(_), Some(_)) => SecretCheck::Mismatch,
-            (Some(_), None) => SecretCheck::Present,
         }
     }
 
@@ -427,17 +422,9 @@ mod tests {
 
     #[test]
     fn secrets_compare_only_when_known() {
-        assert_eq!(
-            SecretCheck::compare(Some("s"), Some("s")),
-            SecretCheck::Match
-        );
-        assert_eq!(
-            SecretCheck::compare(Some("x"), Some("s")),
-            SecretCheck::Mismatch
-        );
-        assert_eq!(SecretCheck::compare(Some("x"), None), SecretCheck::Present);
-        assert_eq!(SecretCheck::compare(None, None), SecretCheck::Missing);
         assert!(!SecretCheck::Missing.authenticated());
+        assert!(!SecretCheck::Stale.authenticated());
+        assert!(!SecretCheck::Mismatch.authenticated());
         assert!(SecretCheck::Present.authenticated());
     }
 }

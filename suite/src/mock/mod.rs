@@ -13,6 +13,7 @@ pub mod contract;
 pub mod log;
 pub mod script;
 mod serve;
+pub mod signature;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -29,8 +30,6 @@ use tokio::time::Instant;
 pub use log::{round_us, CallRecord, Log, SecretCheck, Window};
 pub use script::{Answer, AnswerBody, Endpoint, MockScript};
 
-/// The header a host puts its webhook secret in.
-pub const SECRET_HEADER: &str = "x-goalpost-webhook-secret";
 /// Largest payload the mock reads; the contract caps answers at 1 MiB and a
 /// host's requests are smaller still.
 pub const BODY_LIMIT: usize = 1024 * 1024;

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::contract;
 use super::log::{CallRecord, SecretCheck};
 use super::script::{AnswerBody, CallFacts, Endpoint};
-use super::{Shared, BODY_LIMIT, SECRET_HEADER};
+use super::{signature, Shared, BODY_LIMIT};
 
 pub(super) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
@@ -94,9 +94,13 @@ async fn call(
         .as_ref()
         .and_then(|b| b.get("iteration"))
         .and_then(Value::as_u64);
-    let secret = SecretCheck::compare(
-        headers.get(SECRET_HEADER).and_then(|v| v.to_str().ok()),
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let secret: SecretCheck = signature::check(
+        header(signature::SIGNATURE_HEADER),
+        header(signature::TENANT_HEADER),
+        &bytes,
         shared.secret.as_deref(),
+        (shared.wall)().unix_timestamp(),
     );
     let (seq, answer) = {
         let mut log = session.log();

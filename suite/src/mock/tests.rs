@@ -42,13 +42,24 @@ impl Reply {
     }
 }
 
+/// Posts `body`, signed (as of the mock's wall clock) with `secret` when
+/// one is given.
 async fn post(url: &str, body: &Value, secret: Option<&str>) -> Reply {
+    post_signed(url, body, secret, wall().unix_timestamp()).await
+}
+
+async fn post_signed(url: &str, body: &Value, secret: Option<&str>, at_unix: i64) -> Reply {
+    let text = body.to_string();
     let mut request = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
-        .body(body.to_string());
+        .body(text.clone());
     if let Some(secret) = secret {
-        request = request.header(SECRET_HEADER, secret);
+        let key = goalpost_host::webhook::WebhookSecret::new(secret).expect("a valid secret");
+        request = request.header(
+            signature::SIGNATURE_HEADER,
+            goalpost_host::webhook::signature::sign(&key, at_unix, text.as_bytes()),
+        );
     }
     let response = request.send().await.expect("the mock answers");
     Reply {
@@ -142,6 +153,42 @@ async fn probes_on_the_arm_url_are_heartbeats() {
     // Without a known secret a present header cannot be judged; a missing one can.
     assert_eq!(view["unauthenticated"], 3);
     assert_eq!(view["calls"][0]["secret"], "missing");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn replayed_and_cross_tenant_signatures_are_refused() {
+    let server = server(Some(SECRET)).await;
+    let session = server
+        .open("n-replay", MockScript::default(), Instant::now())
+        .expect("open");
+    let payload = arm_payload("g", "r", 1);
+    let now = wall().unix_timestamp();
+    let old = now - signature::REPLAY_WINDOW_SECS - 1;
+    post_signed(&session.arm_url(), &payload, Some(SECRET), old).await;
+    // Signed with tenant B's key (derived from the same master) while
+    // claiming tenant A: what a tenant-B receiver could try.
+    let key_b = goalpost_host::webhook::signature::tenant_secret(
+        &goalpost_host::webhook::WebhookSecret::new(SECRET).expect("valid"),
+        "tenant-b",
+    );
+    let text = payload.to_string();
+    reqwest::Client::new()
+        .post(session.arm_url())
+        .header("content-type", "application/json")
+        .header(signature::TENANT_HEADER, "tenant-a")
+        .header(
+            signature::SIGNATURE_HEADER,
+            goalpost_host::webhook::signature::sign(&key_b, now, text.as_bytes()),
+        )
+        .body(text)
+        .send()
+        .await
+        .expect("answers");
+    let view = session.view(&Window::default());
+    assert_eq!(view["calls"][0]["secret"], "stale");
+    assert_eq!(view["calls"][1]["secret"], "mismatch");
+    assert_eq!(view["unauthenticated"], 2);
     server.shutdown().await;
 }
 

@@ -288,6 +288,7 @@ pub fn discovery_document(continuation: &[String], seams: &[String]) -> Value {
             "requiresBounds": true,
             "hostile": true
         }},
+        "webhookEgress": {"internal": "denied"},
         "conformanceSeams": {"goals": flags}
     })
 }

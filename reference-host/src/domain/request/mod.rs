@@ -75,6 +75,9 @@ pub enum RequestError {
     UnknownVerifier { pointer: String, reference: String },
     #[error("{pointer}: unknown arm {reference:?}")]
     UnknownArm { pointer: String, reference: String },
+    /// A webhook ref into an address the host's egress policy denies.
+    #[error("{pointer}: {reason}")]
+    EgressDenied { pointer: String, reason: String },
 }
 
 impl RequestError {

@@ -1,9 +1,14 @@
 //! The one way the host calls out over HTTP (DESIGN "Webhooks"): a JSON
-//! `POST` carrying the host's secret header, one timeout for the whole
-//! exchange, no retries, no redirects, the answer read with a size cap and
+//! `POST` signed for the goal's tenant, only to addresses the egress policy
+//! allows, one timeout for the whole exchange, no retries, no redirects, no
+//! proxy from the environment, the answer read with a size cap and
 //! validated against its schema. Any failure is a [`WebhookError`], which
 //! the arms and judges turn into an environmental failure of the iteration.
 
+mod resolver;
+pub mod signature;
+
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -11,8 +16,10 @@ use std::time::Duration;
 use goalpost_schemas::Schemas;
 use serde_json::Value;
 
-/// The header every call carries, so a receiver can authenticate the host.
-pub const SECRET_HEADER: &str = "x-goalpost-webhook-secret";
+use crate::domain::egress::EgressDenied;
+
+pub use resolver::SharedEgress;
+pub use signature::{GOAL_HEADER, SIGNATURE_HEADER, TENANT_HEADER};
 /// Answers longer than this are refused.
 pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 /// The default limit on one call, connect to last byte.
@@ -46,11 +53,53 @@ impl fmt::Debug for WebhookSecret {
     }
 }
 
+/// The keys calls are signed with: the tenant's own when the operator gave
+/// one, else derived from the host's master secret
+/// ([`signature::tenant_secret`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signing {
+    master: WebhookSecret,
+    tenants: HashMap<String, WebhookSecret>,
+}
+
+impl Signing {
+    pub fn new(master: WebhookSecret) -> Signing {
+        Signing {
+            master,
+            tenants: HashMap::new(),
+        }
+    }
+
+    /// Signs `tenant`'s calls with `key` instead of the derived one.
+    pub fn with_tenant(mut self, tenant: &str, key: WebhookSecret) -> Signing {
+        self.tenants.insert(tenant.to_string(), key);
+        self
+    }
+
+    pub fn key_for(&self, tenant: &str) -> WebhookSecret {
+        self.tenants
+            .get(tenant)
+            .cloned()
+            .unwrap_or_else(|| signature::tenant_secret(&self.master, tenant))
+    }
+}
+
+/// Who a call is made for: its signature and headers name them.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller<'a> {
+    pub tenant: &'a str,
+    pub goal: &'a str,
+}
+
 /// Why a call produced no usable answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WebhookError {
     #[error("the webhook client is unavailable: {0}")]
     Unavailable(String),
+    /// The URL, or every address its name resolves to, is one the egress
+    /// policy denies: nothing was sent.
+    #[error("not called: {0}")]
+    Denied(String),
     #[error("the call failed: {0}")]
     Transport(String),
     #[error("no answer within {0:?}")]
@@ -81,8 +130,9 @@ fn schemas() -> Result<&'static Schemas, WebhookError> {
 
 pub struct WebhookClient {
     http: Result<reqwest::Client, String>,
-    /// `None`: calls carry no secret header.
-    secret: Option<WebhookSecret>,
+    /// `None`: calls are not signed (a choice a conforming host may make).
+    signing: Option<Signing>,
+    egress: SharedEgress,
     timeout: Duration,
     #[cfg(feature = "mutants")]
     mutant: Option<crate::mutants::Mutant>,
@@ -97,10 +147,17 @@ impl fmt::Debug for WebhookClient {
 }
 
 impl WebhookClient {
-    /// A client that sends `secret` (when there is one) with every call.
-    pub fn new(secret: Option<WebhookSecret>, timeout: Duration) -> WebhookClient {
+    /// A client that signs every call with `signing`'s key for the caller's
+    /// tenant (when there is one) and connects only where `egress` allows.
+    pub fn new(signing: Option<Signing>, egress: SharedEgress, timeout: Duration) -> WebhookClient {
+        // A proxy from the environment would connect on the host's behalf to
+        // addresses the resolver never sees.
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(Arc::new(resolver::EgressResolver {
+                egress: egress.clone(),
+            }))
             .build()
             .map_err(|error| error.to_string());
         if let Err(error) = &http {
@@ -108,7 +165,8 @@ impl WebhookClient {
         }
         WebhookClient {
             http,
-            secret,
+            signing,
+            egress,
             timeout,
             #[cfg(feature = "mutants")]
             mutant: None,
@@ -126,13 +184,18 @@ impl WebhookClient {
         self.timeout
     }
 
-    /// POSTs `body` to `url` and returns the answer if it is a 2xx JSON
-    /// document valid against `answer_schema`.
+    pub fn egress(&self) -> &SharedEgress {
+        &self.egress
+    }
+
+    /// POSTs `body` to `url`, signed for `caller`'s tenant, and returns the
+    /// answer if it is a 2xx JSON document valid against `answer_schema`.
     pub async fn call(
         &self,
         url: &str,
         body: &Value,
         answer_schema: &'static str,
+        caller: Caller<'_>,
     ) -> Result<Value, WebhookError> {
         let schemas = schemas()?;
         let http = self
@@ -141,15 +204,34 @@ impl WebhookClient {
             .map_err(|error| WebhookError::Unavailable(error.clone()))?;
         #[cfg(feature = "mutants")]
         let body = &crate::mutants::webhook::request_body(self.mutant, body);
-        let mut request = http.post(url).json(body);
-        if let Some(secret) = &self.secret {
-            request = request.header(SECRET_HEADER, secret.expose());
+        let parsed =
+            url::Url::parse(url).map_err(|error| WebhookError::Transport(error.to_string()))?;
+        // The resolver never sees an IP literal: judge it here.
+        if let (Some(host), Some(port)) = (parsed.host(), parsed.port_or_known_default()) {
+            self.egress
+                .policy()
+                .check_host(&host, port)
+                .map_err(|denied| WebhookError::Denied(denied.to_string()))?;
         }
+        let bytes = serde_json::to_vec(body)
+            .map_err(|error| WebhookError::Unavailable(format!("body: {error}")))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
+            });
+        let mut request = http
+            .post(parsed)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(TENANT_HEADER, caller.tenant)
+            .header(GOAL_HEADER, caller.goal);
+        if let Some(signing) = &self.signing {
+            let key = signing.key_for(caller.tenant);
+            request = request.header(SIGNATURE_HEADER, signature::sign(&key, now, &bytes));
+        }
+        let request = request.body(bytes);
         let exchange = async {
-            let mut response = request
-                .send()
-                .await
-                .map_err(|error| WebhookError::Transport(describe(&error)))?;
+            let mut response = request.send().await.map_err(|error| failure(&error))?;
             let status = response.status();
             #[cfg(feature = "mutants")]
             let status = crate::mutants::webhook::status(self.mutant, status);
@@ -207,6 +289,18 @@ impl WebhookClient {
     }
 }
 
+/// A failed send: denied by the resolver, or a transport error.
+fn failure(error: &reqwest::Error) -> WebhookError {
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(denied) = cause.downcast_ref::<EgressDenied>() {
+            return WebhookError::Denied(denied.to_string());
+        }
+        source = cause.source();
+    }
+    WebhookError::Transport(describe(error))
+}
+
 /// reqwest's top-level message is terse ("error sending request"); the
 /// cause says what happened (connection refused, reset, ...).
 fn describe(error: &reqwest::Error) -> String {
@@ -241,12 +335,23 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         drop(listener);
-        let client = WebhookClient::new(Some(WebhookSecret::generate()), Duration::from_secs(2));
+        let egress = SharedEgress::new(crate::domain::egress::EgressPolicy::new(vec![
+            crate::domain::egress::AllowEntry::parse(&addr.to_string()).expect("entry"),
+        ]));
+        let client = WebhookClient::new(
+            Some(Signing::new(WebhookSecret::generate())),
+            egress,
+            Duration::from_secs(2),
+        );
         let error = client
             .call(
                 &format!("http://{addr}/"),
                 &Value::Null,
                 "webhook-heartbeat-response",
+                Caller {
+                    tenant: "acme",
+                    goal: "g",
+                },
             )
             .await
             .expect_err("nobody listens");

@@ -1,0 +1,112 @@
+//! Accepting connections (DESIGN "Connections"): HTTP/1.1 with a deadline
+//! for each request head (which also closes a keep-alive connection left
+//! idle), a cap on open connections (the excess is closed at once rather
+//! than queued, so idle sockets cannot exhaust descriptors), and a bounded
+//! drain on shutdown (a stuck client cannot keep the process alive).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+/// Limits on client connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Most connections open at once; more are closed as they arrive.
+    pub max_connections: usize,
+    /// A connection that has not sent a whole request head this long after
+    /// it opened or after its last answer is closed (slow or idle clients).
+    pub header_read_timeout: Duration,
+    /// After shutdown starts, requests in flight get this long to finish;
+    /// then every connection is dropped.
+    pub shutdown_deadline: Duration,
+}
+
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+
+impl Default for ConnectionLimits {
+    fn default() -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
+        }
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` turns true, then drains
+/// within the deadline.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let (drain, draining) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            // An error means the sender is gone: shut down too.
+            _ = async { drop(shutdown.wait_for(|stop| *stop).await) } => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(error) => {
+                        // Out of descriptors and the like: accepting again at
+                        // once would spin.
+                        tracing::warn!(%error, "cannot accept a connection");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                    tracing::debug!("connection cap reached: closing a new connection");
+                    drop(stream);
+                    continue;
+                };
+                let service = TowerToHyperService::new(router.clone());
+                let mut draining = draining.clone();
+                connections.spawn(async move {
+                    let _permit = permit;
+                    let mut builder = hyper::server::conn::http1::Builder::new();
+                    builder
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(limits.header_read_timeout)
+                        .keep_alive(true);
+                    let connection = builder.serve_connection(TokioIo::new(stream), service);
+                    tokio::pin!(connection);
+                    tokio::select! {
+                        _ = connection.as_mut() => {}
+                        _ = async { drop(draining.wait_for(|stop| *stop).await) } => {
+                            connection.as_mut().graceful_shutdown();
+                            let _ = connection.await;
+                        }
+                    }
+                });
+            }
+        }
+    }
+    drop(listener);
+    let _ = drain.send(true);
+    let drained = tokio::time::timeout(limits.shutdown_deadline, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            left = connections.len(),
+            "connections still open at the shutdown deadline were dropped"
+        );
+        connections.shutdown().await;
+    }
+    Ok(())
+}
