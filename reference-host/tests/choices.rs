@@ -199,7 +199,10 @@ async fn webhook_calls_may_be_unsigned() {
     assert_eq!(calls.len(), 2);
     for call in &calls {
         assert_eq!(call.header("x-goalpost-signature"), None);
-        assert!(call.header("x-goalpost-tenant").is_some(), "still says whose call it is");
+        assert!(
+            call.header("x-goalpost-tenant").is_some(),
+            "still says whose call it is"
+        );
     }
 }
 

@@ -186,6 +186,19 @@ fn survives(misbehaviour: Misbehaviour, scope: Scope, evidence: &str) {
     assert!(!considered.is_empty(), "{context}: no scenario ran");
     let mut with_evidence = 0;
     for scenario in &considered {
+        // A scenario that proves only SHOULD requirements passes as a trial
+        // when they all end advisory (the requirements checked above say
+        // nothing passed); it has no failure message of its own.
+        let named: Vec<&str> = report
+            .requirements
+            .iter()
+            .filter(|r| r.scenarios.contains(&scenario.name))
+            .map(|r| r.disposition.as_str())
+            .collect();
+        if scenario.outcome == "pass" && !named.is_empty() && named.iter().all(|d| *d == "advisory")
+        {
+            continue;
+        }
         assert!(
             ["fail", "error"].contains(&scenario.outcome.as_str()),
             "{context}: {} is {}",
