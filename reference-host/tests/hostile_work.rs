@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::{Method, StatusCode};
+use goalpost_host::clock::Clock;
 use serde_json::{json, Value};
 use support::receiver::{Answer, Receiver};
 use support::{id_of, Harness, A, B, BASE};
@@ -34,7 +35,8 @@ async fn a_pathological_verifier_is_an_environmental_failure_and_the_host_stays_
         .expect(StatusCode::CREATED, "verifier-definition");
     // The largest answer the webhook client takes: 1 MiB with its wrapper.
     let tag = "a".repeat(1024 * 1024 - 64);
-    let receiver = Receiver::start(move |_, _| Answer::Json(json!({ "output": { "tag": tag } }))).await;
+    let receiver =
+        Receiver::start(move |_, _| Answer::Json(json!({ "output": { "tag": tag } }))).await;
     let goal = json!({
         "objective": "o",
         "completion": { "check": "verifier", "verifierRef": "slow" },
@@ -83,4 +85,83 @@ async fn a_pathological_verifier_is_an_environmental_failure_and_the_host_stays_
         "both judgements took {took:?}"
     );
     eprintln!("two pathological judgements: {took:?}; slowest discovery meanwhile: {slowest:?}");
+}
+
+fn armed(mode: &str, arm: &str) -> Value {
+    json!({
+        "objective": "o",
+        "completion": { "check": "verifier", "verifierRef": "conformance:verifier" },
+        "continuation": { "mode": mode, "armRef": arm },
+        "bounds": { "maxLoopIterations": 1000 },
+    })
+}
+
+async fn create_as(host: &Harness, token: &str, body: Value) -> String {
+    let reply = host.call(Method::POST, BASE, Some(token), Some(body)).await;
+    id_of(reply.expect(StatusCode::CREATED, "goal"))
+}
+
+/// Polls tenant `token`'s goal until it has run at least once.
+async fn wait_for_a_run(host: &Harness, token: &str, id: &str, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        let reply = host
+            .call(Method::GET, &format!("{BASE}/{id}"), Some(token), None)
+            .await;
+        if reply.expect(StatusCode::OK, "goal")["progress"]["iterations"] != 0 {
+            return true;
+        }
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hanging_heartbeats_of_one_tenant_leave_probes_for_another() {
+    let host = Harness::seams();
+    // Each probe says fire, and the run it starts hangs for ten minutes.
+    let hanging = armed("heartbeat", "conformance:arm?runMs=600000&heartbeatMs=20");
+    for _ in 0..20 {
+        create_as(&host, A, hanging.clone()).await;
+    }
+    let b = create_as(
+        &host,
+        B,
+        armed("heartbeat", "conformance:arm?heartbeatMs=20"),
+    )
+    .await;
+    let tick = host.scheduler.tick(host.clock.now()).await.expect("tick");
+    assert!(
+        tick.probed.iter().any(|id| id.as_str() == b),
+        "tenant B's heartbeat was not probed; probed {} of A's",
+        tick.probed.len()
+    );
+    assert!(
+        wait_for_a_run(&host, B, &b, Duration::from_secs(5)).await,
+        "tenant B's probe never ran"
+    );
+    // A keeps its share and no more: it never holds every slot.
+    host.clock.advance(Duration::from_millis(20));
+    let again = host.scheduler.tick(host.clock.now()).await.expect("tick");
+    assert!(again.probed.iter().any(|id| id.as_str() == b));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hanging_fires_of_one_tenant_leave_fires_for_another() {
+    let host = Harness::seams();
+    let hanging = armed("schedule", "conformance:arm?runMs=600000&intervalMs=20");
+    // More than one tenant's share of the fire slots.
+    for _ in 0..(goalpost_host::scheduler::MAX_FIRES_PER_TENANT + 20) {
+        create_as(&host, A, hanging.clone()).await;
+    }
+    host.clock.advance(Duration::from_millis(20));
+    host.scheduler.tick(host.clock.now()).await.expect("tick");
+    let b = create_as(&host, B, armed("schedule", "conformance:arm?intervalMs=20")).await;
+    host.clock.advance(Duration::from_millis(20));
+    host.scheduler.tick(host.clock.now()).await.expect("tick");
+    assert!(
+        wait_for_a_run(&host, B, &b, Duration::from_secs(5)).await,
+        "tenant B's due goal never fired behind tenant A's hanging ones"
+    );
 }

@@ -393,6 +393,12 @@ impl Engine {
         self.db(move |store| store.warm(&ids)).await
     }
 
+    /// Who owns a goal, for the scheduler's fair shares; `None` for a goal
+    /// that is gone. Served from the goal cache once the goal was read.
+    pub async fn owner_of(&self, id: &GoalId) -> Result<Option<Tenant>, EngineError> {
+        Ok(self.load(id).await?.map(|goal| goal.owner))
+    }
+
     /// Due `schedule` goals, longest due first, at most `limit`.
     pub async fn due_schedule_goals(
         &self,
