@@ -165,3 +165,54 @@ async fn hanging_fires_of_one_tenant_leave_fires_for_another() {
         "tenant B's due goal never fired behind tenant A's hanging ones"
     );
 }
+
+#[tokio::test]
+async fn quiet_probes_slow_down() {
+    let host = Harness::seams();
+    let id = id_of(
+        &host
+            .create(armed(
+                "heartbeat",
+                "conformance:arm?fireOn=1000000&heartbeatMs=20",
+            ))
+            .await,
+    );
+    let mut probes = 0;
+    for _ in 0..400 {
+        let tick = host.advance_and_tick(20).await;
+        probes += tick
+            .probed
+            .iter()
+            .filter(|probed| probed.as_str() == id)
+            .count();
+    }
+    // 400 heartbeats' worth of time: 64 at full rate, then fewer and fewer.
+    assert!(
+        (64..=80).contains(&probes),
+        "{probes} probes in 8 s of a goal whose probe never fires"
+    );
+}
+
+#[tokio::test]
+async fn intervals_have_a_floor_outside_conformance_mode() {
+    let host = Harness::new(false);
+    for arm in [
+        "http://example.test/arm#intervalMs=1",
+        "http://example.test/arm#heartbeatMs=1",
+    ] {
+        let mode = if arm.contains("interval") {
+            "schedule"
+        } else {
+            "heartbeat"
+        };
+        let body = json!({
+            "objective": "o",
+            "completion": { "check": "verifier" },
+            "continuation": { "mode": mode, "armRef": arm },
+            "bounds": { "maxLoopIterations": 3 },
+        });
+        let reply = host.post(BASE, Some(body)).await;
+        let refused = reply.refused(StatusCode::BAD_REQUEST, "invalid_request");
+        assert_eq!(refused["details"]["pointer"], "/continuation/armRef");
+    }
+}

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use crate::clock::Clock;
 use crate::domain::goal::DEFAULT_HEARTBEAT_MS;
 use crate::domain::{GoalId, Tenant, Timestamp};
-use crate::engine::{Engine, EngineError};
+use crate::engine::{Engine, EngineError, FireOutcome};
 
 /// Most heartbeat probes one tenant has in flight at once; its due goals
 /// beyond that are probed at a later tick.
@@ -98,6 +98,33 @@ struct Beat {
     next_at: Option<Timestamp>,
     /// Whose goal it is, read once.
     owner: Option<Tenant>,
+    /// Probes in a row that dispatched nothing.
+    quiet: u64,
+}
+
+/// Probes in a row that may dispatch nothing before a goal's probes slow
+/// down. A probe is an outbound call whether or not it fires, and a goal
+/// whose probe never says fire spends no iteration: without this a goal
+/// with `maxLoopIterations: 1` was probed 272 times in 3 s, forever. The
+/// suite's heartbeat scenarios need a handful of quiet probes at most.
+pub const QUIET_PROBES_AT_FULL_RATE: u64 = 64;
+
+/// The longest a quiet goal's probes slow down to: one an hour (or its
+/// own `heartbeatMs`, if longer).
+pub const SLOWEST_PROBE_MS: u64 = 3_600_000;
+
+/// How long after a probe the next one is due: `every_ms`, until
+/// [`QUIET_PROBES_AT_FULL_RATE`] probes in a row were quiet; then twice as
+/// long for each further quiet one, up to [`SLOWEST_PROBE_MS`]. A probe
+/// that dispatches a run starts the count over.
+pub fn probe_delay_ms(every_ms: u64, quiet: u64) -> u64 {
+    let Some(beyond) = quiet.checked_sub(QUIET_PROBES_AT_FULL_RATE) else {
+        return every_ms;
+    };
+    let doublings = u32::try_from(beyond.min(32)).unwrap_or(32);
+    every_ms
+        .saturating_mul(1u64 << doublings)
+        .min(SLOWEST_PROBE_MS.max(every_ms))
 }
 
 pub struct Scheduler {
@@ -385,20 +412,27 @@ impl Scheduler {
         let engine = Arc::clone(&self.engine);
         let beats = Arc::clone(&self.beats);
         fires.spawn(async move {
-            let every_ms = match engine.heartbeat(&firing.goal, number).await {
-                Ok(heartbeat) => heartbeat.every_ms,
+            let (every_ms, ran) = match engine.heartbeat(&firing.goal, number).await {
+                Ok(heartbeat) => (
+                    heartbeat.every_ms,
+                    matches!(heartbeat.outcome, FireOutcome::Ran { .. }),
+                ),
                 Err(error) => {
                     tracing::warn!(goal = %firing.goal, %error, "heartbeat failed");
-                    DEFAULT_HEARTBEAT_MS
+                    (DEFAULT_HEARTBEAT_MS, false)
                 }
             };
-            let next_at = engine.clock().now().saturating_add_ms(every_ms);
-            beats
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .entry(firing.goal.clone())
-                .or_default()
-                .next_at = Some(next_at);
+            let next_at = {
+                let mut beats = beats.lock().unwrap_or_else(PoisonError::into_inner);
+                let beat = beats.entry(firing.goal.clone()).or_default();
+                beat.quiet = if ran { 0 } else { beat.quiet.saturating_add(1) };
+                let next_at = engine
+                    .clock()
+                    .now()
+                    .saturating_add_ms(probe_delay_ms(every_ms, beat.quiet));
+                beat.next_at = Some(next_at);
+                next_at
+            };
             engine.scheduler_wake().arm(next_at);
             drop(probing);
             drop(permit);
@@ -573,4 +607,22 @@ impl Drop for Probing {
 fn instant_at(clock: &dyn Clock, at: Timestamp) -> Instant {
     let ahead_ms = at.unix_ms().saturating_sub(clock.now().unix_ms());
     Instant::now() + Duration::from_millis(u64::try_from(ahead_ms).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_probes_slow_down_to_a_bound() {
+        assert_eq!(probe_delay_ms(20, 0), 20);
+        assert_eq!(probe_delay_ms(20, QUIET_PROBES_AT_FULL_RATE), 20);
+        assert_eq!(probe_delay_ms(20, QUIET_PROBES_AT_FULL_RATE + 1), 40);
+        assert_eq!(probe_delay_ms(20, QUIET_PROBES_AT_FULL_RATE + 3), 160);
+        assert_eq!(probe_delay_ms(20, u64::MAX), SLOWEST_PROBE_MS);
+        assert_eq!(
+            probe_delay_ms(SLOWEST_PROBE_MS * 2, u64::MAX),
+            SLOWEST_PROBE_MS * 2
+        );
+    }
 }
