@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::{Method, StatusCode};
-use goalpost_host::clock::Clock;
+use goalpost_host::clock::{Clock, ManualClock};
+use goalpost_host::engine::{EngineSettings, Quotas};
+use goalpost_host::storage::DbLocation;
 use serde_json::{json, Value};
 use support::receiver::{Answer, Receiver};
 use support::{id_of, Harness, A, B, BASE};
@@ -215,4 +217,52 @@ async fn intervals_have_a_floor_outside_conformance_mode() {
         let refused = reply.refused(StatusCode::BAD_REQUEST, "invalid_request");
         assert_eq!(refused["details"]["pointer"], "/continuation/armRef");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_patches_cannot_arm_past_the_quota() {
+    let settings = EngineSettings {
+        conformance_seams: true,
+        quotas: Quotas {
+            goals_per_tenant: 1_000,
+            active_arms_per_tenant: 5,
+        },
+        ..EngineSettings::default()
+    };
+    let host = Arc::new(Harness::with_settings(
+        &DbLocation::Memory,
+        settings,
+        Arc::new(ManualClock::fixed()),
+    ));
+    let mut manual = Vec::new();
+    for _ in 0..40 {
+        manual.push(id_of(&host.create(support::plain_body()).await));
+    }
+    let patches: Vec<_> = manual
+        .iter()
+        .map(|id| {
+            let host = Arc::clone(&host);
+            let path = format!("{BASE}/{id}");
+            tokio::spawn(async move {
+                host.patch(&path, json!({ "continuation": { "mode": "schedule" } }))
+                    .await
+                    .status
+            })
+        })
+        .collect();
+    let mut armed = 0;
+    for patch in patches {
+        match patch.await.expect("the PATCH finishes") {
+            StatusCode::OK => armed += 1,
+            StatusCode::TOO_MANY_REQUESTS => {}
+            other => panic!("unexpected {other}"),
+        }
+    }
+    let mut scheduled = 0;
+    for id in &manual {
+        if host.goal(id).await["continuation"]["mode"] == "schedule" {
+            scheduled += 1;
+        }
+    }
+    assert_eq!((armed, scheduled), (5, 5), "the quota is 5");
 }

@@ -29,7 +29,7 @@ pub use goals::{Created, Replay};
 pub use heartbeat::Heartbeat;
 pub use idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS, MAX_KEY_CHARS};
 pub use iteration::FireOutcome;
-pub use locks::GoalLocks;
+pub use locks::{GoalLocks, TenantLocks};
 pub use precondition::IfMatch;
 pub use quota::{Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT};
 pub use verifiers::VerifierFileError;
@@ -87,6 +87,8 @@ pub struct Engine {
     arms: Arms,
     judges: Judges,
     locks: GoalLocks,
+    /// Held while a write checks and changes a tenant's armed goals.
+    arming: TenantLocks,
     cancels: Cancels,
     /// Wakes the scheduler when a write arms a goal earlier than it knew.
     wake: SchedulerWake,
@@ -117,6 +119,7 @@ impl Engine {
             arms: Arms::new(Arc::clone(&webhooks)),
             judges: Judges::new(webhooks),
             locks: GoalLocks::default(),
+            arming: TenantLocks::default(),
             cancels: Cancels::default(),
             wake: SchedulerWake::default(),
             #[cfg(feature = "mutants")]
