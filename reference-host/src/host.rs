@@ -127,7 +127,10 @@ impl RunningHost {
         let router = app(AppState::new(Arc::clone(&engine), tokens));
         let mut server_signal = signal.clone();
         let server = tokio::spawn(async move {
-            axum::serve(listener, router)
+            // With each connection's peer address, which failed
+            // credentials are throttled by (`http::throttle`).
+            let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+            axum::serve(listener, service)
                 .with_graceful_shutdown(async move {
                     // An error means the sender is gone: shut down too.
                     let _ = server_signal.wait_for(|stop| *stop).await;

@@ -6,10 +6,13 @@
 
 mod support;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::http::{Method, StatusCode};
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{Method, Request, StatusCode};
 use goalpost_host::clock::{Clock, ManualClock};
 use goalpost_host::engine::{EngineSettings, Quotas};
 use goalpost_host::storage::DbLocation;
@@ -265,4 +268,114 @@ async fn racing_patches_cannot_arm_past_the_quota() {
         }
     }
     assert_eq!((armed, scheduled), (5, 5), "the quota is 5");
+}
+
+fn from(source: [u8; 4], token: Option<&str>, path: &str) -> Request<Body> {
+    let mut request = Request::builder().method(Method::GET).uri(path);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let mut request = request.body(Body::empty()).expect("a request");
+    request
+        .extensions_mut()
+        .insert(ConnectInfo(SocketAddr::from((source, 40_000))));
+    request
+}
+
+#[tokio::test]
+async fn failed_credentials_are_throttled_per_source() {
+    let host = Harness::seams();
+    let guesser = [10, 0, 0, 1];
+    // Requests without a credential guess nothing and are not counted.
+    for _ in 0..200 {
+        host.send(from(guesser, None, BASE))
+            .await
+            .refused(StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+    for n in 0..goalpost_host::http::throttle::MAX_FAILURES {
+        let token = format!("guess-{n}");
+        host.send(from(guesser, Some(&token), BASE))
+            .await
+            .refused(StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+    // Even a right guess is refused now, before it is compared.
+    let throttled = host.send(from(guesser, Some(A), BASE)).await;
+    throttled.refused(StatusCode::TOO_MANY_REQUESTS, "too_many_failures");
+    let wait: u64 = throttled
+        .header("retry-after")
+        .and_then(|value| value.parse().ok())
+        .expect("a Retry-After in seconds");
+    assert!((1..=60).contains(&wait), "{wait}");
+    // Another address is not affected.
+    host.send(from([10, 0, 0, 2], Some(A), BASE))
+        .await
+        .expect(StatusCode::OK, "goal-list");
+}
+
+#[derive(Clone, Default)]
+struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+    type Writer = Logs;
+
+    fn make_writer(&'a self) -> Logs {
+        self.clone()
+    }
+}
+
+#[test]
+fn anonymous_floods_cannot_fill_the_logs() {
+    let logs = Logs::default();
+    let subscriber = goalpost_host::logging::subscriber(
+        goalpost_host::logging::LogFormat::Text,
+        tracing_subscriber::EnvFilter::new("info"),
+        false,
+        logs.clone(),
+    );
+    let long = format!("{BASE}/{}", "x".repeat(16 * 1024));
+    tracing::subscriber::with_default(subscriber, || {
+        // Other tests of this binary run on threads without a subscriber;
+        // their callsites may have cached "never" before this one existed.
+        tracing::callsite::rebuild_interest_cache();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let host = Harness::seams();
+            // Each from its own address, so the throttle does not cut in.
+            for n in 0..300u32 {
+                let [_, _, high, low] = n.to_be_bytes();
+                host.send(from([10, 1, high, low], None, &long)).await;
+            }
+            // A logged request with a long path is cut short.
+            host.send(from([10, 2, 0, 1], Some(A), &long)).await;
+        });
+    });
+    let text = String::from_utf8(logs.0.lock().expect("not poisoned").clone()).expect("UTF-8");
+    let longest = text.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 1024, "a log line of {longest} bytes");
+    assert!(
+        text.len() < 64 * 1024,
+        "300 refused requests wrote {} bytes of logs",
+        text.len()
+    );
+    assert!(
+        text.contains(&format!("({} bytes)", long.len())),
+        "the long path is logged cut short: {text}"
+    );
 }

@@ -9,6 +9,7 @@ mod goals;
 mod json;
 mod openapi;
 mod seams;
+pub mod throttle;
 mod trace;
 mod transitions;
 mod verifiers;
@@ -46,6 +47,7 @@ pub struct AppState {
     tokens: Arc<Tokens>,
     seams: bool,
     discovery: Arc<Value>,
+    throttle: Arc<throttle::CredentialThrottle>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -67,6 +69,7 @@ impl AppState {
             tokens: Arc::new(tokens),
             seams,
             discovery: Arc::new(discovery::document(seams)),
+            throttle: Arc::default(),
         }
     }
 
