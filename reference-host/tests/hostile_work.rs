@@ -311,3 +311,32 @@ async fn failed_credentials_are_throttled_per_source() {
         .await
         .expect(StatusCode::OK, "goal-list");
 }
+
+#[tokio::test]
+async fn verifiers_per_tenant_are_capped() {
+    let host = Harness::seams();
+    let limit = goalpost_host::engine::MAX_VERIFIERS_PER_TENANT;
+    let verifier = |n: u64| {
+        json!({ "name": format!("v{n}"), "criteria": [
+            { "id": "done", "pointer": "/done", "op": "equals", "value": true }
+        ] })
+    };
+    for n in 0..limit {
+        host.post(VERIFIERS, Some(verifier(n)))
+            .await
+            .expect(StatusCode::CREATED, "verifier-definition");
+    }
+    let refused = host.post(VERIFIERS, Some(verifier(limit))).await;
+    let body = refused.refused(StatusCode::TOO_MANY_REQUESTS, "quota_exceeded");
+    assert_eq!(
+        body["details"],
+        json!({ "quota": "verifiersPerTenant", "limit": limit })
+    );
+    // A taken name is still a conflict, and another tenant has its own room.
+    host.post(VERIFIERS, Some(verifier(0)))
+        .await
+        .refused(StatusCode::CONFLICT, "verifier_exists");
+    host.call(Method::POST, VERIFIERS, Some(B), Some(verifier(limit)))
+        .await
+        .expect(StatusCode::CREATED, "verifier-definition");
+}

@@ -31,7 +31,10 @@ pub use idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS, MAX_KEY_C
 pub use iteration::FireOutcome;
 pub use locks::{GoalLocks, TenantLocks};
 pub use precondition::IfMatch;
-pub use quota::{Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT};
+pub use quota::{
+    Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT,
+    MAX_VERIFIERS_PER_TENANT,
+};
 pub use verifiers::VerifierFileError;
 pub use wake::SchedulerWake;
 
@@ -89,6 +92,8 @@ pub struct Engine {
     locks: GoalLocks,
     /// Held while a write checks and changes a tenant's armed goals.
     arming: TenantLocks,
+    /// Held while a registration checks and changes a tenant's verifiers.
+    registering: TenantLocks,
     cancels: Cancels,
     /// Wakes the scheduler when a write arms a goal earlier than it knew.
     wake: SchedulerWake,
@@ -120,6 +125,7 @@ impl Engine {
             judges: Judges::new(webhooks),
             locks: GoalLocks::default(),
             arming: TenantLocks::default(),
+            registering: TenantLocks::default(),
             cancels: Cancels::default(),
             wake: SchedulerWake::default(),
             #[cfg(feature = "mutants")]
