@@ -340,3 +340,32 @@ async fn verifiers_per_tenant_are_capped() {
         .await
         .expect(StatusCode::CREATED, "verifier-definition");
 }
+
+#[tokio::test]
+async fn expired_idempotency_keys_are_purged_while_the_host_runs() {
+    let host = Harness::seams();
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri(BASE)
+        .header("authorization", format!("Bearer {A}"))
+        .header("content-type", "application/json")
+        .header("idempotency-key", "k-1")
+        .body(Body::from(support::plain_body().to_string()))
+        .expect("a request");
+    host.send(request).await.expect(StatusCode::CREATED, "goal");
+    let tenant = goalpost_host::domain::Tenant::parse("tenant-a").expect("tenant");
+    let stored_since =
+        goalpost_host::domain::Timestamp::from_unix_ms(host.clock.now().unix_ms() - 1)
+            .expect("a time");
+    let stored = |host: &Harness| {
+        host.store
+            .idempotency_key(&tenant, "k-1", stored_since)
+            .expect("the store reads")
+            .is_some()
+    };
+    host.tick().await;
+    assert!(stored(&host), "a fresh key is kept");
+    // A day and an hour later, with no restart in between.
+    host.advance_and_tick(25 * 3_600_000).await;
+    assert!(!stored(&host), "the expired key was purged by a tick");
+}

@@ -76,6 +76,10 @@ const REFILL_AT: usize = 2 * MAX_FIRES_PER_TENANT;
 /// (docs/PROFILING.md section 6). Only busy schedulers meet this floor.
 pub const MIN_SLEEP: Duration = Duration::from_millis(10);
 
+/// How often a tick forgets expired idempotency keys. Purged only at
+/// start, a host that ran for months kept every key it ever saw.
+pub const PURGE_EVERY_MS: u64 = 3_600_000;
+
 /// What one tick did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tick {
@@ -147,6 +151,8 @@ pub struct Scheduler {
     /// queue down to [`REFILL_AT`] lowers it and wakes the loop.
     awaiting_refill: Arc<AtomicBool>,
     refill: Arc<Notify>,
+    /// When the last tick purged expired idempotency keys.
+    purged_at: Mutex<Option<Timestamp>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -184,6 +190,7 @@ impl Scheduler {
             fire_slots: Arc::new(Semaphore::new(MAX_FIRES_IN_FLIGHT)),
             awaiting_refill: Arc::new(AtomicBool::new(false)),
             refill: Arc::new(Notify::new()),
+            purged_at: Mutex::new(None),
         }
     }
 
@@ -207,6 +214,7 @@ impl Scheduler {
         let mut fires = self.fires.lock().await;
         while fires.try_join_next().is_some() {}
 
+        self.purge_if_due(now).await;
         for id in self.engine.goals_past_deadline(now).await? {
             if self.engine.close_if_past_deadline(&id).await? {
                 tick.closed.push(id);
@@ -248,6 +256,35 @@ impl Scheduler {
         self.queue_fires(owned, &mut fires);
         self.probe_heartbeats(now, &mut fires, &mut tick).await?;
         Ok(tick)
+    }
+
+    /// Forgets expired idempotency keys at the first tick and then every
+    /// [`PURGE_EVERY_MS`]; a failure is logged and tried again next time.
+    async fn purge_if_due(&self, now: Timestamp) {
+        let due = {
+            let mut purged_at = self
+                .purged_at
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let due = purged_at.is_none_or(|at| now >= at.saturating_add_ms(PURGE_EVERY_MS));
+            if due {
+                *purged_at = Some(now);
+            }
+            due
+        };
+        if due {
+            match self.engine.purge_idempotency_keys().await {
+                Ok(0) => {}
+                Ok(purged) => tracing::info!(purged, "expired idempotency keys forgotten"),
+                Err(error) => {
+                    tracing::warn!(%error, "purging expired idempotency keys failed");
+                    *self
+                        .purged_at
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = None;
+                }
+            }
+        }
     }
 
     /// Queues due goals and starts a fire task per free slot (at most
