@@ -86,6 +86,9 @@ impl RunningHost {
             conformance_seams: config.conformance_seams,
             webhook_secret,
             quotas: config.quotas,
+            // The suite's 20 ms intervals need no limit in conformance mode.
+            outbound_per_tenant_per_sec: (!config.conformance_seams)
+                .then_some(crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC),
             #[cfg(feature = "mutants")]
             mutant: config.mutant,
             ..EngineSettings::default()

@@ -369,3 +369,43 @@ async fn expired_idempotency_keys_are_purged_while_the_host_runs() {
     host.advance_and_tick(25 * 3_600_000).await;
     assert!(!stored(&host), "the expired key was purged by a tick");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_starts_outbound_work_at_a_bounded_rate() {
+    let settings = EngineSettings {
+        conformance_seams: true,
+        outbound_per_tenant_per_sec: Some(10),
+        ..EngineSettings::default()
+    };
+    let host = Harness::with_settings(
+        &DbLocation::Memory,
+        settings,
+        Arc::new(ManualClock::fixed()),
+    );
+    let mut goals = Vec::new();
+    for _ in 0..50 {
+        goals.push(create_as(&host, A, armed("schedule", "conformance:arm?intervalMs=20")).await);
+    }
+    let b = create_as(&host, B, armed("schedule", "conformance:arm?intervalMs=20")).await;
+    host.advance_and_tick(20).await;
+    let mut ran = 0;
+    for id in &goals {
+        if host.goal(id).await["progress"]["iterations"] != 0 {
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 10, "one second's worth of tenant A's fires");
+    assert!(
+        wait_for_a_run(&host, B, &b, Duration::from_secs(5)).await,
+        "tenant B has its own allowance"
+    );
+    // The rest start as the allowance refills, a tenth of a second each.
+    host.advance_and_tick(100).await;
+    let mut ran = 0;
+    for id in &goals {
+        if host.goal(id).await["progress"]["iterations"] != 0 {
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 11);
+}

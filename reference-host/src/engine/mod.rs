@@ -38,6 +38,11 @@ pub use quota::{
 pub use verifiers::VerifierFileError;
 pub use wake::SchedulerWake;
 
+/// The outbound rate a served host without the seams allows one tenant's
+/// scheduled work: with the 1 s interval floor and 1,000 armed goals a
+/// tenant could otherwise start 1,000 arm calls a second.
+pub const DEFAULT_OUTBOUND_PER_TENANT_PER_SEC: u32 = 100;
+
 /// Tunables of the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineSettings {
@@ -55,6 +60,11 @@ pub struct EngineSettings {
     pub webhook_secret: WebhookSecret,
     /// Per-tenant limits on open and armed goals.
     pub quotas: Quotas,
+    /// Fires and heartbeat probes the scheduler starts per second for one
+    /// tenant; `None`: no limit (conformance runs and benchmarks). A
+    /// served host without the seams sets
+    /// [`DEFAULT_OUTBOUND_PER_TENANT_PER_SEC`].
+    pub outbound_per_tenant_per_sec: Option<u32>,
     /// The deliberate bug this host runs with (the suite's kill matrix).
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutants::Mutant>,
@@ -70,6 +80,7 @@ impl Default for EngineSettings {
             webhook_timeout: DEFAULT_TIMEOUT,
             webhook_secret: WebhookSecret::generate(),
             quotas: Quotas::default(),
+            outbound_per_tenant_per_sec: None,
             #[cfg(feature = "mutants")]
             mutant: None,
         }

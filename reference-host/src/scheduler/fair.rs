@@ -43,10 +43,16 @@ impl<T> FairQueue<T> {
     /// counted as running until [`FairQueue::finish`]. `None` when nothing
     /// waits or every tenant with work waiting is at its cap.
     pub fn pop(&mut self) -> Option<(Tenant, T)> {
+        self.pop_admitted(|_| true)
+    }
+
+    /// [`FairQueue::pop`], skipping tenants `admit` refuses (it is asked
+    /// only about a tenant whose item would be taken).
+    pub fn pop_admitted(&mut self, mut admit: impl FnMut(&Tenant) -> bool) -> Option<(Tenant, T)> {
         for _ in 0..self.turns.len() {
             let tenant = self.turns.pop_front()?;
             let running = self.running.get(&tenant).copied().unwrap_or(0);
-            if running >= self.cap {
+            if running >= self.cap || !admit(&tenant) {
                 self.turns.push_back(tenant);
                 continue;
             }

@@ -13,6 +13,7 @@
 //! tenant leave slots for everyone else's.
 
 mod fair;
+mod rate;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -23,6 +24,7 @@ use tokio::sync::{watch, Mutex as AsyncMutex, Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use fair::FairQueue;
+use rate::OutboundLimit;
 use tokio::time::Instant;
 
 use crate::clock::Clock;
@@ -153,6 +155,8 @@ pub struct Scheduler {
     refill: Arc<Notify>,
     /// When the last tick purged expired idempotency keys.
     purged_at: Mutex<Option<Timestamp>>,
+    /// Fires and probes a tenant may start per second, when limited.
+    outbound: Option<Arc<Mutex<OutboundLimit>>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -179,7 +183,6 @@ impl Drop for Firing {
 impl Scheduler {
     pub fn new(engine: Arc<Engine>) -> Scheduler {
         Scheduler {
-            engine,
             fires: AsyncMutex::new(JoinSet::new()),
             firing: Arc::new(Mutex::new(HashSet::new())),
             beats: Arc::new(Mutex::new(HashMap::new())),
@@ -191,6 +194,11 @@ impl Scheduler {
             awaiting_refill: Arc::new(AtomicBool::new(false)),
             refill: Arc::new(Notify::new()),
             purged_at: Mutex::new(None),
+            outbound: engine
+                .settings()
+                .outbound_per_tenant_per_sec
+                .map(|per_sec| Arc::new(Mutex::new(OutboundLimit::new(per_sec)))),
+            engine,
         }
     }
 
@@ -307,11 +315,20 @@ impl Scheduler {
             let queue = Arc::clone(&self.queue);
             let refill = Arc::clone(&self.refill);
             let awaiting_refill = Arc::clone(&self.awaiting_refill);
+            let outbound = self.outbound.clone();
             fires.spawn(async move {
                 loop {
                     let next = {
                         let mut queue = queue.lock().unwrap_or_else(PoisonError::into_inner);
-                        let next = queue.pop();
+                        let next = match &outbound {
+                            Some(limit) => {
+                                let now = engine.clock().now();
+                                let mut limit =
+                                    limit.lock().unwrap_or_else(PoisonError::into_inner);
+                                queue.pop_admitted(|tenant| limit.admit(tenant, now))
+                            }
+                            None => queue.pop(),
+                        };
                         if next.is_some()
                             && queue.len() <= REFILL_AT
                             && awaiting_refill.swap(false, Ordering::SeqCst)
@@ -320,8 +337,10 @@ impl Scheduler {
                         }
                         next
                     };
-                    // Nothing waiting, or only tenants at their cap: their
-                    // running fires pick their next goals as they finish.
+                    // Nothing waiting, or only tenants at their cap (their
+                    // running fires pick their next goals as they finish) or
+                    // out of outbound calls for now (a later tick starts
+                    // them).
                     let Some((tenant, firing)) = next else {
                         break;
                     };
@@ -401,13 +420,18 @@ impl Scheduler {
                 let Some(id) = ids.pop_front() else {
                     continue;
                 };
-                {
-                    let probing = self.probing.lock().unwrap_or_else(PoisonError::into_inner);
-                    if probing.get(tenant).copied().unwrap_or(0) >= MAX_PROBES_PER_TENANT {
-                        // This tenant is done for this tick; the others go on.
-                        ids.clear();
-                        continue;
-                    }
+                let at_cap = self
+                    .probing
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(tenant)
+                    .copied()
+                    .unwrap_or(0)
+                    >= MAX_PROBES_PER_TENANT;
+                if at_cap || !self.admit(tenant, now) {
+                    // This tenant is done for this tick; the others go on.
+                    ids.clear();
+                    continue;
                 }
                 let Ok(permit) = Arc::clone(&self.probes).try_acquire_owned() else {
                     // Every slot is taken, whoever holds them.
@@ -431,6 +455,16 @@ impl Scheduler {
             }
         }
         Ok(())
+    }
+
+    /// Whether `tenant` may start one more outbound fire or probe at `now`.
+    fn admit(&self, tenant: &Tenant, now: Timestamp) -> bool {
+        self.outbound.as_ref().is_none_or(|limit| {
+            limit
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .admit(tenant, now)
+        })
     }
 
     fn start_probe(
