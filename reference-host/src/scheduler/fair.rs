@@ -85,11 +85,16 @@ impl<T> FairQueue<T> {
         self.len
     }
 
-    /// Some waiting item could start now (its tenant is below the cap).
-    pub fn has_eligible(&self) -> bool {
+    /// How many waiting items could start now, their tenants' caps allowing.
+    pub fn startable(&self) -> usize {
         self.turns
             .iter()
-            .any(|tenant| self.running.get(tenant).copied().unwrap_or(0) < self.cap)
+            .map(|tenant| {
+                let running = self.running.get(tenant).copied().unwrap_or(0);
+                let waiting = self.waiting.get(tenant).map_or(0, VecDeque::len);
+                waiting.min(self.cap.saturating_sub(running))
+            })
+            .sum()
     }
 }
 
@@ -121,9 +126,9 @@ mod tests {
             ]
         );
         assert_eq!(queue.len(), 3);
-        assert!(!queue.has_eligible(), "a is at its cap");
+        assert_eq!(queue.startable(), 0, "a is at its cap");
         queue.finish(&a);
-        assert!(queue.has_eligible());
+        assert_eq!(queue.startable(), 1);
         assert_eq!(queue.pop(), Some((a.clone(), 2)));
         assert_eq!(queue.pop(), None);
         assert_eq!(queue.len(), 2);

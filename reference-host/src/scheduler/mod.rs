@@ -305,7 +305,9 @@ impl Scheduler {
             for (tenant, firing) in due {
                 queue.push(tenant, firing);
             }
-            queue.len()
+            // Not every waiting goal: a tenant at its cap would only have
+            // tasks started that find nothing they may take.
+            queue.startable()
         };
         for _ in 0..waiting {
             let Ok(slot) = Arc::clone(&self.fire_slots).try_acquire_owned() else {
@@ -627,15 +629,18 @@ impl Scheduler {
         }
     }
 
-    /// Every fire slot is taken (or every tenant with goals waiting is at
-    /// its cap) and more than [`REFILL_AT`] due goals wait for one. (Goals queued while slots are free are not a backlog: the
-    /// tasks just started for them take them at once. A short queue is
-    /// not one either: the loop keeps waking for what comes due, so a
-    /// queue that runs dry has more behind it.)
+    /// More than [`REFILL_AT`] due goals wait for a slot. (A short queue
+    /// is not a backlog: the loop keeps waking for what comes due, so a
+    /// queue that runs dry has more behind it.) No longer "and every slot
+    /// is taken": with a cap per tenant, one tenant's fast fires never take
+    /// every slot, and a backlog of one tenant's goals was then listed only
+    /// once per tick.
     fn backlogged(&self) -> bool {
-        let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        queue.len() > REFILL_AT
-            && (self.fire_slots.available_permits() == 0 || !queue.has_eligible())
+        self.queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+            > REFILL_AT
     }
 }
 
