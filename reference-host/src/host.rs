@@ -90,6 +90,9 @@ impl RunningHost {
             egress: EgressPolicy::new(config.webhook_allow.clone()),
             quotas: config.quotas,
             choices: config.choices,
+            // The suite's 20 ms intervals need no limit in conformance mode.
+            outbound_per_tenant_per_sec: (!config.conformance_seams)
+                .then_some(crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC),
             #[cfg(feature = "mutants")]
             mutant: config.mutant,
             #[cfg(feature = "mutants")]

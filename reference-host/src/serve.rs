@@ -58,8 +58,8 @@ pub async fn serve(
             _ = async { drop(shutdown.wait_for(|stop| *stop).await) } => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
                     Err(error) => {
                         // Out of descriptors and the like: accepting again at
                         // once would spin.
@@ -73,7 +73,17 @@ pub async fn serve(
                     drop(stream);
                     continue;
                 };
-                let service = TowerToHyperService::new(router.clone());
+                // Each request carries its connection's peer address, which
+                // failed credentials are throttled by (`http::throttle`).
+                let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+                    router.clone(),
+                    move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                        request
+                            .extensions_mut()
+                            .insert(axum::extract::ConnectInfo(peer));
+                        request
+                    },
+                ));
                 let mut draining = draining.clone();
                 connections.spawn(async move {
                     let _permit = permit;

@@ -130,8 +130,18 @@ impl Predicate {
     /// Whether `target` (what the pointer selected, `None` when nothing)
     /// passes. Every predicate but `exists: false` fails on nothing.
     pub fn holds(&self, target: Option<&Value>) -> bool {
+        self.holds_within(target, &mut Steps::new(u64::MAX))
+            .unwrap_or(false)
+    }
+
+    /// [`Predicate::holds`] with its matching drawn from `steps`.
+    pub fn holds_within(
+        &self,
+        target: Option<&Value>,
+        steps: &mut Steps,
+    ) -> Result<bool, OutOfSteps> {
         let number = || target.and_then(Value::as_f64);
-        match self {
+        Ok(match self {
             Predicate::Exists(present) => target.is_some() == *present,
             Predicate::Equals(value) => target.is_some_and(|found| same(found, value)),
             Predicate::NotEquals(value) => target.is_some_and(|found| !same(found, value)),
@@ -139,10 +149,11 @@ impl Predicate {
             Predicate::Gte(bound) => number().is_some_and(|n| n >= *bound),
             Predicate::Lt(bound) => number().is_some_and(|n| n < *bound),
             Predicate::Lte(bound) => number().is_some_and(|n| n <= *bound),
-            Predicate::Matches(pattern) => target
-                .and_then(Value::as_str)
-                .is_some_and(|text| glob(pattern, text)),
-        }
+            Predicate::Matches(pattern) => match target.and_then(Value::as_str) {
+                Some(text) => glob_within(pattern, text, steps)?,
+                None => false,
+            },
+        })
     }
 }
 
@@ -159,7 +170,18 @@ pub struct Rule {
 
 impl Rule {
     pub fn judge(&self, output: &Value) -> Criterion {
-        let pass = self.predicate.holds(output.pointer(&self.pointer));
+        self.judge_within(output, &mut Steps::new(u64::MAX))
+            .unwrap_or_else(|OutOfSteps| self.criterion(false))
+    }
+
+    pub fn judge_within(&self, output: &Value, steps: &mut Steps) -> Result<Criterion, OutOfSteps> {
+        let pass = self
+            .predicate
+            .holds_within(output.pointer(&self.pointer), steps)?;
+        Ok(self.criterion(pass))
+    }
+
+    fn criterion(&self, pass: bool) -> Criterion {
         Criterion {
             id: self.id.clone(),
             pass,
@@ -180,12 +202,27 @@ impl CriteriaVerifier {
     /// Every criterion judged independently; satisfied only if all pass.
     /// The verifier is deterministic, hence confidence 1.
     pub fn judge(&self, output: &Value) -> Judgement {
-        let criteria: Vec<Criterion> = self.rules.iter().map(|rule| rule.judge(output)).collect();
-        Judgement {
+        self.judge_within(output, &mut Steps::new(u64::MAX))
+            .unwrap_or(Judgement {
+                satisfied: false,
+                confidence: 1.0,
+                criteria: None,
+            })
+    }
+
+    /// [`CriteriaVerifier::judge`] within a step budget shared by all its
+    /// criteria: `Err` when they need more.
+    pub fn judge_within(&self, output: &Value, steps: &mut Steps) -> Result<Judgement, OutOfSteps> {
+        let criteria = self
+            .rules
+            .iter()
+            .map(|rule| rule.judge_within(output, steps))
+            .collect::<Result<Vec<Criterion>, OutOfSteps>>()?;
+        Ok(Judgement {
             satisfied: criteria.iter().all(|criterion| criterion.pass),
             confidence: 1.0,
             criteria: Some(criteria),
-        }
+        })
     }
 }
 
@@ -209,15 +246,54 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// The work one judgement of a verifier may do, in matcher steps (a step
+/// is one character compared or skipped). The glob matcher is O(pattern ×
+/// text) at worst, and a verifier may hold 64 patterns of 1 KiB each over
+/// an output of any size the arm returns: unbudgeted, one evaluation of
+/// 58 criteria over a 1 MiB answer took 46 s of CPU. 50 million steps is
+/// well under a second and far beyond what any sane criterion needs (a
+/// 1 KiB pattern over a 64 KiB string in the worst case is 64 million).
+pub const JUDGE_STEPS: u64 = 50_000_000;
+
+/// The judgement ran out of its step budget: an environmental failure,
+/// never a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfSteps;
+
+/// Steps left to a judgement; every matcher call draws from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Steps(u64);
+
+impl Steps {
+    pub fn new(limit: u64) -> Steps {
+        Steps(limit)
+    }
+
+    fn spend(&mut self, steps: u64) -> Result<(), OutOfSteps> {
+        self.0 = self.0.checked_sub(steps).ok_or(OutOfSteps)?;
+        Ok(())
+    }
+}
+
 /// Whole-string glob match with `*` and `?`, in O(pattern × text) at worst
-/// (one backtrack point, no recursion).
-pub fn glob(pattern: &str, text: &str) -> bool {
+/// (one backtrack point, no recursion), every step drawn from `steps`.
+pub fn glob_within(pattern: &str, text: &str, steps: &mut Steps) -> Result<bool, OutOfSteps> {
+    // Reading the strings is work too, and must not be free for a huge text.
+    steps.spend(u64::try_from(pattern.len().saturating_add(text.len())).unwrap_or(u64::MAX))?;
     let pattern: Vec<char> = pattern.chars().collect();
     let text: Vec<char> = text.chars().collect();
     let (mut p, mut t) = (0, 0);
     // The last `*` seen and the text position it currently covers up to.
     let mut star: Option<(usize, usize)> = None;
+    // Spent in batches: one subtraction per step would cost as much as the
+    // comparison it pays for.
+    let mut unpaid = 0u64;
     while t < text.len() {
+        unpaid += 1;
+        if unpaid == 4096 {
+            steps.spend(unpaid)?;
+            unpaid = 0;
+        }
         match pattern.get(p) {
             Some('*') => {
                 star = Some((p, t));
@@ -233,11 +309,18 @@ pub fn glob(pattern: &str, text: &str) -> bool {
                     t = star_t + 1;
                     star = Some((star_p, star_t + 1));
                 }
-                None => return false,
+                None => return Ok(false),
             },
         }
     }
-    pattern[p..].iter().all(|&c| c == '*')
+    steps.spend(unpaid)?;
+    Ok(pattern[p..].iter().all(|&c| c == '*'))
+}
+
+/// [`glob_within`] without a budget, for callers that bound the text
+/// themselves.
+pub fn glob(pattern: &str, text: &str) -> bool {
+    glob_within(pattern, text, &mut Steps::new(u64::MAX)).unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -288,6 +371,17 @@ mod tests {
         assert!(!glob("", "a"));
         assert!(glob("ü?", "üx"));
         assert!(!glob(&"*a".repeat(30), &"b".repeat(200)));
+    }
+
+    #[test]
+    fn a_pathological_match_runs_out_of_steps() {
+        let pattern = format!("*{}b", "a".repeat(1022));
+        let text = "a".repeat(1 << 20);
+        let mut steps = Steps::new(JUDGE_STEPS);
+        assert_eq!(glob_within(&pattern, &text, &mut steps), Err(OutOfSteps));
+        let mut steps = Steps::new(JUDGE_STEPS);
+        assert_eq!(glob_within("a*", &text, &mut steps), Ok(true));
+        assert!(steps.0 < JUDGE_STEPS);
     }
 
     #[test]

@@ -27,7 +27,7 @@ mod request_tests;
 mod transition_tests;
 
 pub use bounds::{Bounds, CostCap, CostReading};
-pub use criteria::{CriteriaVerifier, VerifierName};
+pub use criteria::{CriteriaVerifier, Steps, VerifierName, JUDGE_STEPS};
 pub use decide::{decide, exhausted, may_dispatch, Bound, Decision, Refusal};
 pub use event::{Event, EventPayload};
 pub use goal::{Attention, Check, Completion, Continuation, Goal, GoalState, Mode, Progress};

@@ -261,10 +261,10 @@ fn fixture_refs_need_seams_and_a_strict_grammar() {
     let webhook = with_in(
         &webhook,
         "/continuation/armRef",
-        json!("http://127.0.0.1:9/a#intervalMs=5"),
+        json!("http://127.0.0.1:9/a#intervalMs=5000"),
     );
     let parsed = parse_create(&webhook, NO_SEAMS).expect("webhooks need no seams");
-    assert_eq!(parsed.arm_ref.and_then(|r| r.interval_ms()), Some(5));
+    assert_eq!(parsed.arm_ref.and_then(|r| r.interval_ms()), Some(5000));
     assert_eq!(
         invalid_at(parse_create(
             &with(

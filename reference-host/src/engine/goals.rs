@@ -92,6 +92,13 @@ impl Engine {
         #[cfg(feature = "mutants")]
         let goal = crate::mutants::engine::created(&self.mutants, claims, goal);
         let quotas = self.settings.quotas;
+        // The insert counts armed goals in its transaction; a PATCH counts
+        // them under this lock, so the two take turns.
+        let _arming = if is_armed(goal.continuation.mode) {
+            Some(self.arming.lock(tenant).await)
+        } else {
+            None
+        };
         let guard = CreateGuard {
             max_open_goals: quotas.goals_per_tenant,
             max_open_armed: quotas.active_arms_per_tenant,
@@ -221,17 +228,19 @@ impl Engine {
             )?;
             Ok(edit)
         });
-        // Counted only for a PATCH that names an armed mode; the count is
-        // read before the versioned write, so two racing PATCHes may pass
-        // together (creates, by contrast, check in the insert).
-        let armed_now = match &edit {
+        // Counted only for a PATCH that names an armed mode, under the
+        // tenant's arming lock until the write is done: read outside it,
+        // racing PATCHes all saw room for one more (quota 5 ended with 13).
+        let (_arming, armed_now) = match &edit {
             Ok(GoalPatch {
                 mode: Some(mode), ..
             }) if is_armed(*mode) => {
+                let arming = self.arming.lock(tenant).await;
                 let owner = tenant.clone();
-                Some(self.db(move |store| store.open_armed_goals(&owner)).await?)
+                let count = self.db(move |store| store.open_armed_goals(&owner)).await?;
+                (Some(arming), Some(count))
             }
-            _ => None,
+            _ => (None, None),
         };
         let limit = self.settings.quotas.active_arms_per_tenant;
         // Looked up now, refused in order: after 404 and 412, like any
@@ -432,6 +441,12 @@ impl Engine {
     /// [`Store::warm`]: crate::storage::Store::warm
     pub async fn warm(&self, ids: Vec<GoalId>) -> Result<usize, EngineError> {
         self.db(move |store| store.warm(&ids)).await
+    }
+
+    /// Who owns a goal, for the scheduler's fair shares; `None` for a goal
+    /// that is gone. Served from the goal cache once the goal was read.
+    pub async fn owner_of(&self, id: &GoalId) -> Result<Option<Tenant>, EngineError> {
+        Ok(self.load(id).await?.map(|goal| goal.owner))
     }
 
     /// Due `schedule` goals, longest due first, at most `limit`.

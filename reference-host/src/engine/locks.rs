@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
-use crate::domain::GoalId;
+use crate::domain::{GoalId, Tenant};
 
 type Slots = Arc<Mutex<HashMap<GoalId, Arc<AsyncMutex<()>>>>>;
 
@@ -97,6 +97,25 @@ impl Drop for GoalGuard {
         {
             slots.remove(&self.goal);
         }
+    }
+}
+
+/// One async mutex per tenant, for the writes that must check a count of
+/// the tenant's goals and change it as one step (arming a goal against the
+/// armed-goals quota). Tenants come from the configured credentials, so
+/// the map stays as small as that list.
+#[derive(Debug, Default, Clone)]
+pub struct TenantLocks {
+    slots: Arc<Mutex<HashMap<Tenant, Arc<AsyncMutex<()>>>>>,
+}
+
+impl TenantLocks {
+    pub async fn lock(&self, tenant: &Tenant) -> OwnedMutexGuard<()> {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(slots.entry(tenant.clone()).or_default())
+        };
+        slot.lock_owned().await
     }
 }
 

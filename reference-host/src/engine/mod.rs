@@ -32,11 +32,19 @@ pub use goals::{Created, Replay};
 pub use heartbeat::Heartbeat;
 pub use idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS, MAX_KEY_CHARS};
 pub use iteration::FireOutcome;
-pub use locks::GoalLocks;
+pub use locks::{GoalLocks, TenantLocks};
 pub use precondition::IfMatch;
-pub use quota::{Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT};
+pub use quota::{
+    Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT,
+    MAX_VERIFIERS_PER_TENANT,
+};
 pub use verifiers::VerifierFileError;
 pub use wake::SchedulerWake;
+
+/// The outbound rate a served host without the seams allows one tenant's
+/// scheduled work: with the 1 s interval floor and 1,000 armed goals a
+/// tenant could otherwise start 1,000 arm calls a second.
+pub const DEFAULT_OUTBOUND_PER_TENANT_PER_SEC: u32 = 100;
 
 /// Tunables of the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +69,11 @@ pub struct EngineSettings {
     pub quotas: Quotas,
     /// The choices the profile leaves open, as this host makes them.
     pub choices: Choices,
+    /// Fires and heartbeat probes the scheduler starts per second for one
+    /// tenant; `None`: no limit (conformance runs and benchmarks). A
+    /// served host without the seams sets
+    /// [`DEFAULT_OUTBOUND_PER_TENANT_PER_SEC`].
+    pub outbound_per_tenant_per_sec: Option<u32>,
     /// The deliberate bug this host runs with (the suite's kill matrix).
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutants::Mutant>,
@@ -82,6 +95,7 @@ impl Default for EngineSettings {
             egress: EgressPolicy::default(),
             quotas: Quotas::default(),
             choices: Choices::default(),
+            outbound_per_tenant_per_sec: None,
             #[cfg(feature = "mutants")]
             mutant: None,
             #[cfg(feature = "mutants")]
@@ -104,6 +118,10 @@ pub struct Engine {
     arms: Arms,
     judges: Judges,
     locks: GoalLocks,
+    /// Held while a write checks and changes a tenant's armed goals.
+    arming: TenantLocks,
+    /// Held while a registration checks and changes a tenant's verifiers.
+    registering: TenantLocks,
     cancels: Cancels,
     /// Wakes the scheduler when a write arms a goal earlier than it knew.
     wake: SchedulerWake,
@@ -145,6 +163,8 @@ impl Engine {
             arms: Arms::new(Arc::clone(&webhooks)),
             judges: Judges::new(webhooks),
             locks: GoalLocks::default(),
+            arming: TenantLocks::default(),
+            registering: TenantLocks::default(),
             cancels: Cancels::default(),
             wake: SchedulerWake::default(),
             egress,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::quota::{Quota, MAX_VERIFIERS_PER_TENANT};
 use super::{Engine, EngineError};
 use crate::domain::{
     parse_verifier, CriteriaVerifier, RequestError, Tenant, VerifierName, VerifierRef,
@@ -37,6 +38,18 @@ impl Engine {
         body: &Value,
     ) -> Result<CriteriaVerifier, EngineError> {
         let verifier = parse_verifier(body)?.into_verifier(self.clock.now());
+        // Counted and written under the tenant's lock, so racing
+        // registrations cannot pass the count together.
+        let _registering = self.registering.lock(tenant).await;
+        let registered = self.verifiers(tenant).await?;
+        let limit = MAX_VERIFIERS_PER_TENANT;
+        let taken = registered.iter().any(|known| known.name == verifier.name);
+        if !taken && u64::try_from(registered.len()).unwrap_or(u64::MAX) >= limit {
+            return Err(EngineError::QuotaExceeded {
+                quota: Quota::VerifiersPerTenant,
+                limit,
+            });
+        }
         match self.store.put_verifier(tenant, &verifier, false).await? {
             Written::Done(()) => Ok(verifier),
             Written::Conflict => Err(EngineError::VerifierExists),

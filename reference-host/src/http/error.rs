@@ -68,6 +68,19 @@ impl ApiError {
         error
     }
 
+    /// Too many refused credentials from this source: try again in `wait`.
+    pub fn too_many_failures(wait: std::time::Duration) -> ApiError {
+        let seconds = wait.as_secs().max(1);
+        let mut error = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_failures",
+            "too many refused credentials from this address; try again later",
+        )
+        .with_details(json!({ "retryAfterSeconds": seconds }));
+        error.0.header = Some((axum::http::header::RETRY_AFTER, HeaderValue::from(seconds)));
+        error
+    }
+
     pub fn invalid(pointer: &str, message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
             .with_details(json!({ "pointer": pointer }))

@@ -9,6 +9,7 @@ mod goals;
 mod json;
 mod openapi;
 mod seams;
+pub mod throttle;
 mod trace;
 mod transitions;
 mod verifiers;
@@ -47,6 +48,7 @@ pub struct AppState {
     tokens: Arc<Tokens>,
     seams: bool,
     discovery: Arc<Value>,
+    throttle: Arc<throttle::CredentialThrottle>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -69,6 +71,7 @@ impl AppState {
             tokens: Arc::new(tokens),
             seams,
             discovery,
+            throttle: Arc::default(),
         }
     }
 

@@ -1,8 +1,17 @@
 //! One span per request (method, path) and one event when it is answered
 //! (status, latency). Bodies, headers and query strings are never logged:
 //! they carry objective text and bearer tokens.
+//!
+//! Anonymous clients must not be able to fill the disk: a path is logged
+//! up to [`MAX_LOGGED_PATH`] bytes, and refusals of credentials (401 and
+//! 429 `too_many_failures`) at most [`MAX_REFUSALS_LOGGED`] a second, the
+//! rest counted in the next one logged. Unbounded, 65 KB paths made 29 MB
+//! of 401 lines in 3 s.
 
-use std::time::Instant;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
 
 use axum::extract::Request;
 use axum::middleware::Next;
@@ -16,17 +25,109 @@ pub async fn request_span(request: Request, next: Next) -> Response {
     let span = tracing::info_span!(
         "request",
         method = %request.method(),
-        path = %request.uri().path(),
+        path = %logged_path(request.uri().path()),
     );
     let response = next.run(request).instrument(span.clone()).await;
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let status = response.status().as_u16();
+    // A 429 with Retry-After is the credential throttle (a quota refusal
+    // names no time to wait).
+    let refusal = response.status() == StatusCode::UNAUTHORIZED
+        || (response.status() == StatusCode::TOO_MANY_REQUESTS
+            && response
+                .headers()
+                .contains_key(axum::http::header::RETRY_AFTER));
+    let suppressed = if refusal {
+        match REFUSALS.admit(started) {
+            Some(suppressed) => suppressed,
+            None => return response,
+        }
+    } else {
+        0
+    };
     span.in_scope(|| {
-        if response.status().is_server_error() {
+        if suppressed > 0 {
+            tracing::info!(status, latency_ms, suppressed, "answered");
+        } else if response.status().is_server_error() {
             tracing::warn!(status, latency_ms, "answered");
         } else {
             tracing::info!(status, latency_ms, "answered");
         }
     });
     response
+}
+
+/// Longest path logged, in bytes; a longer one is cut at a character
+/// boundary and marked.
+pub const MAX_LOGGED_PATH: usize = 256;
+
+/// Credential refusals logged per second.
+pub const MAX_REFUSALS_LOGGED: u32 = 20;
+
+fn logged_path(path: &str) -> std::borrow::Cow<'_, str> {
+    if path.len() <= MAX_LOGGED_PATH {
+        return path.into();
+    }
+    let mut end = MAX_LOGGED_PATH;
+    while !path.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…({} bytes)", &path[..end], path.len()).into()
+}
+
+static REFUSALS: RefusalLog = RefusalLog {
+    window: Mutex::new(None),
+};
+
+/// A one-second window of logged refusals.
+struct RefusalLog {
+    /// Start of the window, refusals logged in it, refusals not logged
+    /// since the last one that was.
+    window: Mutex<Option<(Instant, u32, u64)>>,
+}
+
+impl RefusalLog {
+    /// `Some(refusals skipped before this one)` when this one is logged.
+    fn admit(&self, now: Instant) -> Option<u64> {
+        let mut window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        let (start, logged, skipped) = window.get_or_insert((now, 0, 0));
+        if now.duration_since(*start) >= Duration::from_secs(1) {
+            *start = now;
+            *logged = 0;
+        }
+        if *logged >= MAX_REFUSALS_LOGGED {
+            *skipped += 1;
+            return None;
+        }
+        *logged += 1;
+        Some(std::mem::take(skipped))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_paths_are_cut_at_a_character_boundary() {
+        assert_eq!(logged_path("/v1/goals"), "/v1/goals");
+        let long = format!("/{}", "é".repeat(400));
+        let logged = logged_path(&long);
+        assert!(logged.len() < MAX_LOGGED_PATH + 32, "{logged}");
+        assert!(logged.ends_with(&format!("…({} bytes)", long.len())));
+    }
+
+    #[test]
+    fn refusals_are_logged_a_few_a_second() {
+        let log = RefusalLog {
+            window: Mutex::new(None),
+        };
+        let start = Instant::now();
+        for _ in 0..MAX_REFUSALS_LOGGED {
+            assert_eq!(log.admit(start), Some(0));
+        }
+        assert_eq!(log.admit(start), None);
+        assert_eq!(log.admit(start), None);
+        assert_eq!(log.admit(start + Duration::from_secs(1)), Some(2));
+    }
 }

@@ -153,7 +153,7 @@ fn webhook(parsed: &ArmSpec) -> &Webhook {
 #[test]
 fn webhook_urls_with_fragment_parameters() {
     let text = "http://127.0.0.1:4000/arm/g1?x=1#intervalMs=250&heartbeatMs=40";
-    let parsed = ArmRef::parse(text, false).expect("valid without seams");
+    let parsed = ArmRef::parse(text, true).expect("valid with seams");
     assert_eq!(parsed.as_str(), text);
     let hook = webhook(parsed.spec());
     assert_eq!(hook.url(), "http://127.0.0.1:4000/arm/g1?x=1");
@@ -166,6 +166,26 @@ fn webhook_urls_with_fragment_parameters() {
     let verifier = VerifierRef::parse("http://example.test/verify", false).expect("valid");
     assert!(matches!(verifier.spec(), VerifierSpec::Webhook(_)));
     assert_eq!(verifier.name(), None);
+}
+
+#[test]
+fn intervals_have_a_floor_without_seams() {
+    for text in [
+        "http://example.test/a#intervalMs=999",
+        "http://example.test/a#heartbeatMs=1",
+    ] {
+        assert!(
+            matches!(ArmRef::parse(text, false), Err(RefError::Malformed(_))),
+            "{text}"
+        );
+        assert!(ArmRef::parse(text, true).is_ok(), "{text}");
+    }
+    let slow = ArmRef::parse(
+        "http://example.test/a#intervalMs=1000&heartbeatMs=1000",
+        false,
+    )
+    .expect("at the floor");
+    assert_eq!(slow.interval_ms(), Some(MIN_INTERVAL_MS));
 }
 
 #[test]

@@ -5,37 +5,59 @@
 //! is due, and at least every `--tick-ms` (100 ms). No task per goal: a fire
 //! or a probe is a short task that exists only while it runs, so a slow
 //! webhook never holds up the tick.
+//!
+//! Slots are shared fairly between tenants ([`fair`]): due work waits per
+//! tenant, free slots go round-robin to the tenants with work waiting, and
+//! one tenant holds at most [`MAX_FIRES_PER_TENANT`] fires and
+//! [`MAX_PROBES_PER_TENANT`] probes at once, so hanging goals of one
+//! tenant leave slots for everyone else's.
+
+mod fair;
+mod rate;
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::{watch, Mutex as AsyncMutex, Notify, Semaphore};
 use tokio::task::JoinSet;
+
+use fair::FairQueue;
+use rate::OutboundLimit;
 use tokio::time::Instant;
 
 use crate::clock::Clock;
 use crate::domain::goal::DEFAULT_HEARTBEAT_MS;
-use crate::domain::{GoalId, Timestamp};
-use crate::engine::{Engine, EngineError};
+use crate::domain::{GoalId, Tenant, Timestamp};
+use crate::engine::{Engine, EngineError, FireOutcome};
 
-/// Most heartbeat probes in flight at once; a due goal beyond that is
-/// probed at a later tick.
-pub const MAX_PROBES_IN_FLIGHT: usize = 16;
+/// Most heartbeat probes one tenant has in flight at once; its due goals
+/// beyond that are probed at a later tick.
+pub const MAX_PROBES_PER_TENANT: usize = 16;
 
-/// Most scheduled fires running at once. Due goals beyond that wait in a
-/// queue, oldest due first, that the running fires drain: a tick that finds
-/// 100k goals due holds 100k ids, not 100k tasks (one task per due goal
-/// took 750 MB at 100k goals, docs/PROFILING.md). 256 rather than 64 since
-/// writes share commits: more fires at once make larger groups (100k goals:
-/// 3.3k evaluations/s with 64, 4.1k with 256, 4.3k with 1024 at 50 MiB
-/// more memory).
-pub const MAX_FIRES_IN_FLIGHT: usize = 256;
+/// Most heartbeat probes in flight at once, all tenants together: one
+/// tenant at its cap leaves a quarter for the others.
+pub const MAX_PROBES_IN_FLIGHT: usize = MAX_PROBES_PER_TENANT + MAX_PROBES_PER_TENANT / 2;
+
+/// Most scheduled fires one tenant has running at once. Due goals beyond
+/// that wait in its queue, oldest due first, that the running fires drain:
+/// a tick that finds 100k goals due holds 100k ids, not 100k tasks (one
+/// task per due goal took 750 MB at 100k goals, docs/PROFILING.md). 256
+/// rather than 64 since writes share commits: more fires at once make
+/// larger groups (100k goals: 3.3k evaluations/s with 64, 4.1k with 256,
+/// 4.3k with 1024 at 50 MiB more memory).
+pub const MAX_FIRES_PER_TENANT: usize = 256;
+
+/// Most scheduled fires running at once, all tenants together: a tenant
+/// at its cap (with 256 hanging webhooks, say) leaves 64 slots to the
+/// others, and a tenant alone still gets the 256 its throughput was
+/// measured with.
+pub const MAX_FIRES_IN_FLIGHT: usize = MAX_FIRES_PER_TENANT + MAX_FIRES_PER_TENANT / 4;
 
 /// Due goals a tick lists beyond those already firing or queued: enough to
 /// fill every fire slot several times over before the next tick.
-const LIST_AHEAD: usize = 4 * MAX_FIRES_IN_FLIGHT;
+const LIST_AHEAD: usize = 4 * MAX_FIRES_PER_TENANT;
 
 /// When a fire takes a goal off the queue and leaves this many or fewer
 /// while the loop sleeps on a backlog, the loop ticks at once to list more
@@ -44,7 +66,7 @@ const LIST_AHEAD: usize = 4 * MAX_FIRES_IN_FLIGHT;
 /// than about 10k fires a second could ever start, however fast they ran,
 /// so a scheduler with exactly 10k due a second never caught up after a
 /// slow stretch.
-const REFILL_AT: usize = 2 * MAX_FIRES_IN_FLIGHT;
+const REFILL_AT: usize = 2 * MAX_FIRES_PER_TENANT;
 
 /// The shortest sleep between the end of one tick and the start of the
 /// next: with something due every moment (10k goals on a 10 s interval are
@@ -55,6 +77,10 @@ const REFILL_AT: usize = 2 * MAX_FIRES_IN_FLIGHT;
 /// apart 17–19 s, for fire lag p50 of about 13 ms instead of 6 ms
 /// (docs/PROFILING.md section 6). Only busy schedulers meet this floor.
 pub const MIN_SLEEP: Duration = Duration::from_millis(10);
+
+/// How often a tick forgets expired idempotency keys. Purged only at
+/// start, a host that ran for months kept every key it ever saw.
+pub const PURGE_EVERY_MS: u64 = 3_600_000;
 
 /// What one tick did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -70,12 +96,41 @@ pub struct Tick {
 
 /// A heartbeat goal's probes, kept in memory: a goal that stops being
 /// probed (paused, closed, another mode) or a restart starts it over.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Beat {
     /// Probes started so far.
     probes: u64,
     /// When the next probe is due; `None` = at once.
     next_at: Option<Timestamp>,
+    /// Whose goal it is, read once.
+    owner: Option<Tenant>,
+    /// Probes in a row that dispatched nothing.
+    quiet: u64,
+}
+
+/// Probes in a row that may dispatch nothing before a goal's probes slow
+/// down. A probe is an outbound call whether or not it fires, and a goal
+/// whose probe never says fire spends no iteration: without this a goal
+/// with `maxLoopIterations: 1` was probed 272 times in 3 s, forever. The
+/// suite's heartbeat scenarios need a handful of quiet probes at most.
+pub const QUIET_PROBES_AT_FULL_RATE: u64 = 64;
+
+/// The longest a quiet goal's probes slow down to: one an hour (or its
+/// own `heartbeatMs`, if longer).
+pub const SLOWEST_PROBE_MS: u64 = 3_600_000;
+
+/// How long after a probe the next one is due: `every_ms`, until
+/// [`QUIET_PROBES_AT_FULL_RATE`] probes in a row were quiet; then twice as
+/// long for each further quiet one, up to [`SLOWEST_PROBE_MS`]. A probe
+/// that dispatches a run starts the count over.
+pub fn probe_delay_ms(every_ms: u64, quiet: u64) -> u64 {
+    let Some(beyond) = quiet.checked_sub(QUIET_PROBES_AT_FULL_RATE) else {
+        return every_ms;
+    };
+    let doublings = u32::try_from(beyond.min(32)).unwrap_or(32);
+    every_ms
+        .saturating_mul(1u64 << doublings)
+        .min(SLOWEST_PROBE_MS.max(every_ms))
 }
 
 pub struct Scheduler {
@@ -86,14 +141,22 @@ pub struct Scheduler {
     firing: Arc<Mutex<HashSet<GoalId>>>,
     beats: Arc<Mutex<HashMap<GoalId, Beat>>>,
     probes: Arc<Semaphore>,
-    /// Due goals waiting for a fire slot.
-    queue: Arc<Mutex<VecDeque<Firing>>>,
+    /// Probes in flight per tenant.
+    probing: Arc<Mutex<HashMap<Tenant, usize>>>,
+    /// Which tenant's due goals a tick probes first: the next one each tick.
+    probe_turn: AtomicUsize,
+    /// Due goals waiting for a fire slot, per tenant.
+    queue: Arc<Mutex<FairQueue<Firing>>>,
     fire_slots: Arc<Semaphore>,
     /// Up while the loop sleeps without looking at what comes due next,
     /// because fires were waiting for a slot. The fire that takes the
     /// queue down to [`REFILL_AT`] lowers it and wakes the loop.
     awaiting_refill: Arc<AtomicBool>,
     refill: Arc<Notify>,
+    /// When the last tick purged expired idempotency keys.
+    purged_at: Mutex<Option<Timestamp>>,
+    /// Fires and probes a tenant may start per second, when limited.
+    outbound: Option<Arc<Mutex<OutboundLimit>>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -120,15 +183,22 @@ impl Drop for Firing {
 impl Scheduler {
     pub fn new(engine: Arc<Engine>) -> Scheduler {
         Scheduler {
-            engine,
             fires: AsyncMutex::new(JoinSet::new()),
             firing: Arc::new(Mutex::new(HashSet::new())),
             beats: Arc::new(Mutex::new(HashMap::new())),
             probes: Arc::new(Semaphore::new(MAX_PROBES_IN_FLIGHT)),
-            queue: Arc::new(Mutex::new(VecDeque::new())),
+            probing: Arc::new(Mutex::new(HashMap::new())),
+            probe_turn: AtomicUsize::new(0),
+            queue: Arc::new(Mutex::new(FairQueue::new(MAX_FIRES_PER_TENANT))),
             fire_slots: Arc::new(Semaphore::new(MAX_FIRES_IN_FLIGHT)),
             awaiting_refill: Arc::new(AtomicBool::new(false)),
             refill: Arc::new(Notify::new()),
+            purged_at: Mutex::new(None),
+            outbound: engine
+                .settings()
+                .outbound_per_tenant_per_sec
+                .map(|per_sec| Arc::new(Mutex::new(OutboundLimit::new(per_sec)))),
+            engine,
         }
     }
 
@@ -152,6 +222,7 @@ impl Scheduler {
         let mut fires = self.fires.lock().await;
         while fires.try_join_next().is_some() {}
 
+        self.purge_if_due(now).await;
         for id in self.engine.goals_past_deadline(now).await? {
             if self.engine.close_if_past_deadline(&id).await? {
                 tick.closed.push(id);
@@ -183,20 +254,60 @@ impl Scheduler {
                 tracing::warn!(%error, "reading the due goals ahead failed");
             }
         }
-        self.queue_fires(due, &mut fires);
+        let mut owned = Vec::with_capacity(due.len());
+        for firing in due {
+            // A goal gone since it was listed has nothing to fire.
+            if let Some(owner) = self.engine.owner_of(&firing.goal).await? {
+                owned.push((owner, firing));
+            }
+        }
+        self.queue_fires(owned, &mut fires);
         self.probe_heartbeats(now, &mut fires, &mut tick).await?;
         Ok(tick)
+    }
+
+    /// Forgets expired idempotency keys at the first tick and then every
+    /// [`PURGE_EVERY_MS`]; a failure is logged and tried again next time.
+    async fn purge_if_due(&self, now: Timestamp) {
+        let due = {
+            let mut purged_at = self
+                .purged_at
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let due = purged_at.is_none_or(|at| now >= at.saturating_add_ms(PURGE_EVERY_MS));
+            if due {
+                *purged_at = Some(now);
+            }
+            due
+        };
+        if due {
+            match self.engine.purge_idempotency_keys().await {
+                Ok(0) => {}
+                Ok(purged) => tracing::info!(purged, "expired idempotency keys forgotten"),
+                Err(error) => {
+                    tracing::warn!(%error, "purging expired idempotency keys failed");
+                    *self
+                        .purged_at
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = None;
+                }
+            }
+        }
     }
 
     /// Queues due goals and starts a fire task per free slot (at most
     /// [`MAX_FIRES_IN_FLIGHT`]); each task fires queued goals one after the
     /// other until the queue is empty. Called every tick, so goals queued
     /// while the last task was leaving get a task at the next tick.
-    fn queue_fires(&self, due: Vec<Firing>, fires: &mut JoinSet<()>) {
+    fn queue_fires(&self, due: Vec<(Tenant, Firing)>, fires: &mut JoinSet<()>) {
         let waiting = {
             let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-            queue.extend(due);
-            queue.len()
+            for (tenant, firing) in due {
+                queue.push(tenant, firing);
+            }
+            // Not every waiting goal: a tenant at its cap would only have
+            // tasks started that find nothing they may take.
+            queue.startable()
         };
         for _ in 0..waiting {
             let Ok(slot) = Arc::clone(&self.fire_slots).try_acquire_owned() else {
@@ -206,11 +317,20 @@ impl Scheduler {
             let queue = Arc::clone(&self.queue);
             let refill = Arc::clone(&self.refill);
             let awaiting_refill = Arc::clone(&self.awaiting_refill);
+            let outbound = self.outbound.clone();
             fires.spawn(async move {
                 loop {
                     let next = {
                         let mut queue = queue.lock().unwrap_or_else(PoisonError::into_inner);
-                        let next = queue.pop_front();
+                        let next = match &outbound {
+                            Some(limit) => {
+                                let now = engine.clock().now();
+                                let mut limit =
+                                    limit.lock().unwrap_or_else(PoisonError::into_inner);
+                                queue.pop_admitted(|tenant| limit.admit(tenant, now))
+                            }
+                            None => queue.pop(),
+                        };
                         if next.is_some()
                             && queue.len() <= REFILL_AT
                             && awaiting_refill.swap(false, Ordering::SeqCst)
@@ -219,12 +339,21 @@ impl Scheduler {
                         }
                         next
                     };
-                    let Some(firing) = next else {
+                    // Nothing waiting, or only tenants at their cap (their
+                    // running fires pick their next goals as they finish) or
+                    // out of outbound calls for now (a later tick starts
+                    // them).
+                    let Some((tenant, firing)) = next else {
                         break;
+                    };
+                    let running = Running {
+                        queue: Arc::clone(&queue),
+                        tenant,
                     };
                     if let Err(error) = engine.fire(&firing.goal).await {
                         tracing::warn!(goal = %firing.goal, %error, "scheduled fire failed");
                     }
+                    drop(running);
                 }
                 drop(slot);
             });
@@ -232,8 +361,11 @@ impl Scheduler {
     }
 
     /// Starts a probe for every due heartbeat goal without one in flight,
-    /// at most [`MAX_PROBES_IN_FLIGHT`] at a time. Each probe task sets its
-    /// goal's next probe `heartbeatMs` after it finished.
+    /// at most [`MAX_PROBES_IN_FLIGHT`] at a time and
+    /// [`MAX_PROBES_PER_TENANT`] per tenant, taking tenants in turn (one due
+    /// goal of each, then the next of each, starting with a different
+    /// tenant every tick). Each probe task sets its goal's next probe
+    /// `heartbeatMs` after it finished.
     async fn probe_heartbeats(
         &self,
         now: Timestamp,
@@ -246,52 +378,138 @@ impl Scheduler {
             let mut beats = self.beats.lock().unwrap_or_else(PoisonError::into_inner);
             beats.retain(|id, _| listed.contains(id) || firing.contains(id));
         }
+        // Due goals per tenant, each in creation order.
+        let mut by_tenant: Vec<(Tenant, VecDeque<GoalId>)> = Vec::new();
         for id in listed {
-            let due = {
+            let (due, owner) = {
                 let beats = self.beats.lock().unwrap_or_else(PoisonError::into_inner);
-                beats
-                    .get(&id)
+                let beat = beats.get(&id);
+                let due = beat
                     .and_then(|beat| beat.next_at)
-                    .is_none_or(|at| at <= now)
+                    .is_none_or(|at| at <= now);
+                (due, beat.and_then(|beat| beat.owner.clone()))
             };
             if !due {
                 continue;
             }
-            let Ok(permit) = Arc::clone(&self.probes).try_acquire_owned() else {
-                break;
+            let owner = match owner {
+                Some(owner) => owner,
+                None => {
+                    let Some(owner) = self.engine.owner_of(&id).await? else {
+                        continue;
+                    };
+                    self.beats
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .entry(id.clone())
+                        .or_default()
+                        .owner = Some(owner.clone());
+                    owner
+                }
             };
-            let Some(firing) = self.start_firing(&id) else {
-                continue;
-            };
-            let number = {
-                let mut beats = self.beats.lock().unwrap_or_else(PoisonError::into_inner);
-                let beat = beats.entry(id.clone()).or_default();
-                beat.probes += 1;
-                beat.probes
-            };
-            let engine = Arc::clone(&self.engine);
-            let beats = Arc::clone(&self.beats);
-            fires.spawn(async move {
-                let every_ms = match engine.heartbeat(&firing.goal, number).await {
-                    Ok(heartbeat) => heartbeat.every_ms,
-                    Err(error) => {
-                        tracing::warn!(goal = %firing.goal, %error, "heartbeat failed");
-                        DEFAULT_HEARTBEAT_MS
-                    }
+            match by_tenant.iter_mut().find(|(tenant, _)| *tenant == owner) {
+                Some((_, ids)) => ids.push_back(id),
+                None => by_tenant.push((owner, VecDeque::from([id]))),
+            }
+        }
+        if !by_tenant.is_empty() {
+            let first = self.probe_turn.fetch_add(1, Ordering::Relaxed) % by_tenant.len();
+            by_tenant.rotate_left(first);
+        }
+        'turns: while !by_tenant.is_empty() {
+            by_tenant.retain(|(_, ids)| !ids.is_empty());
+            for (tenant, ids) in &mut by_tenant {
+                let Some(id) = ids.pop_front() else {
+                    continue;
                 };
-                let next_at = engine.clock().now().saturating_add_ms(every_ms);
-                beats
+                let at_cap = self
+                    .probing
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .entry(firing.goal.clone())
-                    .or_default()
-                    .next_at = Some(next_at);
-                engine.scheduler_wake().arm(next_at);
-                drop(permit);
-            });
-            tick.probed.push(id);
+                    .get(tenant)
+                    .copied()
+                    .unwrap_or(0)
+                    >= MAX_PROBES_PER_TENANT;
+                if at_cap || !self.admit(tenant, now) {
+                    // This tenant is done for this tick; the others go on.
+                    ids.clear();
+                    continue;
+                }
+                let Ok(permit) = Arc::clone(&self.probes).try_acquire_owned() else {
+                    // Every slot is taken, whoever holds them.
+                    break 'turns;
+                };
+                let Some(firing) = self.start_firing(&id) else {
+                    continue;
+                };
+                *self
+                    .probing
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .entry(tenant.clone())
+                    .or_default() += 1;
+                let probing = Probing {
+                    set: Arc::clone(&self.probing),
+                    tenant: tenant.clone(),
+                };
+                self.start_probe(firing, permit, probing, fires);
+                tick.probed.push(id);
+            }
         }
         Ok(())
+    }
+
+    /// Whether `tenant` may start one more outbound fire or probe at `now`.
+    fn admit(&self, tenant: &Tenant, now: Timestamp) -> bool {
+        self.outbound.as_ref().is_none_or(|limit| {
+            limit
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .admit(tenant, now)
+        })
+    }
+
+    fn start_probe(
+        &self,
+        firing: Firing,
+        permit: tokio::sync::OwnedSemaphorePermit,
+        probing: Probing,
+        fires: &mut JoinSet<()>,
+    ) {
+        let number = {
+            let mut beats = self.beats.lock().unwrap_or_else(PoisonError::into_inner);
+            let beat = beats.entry(firing.goal.clone()).or_default();
+            beat.probes += 1;
+            beat.probes
+        };
+        let engine = Arc::clone(&self.engine);
+        let beats = Arc::clone(&self.beats);
+        fires.spawn(async move {
+            let (every_ms, ran) = match engine.heartbeat(&firing.goal, number).await {
+                Ok(heartbeat) => (
+                    heartbeat.every_ms,
+                    matches!(heartbeat.outcome, FireOutcome::Ran { .. }),
+                ),
+                Err(error) => {
+                    tracing::warn!(goal = %firing.goal, %error, "heartbeat failed");
+                    (DEFAULT_HEARTBEAT_MS, false)
+                }
+            };
+            let next_at = {
+                let mut beats = beats.lock().unwrap_or_else(PoisonError::into_inner);
+                let beat = beats.entry(firing.goal.clone()).or_default();
+                beat.quiet = if ran { 0 } else { beat.quiet.saturating_add(1) };
+                let next_at = engine
+                    .clock()
+                    .now()
+                    .saturating_add_ms(probe_delay_ms(every_ms, beat.quiet));
+                beat.next_at = Some(next_at);
+                next_at
+            };
+            engine.scheduler_wake().arm(next_at);
+            drop(probing);
+            drop(permit);
+        });
     }
 
     /// Waits until every fire started so far has finished.
@@ -411,19 +629,52 @@ impl Scheduler {
         }
     }
 
-    /// Every fire slot is taken and more than [`REFILL_AT`] due goals wait
-    /// for one. (Goals queued while slots are free are not a backlog: the
-    /// tasks just started for them take them at once. A short queue is
-    /// not one either: the loop keeps waking for what comes due, so a
-    /// queue that runs dry has more behind it.)
+    /// More than [`REFILL_AT`] due goals wait for a slot. (A short queue
+    /// is not a backlog: the loop keeps waking for what comes due, so a
+    /// queue that runs dry has more behind it.) No longer "and every slot
+    /// is taken": with a cap per tenant, one tenant's fast fires never take
+    /// every slot, and a backlog of one tenant's goals was then listed only
+    /// once per tick.
     fn backlogged(&self) -> bool {
-        self.fire_slots.available_permits() == 0
-            && self
-                .queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .len()
-                > REFILL_AT
+        self.queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+            > REFILL_AT
+    }
+}
+
+/// A fire taken off the fair queue: its tenant's count goes down however
+/// the fire ends.
+struct Running {
+    queue: Arc<Mutex<FairQueue<Firing>>>,
+    tenant: Tenant,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .finish(&self.tenant);
+    }
+}
+
+/// A probe in flight: its tenant's count goes down however it ends.
+struct Probing {
+    set: Arc<Mutex<HashMap<Tenant, usize>>>,
+    tenant: Tenant,
+}
+
+impl Drop for Probing {
+    fn drop(&mut self) {
+        let mut set = self.set.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = set.get_mut(&self.tenant) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                set.remove(&self.tenant);
+            }
+        }
     }
 }
 
@@ -432,4 +683,22 @@ impl Scheduler {
 fn instant_at(clock: &dyn Clock, at: Timestamp) -> Instant {
     let ahead_ms = at.unix_ms().saturating_sub(clock.now().unix_ms());
     Instant::now() + Duration::from_millis(u64::try_from(ahead_ms).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_probes_slow_down_to_a_bound() {
+        assert_eq!(probe_delay_ms(20, 0), 20);
+        assert_eq!(probe_delay_ms(20, QUIET_PROBES_AT_FULL_RATE), 20);
+        assert_eq!(probe_delay_ms(20, QUIET_PROBES_AT_FULL_RATE + 1), 40);
+        assert_eq!(probe_delay_ms(20, QUIET_PROBES_AT_FULL_RATE + 3), 160);
+        assert_eq!(probe_delay_ms(20, u64::MAX), SLOWEST_PROBE_MS);
+        assert_eq!(
+            probe_delay_ms(SLOWEST_PROBE_MS * 2, u64::MAX),
+            SLOWEST_PROBE_MS * 2
+        );
+    }
 }
