@@ -10,6 +10,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod certify;
 mod child;
+mod growth;
 mod load;
 mod overhead;
 mod scale;
@@ -29,7 +30,14 @@ use clap::{Parser, Subcommand};
 
 use crate::table::Row;
 
-const NAMES: [&str; 5] = ["certify", "overhead", "throughput", "scheduler", "startup"];
+const NAMES: [&str; 6] = [
+    "certify",
+    "overhead",
+    "throughput",
+    "scheduler",
+    "startup",
+    "growth",
+];
 
 #[derive(Debug, Parser)]
 #[command(
@@ -41,7 +49,7 @@ struct Args {
     #[arg(long)]
     full: bool,
     /// Run only these measurements (repeatable): certify, overhead,
-    /// throughput, scheduler, startup.
+    /// throughput, scheduler, startup, growth.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(NAMES))]
     only: Vec<String>,
     /// For profiling: only these phases of `throughput` (hello, get,
@@ -99,6 +107,7 @@ fn measure(name: &str, args: &Args) -> Result<Vec<Row>> {
         "throughput" => throughput::measure(&args.phase, args.requests),
         "scheduler" => scale::measure(full),
         "startup" => startup::measure(full),
+        "growth" => growth::measure(),
         _ => Ok(Vec::new()),
     }
 }
