@@ -706,6 +706,10 @@ registry! {
         "A heartbeat probe that fails (error status, not JSON, invalid) fires a run."
         breaks ["observed.heartbeat.probe-failure-fires-nothing"]
         collateral []
+    ListPagingIgnored "list-paging-ignored"
+        "The goals list ignores `limit` and `after`: every goal, no Link, a bad limit accepted."
+        breaks ["hardening.lists.paging"]
+        collateral []
 }
 
 impl Mutant {
