@@ -11,6 +11,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod certify;
 mod child;
 mod fairness;
+mod growth;
 mod load;
 mod overhead;
 mod scale;
@@ -30,13 +31,14 @@ use clap::{Parser, Subcommand};
 
 use crate::table::Row;
 
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "certify",
     "overhead",
     "throughput",
     "scheduler",
     "fairness",
     "startup",
+    "growth",
 ];
 
 #[derive(Debug, Parser)]
@@ -49,7 +51,7 @@ struct Args {
     #[arg(long)]
     full: bool,
     /// Run only these measurements (repeatable): certify, overhead,
-    /// throughput, scheduler, fairness, startup.
+    /// throughput, scheduler, fairness, startup, growth.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(NAMES))]
     only: Vec<String>,
     /// For profiling: only these phases of `throughput` (hello, get,
@@ -108,6 +110,7 @@ fn measure(name: &str, args: &Args) -> Result<Vec<Row>> {
         "scheduler" => scale::measure(full),
         "fairness" => fairness::measure(),
         "startup" => startup::measure(full),
+        "growth" => growth::measure(),
         _ => Ok(Vec::new()),
     }
 }

@@ -15,6 +15,10 @@ use goalpost_host::{logging, RunningHost};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Threads for store reads (and other blocking work); as many as the
+/// store keeps idle read connections.
+const BLOCKING_THREADS: usize = 4;
+
 fn main() -> ExitCode {
     // Usage errors exit 2, `--help`/`--version` exit 0 (clap's codes).
     match Cli::parse().invocation() {
@@ -29,7 +33,20 @@ fn serve_main(args: ServeArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let config = args.config();
-    let runtime = match tokio::runtime::Runtime::new() {
+    // Store reads run on tokio's blocking threads, up to 512 of them by
+    // default. Under 64 concurrent lists the pool grew to hundreds of
+    // threads, and mimalloc gives each thread its own heap and segments:
+    // the host went from 37 MiB to 1.9 GiB resident, and a thread's freed
+    // pages are only returned when that thread next allocates, so 30 s
+    // later it still held 978 MiB (BENCHMARKS.md, "growth"). Reads are
+    // short and the machine has few cores: a small pool does the same work
+    // with a bounded number of heaps, and the threads that stay are the
+    // ones that keep allocating, so their freed pages are purged.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(BLOCKING_THREADS)
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("goalpost-host: cannot start the runtime: {error}");

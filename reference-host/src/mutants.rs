@@ -897,6 +897,10 @@ registry! {
         "Webhook refs into internal addresses (cloud metadata, private, unspecified, loopback) are accepted at create and PATCH while discovery still advertises the egress policy."
         breaks ["hardening.egress.internal-refs-refused"]
         collateral []
+    ListPagingIgnored "list-paging-ignored"
+        "The goals list ignores `limit` and `after`: every goal, no Link, a bad limit accepted."
+        breaks ["hardening.lists.paging"]
+        collateral []
 }
 
 impl Mutant {

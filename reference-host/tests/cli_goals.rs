@@ -633,3 +633,77 @@ fn a_host_without_agents_goals_is_refused_with_exit_1() {
     assert!(ran.stderr.contains("agents.goals"), "{}", ran.stderr);
     assert!(ran.stderr.contains("HTTP 404"), "{}", ran.stderr);
 }
+
+/// A host whose list comes in pages linked by `Link: rel="next"` (three
+/// pages, the last linking nowhere), or, with `refuse_limit`, one that
+/// refuses `limit` with 400 and answers everything unpaged.
+fn paged_stub(runtime: &Runtime, refuse_limit: bool) -> String {
+    use axum::extract::Query;
+    use axum::http::{header, StatusCode};
+    use axum::response::IntoResponse;
+    use std::collections::HashMap;
+    let goal = |n: u32| {
+        json!({
+            "id": format!("goal-{n}"), "objective": "o", "state": "active",
+            "completion": { "check": "verifier" }, "continuation": { "mode": "manual" },
+            "bounds": { "maxLoopIterations": 3 }, "progress": { "iterations": 0 },
+        })
+    };
+    let list = move |Query(query): Query<HashMap<String, String>>| async move {
+        if refuse_limit && query.contains_key("limit") {
+            let envelope = json!({ "error": "invalid_request", "message": "no limit here" });
+            return (StatusCode::BAD_REQUEST, Json(envelope)).into_response();
+        }
+        if refuse_limit {
+            return Json(json!({ "goals": [goal(1), goal(2)] })).into_response();
+        }
+        let page: u32 = query.get("page").and_then(|p| p.parse().ok()).unwrap_or(0);
+        let body = Json(json!({ "goals": [goal(page * 2), goal(page * 2 + 1)] }));
+        if page < 2 {
+            let link = format!("</v1/host/sample/goals?page={}>; rel=\"next\"", page + 1);
+            return ([(header::LINK, link)], body).into_response();
+        }
+        body.into_response()
+    };
+    let router = Router::new()
+        .route("/v1/host/sample/goals", get(list))
+        .route(
+            "/.well-known/openwop",
+            get(|| async {
+                Json(json!({ "protocol": "openwop",
+                    "agents": { "goals": { "judge": "verifier", "continuation": ["manual"] } } }))
+            }),
+        );
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("binds");
+    let url = format!("http://{}", listener.local_addr().expect("an address"));
+    runtime.spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    url
+}
+
+#[test]
+fn list_follows_the_next_links_and_does_without_limit_when_refused() {
+    let runtime = Runtime::new().expect("a runtime");
+    let ids = |ran: &Ran| -> Vec<String> {
+        let list: Value = serde_json::from_str(&ran.stdout).expect("JSON");
+        list["goals"]
+            .as_array()
+            .expect("goals")
+            .iter()
+            .filter_map(|goal| goal["id"].as_str().map(str::to_string))
+            .collect()
+    };
+    let paged = paged_stub(&runtime, false);
+    let ran = goals(&paged, &["list", "--json"]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let expected: Vec<String> = (0..6).map(|n| format!("goal-{n}")).collect();
+    assert_eq!(ids(&ran), expected);
+
+    let unpaged = paged_stub(&runtime, true);
+    let ran = goals(&unpaged, &["list", "--json"]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(ids(&ran), vec!["goal-1", "goal-2"]);
+}

@@ -19,7 +19,8 @@ async fn discovery_advertises_goals_and_seams() {
         *document,
         json!({
             "protocol": "openwop",
-            "host": { "name": "goalpost-host", "version": env!("CARGO_PKG_VERSION") },
+            "host": { "name": "goalpost-host", "version": env!("CARGO_PKG_VERSION"),
+                "goalsList": { "paging": ["limit", "after"], "maxLimit": 1000 } },
             "agents": { "goals": { "judge": "verifier", "continuation": ["manual", "schedule", "heartbeat"], "requiresBounds": true } },
             "webhookEgress": { "internal": "denied" },
             "conformanceSeams": { "goals": { "basePath": BASE,

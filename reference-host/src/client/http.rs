@@ -72,6 +72,31 @@ pub fn printable(text: &str) -> String {
 pub struct Answer {
     pub status: u16,
     pub body: Option<Value>,
+    /// Where its `Link: <…>; rel="next"` points (RFC 8288), as an absolute
+    /// URL, when that is on the same host: the bearer token is never sent
+    /// anywhere else.
+    pub next: Option<String>,
+}
+
+/// The target of the `rel="next"` link among `header`'s links, resolved
+/// against `url`.
+fn next_link(url: &Url, header: &str) -> Option<Url> {
+    header.split(',').find_map(|link| {
+        let (target, params) = link.trim().split_once(';')?;
+        let target = target.trim().strip_prefix('<')?.strip_suffix('>')?;
+        let is_next = params.split(';').any(|param| {
+            let Some((name, value)) = param.split_once('=') else {
+                return false;
+            };
+            name.trim().eq_ignore_ascii_case("rel")
+                && value
+                    .trim()
+                    .trim_matches('"')
+                    .split_ascii_whitespace()
+                    .any(|rel| rel.eq_ignore_ascii_case("next"))
+        });
+        is_next.then(|| url.join(target).ok()).flatten()
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -139,7 +164,18 @@ impl HostClient {
         body: Option<&Value>,
         authenticated: bool,
     ) -> Result<Answer, ClientError> {
-        let url = self.url(path);
+        self.send_to(method, self.url(path), body, authenticated)
+            .await
+    }
+
+    /// [`HostClient::send`] to an absolute URL.
+    async fn send_to(
+        &self,
+        method: Method,
+        url: String,
+        body: Option<&Value>,
+        authenticated: bool,
+    ) -> Result<Answer, ClientError> {
         let mut request = self.http.request(method, &url);
         if authenticated {
             if let Some(token) = &self.token {
@@ -154,6 +190,14 @@ impl HostClient {
             .await
             .map_err(|error| transport(&url, &error))?;
         let status = response.status().as_u16();
+        let next = response
+            .headers()
+            .get_all(reqwest::header::LINK)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .find_map(|value| next_link(response.url(), value))
+            .filter(|next| next.origin() == self.base.origin())
+            .map(String::from);
         let mut bytes = Vec::new();
         while let Some(chunk) = response
             .chunk()
@@ -184,7 +228,23 @@ impl HostClient {
                 }
             }
         };
-        Ok(Answer { status, body })
+        Ok(Answer { status, body, next })
+    }
+
+    /// One page of a list: the 2xx JSON answer of `url` (absolute) and
+    /// where the next page is.
+    pub async fn page(&self, url: String) -> Result<(Value, Option<String>), ClientError> {
+        let answer = self.send_to(Method::GET, url.clone(), None, true).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(refused(answer));
+        }
+        let next = answer.next.clone();
+        let body = answer.body.ok_or(ClientError::BadAnswer {
+            url,
+            status: answer.status,
+            reason: "an empty body".into(),
+        })?;
+        Ok((body, next))
     }
 
     /// A 2xx JSON answer, or the host's refusal as an error.
@@ -289,11 +349,13 @@ mod tests {
     #[test]
     fn refusals_read_the_envelope() {
         let error = refused(Answer {
+            next: None,
             status: 422,
             body: Some(json!({ "error": "bounds_required", "message": "add bounds" })),
         });
         assert_eq!(error.to_string(), "bounds_required: add bounds (HTTP 422)");
         let bare = refused(Answer {
+            next: None,
             status: 502,
             body: None,
         });

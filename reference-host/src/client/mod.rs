@@ -92,6 +92,11 @@ fn report(output: &mut Output<'_>, json: bool, error: &ClientError) -> u8 {
     output.fail(&error.to_string())
 }
 
+/// Goals a `list` asks for per page.
+const LIST_PAGE: usize = 500;
+/// Pages a `list` follows before it calls the host's links a loop.
+const MAX_LIST_PAGES: usize = 10_000;
+
 #[derive(Debug, thiserror::Error)]
 enum Failure {
     #[error(transparent)]
@@ -150,12 +155,51 @@ impl Command<'_> {
         }
     }
 
+    /// Every page of the list, following the host's `Link: rel="next"`.
+    /// Pages are asked for with `limit`; a host that refuses the parameter
+    /// (400) is asked again without it, and one that ignores it answers
+    /// everything in one page.
     async fn list(&self, state: Option<&str>, out: &mut dyn Write) -> Result<u8, Failure> {
-        let path = match state {
-            Some(state) => format!("{}?state={}", self.advertised.base, segment(state)),
-            None => self.advertised.base.clone(),
+        let filter = state.map(|state| format!("state={}", segment(state)));
+        let with = |limit: Option<usize>| {
+            let query: Vec<String> = limit
+                .map(|limit| format!("limit={limit}"))
+                .into_iter()
+                .chain(filter.clone())
+                .collect();
+            let path = if query.is_empty() {
+                self.advertised.base.clone()
+            } else {
+                format!("{}?{}", self.advertised.base, query.join("&"))
+            };
+            self.client.url(&path)
         };
-        let list = self.client.get(&path).await?;
+        let first = match self.client.page(with(Some(LIST_PAGE))).await {
+            Err(ClientError::Refused { status: 400, .. }) => self.client.page(with(None)).await?,
+            answer => answer?,
+        };
+        let (mut list, mut next) = first;
+        let mut pages = 1;
+        while let Some(url) = next {
+            pages += 1;
+            if pages > MAX_LIST_PAGES {
+                return Err(Failure::from(ClientError::BadAnswer {
+                    url,
+                    status: 200,
+                    reason: format!("more than {MAX_LIST_PAGES} pages"),
+                }));
+            }
+            let (page, after) = self.client.page(url).await?;
+            let more = page
+                .get("goals")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if let Some(goals) = list.get_mut("goals").and_then(Value::as_array_mut) {
+                goals.extend(more);
+            }
+            next = after;
+        }
         if self.json {
             writeln!(out, "{list}")?;
         } else {

@@ -182,10 +182,23 @@ impl Engine {
         tenant: &Tenant,
         state: Option<GoalState>,
     ) -> Result<Vec<Goal>, EngineError> {
+        self.list_page(tenant, state, None, usize::MAX).await
+    }
+
+    /// At most `limit` of the tenant's goals in id order, after the id
+    /// `after`: what one page of the list shows.
+    pub async fn list_page(
+        &self,
+        tenant: &Tenant,
+        state: Option<GoalState>,
+        after: Option<GoalId>,
+        limit: usize,
+    ) -> Result<Vec<Goal>, EngineError> {
         #[cfg(feature = "mutants")]
         let state = crate::mutants::engine::list_filter(&self.mutants, state);
         let tenant = tenant.clone();
-        self.db(move |store| store.goals(&tenant, state)).await
+        self.db(move |store| store.goals_page(&tenant, state, after.as_ref(), limit))
+            .await
     }
 
     pub async fn events(

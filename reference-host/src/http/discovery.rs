@@ -7,6 +7,7 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
+use super::goals::MAX_PAGE;
 use super::json::json;
 use super::{AppState, GOALS_BASE};
 use crate::choices::Choices;
@@ -26,7 +27,15 @@ pub fn document(seams: bool, choices: &Choices) -> Value {
     let judge = choices.judge.as_str();
     let mut document = json!({
         "protocol": "openwop",
-        "host": { "name": "goalpost-host", "version": env!("CARGO_PKG_VERSION") },
+        // A host extension member (`host` is free-form; `agents.goals` and
+        // `conformanceSeams.goals` are closed): the list pages with
+        // `?limit=N&after=ID` and `Link: rel="next"`, at most `maxLimit`
+        // goals a page.
+        "host": {
+            "name": "goalpost-host",
+            "version": env!("CARGO_PKG_VERSION"),
+            "goalsList": { "paging": ["limit", "after"], "maxLimit": MAX_PAGE },
+        },
         "agents": { "goals": { "judge": judge, "continuation": modes, "requiresBounds": true } },
         // Webhook refs into internal addresses are refused unless the
         // operator allowed them (`--webhook-allow`; DESIGN "Egress policy").

@@ -2,8 +2,9 @@
 
 use std::collections::HashMap;
 
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
-use axum::http::header::{HeaderValue, ETAG};
+use axum::http::header::{HeaderValue, CONTENT_TYPE, ETAG, LINK};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
@@ -13,8 +14,10 @@ use super::auth::Caller;
 use super::error::ApiError;
 use super::json::{created, json, with_etag, JsonBody};
 use super::{goal_id, if_match, AppState, GOALS_BASE};
+use futures_util::StreamExt;
+
 use crate::choices::CreateStatus;
-use crate::domain::{wire, GoalState};
+use crate::domain::{wire, GoalId, GoalState};
 use crate::engine::{IdempotencyKey, MAX_KEY_CHARS};
 
 /// Names the header a create's idempotency key travels in.
@@ -47,12 +50,22 @@ pub fn routes() -> Router<AppState> {
         .route(&format!("{GOALS_BASE}/{{id}}/attention"), get(attention))
 }
 
-async fn list(
-    State(state): State<AppState>,
-    Caller(tenant): Caller,
-    Query(query): Query<HashMap<String, String>>,
-) -> Result<Response, ApiError> {
-    let filter = query
+/// The largest page `?limit=` gets; a larger `limit` is answered with
+/// pages of this size (the `Link` says where the next one is).
+pub const MAX_PAGE: usize = 1000;
+/// The pages an unpaged list is read and written in: its memory is one
+/// such page, however many goals the tenant has.
+const STREAM_PAGE: usize = 256;
+
+/// What `GET {base}` was asked for.
+struct ListQuery {
+    state: Option<GoalState>,
+    limit: Option<usize>,
+    after: Option<GoalId>,
+}
+
+fn list_query(query: &HashMap<String, String>) -> Result<ListQuery, ApiError> {
+    let state = query
         .get("state")
         .map(|text| {
             GoalState::parse(text).ok_or_else(|| {
@@ -64,8 +77,154 @@ async fn list(
             })
         })
         .transpose()?;
-    let goals = state.engine.list(&tenant, filter).await?;
-    Ok(json(StatusCode::OK, wire::goal_list(&goals)))
+    // Digits only: `+5` or ` 5` would parse in Rust and mean nothing to
+    // another host.
+    let limit = query
+        .get("limit")
+        .map(|text| {
+            text.bytes()
+                .all(|byte| byte.is_ascii_digit())
+                .then(|| text.parse::<u64>().ok())
+                .flatten()
+                .filter(|limit| *limit >= 1)
+                .map(|limit| usize::try_from(limit).unwrap_or(MAX_PAGE).min(MAX_PAGE))
+                .ok_or_else(|| {
+                    ApiError::invalid_input(
+                        "parameter",
+                        "limit",
+                        "limit must be a whole number of at least 1",
+                    )
+                })
+        })
+        .transpose()?;
+    let after = query
+        .get("after")
+        .map(|text| {
+            GoalId::parse(text).ok_or_else(|| {
+                ApiError::invalid_input(
+                    "parameter",
+                    "after",
+                    "after must be a goal id, as the Link of the previous page gives it",
+                )
+            })
+        })
+        .transpose()?;
+    Ok(ListQuery {
+        state,
+        limit,
+        after,
+    })
+}
+
+/// `GET {base}`: with `limit`, one page and a `Link` to the next when
+/// there is one; without, every goal after `after`, streamed a page at a
+/// time so the answer never sits whole in memory.
+async fn list(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let query = list_query(&query)?;
+    let Some(limit) = query.limit else {
+        return stream_list(state, tenant, query).await;
+    };
+    // One more than asked: whether it comes back says if there is a next
+    // page, without a page that turns out empty.
+    let mut goals = state
+        .engine
+        .list_page(&tenant, query.state, query.after, limit + 1)
+        .await?;
+    let more = goals.len() > limit;
+    goals.truncate(limit);
+    let mut response = json(StatusCode::OK, wire::goal_list(&goals));
+    if let (true, Some(last)) = (more, goals.last()) {
+        let mut next = format!("<{GOALS_BASE}?limit={limit}&after={}", last.id);
+        if let Some(filter) = query.state {
+            next.push_str("&state=");
+            next.push_str(filter.as_str());
+        }
+        next.push_str(">; rel=\"next\"");
+        if let Ok(value) = HeaderValue::from_str(&next) {
+            response.headers_mut().insert(LINK, value);
+        }
+    }
+    Ok(response)
+}
+
+/// The unpaged list as a body of chunks, one page of goals each. The
+/// first page is read before answering, so a failing store is still a 500
+/// with an envelope; a failure after that cuts the body short (the status
+/// is already sent), which a client sees as a broken answer, never as a
+/// shorter list. Pages are separate reads: a goal created while the list
+/// streams may appear in it, and none appears twice.
+async fn stream_list(
+    state: AppState,
+    tenant: crate::domain::Tenant,
+    query: ListQuery,
+) -> Result<Response, ApiError> {
+    let filter = query.state;
+    let first = state
+        .engine
+        .list_page(&tenant, filter, query.after.clone(), STREAM_PAGE)
+        .await?;
+    let engine = std::sync::Arc::clone(state.engine());
+    let opening = page_chunk(&first, true, first.len() < STREAM_PAGE);
+    // The id the next page starts after; `None` once the list is out.
+    let next = continue_after(&first);
+    let rest = futures_util::stream::unfold(next, move |after| {
+        let (engine, tenant) = (std::sync::Arc::clone(&engine), tenant.clone());
+        async move {
+            let after = after?;
+            match engine
+                .list_page(&tenant, filter, Some(after), STREAM_PAGE)
+                .await
+            {
+                Ok(goals) => {
+                    let chunk = page_chunk(&goals, false, goals.len() < STREAM_PAGE);
+                    Some((Ok(chunk), continue_after(&goals)))
+                }
+                Err(error) => Some((Err(std::io::Error::other(error.to_string())), None)),
+            }
+        }
+    });
+    let chunks = futures_util::stream::once(std::future::ready(Ok::<_, std::io::Error>(opening)))
+        .chain(rest);
+    let mut response = Response::new(Body::from_stream(chunks));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(response)
+}
+
+/// Where the page after a full `page` starts; `None` after a short one.
+fn continue_after(page: &[crate::domain::Goal]) -> Option<GoalId> {
+    if page.len() < STREAM_PAGE {
+        return None;
+    }
+    page.last().map(|goal| goal.id.clone())
+}
+
+/// One page of a streamed list: `{"goals":[` before the first, commas
+/// between goals and pages, `]}` after the last.
+fn page_chunk(goals: &[crate::domain::Goal], first: bool, last: bool) -> Bytes {
+    let mut chunk = Vec::with_capacity(goals.len() * 768 + 16);
+    if first {
+        chunk.extend_from_slice(b"{\"goals\":[");
+    }
+    for (n, goal) in goals.iter().enumerate() {
+        if n > 0 || !first {
+            chunk.push(b',');
+        }
+        // Writing into a Vec fails only if serialization does, which a
+        // wire goal never does (no maps with non-string keys).
+        if serde_json::to_writer(&mut chunk, &wire::goal(goal)).is_err() {
+            chunk.extend_from_slice(b"null");
+        }
+    }
+    if last {
+        chunk.extend_from_slice(b"]}");
+    }
+    Bytes::from(chunk)
 }
 
 async fn create(

@@ -242,13 +242,29 @@ fn collection_path(seams: bool) -> Value {
     json!({
         "get": {
             "operationId": "listGoals",
-            "summary": "The caller's tenant's goals",
+            "summary": "The caller's tenant's goals, in id order (creation order)",
+            "description": "Without `limit`, every goal (after `after`, if given) in one body. With `limit`, at most that many, and a `Link: <…>; rel=\"next\"` header (RFC 8288) to the next page while there is one; the body is `{goals}` either way.",
             "parameters": [{
                 "name": "state", "in": "query", "required": false,
                 "description": "Only goals in this state (anything else is 400).",
                 "schema": { "type": "string", "enum": ["active", "satisfied", "escalated", "abandoned", "bound-exceeded"] },
+            }, {
+                "name": "limit", "in": "query", "required": false,
+                "description": "Most goals in this page (digits only, at least 1; above 1000 the page holds 1000). Anything else is 400.",
+                "schema": { "type": "integer", "minimum": 1 },
+            }, {
+                "name": "after", "in": "query", "required": false,
+                "description": "Start after this goal id (the cursor a `next` link carries); not a goal id is 400.",
+                "schema": { "type": "string", "pattern": "^goal-" },
             }],
-            "responses": responses(&[(200, body_response("The goals.", "goal-list"))], &[400, 401]),
+            "responses": responses(&[(200, json!({
+                "description": "The goals.",
+                "headers": { "Link": {
+                    "description": "`<…>; rel=\"next\"`: where the next page is; only on a page of a paged list that has one after it.",
+                    "schema": { "type": "string" },
+                } },
+                "content": json_content(schema_ref("goal-list")),
+            }))], &[400, 401]),
         },
         "post": {
             "operationId": "createGoal",

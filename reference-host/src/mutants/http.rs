@@ -33,13 +33,14 @@ const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50)
 const READ_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The mutants this middleware implements.
-const HERE: [Mutant; 43] = [
+const HERE: [Mutant; 44] = [
     Mutant::AbandonAnswersUnsaved,
     Mutant::PauseRefused,
     Mutant::PostPutStateApplied,
     Mutant::DeepNesting500,
     Mutant::ContinueTerminalAnswers200,
     Mutant::GetWithoutEtag,
+    Mutant::ListPagingIgnored,
     Mutant::IfMatchCheckedApart,
     Mutant::ListLeaksTenants,
     Mutant::EtagMissingOnTransitions,
@@ -629,6 +630,26 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
                 }
             })
             .await
+        }
+        (Mutant::ListPagingIgnored, &Method::GET, Route::Collection) => {
+            let mut request = request;
+            let kept: Vec<&str> = request
+                .uri()
+                .query()
+                .into_iter()
+                .flat_map(|query| query.split('&'))
+                .filter(|pair| !pair.starts_with("limit=") && !pair.starts_with("after="))
+                .collect();
+            let path = request.uri().path();
+            let target = if kept.is_empty() {
+                path.to_string()
+            } else {
+                format!("{path}?{}", kept.join("&"))
+            };
+            if let Ok(uri) = target.parse() {
+                *request.uri_mut() = uri;
+            }
+            next.run(request).await
         }
         (Mutant::CreateWithoutLocation, &Method::POST, Route::Collection) => {
             let mut response = next.run(request).await;

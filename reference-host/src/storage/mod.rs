@@ -162,8 +162,22 @@ pub trait Store: Send + Sync {
     /// many it read.
     fn warm(&self, ids: &[GoalId]) -> Result<usize, StoreError>;
 
-    /// A tenant's goals in creation order, optionally of one state.
-    fn goals(&self, tenant: &Tenant, state: Option<GoalState>) -> Result<Vec<Goal>, StoreError>;
+    /// A tenant's goals in id order (creation order: ids are time-ordered),
+    /// optionally of one state.
+    fn goals(&self, tenant: &Tenant, state: Option<GoalState>) -> Result<Vec<Goal>, StoreError> {
+        self.goals_page(tenant, state, None, usize::MAX)
+    }
+
+    /// At most `limit` of a tenant's goals in id order, optionally of one
+    /// state, starting after the id `after` (which need not be a goal):
+    /// a page costs the same wherever it starts.
+    fn goals_page(
+        &self,
+        tenant: &Tenant,
+        state: Option<GoalState>,
+        after: Option<&GoalId>,
+        limit: usize,
+    ) -> Result<Vec<Goal>, StoreError>;
 
     /// Writes `change` if the stored goal is still at `expected_version`,
     /// appending its events (each with the next per-goal sequence) and its

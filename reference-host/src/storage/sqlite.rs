@@ -295,36 +295,30 @@ fn verifier_from_row(record: &str, created_ms: i64) -> Result<CriteriaVerifier, 
         .map_err(|error| StoreError::Corrupt(format!("verifier: {error}")))
 }
 
-/// Modes the scheduler drives and states that count as open, as SQL lists
-/// (the quota definitions of `engine::quota`).
-const ARMED_MODES: &str = "('schedule', 'heartbeat')";
-const OPEN_STATES: &str = "('active', 'escalated')";
-
-fn count(connection: &Connection, sql: &str, tenant: &Tenant) -> Result<u64, StoreError> {
-    let value: i64 = connection
-        .prepare_cached(sql)?
-        .query_row(params![tenant.as_str()], |row| row.get(0))?;
-    unsigned(value)
+/// What a tenant holds open, all of it and on an arm (the quota
+/// definitions of `engine::quota`): kept by migration 9's triggers in the
+/// transaction of every goal write, so reading it is one row however many
+/// goals the tenant has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Held {
+    open: u64,
+    armed: u64,
 }
 
-fn open_goals(connection: &Connection, tenant: &Tenant) -> Result<u64, StoreError> {
-    count(
-        connection,
-        &format!(
-            "SELECT COUNT(*) FROM goals WHERE tenant = CAST(?1 AS TEXT) AND state IN {OPEN_STATES}"
-        ),
-        tenant,
-    )
-}
-
-fn open_armed(connection: &Connection, tenant: &Tenant) -> Result<u64, StoreError> {
-    count(
-        connection,
-        &format!(
-            "SELECT COUNT(*) FROM goals WHERE tenant = CAST(?1 AS TEXT) AND state IN {OPEN_STATES} AND mode IN {ARMED_MODES}"
-        ),
-        tenant,
-    )
+fn held(connection: &Connection, tenant: &Tenant) -> Result<Held, StoreError> {
+    let row: Option<(i64, i64)> = connection
+        .prepare_cached("SELECT open, armed FROM tenant_counts WHERE tenant = ?1")?
+        .query_row(params![tenant.as_str()], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .optional()?;
+    let Some((open, armed)) = row else {
+        return Ok(Held::default());
+    };
+    Ok(Held {
+        open: unsigned(open)?,
+        armed: unsigned(armed)?,
+    })
 }
 
 fn stored_key(
@@ -479,17 +473,41 @@ impl Store for SqliteStore {
         Ok(read)
     }
 
-    fn goals(&self, tenant: &Tenant, state: Option<GoalState>) -> Result<Vec<Goal>, StoreError> {
+    /// Two statements rather than `?2 IS NULL OR state = ?2`: with that,
+    /// SQLite can use neither index and sorts the tenant's goals for
+    /// every page. The cursor is a bare id compared as text: ids of one
+    /// prefix and canonical form sort as their UUIDs do.
+    fn goals_page(
+        &self,
+        tenant: &Tenant,
+        state: Option<GoalState>,
+        after: Option<&GoalId>,
+        limit: usize,
+    ) -> Result<Vec<Goal>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let after = after.map_or("", GoalId::as_str);
         let rows = self.read(|connection| {
-            let mut statement = connection.prepare_cached(select_goals!(
-                "WHERE tenant = CAST(?1 AS TEXT) AND (?2 IS NULL OR state = ?2)
-                 ORDER BY created_ms, rowid"
-            ))?;
-            let rows = statement.query_map(
-                params![tenant.as_str(), state.map(GoalState::as_str)],
-                goal_from_row,
-            )?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            let rows = match state {
+                None => connection
+                    .prepare_cached(select_goals!(
+                        "WHERE tenant = CAST(?1 AS TEXT) AND id > CAST(?2 AS TEXT)
+                         ORDER BY id LIMIT CAST(?3 AS INTEGER)"
+                    ))?
+                    .query_map(params![tenant.as_str(), after, limit], goal_from_row)?
+                    .collect::<Result<Vec<_>, _>>()?,
+                Some(state) => connection
+                    .prepare_cached(select_goals!(
+                        "WHERE tenant = CAST(?1 AS TEXT) AND state = CAST(?2 AS TEXT)
+                           AND id > CAST(?3 AS TEXT)
+                         ORDER BY id LIMIT CAST(?4 AS INTEGER)"
+                    ))?
+                    .query_map(
+                        params![tenant.as_str(), state.as_str(), after, limit],
+                        goal_from_row,
+                    )?
+                    .collect::<Result<Vec<_>, _>>()?,
+            };
+            Ok(rows)
         })?;
         rows.into_iter().map(into_goal).collect()
     }
@@ -811,10 +829,11 @@ impl Store for SqliteStore {
                     return Ok(Inserted::KeyTaken(stored));
                 }
             }
-            if open_goals(connection, &owner)? >= guard.max_open_goals {
+            let held = held(connection, &owner)?;
+            if held.open >= guard.max_open_goals {
                 return Ok(Inserted::TooManyGoals);
             }
-            if armed && open_armed(connection, &owner)? >= guard.max_open_armed {
+            if armed && held.armed >= guard.max_open_armed {
                 return Ok(Inserted::TooManyArmed);
             }
             insert_goal_row(connection, &row)?;
@@ -861,7 +880,7 @@ impl Store for SqliteStore {
     }
 
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError> {
-        self.read(|connection| open_armed(connection, tenant))
+        self.read(|connection| Ok(held(connection, tenant)?.armed))
     }
 
     fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError> {
@@ -1176,6 +1195,266 @@ mod file_tests {
                 std::fs::metadata(path.with_extension("db-wal")).map(|m| m.len())
             );
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    use super::*;
+    use crate::domain::fixture::{at, goal};
+
+    /// What the tenants hold, counted from the goals themselves.
+    fn recount(connection: &Connection) -> Vec<(String, i64, i64)> {
+        connection
+            .prepare(
+                "SELECT tenant,
+                        SUM(state = 'active' OR state = 'escalated'),
+                        SUM((state = 'active' OR state = 'escalated')
+                            AND (mode = 'schedule' OR mode = 'heartbeat'))
+                 FROM goals GROUP BY tenant ORDER BY tenant",
+            )
+            .expect("prepares")
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .expect("queries")
+            .collect::<Result<_, _>>()
+            .expect("reads")
+    }
+
+    fn kept(connection: &Connection) -> Vec<(String, i64, i64)> {
+        connection
+            .prepare("SELECT tenant, open, armed FROM tenant_counts ORDER BY tenant")
+            .expect("prepares")
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .expect("queries")
+            .collect::<Result<_, _>>()
+            .expect("reads")
+    }
+
+    /// Writes `goal` as changed by `edit`, from its stored version.
+    async fn change(store: &SqliteStore, stored: &mut Goal, edit: impl FnOnce(&mut Goal)) {
+        let mut next = stored.clone();
+        edit(&mut next);
+        next.version = stored.version + 1;
+        let change = Change {
+            goal: next.clone(),
+            events: Vec::new(),
+            evaluation: None,
+        };
+        let written = store
+            .apply(&change, stored.version, None, at(1))
+            .await
+            .expect("applies");
+        assert!(matches!(written, Written::Done(_)));
+        *stored = next;
+    }
+
+    /// The kept counts are what a recount finds after creates (guarded and
+    /// not), closes, escalations, pauses and mode changes across tenants,
+    /// and again after the database is closed and opened.
+    #[tokio::test]
+    async fn the_kept_counts_equal_a_recount_after_every_kind_of_write_and_a_restart() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let location = DbLocation::File(dir.path().join("host.db"));
+        let store = SqliteStore::open(&location).expect("opens");
+        let tenants = ["acme", "globex", "initech"].map(|t| Tenant::parse(t).expect("tenant"));
+        let modes = [
+            Mode::Manual,
+            Mode::Schedule,
+            Mode::Heartbeat,
+            Mode::Commitment,
+        ];
+        let mut goals = Vec::new();
+        for n in 0..24 {
+            let mut created = goal(Some(10), None, None);
+            created.owner = tenants[n % 3].clone();
+            created.continuation.mode = modes[n % 4];
+            if n % 2 == 0 {
+                store.insert_goals(&[created.clone()]).expect("stored");
+            } else {
+                let guard = CreateGuard {
+                    max_open_goals: 100,
+                    max_open_armed: 100,
+                    key: None,
+                    keys_expire_at_or_before: at(-1),
+                };
+                let inserted = store.insert_goal_guarded(&created, &guard).await;
+                assert_eq!(inserted.expect("inserts"), Inserted::Done);
+            }
+            goals.push(created);
+        }
+        let counted = recount(&store.writer.connection());
+        assert_eq!(kept(&store.writer.connection()), counted);
+        let states = [
+            GoalState::Abandoned,
+            GoalState::Escalated,
+            GoalState::Satisfied,
+            GoalState::BoundExceeded,
+        ];
+        for (n, stored) in goals.iter_mut().enumerate() {
+            match n % 6 {
+                0 => change(&store, stored, |g| g.state = states[n % 4]).await,
+                1 => change(&store, stored, |g| g.paused = true).await,
+                2 => change(&store, stored, |g| g.continuation.mode = Mode::Schedule).await,
+                3 => change(&store, stored, |g| g.continuation.mode = Mode::Manual).await,
+                4 => {
+                    change(&store, stored, |g| g.state = GoalState::Escalated).await;
+                    change(&store, stored, |g| g.state = GoalState::Active).await;
+                }
+                _ => change(&store, stored, |g| g.progress.iterations += 1).await,
+            }
+        }
+        let before = recount(&store.writer.connection());
+        assert_eq!(kept(&store.writer.connection()), before);
+        assert!(
+            before
+                .iter()
+                .any(|(_, open, armed)| *open > 0 && *armed > 0),
+            "the mix leaves something counted: {before:?}"
+        );
+        drop(store);
+        let reopened = SqliteStore::open(&location).expect("opens again");
+        assert_eq!(kept(&reopened.writer.connection()), before);
+        assert_eq!(
+            reopened.open_armed_goals(&tenants[1]).expect("counts"),
+            u64::try_from(before[1].2).expect("small")
+        );
+    }
+
+    /// A create's quota check is one row of `tenant_counts`, however
+    /// many goals the tenant holds.
+    #[test]
+    fn the_quota_check_reads_one_row() {
+        let text = crate::storage::query_plan(
+            "SELECT open, armed FROM tenant_counts WHERE tenant = ?1",
+            params!["acme"],
+        );
+        assert!(
+            text.contains("SEARCH tenant_counts USING PRIMARY KEY (tenant=?)"),
+            "{text}"
+        );
+    }
+
+    /// A guarded create refuses at the quota from the kept count, and a
+    /// goal that closes frees its place.
+    #[tokio::test]
+    async fn the_guard_reads_the_kept_counts() {
+        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
+        let guard = CreateGuard {
+            max_open_goals: 2,
+            max_open_armed: 1,
+            key: None,
+            keys_expire_at_or_before: at(-1),
+        };
+        let mut first = goal(Some(10), None, None);
+        first.continuation.mode = Mode::Schedule;
+        let inserted = store.insert_goal_guarded(&first, &guard).await;
+        assert_eq!(inserted.expect("inserts"), Inserted::Done);
+        let mut armed = goal(Some(10), None, None);
+        armed.continuation.mode = Mode::Heartbeat;
+        let inserted = store.insert_goal_guarded(&armed, &guard).await;
+        assert_eq!(inserted.expect("inserts"), Inserted::TooManyArmed);
+        let plain = goal(Some(10), None, None);
+        let inserted = store.insert_goal_guarded(&plain, &guard).await;
+        assert_eq!(inserted.expect("inserts"), Inserted::Done);
+        let inserted = store
+            .insert_goal_guarded(&goal(Some(10), None, None), &guard)
+            .await;
+        assert_eq!(inserted.expect("inserts"), Inserted::TooManyGoals);
+        let mut closing = first.clone();
+        change(&store, &mut closing, |g| g.state = GoalState::Abandoned).await;
+        let inserted = store.insert_goal_guarded(&armed, &guard).await;
+        assert_eq!(inserted.expect("inserts"), Inserted::Done);
+    }
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::*;
+    use crate::domain::fixture::goal;
+
+    /// Pages walk the tenant's goals in id order, each from where the
+    /// last ended, filtered or not, and never show another tenant's.
+    #[test]
+    fn pages_follow_the_id_order_from_the_cursor() {
+        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
+        let acme = Tenant::parse("acme").expect("tenant");
+        let other = Tenant::parse("other").expect("tenant");
+        let mut goals: Vec<Goal> = (0..7)
+            .map(|n| {
+                let mut created = goal(Some(10), None, None);
+                if n % 3 == 0 {
+                    created.state = GoalState::Abandoned;
+                }
+                created
+            })
+            .collect();
+        let mut foreign = goal(Some(10), None, None);
+        foreign.owner = other.clone();
+        // Stored out of id order: the order is the ids', not the rows'.
+        goals.reverse();
+        store.insert_goals(&goals).expect("stored");
+        store.insert_goals(&[foreign]).expect("stored");
+        goals.reverse();
+        let ids = |page: &[Goal]| page.iter().map(|g| g.id.clone()).collect::<Vec<_>>();
+        let all = ids(&goals);
+        assert_eq!(ids(&store.goals(&acme, None).expect("lists")), all);
+        let first = store.goals_page(&acme, None, None, 3).expect("a page");
+        assert_eq!(ids(&first), all[..3]);
+        let second = store
+            .goals_page(&acme, None, Some(&all[2]), 3)
+            .expect("a page");
+        assert_eq!(ids(&second), all[3..6]);
+        let last = store
+            .goals_page(&acme, None, Some(&all[5]), 3)
+            .expect("a page");
+        assert_eq!(ids(&last), all[6..]);
+        let active: Vec<GoalId> = goals
+            .iter()
+            .filter(|g| g.state == GoalState::Active)
+            .map(|g| g.id.clone())
+            .collect();
+        let filtered = store
+            .goals_page(&acme, Some(GoalState::Active), Some(&all[0]), 2)
+            .expect("a page");
+        assert_eq!(ids(&filtered), active[..2]);
+        // A cursor need not be a goal: a page starts after it wherever it
+        // falls.
+        let unknown = GoalId::generate();
+        assert!(store
+            .goals_page(&acme, None, Some(&unknown), 3)
+            .expect("a page")
+            .is_empty());
+        assert_eq!(store.goals(&other, None).expect("lists").len(), 1);
+    }
+
+    /// A page reads its index from the cursor on: no sort of the tenant's
+    /// goals, no scan past the page.
+    #[test]
+    fn a_page_seeks_its_index_and_sorts_nothing() {
+        for (sql, params) in [
+            (
+                select_goals!(
+                    "WHERE tenant = CAST(?1 AS TEXT) AND id > CAST(?2 AS TEXT)
+                     ORDER BY id LIMIT CAST(?3 AS INTEGER)"
+                ),
+                vec!["acme", "goal-", "10"],
+            ),
+            (
+                select_goals!(
+                    "WHERE tenant = CAST(?1 AS TEXT) AND state = CAST(?2 AS TEXT)
+                       AND id > CAST(?3 AS TEXT)
+                     ORDER BY id LIMIT CAST(?4 AS INTEGER)"
+                ),
+                vec!["acme", "active", "goal-", "10"],
+            ),
+        ] {
+            let text = crate::storage::query_plan(sql, rusqlite::params_from_iter(params));
+            assert!(
+                text.contains("SEARCH goals USING INDEX goals_by_tenant"),
+                "{text}"
+            );
+            assert!(!text.contains("TEMP B-TREE"), "sorts: {text}");
         }
     }
 }
