@@ -23,6 +23,11 @@ fn host(choices: Choices) -> Harness {
     let settings = EngineSettings {
         conformance_seams: true,
         choices,
+        // The test's receivers listen on loopback, which the egress policy
+        // denies unless allowed.
+        egress: goalpost_host::domain::egress::EgressPolicy::new(vec![
+            goalpost_host::domain::egress::AllowEntry::parse("127.0.0.1").expect("entry"),
+        ]),
         ..EngineSettings::default()
     };
     Harness::with_settings(

@@ -521,23 +521,18 @@ fn dispositions_and_reasons_agree() {
     );
 }
 
+/// Certified: every MUST requirement passed. Only MUST requirements fail,
+/// so a certified profile has no failure and at least one pass; a skip or
+/// an error there can only be a SHOULD requirement's, which the schema
+/// cannot tell apart (goalpost's own tests cross-check the levels).
 #[test]
-fn certification_means_every_requirement_passed() {
+fn certification_means_every_must_requirement_passed() {
     assert_invalid_at(
         "report",
         &with(&report(), "/profiles/core/fail", json!(1)),
         "/profiles/core/fail",
     );
-    assert_invalid_at(
-        "report",
-        &with(&report(), "/profiles/core/skip", json!(1)),
-        "/profiles/core/skip",
-    );
-    assert_invalid_at(
-        "report",
-        &with(&report(), "/profiles/core/error", json!(2)),
-        "/profiles/core/error",
-    );
+    assert_valid("report", &with(&report(), "/profiles/core/skip", json!(1)));
     assert_invalid_at(
         "report",
         &with(&report(), "/profiles/core/pass", json!(0)),
