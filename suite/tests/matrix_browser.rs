@@ -77,7 +77,7 @@ fn host(dir: &Path, name: &str, dispositions: &[(&str, &str)]) -> PathBuf {
             "id": id, "profile": id.split('.').next().unwrap(), "level": "MUST", "clause": "§1",
             "section": format!("PROFILE.md#{id}"), "text": "t", "disposition": disposition,
             "reason": null, "scenarios": ["core::x"], "message": null, "mutationVerified": null,
-            "failedCheck": if *disposition == "fail" { json!({"scenario": "core::x", "step": 1, "pointer": "/steps/0", "check": "status"}) } else { json!(null) }
+            "failedCheck": if *disposition == "fail" { json!({"scenario": "core::x", "step": 1, "name": "create", "at": "/steps/0/expect/status"}) } else { json!(null) }
         })).collect::<Vec<_>>(),
         "scenarios": []
     });
