@@ -174,8 +174,14 @@ async fn foreign_invalid_goal(
     let caller = credential(&request)
         .strip_prefix("Bearer ")
         .and_then(|token| state.mutant_tenant(token.trim()));
+    // Whole lists only: a paged answer keeps the size and cursor order the
+    // host gave it, as it would with such a goal stored (`limit=1` then
+    // still holds one goal, whoever's it is).
+    let query = request.uri().query().unwrap_or_default();
+    let paged = query.contains("after=") || query.contains("limit=");
     let listed = request.method() == Method::GET
         && route(request.uri().path()) == Route::Collection
+        && !paged
         && caller.is_some_and(|caller| caller.as_str() == tenant);
     let response = next.run(request).await;
     if !listed || !response.status().is_success() {
