@@ -66,7 +66,6 @@ fn every_column_links_its_report_page() {
 /// report, and no report is left of a variant that is gone: the matrix shows
 /// exactly the variants there are.
 #[test]
-#[ignore = "enable once reports/variants/ is published by scripts/publish-matrix.sh"]
 fn every_conforming_variant_has_a_published_report() {
     let registry = root().join("scenarios/variants.json");
     let text = std::fs::read_to_string(&registry).expect("scenarios/variants.json");

@@ -368,6 +368,7 @@ fn every_variant_is_certified_where_its_choice_is_legal_and_fails_only_its_pins(
         (variant, expected, run, began.elapsed())
     });
     let mut suspects = Vec::new();
+    let mut stale = Vec::new();
     let mut sorted = results;
     sorted.sort_by_key(|(variant, _, _, _)| *variant);
     for (variant, expected, run, took) in sorted {
@@ -393,6 +394,8 @@ fn every_variant_is_certified_where_its_choice_is_legal_and_fails_only_its_pins(
         );
         if !found.is_empty() {
             suspects.push((variant, expected, found));
+        } else if let Ok(run) = &run {
+            stale.extend(published_differences(variant, run));
         }
     }
     // A variant that looked wrong under the matrix's load runs again with
@@ -418,10 +421,46 @@ fn every_variant_is_certified_where_its_choice_is_legal_and_fails_only_its_pins(
         jobs,
         started.elapsed().as_secs_f64()
     );
+    found.extend(stale);
     found.sort();
     assert!(
         found.is_empty(),
         "the variant matrix failed:\n{}",
         found.join("\n")
     );
+}
+
+/// Where the variant's published report (reports/variants/NAME, behind
+/// reports/matrix/) concludes otherwise than this fresh run: the published
+/// pages would show a host that is no longer there.
+fn published_differences(variant: Variant, run: &Run) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../reports/variants")
+        .join(variant.name())
+        .join("report.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return vec![format!(
+            "{variant}: no published report at {}; run scripts/publish-matrix.sh",
+            path.display()
+        )];
+    };
+    let published: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let published: BTreeMap<&str, &str> = published["requirements"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| Some((r["id"].as_str()?, r["disposition"].as_str()?)))
+        .collect();
+    let mut differences = Vec::new();
+    for (id, ended) in &run.requirements {
+        let was = published.get(id.as_str()).copied().unwrap_or("absent");
+        if was != ended.disposition {
+            differences.push(format!(
+                "{variant}: reports/variants/{} is stale: {id} is published `{was}`, a fresh run ends `{}`; run scripts/publish-matrix.sh",
+                variant.name(),
+                ended.disposition
+            ));
+        }
+    }
+    differences
 }
