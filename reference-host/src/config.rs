@@ -202,6 +202,12 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_MAX_ACTIVE_ARMS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, value_parser = parse_limit)]
     pub max_active_arms_per_tenant: u64,
 
+    /// Most goals in any state, closed ones included, one tenant may hold;
+    /// a create beyond it is 429 quota_exceeded. Retention
+    /// (--retain-closed) frees places by forgetting old closed goals.
+    #[arg(long, env = "GOALPOST_HOST_MAX_STORED_GOALS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_STORED_GOALS_PER_TENANT, value_parser = parse_limit)]
+    pub max_stored_goals_per_tenant: u64,
+
     /// Serve the conformance seams (continue, events, fixtures) and advertise
     /// them in discovery; webhook calls may then also reach 127.0.0.1 and ::1
     /// (where the suite's mock listens).
@@ -286,6 +292,7 @@ impl Args {
             quotas: Quotas {
                 goals_per_tenant: self.max_goals_per_tenant,
                 active_arms_per_tenant: self.max_active_arms_per_tenant,
+                stored_goals_per_tenant: self.max_stored_goals_per_tenant,
             },
             #[cfg(feature = "mutants")]
             mutant: self.mutant,
@@ -316,6 +323,7 @@ mod tests {
         assert_eq!(config.quotas, Quotas::default());
         assert_eq!(config.quotas.goals_per_tenant, 10_000);
         assert_eq!(config.quotas.active_arms_per_tenant, 1_000);
+        assert_eq!(config.quotas.stored_goals_per_tenant, 100_000);
     }
 
     #[test]
@@ -327,6 +335,8 @@ mod tests {
             "5",
             "--max-active-arms-per-tenant",
             "2",
+            "--max-stored-goals-per-tenant",
+            "7",
         ])
         .expect("valid");
         assert_eq!(config.tokens_file, Some(PathBuf::from("tokens.txt")));
@@ -334,11 +344,13 @@ mod tests {
             config.quotas,
             Quotas {
                 goals_per_tenant: 5,
-                active_arms_per_tenant: 2
+                active_arms_per_tenant: 2,
+                stored_goals_per_tenant: 7,
             }
         );
         assert!(parse(&["--max-goals-per-tenant", "0"]).is_err());
         assert!(parse(&["--max-active-arms-per-tenant", "-1"]).is_err());
+        assert!(parse(&["--max-stored-goals-per-tenant", "0"]).is_err());
     }
 
     #[test]

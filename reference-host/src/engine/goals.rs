@@ -102,6 +102,7 @@ impl Engine {
         let guard = CreateGuard {
             max_open_goals: quotas.goals_per_tenant,
             max_open_armed: quotas.active_arms_per_tenant,
+            max_stored_goals: quotas.stored_goals_per_tenant,
             key: key.clone(),
             keys_expire_at_or_before: expired,
         };
@@ -121,6 +122,10 @@ impl Engine {
             Inserted::TooManyArmed => Err(EngineError::QuotaExceeded {
                 quota: Quota::ActiveArmsPerTenant,
                 limit: quotas.active_arms_per_tenant,
+            }),
+            Inserted::TooManyStored => Err(EngineError::QuotaExceeded {
+                quota: Quota::StoredGoalsPerTenant,
+                limit: quotas.stored_goals_per_tenant,
             }),
         }
     }

@@ -36,7 +36,7 @@ pub use locks::{GoalLocks, TenantLocks};
 pub use precondition::IfMatch;
 pub use quota::{
     Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT,
-    MAX_VERIFIERS_PER_TENANT,
+    DEFAULT_MAX_STORED_GOALS_PER_TENANT, MAX_VERIFIERS_PER_TENANT,
 };
 pub use verifiers::VerifierFileError;
 pub use wake::SchedulerWake;

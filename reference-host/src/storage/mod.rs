@@ -125,6 +125,9 @@ pub struct CreateGuard {
     /// Most open `schedule`/`heartbeat` goals the owner may have, this one
     /// included; checked only when the new goal is in such a mode.
     pub max_open_armed: u64,
+    /// Most goals the owner may hold in any state, closed ones included,
+    /// this one included.
+    pub max_stored_goals: u64,
     /// The key to remember with the goal.
     pub key: Option<(String, String)>,
     /// Keys stored at or before this have expired and are replaced.
@@ -141,6 +144,8 @@ pub enum Inserted {
     TooManyGoals,
     /// The owner holds `max_open_armed` open armed goals already.
     TooManyArmed,
+    /// The owner holds `max_stored_goals` goals already, open or closed.
+    TooManyStored,
 }
 
 /// Reads answer at once (they are short, and never wait for a writer on a

@@ -295,29 +295,32 @@ fn verifier_from_row(record: &str, created_ms: i64) -> Result<CriteriaVerifier, 
         .map_err(|error| StoreError::Corrupt(format!("verifier: {error}")))
 }
 
-/// What a tenant holds open, all of it and on an arm (the quota
-/// definitions of `engine::quota`): kept by migration 9's triggers in the
+/// What a tenant holds open, all of it and on an arm, and what it holds
+/// at all, closed goals included (the quota definitions of
+/// `engine::quota`): kept by migration 9's and 10's triggers in the
 /// transaction of every goal write, so reading it is one row however many
 /// goals the tenant has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Held {
     open: u64,
     armed: u64,
+    total: u64,
 }
 
 fn held(connection: &Connection, tenant: &Tenant) -> Result<Held, StoreError> {
-    let row: Option<(i64, i64)> = connection
-        .prepare_cached("SELECT open, armed FROM tenant_counts WHERE tenant = ?1")?
+    let row: Option<(i64, i64, i64)> = connection
+        .prepare_cached("SELECT open, armed, total FROM tenant_counts WHERE tenant = ?1")?
         .query_row(params![tenant.as_str()], |row| {
-            Ok((row.get(0)?, row.get(1)?))
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
         })
         .optional()?;
-    let Some((open, armed)) = row else {
+    let Some((open, armed, total)) = row else {
         return Ok(Held::default());
     };
     Ok(Held {
         open: unsigned(open)?,
         armed: unsigned(armed)?,
+        total: unsigned(total)?,
     })
 }
 
@@ -833,6 +836,9 @@ impl Store for SqliteStore {
             if held.open >= guard.max_open_goals {
                 return Ok(Inserted::TooManyGoals);
             }
+            if held.total >= guard.max_stored_goals {
+                return Ok(Inserted::TooManyStored);
+            }
             if armed && held.armed >= guard.max_open_armed {
                 return Ok(Inserted::TooManyArmed);
             }
@@ -940,6 +946,7 @@ mod tests {
             let guard = CreateGuard {
                 max_open_goals: 10,
                 max_open_armed: 10,
+                max_stored_goals: 10,
                 key: Some((format!("key-{n}"), format!("print-{n}"))),
                 keys_expire_at_or_before: at(-1),
             };
@@ -1205,27 +1212,35 @@ mod count_tests {
     use crate::domain::fixture::{at, goal};
 
     /// What the tenants hold, counted from the goals themselves.
-    fn recount(connection: &Connection) -> Vec<(String, i64, i64)> {
+    fn recount(connection: &Connection) -> Vec<Counts> {
         connection
             .prepare(
                 "SELECT tenant,
                         SUM(state = 'active' OR state = 'escalated'),
                         SUM((state = 'active' OR state = 'escalated')
-                            AND (mode = 'schedule' OR mode = 'heartbeat'))
+                            AND (mode = 'schedule' OR mode = 'heartbeat')),
+                        COUNT(*)
                  FROM goals GROUP BY tenant ORDER BY tenant",
             )
             .expect("prepares")
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .query_map([], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })
             .expect("queries")
             .collect::<Result<_, _>>()
             .expect("reads")
     }
 
-    fn kept(connection: &Connection) -> Vec<(String, i64, i64)> {
+    /// A tenant's open, armed and total counts.
+    pub(super) type Counts = (String, i64, i64, i64);
+
+    fn kept(connection: &Connection) -> Vec<Counts> {
         connection
-            .prepare("SELECT tenant, open, armed FROM tenant_counts ORDER BY tenant")
+            .prepare("SELECT tenant, open, armed, total FROM tenant_counts ORDER BY tenant")
             .expect("prepares")
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .query_map([], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })
             .expect("queries")
             .collect::<Result<_, _>>()
             .expect("reads")
@@ -1275,6 +1290,7 @@ mod count_tests {
                 let guard = CreateGuard {
                     max_open_goals: 100,
                     max_open_armed: 100,
+                    max_stored_goals: 100,
                     key: None,
                     keys_expire_at_or_before: at(-1),
                 };
@@ -1309,7 +1325,8 @@ mod count_tests {
         assert!(
             before
                 .iter()
-                .any(|(_, open, armed)| *open > 0 && *armed > 0),
+                .any(|(_, open, armed, _)| *open > 0 && *armed > 0)
+                && before.iter().any(|(_, open, _, total)| total > open),
             "the mix leaves something counted: {before:?}"
         );
         drop(store);
@@ -1326,7 +1343,7 @@ mod count_tests {
     #[test]
     fn the_quota_check_reads_one_row() {
         let text = crate::storage::query_plan(
-            "SELECT open, armed FROM tenant_counts WHERE tenant = ?1",
+            "SELECT open, armed, total FROM tenant_counts WHERE tenant = ?1",
             params!["acme"],
         );
         assert!(
@@ -1343,6 +1360,7 @@ mod count_tests {
         let guard = CreateGuard {
             max_open_goals: 2,
             max_open_armed: 1,
+            max_stored_goals: 100,
             key: None,
             keys_expire_at_or_before: at(-1),
         };
@@ -1365,6 +1383,40 @@ mod count_tests {
         change(&store, &mut closing, |g| g.state = GoalState::Abandoned).await;
         let inserted = store.insert_goal_guarded(&armed, &guard).await;
         assert_eq!(inserted.expect("inserts"), Inserted::Done);
+    }
+
+    /// The stored-goals quota counts closed goals too: closing one frees
+    /// no place, and only forgetting it does.
+    #[tokio::test]
+    async fn closed_goals_keep_their_place_in_the_stored_quota() {
+        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
+        let guard = CreateGuard {
+            max_open_goals: 10,
+            max_open_armed: 10,
+            max_stored_goals: 2,
+            key: None,
+            keys_expire_at_or_before: at(-1),
+        };
+        let mut first = goal(Some(10), None, None);
+        for created in [&first, &goal(Some(10), None, None)] {
+            let inserted = store.insert_goal_guarded(created, &guard).await;
+            assert_eq!(inserted.expect("inserts"), Inserted::Done);
+        }
+        let inserted = store
+            .insert_goal_guarded(&goal(Some(10), None, None), &guard)
+            .await;
+        assert_eq!(inserted.expect("inserts"), Inserted::TooManyStored);
+        change(&store, &mut first, |g| g.state = GoalState::Abandoned).await;
+        let inserted = store
+            .insert_goal_guarded(&goal(Some(10), None, None), &guard)
+            .await;
+        assert_eq!(
+            inserted.expect("inserts"),
+            Inserted::TooManyStored,
+            "a closed goal still takes its place"
+        );
+        let connection = store.writer.connection();
+        assert_eq!(kept(&connection), recount(&connection));
     }
 }
 
