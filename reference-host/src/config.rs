@@ -39,6 +39,9 @@ pub struct Config {
     pub verifiers: Option<PathBuf>,
     /// Per-tenant limits (429 `quota_exceeded` beyond them).
     pub quotas: Quotas,
+    /// How long closed goals are kept before the scheduler forgets them;
+    /// `None` keeps them forever.
+    pub retain_closed: Option<Duration>,
     /// The choices the profile leaves open (the reference host's own by
     /// default; a conforming variant makes another).
     pub choices: Choices,
@@ -54,6 +57,10 @@ pub struct Config {
 pub const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
 pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
+/// How long a closed goal stays readable: long enough for a client to see
+/// how it ended and read its events, short enough that a tenant's history
+/// does not fill its stored-goals quota.
+pub const DEFAULT_RETAIN_CLOSED: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// What a host running for conformance may call besides public addresses:
 /// 127.0.0.1 and ::1, where the suite's mock (and in-process test
@@ -83,6 +90,7 @@ impl Config {
             connections: ConnectionLimits::default(),
             verifiers: None,
             quotas: Quotas::default(),
+            retain_closed: Some(DEFAULT_RETAIN_CLOSED),
             choices: Choices::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
@@ -160,6 +168,33 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// A retention period: a whole number with a unit (`30d`, `12h`, `90m`,
+/// `45s`), or `0` to keep closed goals forever.
+fn parse_retention(text: &str) -> Result<Retention, String> {
+    if text == "0" {
+        return Ok(Retention(None));
+    }
+    let invalid = || format!("expected a number with d, h, m or s (e.g. 30d), or 0, got {text:?}");
+    let split = text.len().checked_sub(1).ok_or_else(invalid)?;
+    let (number, unit) = text.split_at_checked(split).ok_or_else(invalid)?;
+    let number: u64 = number.parse().map_err(|_| invalid())?;
+    let seconds = match unit {
+        "d" => number.checked_mul(24 * 3600),
+        "h" => number.checked_mul(3600),
+        "m" => number.checked_mul(60),
+        "s" => Some(number),
+        _ => None,
+    }
+    .filter(|seconds| *seconds >= 1)
+    .ok_or_else(invalid)?;
+    Ok(Retention(Some(Duration::from_secs(seconds))))
+}
+
+/// A parsed `--retain-closed` (its own type: clap reads an `Option` field
+/// as a flag that may be missing, not as a value that may be "forever").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention(pub Option<Duration>);
+
 fn parse_tick(text: &str) -> Result<Duration, String> {
     match text.parse::<u64>() {
         Ok(ms) if ms >= 1 => Ok(Duration::from_millis(ms)),
@@ -207,6 +242,12 @@ pub struct Args {
     /// (--retain-closed) frees places by forgetting old closed goals.
     #[arg(long, env = "GOALPOST_HOST_MAX_STORED_GOALS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_STORED_GOALS_PER_TENANT, value_parser = parse_limit)]
     pub max_stored_goals_per_tenant: u64,
+
+    /// How long closed goals (with their events, evaluations, runs and
+    /// idempotency keys) are kept before the scheduler forgets them, in
+    /// batches: 30d, 12h, 90m, 45s; 0 keeps them forever.
+    #[arg(long, env = "GOALPOST_HOST_RETAIN_CLOSED", default_value = "30d", value_parser = parse_retention)]
+    pub retain_closed: Retention,
 
     /// Serve the conformance seams (continue, events, fixtures) and advertise
     /// them in discovery; webhook calls may then also reach 127.0.0.1 and ::1
@@ -294,6 +335,7 @@ impl Args {
                 active_arms_per_tenant: self.max_active_arms_per_tenant,
                 stored_goals_per_tenant: self.max_stored_goals_per_tenant,
             },
+            retain_closed: self.retain_closed.0,
             #[cfg(feature = "mutants")]
             mutant: self.mutant,
             #[cfg(feature = "mutants")]
@@ -324,6 +366,32 @@ mod tests {
         assert_eq!(config.quotas.goals_per_tenant, 10_000);
         assert_eq!(config.quotas.active_arms_per_tenant, 1_000);
         assert_eq!(config.quotas.stored_goals_per_tenant, 100_000);
+        assert_eq!(config.retain_closed, Some(DEFAULT_RETAIN_CLOSED));
+    }
+
+    #[test]
+    fn retention_takes_a_unit_or_zero() {
+        let retain = |text: &str| parse(&["--retain-closed", text]).map(|c| c.retain_closed);
+        assert_eq!(retain("0").ok(), Some(None));
+        assert_eq!(retain("45s").ok(), Some(Some(Duration::from_secs(45))));
+        assert_eq!(retain("90m").ok(), Some(Some(Duration::from_secs(5_400))));
+        assert_eq!(retain("12h").ok(), Some(Some(Duration::from_secs(43_200))));
+        assert_eq!(
+            retain("30d").ok(),
+            Some(Some(Duration::from_secs(2_592_000)))
+        );
+        for bad in [
+            "",
+            "d",
+            "30",
+            "0d",
+            "-1d",
+            "1w",
+            "1.5h",
+            "99999999999999999d",
+        ] {
+            assert!(retain(bad).is_err(), "{bad:?} was accepted");
+        }
     }
 
     #[test]

@@ -89,6 +89,7 @@ impl RunningHost {
             webhook_secret,
             egress: EgressPolicy::new(config.webhook_allow.clone()),
             quotas: config.quotas,
+            retain_closed: config.retain_closed,
             choices: config.choices,
             // The suite's 20 ms intervals need no limit in conformance mode.
             outbound_per_tenant_per_sec: (!config.conformance_seams)

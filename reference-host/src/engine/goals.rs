@@ -155,6 +155,20 @@ impl Engine {
         Ok(self.store.purge_idempotency_keys(expired).await?)
     }
 
+    /// Retention: forgets at most `limit` goals closed longer than
+    /// `retain_closed` ago, with their events, evaluations, runs and keys;
+    /// none when closed goals are kept forever.
+    pub async fn purge_closed_goals(&self, limit: usize) -> Result<Vec<GoalId>, EngineError> {
+        let Some(retain) = self.settings.retain_closed else {
+            return Ok(Vec::new());
+        };
+        let Some(before) = self.clock.now().checked_sub(retain) else {
+            // Nothing closed that long ago yet.
+            return Ok(Vec::new());
+        };
+        Ok(self.store.purge_closed_goals(before, limit).await?)
+    }
+
     /// Any goal, whoever owns it (for the scheduler and the engine itself).
     pub(super) async fn load(&self, id: &GoalId) -> Result<Option<Goal>, EngineError> {
         self.lookup(|store| store.goal(id))

@@ -65,8 +65,11 @@ pub struct EngineSettings {
     pub webhook_tenant_secrets: Vec<(String, WebhookSecret)>,
     /// Where webhook calls may go (internal addresses only when allowed).
     pub egress: EgressPolicy,
-    /// Per-tenant limits on open and armed goals.
+    /// Per-tenant limits on open, armed and stored goals.
     pub quotas: Quotas,
+    /// How long closed goals are kept before the scheduler forgets them;
+    /// `None` keeps them forever.
+    pub retain_closed: Option<Duration>,
     /// The choices the profile leaves open, as this host makes them.
     pub choices: Choices,
     /// Fires and heartbeat probes the scheduler starts per second for one
@@ -94,6 +97,7 @@ impl Default for EngineSettings {
             webhook_tenant_secrets: Vec::new(),
             egress: EgressPolicy::default(),
             quotas: Quotas::default(),
+            retain_closed: Some(crate::config::DEFAULT_RETAIN_CLOSED),
             choices: Choices::default(),
             outbound_per_tenant_per_sec: None,
             #[cfg(feature = "mutants")]

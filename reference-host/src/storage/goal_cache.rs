@@ -138,6 +138,25 @@ impl GoalCache {
         self.insert(shard, Arc::new(goal), weight, written);
     }
 
+    /// Drops a goal just deleted (retention), as a write: a read that
+    /// began before the delete cannot put it back.
+    pub(super) fn forgotten(&self, id: &GoalId) {
+        let mut guard = self.shard(id);
+        let shard = &mut *guard;
+        shard.generation += 1;
+        shard.hidden = shard.generation;
+        if let Some(entry) = shard.goals.remove(id) {
+            shard.bytes -= entry.weight;
+        }
+        // Its id stays in `order` (eviction skips ids no longer held)
+        // until forgotten ids are most of it: compacting now and then
+        // keeps a purge O(1) per goal and `order` bounded.
+        if shard.order.len() > 2 * shard.goals.len() + 64 {
+            let Shard { goals, order, .. } = shard;
+            order.retain(|kept| goals.contains_key(kept));
+        }
+    }
+
     fn insert(&self, shard: &mut Shard, goal: Arc<Goal>, weight: usize, written: u64) {
         if weight > self.bytes_per_shard {
             shard.hidden = shard.hidden.max(written);

@@ -293,6 +293,21 @@ BEGIN
     UPDATE tenant_counts SET total = total - 1 WHERE tenant = OLD.tenant;
 END;
 ",
+    // Retention: when a goal closed, so the oldest closed goals can be
+    // found from an index and forgotten in bounded batches. A closed goal
+    // never changes again, so its last update is when it closed. The
+    // indexes on `goal_id` let a goal's runs and keys be deleted without
+    // a scan, and with foreign keys on, deleting a goal looks for rows
+    // that still name it: without them, each purged goal read all of
+    // `runs`.
+    r"
+ALTER TABLE goals ADD COLUMN closed_ms INTEGER;
+UPDATE goals SET closed_ms = json_extract(record, '$.updated_ms')
+WHERE state = 'satisfied' OR state = 'abandoned' OR state = 'bound-exceeded';
+CREATE INDEX goals_closed ON goals (closed_ms) WHERE closed_ms IS NOT NULL;
+CREATE INDEX runs_by_goal ON runs (goal_id);
+CREATE INDEX idempotency_keys_by_goal ON idempotency_keys (goal_id);
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
@@ -509,6 +524,39 @@ mod tests {
                 ("a".to_string(), 2),
                 ("b".to_string(), 0),
                 ("c".to_string(), 1)
+            ]
+        );
+    }
+
+    /// Migration 11 dates the goals that were already closed by their
+    /// last update, and leaves open ones undated.
+    #[test]
+    fn closed_goals_are_dated_by_their_last_update() {
+        let mut connection = at_version(10);
+        connection
+            .execute_batch(
+                r#"INSERT INTO goals (id, tenant, state, paused, mode, created_ms, version, record)
+                 VALUES ('g1', 'a', 'active', 0, 'manual', 0, 1, '{"updated_ms": 5}'),
+                        ('g2', 'a', 'abandoned', 0, 'manual', 0, 1, '{"updated_ms": 7}'),
+                        ('g3', 'a', 'bound-exceeded', 0, 'manual', 0, 1, '{"updated_ms": 9}'),
+                        ('g4', 'a', 'satisfied', 0, 'manual', 0, 1, '{"updated_ms": 11}');"#,
+            )
+            .expect("old rows");
+        migrate(&mut connection).expect("migrates");
+        let dated: Vec<(String, Option<i64>)> = connection
+            .prepare("SELECT id, closed_ms FROM goals ORDER BY id")
+            .expect("prepares")
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .expect("queries")
+            .collect::<Result<_, _>>()
+            .expect("reads");
+        assert_eq!(
+            dated,
+            vec![
+                ("g1".to_string(), None),
+                ("g2".to_string(), Some(7)),
+                ("g3".to_string(), Some(9)),
+                ("g4".to_string(), Some(11)),
             ]
         );
     }

@@ -260,6 +260,18 @@ pub trait Store: Send + Sync {
 
     /// The tenant's open goals in `schedule` or `heartbeat` mode.
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError>;
+
+    /// Retention: forgets at most `limit` goals that closed at or before
+    /// `closed_at_or_before`, longest closed first, with everything that
+    /// names them (log entries and their records, runs, idempotency keys),
+    /// in one transaction; their tenants' counts drop with them. Returns
+    /// the forgotten ids. Bounded, so a backlog is worked off a batch at a
+    /// time without holding the writer long.
+    fn purge_closed_goals(
+        &self,
+        closed_at_or_before: Timestamp,
+        limit: usize,
+    ) -> Pending<Vec<GoalId>>;
 }
 
 /// `EXPLAIN QUERY PLAN` of `sql` on a freshly migrated in-memory database,

@@ -156,6 +156,9 @@ struct GoalRow {
     deadline_ms: Option<i64>,
     next_fire_ms: Option<i64>,
     created_ms: i64,
+    /// When a closed goal closed (its last update: it never changes
+    /// again); `None` while open. Retention reads it.
+    closed_ms: Option<i64>,
     version: i64,
     record: String,
     run_ids: RunIds,
@@ -172,6 +175,7 @@ impl GoalRow {
             deadline_ms: goal.deadline().map(Timestamp::unix_ms),
             next_fire_ms: goal.next_fire_at.map(Timestamp::unix_ms),
             created_ms: goal.created_at.unix_ms(),
+            closed_ms: goal.state.is_terminal().then(|| goal.updated_at.unix_ms()),
             version: int(goal.version)?,
             record: to_json(&GoalRecord::from_goal(goal))?,
             // Shares the goal's ids: copying them grew with the goal's age.
@@ -224,7 +228,7 @@ fn write_goal_columns(
         connection
             .prepare_cached(
                 "UPDATE goals SET state = ?2, paused = ?3, mode = ?4, deadline_ms = ?5,
-                                  next_fire_ms = ?6, version = ?7, record = ?8
+                                  next_fire_ms = ?6, version = ?7, record = ?8, closed_ms = ?9
                  WHERE id = ?1",
             )?
             .execute(params![
@@ -236,6 +240,7 @@ fn write_goal_columns(
                 row.next_fire_ms,
                 row.version,
                 row.record,
+                row.closed_ms,
             ])?
     };
     if updated != 1 {
@@ -355,8 +360,8 @@ fn stored_key(
 fn insert_goal_row(connection: &Connection, row: &GoalRow) -> Result<(), StoreError> {
     connection
         .prepare_cached(
-            "INSERT INTO goals (id, tenant, state, paused, mode, deadline_ms, next_fire_ms, created_ms, version, record)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO goals (id, tenant, state, paused, mode, deadline_ms, next_fire_ms, created_ms, version, record, closed_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )?
         .execute(params![
             row.id,
@@ -369,6 +374,7 @@ fn insert_goal_row(connection: &Connection, row: &GoalRow) -> Result<(), StoreEr
             row.created_ms,
             row.version,
             row.record,
+            row.closed_ms,
         ])?;
     goal_log::Tail::default().runs(connection, &row.id, &row.run_ids)
 }
@@ -887,6 +893,49 @@ impl Store for SqliteStore {
 
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError> {
         self.read(|connection| Ok(held(connection, tenant)?.armed))
+    }
+
+    fn purge_closed_goals(
+        &self,
+        closed_at_or_before: Timestamp,
+        limit: usize,
+    ) -> Pending<Vec<GoalId>> {
+        let at_ms = closed_at_or_before.unix_ms();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let cache = Arc::clone(&self.cache);
+        let on_commit = Box::new(move |purged: &Vec<GoalId>| {
+            for id in purged {
+                cache.forgotten(id);
+            }
+        });
+        self.writer.submit_then(
+            move |connection| {
+                let purged = ids(
+                    connection,
+                    "SELECT id FROM goals WHERE closed_ms <= ?1 ORDER BY closed_ms LIMIT ?2",
+                    params![at_ms, limit],
+                )?;
+                // Children first: with foreign keys on, a goal that rows
+                // still name cannot go. The goal's delete trigger takes it
+                // off its tenant's total.
+                for id in &purged {
+                    let id = id.as_str();
+                    for sql in [
+                        "DELETE FROM log_records WHERE id IN
+                             (SELECT record_id FROM goal_log
+                              WHERE goal_id = CAST(?1 AS TEXT) AND record_id IS NOT NULL)",
+                        "DELETE FROM goal_log WHERE goal_id = CAST(?1 AS TEXT)",
+                        "DELETE FROM runs WHERE goal_id = ?1",
+                        "DELETE FROM idempotency_keys WHERE goal_id = ?1",
+                        "DELETE FROM goals WHERE id = ?1",
+                    ] {
+                        connection.prepare_cached(sql)?.execute(params![id])?;
+                    }
+                }
+                Ok(purged)
+            },
+            Some(on_commit),
+        )
     }
 
     fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError> {
@@ -1417,6 +1466,143 @@ mod count_tests {
         );
         let connection = store.writer.connection();
         assert_eq!(kept(&connection), recount(&connection));
+    }
+}
+
+#[cfg(test)]
+mod retention_tests {
+    use super::*;
+    use crate::domain::fixture::{at, goal, unsatisfied, usd};
+    use crate::domain::transition::record_run;
+    use crate::domain::{CostReading, FinishedRun};
+
+    fn count(connection: &Connection, sql: &str) -> i64 {
+        connection
+            .query_row(sql, [], |row| row.get(0))
+            .expect("counts")
+    }
+
+    /// Retention forgets the longest closed goals first, a bounded batch
+    /// at a time, with every row that names them (log entries and their
+    /// records, runs recorded or discarded, idempotency keys); what is
+    /// left, the kept counts and memory all agree.
+    #[tokio::test]
+    async fn closed_goals_go_with_everything_that_names_them() {
+        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
+        let mut goals = Vec::new();
+        for n in 0..4 {
+            let created = goal(Some(10), None, None);
+            let guard = CreateGuard {
+                max_open_goals: 10,
+                max_open_armed: 10,
+                max_stored_goals: 10,
+                key: Some((format!("key-{n}"), format!("print-{n}"))),
+                keys_expire_at_or_before: at(-1),
+            };
+            let inserted = store.insert_goal_guarded(&created, &guard).await;
+            assert_eq!(inserted.expect("inserts"), Inserted::Done);
+            let mut current = created;
+            // One recorded run (a run id, an event, an evaluation) and one
+            // discarded.
+            for recorded in [true, false] {
+                let reservation = RunReservation {
+                    run_id: RunId::generate(),
+                    goal_id: current.id.clone(),
+                    iteration: current.progress.iterations + 1,
+                    started_at: at(1),
+                };
+                let reserved = store.reserve_run(&reservation, current.version).await;
+                assert_eq!(reserved.expect("reserves"), Written::Done(()));
+                if recorded {
+                    let finished = FinishedRun {
+                        run_id: reservation.run_id.clone(),
+                        cost: usd(0.01),
+                        outcome: unsatisfied(),
+                    };
+                    let change = record_run(&current, &finished, at(2), CostReading::Budget)
+                        .expect("a change");
+                    let written = store
+                        .apply(&change, current.version, Some(&reservation.run_id), at(2))
+                        .await;
+                    assert!(matches!(written.expect("applies"), Written::Done(_)));
+                    current = change.goal;
+                } else {
+                    store
+                        .discard_run(&reservation.run_id, at(3))
+                        .await
+                        .expect("discards");
+                }
+            }
+            goals.push(current);
+        }
+        // Goals 0, 1 and 2 close at 10, 20 and 30; goal 3 stays open.
+        for (n, current) in goals.iter_mut().take(3).enumerate() {
+            let mut closed = current.clone();
+            closed.state = GoalState::Abandoned;
+            closed.updated_at = at(10 * (i64::try_from(n).expect("small") + 1));
+            closed.version += 1;
+            let change = Change {
+                goal: closed.clone(),
+                events: Vec::new(),
+                evaluation: None,
+            };
+            let written = store.apply(&change, current.version, None, at(5)).await;
+            assert!(matches!(written.expect("applies"), Written::Done(_)));
+            *current = closed;
+        }
+        let forgotten = store.purge_closed_goals(at(20), 1).await.expect("purges");
+        assert_eq!(forgotten, vec![goals[0].id.clone()], "longest closed first");
+        let forgotten = store.purge_closed_goals(at(20), 10).await.expect("purges");
+        assert_eq!(
+            forgotten,
+            vec![goals[1].id.clone()],
+            "only up to the cutoff"
+        );
+        for (n, current) in goals.iter().enumerate() {
+            let read = store.goal(&current.id).expect("reads");
+            assert_eq!(read.is_some(), n >= 2, "goal {n}");
+        }
+        let connection = store.writer.connection();
+        let remaining = |table_sql: &str| count(&connection, table_sql);
+        assert_eq!(remaining("SELECT COUNT(*) FROM goals"), 2);
+        assert_eq!(remaining("SELECT COUNT(DISTINCT goal_id) FROM goal_log"), 2);
+        assert_eq!(remaining("SELECT COUNT(DISTINCT goal_id) FROM runs"), 2);
+        assert_eq!(remaining("SELECT COUNT(*) FROM runs"), 4);
+        assert_eq!(remaining("SELECT COUNT(*) FROM idempotency_keys"), 2);
+        assert_eq!(
+            remaining(
+                "SELECT COUNT(*) FROM log_records
+                 WHERE id NOT IN (SELECT record_id FROM goal_log WHERE record_id IS NOT NULL)"
+            ),
+            0,
+            "no record is left without its entry"
+        );
+        assert!(remaining("SELECT COUNT(*) FROM log_records") > 0);
+        assert_eq!(
+            connection
+                .query_row(
+                    "SELECT open, total FROM tenant_counts WHERE tenant = ?1",
+                    params![goals[0].owner.as_str()],
+                    |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)),
+                )
+                .expect("counted"),
+            (1, 2)
+        );
+    }
+
+    /// The batch is found from the partial index on `closed_ms`, oldest
+    /// first, without reading open goals or sorting.
+    #[test]
+    fn the_batch_seeks_the_closed_index() {
+        let text = crate::storage::query_plan(
+            "SELECT id FROM goals WHERE closed_ms <= ?1 ORDER BY closed_ms LIMIT ?2",
+            params![0, 10],
+        );
+        assert!(
+            text.contains("USING INDEX goals_closed (closed_ms<?)"),
+            "{text}"
+        );
+        assert!(!text.contains("TEMP B-TREE"), "{text}");
     }
 }
 
