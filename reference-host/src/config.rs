@@ -33,6 +33,9 @@ pub struct Config {
     /// Internal addresses webhook calls may reach anyway (everything
     /// public is allowed).
     pub webhook_allow: Vec<AllowEntry>,
+    /// A PEM file of certificate authorities `https` webhooks may chain
+    /// to besides the system's roots, read at start.
+    pub webhook_ca: Option<PathBuf>,
     /// Client connection limits and the shutdown deadline.
     pub connections: ConnectionLimits,
     /// A JSON file of criteria verifiers to register at start.
@@ -87,6 +90,7 @@ impl Config {
             tick: DEFAULT_TICK,
             webhook_secret: None,
             webhook_allow: conformance_egress(),
+            webhook_ca: None,
             connections: ConnectionLimits::default(),
             verifiers: None,
             quotas: Quotas::default(),
@@ -274,6 +278,11 @@ pub struct Args {
     #[arg(long = "webhook-allow", env = "GOALPOST_HOST_WEBHOOK_ALLOW", value_delimiter = ',', value_parser = AllowEntry::parse)]
     pub webhook_allow: Vec<AllowEntry>,
 
+    /// A PEM file of certificate authorities that `https` webhooks may
+    /// chain to besides the system's trusted roots (for a private CA).
+    #[arg(long, env = "GOALPOST_HOST_WEBHOOK_CA", value_name = "FILE")]
+    pub webhook_ca: Option<PathBuf>,
+
     /// Most client connections open at once; more are closed on arrival.
     #[arg(long, env = "GOALPOST_HOST_MAX_CONNECTIONS", default_value_t = crate::serve::DEFAULT_MAX_CONNECTIONS as u64, value_parser = parse_limit)]
     pub max_connections: u64,
@@ -323,6 +332,7 @@ impl Args {
             } else {
                 self.webhook_allow
             },
+            webhook_ca: self.webhook_ca,
             connections: ConnectionLimits {
                 max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
                 header_read_timeout: self.header_timeout_secs,

@@ -24,7 +24,9 @@ use crate::domain::egress::EgressPolicy;
 use crate::domain::{Evaluation, Goal, RequestContext};
 use crate::judge::Judges;
 use crate::storage::{Store, StoreError};
-use crate::webhook::{SharedEgress, Signing, WebhookClient, WebhookSecret, DEFAULT_TIMEOUT};
+use crate::webhook::{
+    SharedEgress, Signing, WebhookCa, WebhookClient, WebhookSecret, DEFAULT_TIMEOUT,
+};
 
 pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
@@ -65,6 +67,8 @@ pub struct EngineSettings {
     pub webhook_tenant_secrets: Vec<(String, WebhookSecret)>,
     /// Where webhook calls may go (internal addresses only when allowed).
     pub egress: EgressPolicy,
+    /// Authorities `https` webhooks may chain to besides the system's.
+    pub webhook_ca: WebhookCa,
     /// Per-tenant limits on open, armed and stored goals.
     pub quotas: Quotas,
     /// How long closed goals are kept before the scheduler forgets them;
@@ -96,6 +100,7 @@ impl Default for EngineSettings {
             webhook_secret: WebhookSecret::generate(),
             webhook_tenant_secrets: Vec::new(),
             egress: EgressPolicy::default(),
+            webhook_ca: WebhookCa::none(),
             quotas: Quotas::default(),
             retain_closed: Some(crate::config::DEFAULT_RETAIN_CLOSED),
             choices: Choices::default(),
@@ -157,7 +162,12 @@ impl Engine {
             WebhookSigning::Unsigned => None,
         };
         let egress = SharedEgress::new(settings.egress.clone());
-        let client = WebhookClient::new(signing, egress.clone(), settings.webhook_timeout);
+        let client = WebhookClient::with_ca(
+            signing,
+            egress.clone(),
+            settings.webhook_timeout,
+            &settings.webhook_ca,
+        );
         #[cfg(feature = "mutants")]
         let client = client.with_mutant(settings.mutant);
         let webhooks = Arc::new(client);
