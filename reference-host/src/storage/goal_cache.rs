@@ -260,6 +260,41 @@ mod tests {
         assert_eq!(cache.get(&before.id).map(|g| g.version), Some(2));
     }
 
+    /// A forgotten goal is gone from memory, and a read of the database
+    /// that began before it was deleted cannot put it back; many forgotten
+    /// goals leave the eviction order no longer than what is held.
+    #[test]
+    fn a_forgotten_goal_stays_forgotten() {
+        let cache = GoalCache::new(1 << 20);
+        let stored = goal(3);
+        cache.committed(stored.clone(), RECORD);
+        let ticket = cache.ticket(&stored.id);
+        cache.forgotten(&stored.id);
+        assert!(cache.get(&stored.id).is_none());
+        cache.fill(ticket, stored.clone(), RECORD);
+        assert!(
+            cache.get(&stored.id).is_none(),
+            "a stale fill brought it back"
+        );
+        let kept = goal(1);
+        cache.committed(kept.clone(), RECORD);
+        for _ in 0..2_000 {
+            let gone = goal(1);
+            cache.committed(gone.clone(), RECORD);
+            cache.forgotten(&gone.id);
+        }
+        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.get(&kept.id).map(|g| g.version), Some(1));
+        let longest = cache
+            .shards
+            .iter()
+            .map(|shard| shard.lock().expect("unpoisoned").order.len())
+            .max()
+            .unwrap_or(0);
+        // Compacted past twice what is held (one goal) plus 64.
+        assert!(longest <= 67, "order grew to {longest}");
+    }
+
     /// Evicts everything `id`'s shard holds.
     fn evict_everything(cache: &GoalCache, id: &GoalId) {
         GoalCache::evict(&mut cache.shard(id), 0);
