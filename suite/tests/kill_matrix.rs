@@ -90,7 +90,7 @@ fn run_suite(mutant: Option<Mutant>, profiles: &BTreeSet<String>) -> Result<Disp
         (DEFAULT_TOKEN_B.to_string(), TENANT_B.to_string()),
     ]);
     config.webhook_secret = Some(SECRET.to_string());
-    config.mutant = mutant;
+    config.mutants.mutant = mutant;
     let host = runtime
         .block_on(goalpost_host::RunningHost::start(config))
         .map_err(|error| format!("cannot start the host: {error}"))?;

@@ -49,8 +49,7 @@ impl Engine {
         let worker = self
             .arms
             .worker_for(goal.continuation.arm_ref.as_ref(), &goal.owner);
-        #[cfg(feature = "mutants")]
-        let worker = crate::mutants::engine::worker(&self.mutants, &goal, self.clock.now(), worker);
+        let worker = self.faults.worker(&goal, self.clock.now(), worker);
         let probe = ProbeRequest {
             goal_id: goal.id.clone(),
             iteration: goal.progress.iterations.saturating_add(1),

@@ -159,8 +159,7 @@ impl Engine {
     /// A scheduled fire of a goal the scheduler found due. Re-checks
     /// everything under the goal's lock: a stale fire never produces a run.
     pub async fn fire(&self, id: &GoalId) -> Result<FireOutcome, EngineError> {
-        #[cfg(feature = "mutants")]
-        self.mutants.remember_timer(id);
+        self.faults.fired(id);
         fire_outcome(self.iterate(id, Trigger::Schedule).await)
     }
 
@@ -170,11 +169,7 @@ impl Engine {
     /// goal. Never waits for the goal's lock, so a slow run does not hold
     /// up the tick.
     pub async fn close_if_past_deadline(&self, id: &GoalId) -> Result<bool, EngineError> {
-        #[cfg(feature = "mutants")]
-        if self
-            .mutants
-            .is(crate::mutants::Mutant::DeadlineIgnoredWhenIdle)
-        {
+        if !self.faults.closes_idle_past_deadline() {
             return Ok(false);
         }
         // Only an idle goal is closed here. An iteration under way was
@@ -223,8 +218,7 @@ impl Engine {
     }
 
     async fn iterate(&self, id: &GoalId, trigger: Trigger) -> Result<Iteration, EngineError> {
-        #[cfg(feature = "mutants")]
-        if !crate::mutants::engine::iterations_serialised(&self.mutants) {
+        if !self.faults.serialises_iterations() {
             let mut cancel = self.cancels.watch(id);
             return self.iterate_locked(id, &trigger, &mut cancel).await;
         }
@@ -253,16 +247,10 @@ impl Engine {
                     }
                     finished = self.dispatch(&goal, &reservation) => finished,
                 };
-                // A mutant may have dispatched from an altered view of the
-                // goal; its record starts from the stored goal as before.
-                #[cfg(feature = "mutants")]
-                let goal = match self.mutants.active() {
-                    Some(_) => None,
-                    None => Some(goal),
-                };
-                #[cfg(not(feature = "mutants"))]
-                let goal = Some(goal);
-                self.record(id, &finished, goal.map(|goal| *goal)).await
+                // A faulty host may have dispatched from an altered view of
+                // the goal; its record starts from the stored goal instead.
+                let reserved = self.faults.records_on_reserved().then_some(*goal);
+                self.record(id, &finished, reserved).await
             }
             Reserved::Closed => Ok(Iteration::Closed),
             Reserved::Skip => Ok(Iteration::Skipped),
@@ -280,9 +268,7 @@ impl Engine {
                     None => return Ok(Reserved::Skip),
                 },
             };
-            #[cfg(feature = "mutants")]
-            let goal = crate::mutants::engine::dispatch_view(
-                &self.mutants,
+            let goal = self.faults.dispatch_view(
                 goal,
                 matches!(trigger, Trigger::Schedule),
                 matches!(trigger, Trigger::Continue(_)),
@@ -326,13 +312,11 @@ impl Engine {
     /// Runs the worker, then the judge. Never fails: every failure is an
     /// environmental verdict for this run.
     async fn dispatch(&self, goal: &Goal, reservation: &RunReservation) -> FinishedRun {
-        #[cfg(feature = "mutants")]
-        let goal = &crate::mutants::engine::dispatched(&self.mutants, goal);
+        let goal = &*self.faults.dispatched(goal);
         let worker = self
             .arms
             .worker_for(goal.continuation.arm_ref.as_ref(), &goal.owner);
-        #[cfg(feature = "mutants")]
-        let worker = crate::mutants::engine::worker(&self.mutants, goal, self.clock.now(), worker);
+        let worker = self.faults.worker(goal, self.clock.now(), worker);
         let request = RunRequest {
             goal_id: goal.id.clone(),
             run_id: reservation.run_id.clone(),
@@ -360,10 +344,10 @@ impl Engine {
                 outcome: RunOutcome::Escalated,
             };
         }
-        let verifier = self.verifier_for(goal).await;
-        #[cfg(feature = "mutants")]
-        let verifier =
-            verifier.map(|inner| crate::mutants::engine::verifier(&self.mutants, goal, inner));
+        let verifier = self
+            .verifier_for(goal)
+            .await
+            .map(|inner| self.faults.verifier(goal, inner));
         let Some(verifier) = verifier else {
             tracing::info!(goal = %goal.id, run = %reservation.run_id, "no verifier to judge the run");
             return environmental(report.cost);
@@ -434,9 +418,7 @@ impl Engine {
             let change = goal
                 .as_ref()
                 .and_then(|goal| record_run(goal, finished, now, cost_reading));
-            #[cfg(feature = "mutants")]
-            let change =
-                crate::mutants::engine::record(&self.mutants, goal.as_ref(), finished, now, change);
+            let change = self.faults.record(goal.as_ref(), finished, now, change);
             let (Some(goal), Some(mut change)) = (goal, change) else {
                 self.store.discard_run(&finished.run_id, now).await?;
                 return Ok(Iteration::Discarded);

@@ -6,10 +6,11 @@
 //!
 //! The registry below is plain data and is compiled into every build, so
 //! the suite can report which requirements are mutation-verified. The
-//! broken behaviour is not: the hooks, the per-host switch
-//! ([`Config::mutant`](crate::Config), `goalpost-host serve --mutant NAME`)
-//! and the code behind them exist only with the `mutants` cargo feature,
-//! which the default build and the released binary leave out.
+//! broken behaviour is not: the per-host switch
+//! ([`Selection`], `goalpost-host serve --mutant NAME`) and the code behind
+//! the fault seams ([`crate::engine::Faults`], [`crate::webhook::CallFaults`],
+//! [`crate::http::RouteFaults`]) exist only with the `mutants` cargo
+//! feature, which the default build and the released binary leave out.
 //!
 //! Each mutant has one bug, the way a real implementation gets it wrong.
 //! Its `breaks` list names the requirements whose own rule that bug
@@ -24,16 +25,72 @@
 #[cfg(feature = "mutants")]
 mod body;
 #[cfg(feature = "mutants")]
-pub(crate) mod engine;
+mod engine;
 #[cfg(feature = "mutants")]
-pub(crate) mod http;
+mod faults;
+#[cfg(feature = "mutants")]
+mod http;
 #[cfg(feature = "mutants")]
 mod switch;
 #[cfg(feature = "mutants")]
-pub(crate) mod webhook;
+mod webhook;
+
+use std::sync::Arc;
+
+use crate::engine::{Faults, NoFaults};
+use crate::http::{NoRouteFaults, RouteFaults};
 
 #[cfg(feature = "mutants")]
 pub use switch::Switch;
+
+/// Which mutant a host runs with (`goalpost-host serve --mutant NAME`,
+/// `--foreign-invalid-goal TENANT`). Empty in a build without the
+/// `mutants` feature, which has no such options.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct Selection {
+    /// Run with a deliberate bug from the kill matrix's registry (see
+    /// src/mutants/).
+    #[cfg(feature = "mutants")]
+    #[arg(long, value_parser = parse_arg)]
+    pub mutant: Option<Mutant>,
+
+    /// Serve one schema-invalid goal in this tenant's lists, as if another
+    /// client had stored it: the suite's isolation test.
+    #[cfg(feature = "mutants")]
+    #[arg(long, value_name = "TENANT")]
+    pub foreign_invalid_goal: Option<String>,
+}
+
+/// The hooks a host is built with: the engine's (which hands the webhook
+/// client its own) and the router's.
+pub struct Wiring {
+    pub engine: Arc<dyn Faults>,
+    pub routes: Arc<dyn RouteFaults>,
+}
+
+impl Selection {
+    /// The one place a mutant is wired into a host. Nothing selected (and
+    /// every build without the feature) gives the faithful hooks.
+    pub fn wire(&self) -> Wiring {
+        #[cfg(feature = "mutants")]
+        if self.mutant.is_some() || self.foreign_invalid_goal.is_some() {
+            if let Some(mutant) = self.mutant {
+                tracing::warn!(%mutant, "running with a deliberate bug (mutant): not a conformant host");
+            }
+            let switch = Switch::new(self.mutant)
+                .with_foreign_invalid_goal(self.foreign_invalid_goal.clone());
+            let faults = faults::MutantFaults::new(switch);
+            return Wiring {
+                engine: faults.clone(),
+                routes: faults,
+            };
+        }
+        Wiring {
+            engine: Arc::new(NoFaults),
+            routes: Arc::new(NoRouteFaults),
+        }
+    }
+}
 
 /// One registered mutant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1024,7 +1081,7 @@ mod tests {
             panic!("expected serve");
         };
         assert_eq!(
-            serve.host.into_config().mutant,
+            serve.host.into_config().mutants.mutant,
             Some(Mutant::OffByOneIterations)
         );
         assert!(
@@ -1032,7 +1089,7 @@ mod tests {
                 .is_err()
         );
         let preset = crate::Config::conformance_in_memory(Vec::new());
-        assert_eq!(preset.mutant, None);
+        assert_eq!(preset.mutants, Selection::default());
     }
 
     #[cfg(not(feature = "mutants"))]
