@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS};
-use super::quota::{is_armed, is_open, Quota};
+use super::quota::{is_armed, Quota};
 use super::{Engine, EngineError, IfMatch};
 use crate::choices::ArmlessSchedule;
 use crate::domain::transition::{self, Change, TransitionError};
@@ -276,7 +276,7 @@ impl Engine {
                 let change = transition::patch(goal, edit, now)?;
                 let becomes_armed = change.as_ref().is_some_and(|change| {
                     is_armed(change.goal.continuation.mode)
-                        && !(is_armed(goal.continuation.mode) && is_open(goal.state))
+                        && !(is_armed(goal.continuation.mode) && goal.state.is_open())
                 });
                 if becomes_armed && armed_now.is_some_and(|count| count >= limit) {
                     return Err(EngineError::QuotaExceeded {

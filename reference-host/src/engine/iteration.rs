@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use super::goals::MAX_ATTEMPTS;
 use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
-use crate::arms::{Remaining, RunRequest};
+use crate::arms::RunRequest;
 use crate::choices::EscalatedContinue;
 use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
 use crate::domain::{
-    may_dispatch, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId, RunOutcome, Tenant,
-    Timestamp, Verdict, VerifierSpec,
+    may_dispatch, run_outcome, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId,
+    RunOutcome, Tenant, Timestamp, Verdict, VerifierSpec,
 };
 use crate::judge::{CriteriaJudge, Verifier, VerifyRequest};
 use crate::storage::{RunReservation, Written};
@@ -103,20 +103,6 @@ fn environmental(run_id: &RunId, cost: MicroUsd) -> FinishedRun {
         run_id: run_id.clone(),
         cost,
         outcome: RunOutcome::Judged(Verdict::environmental()),
-    }
-}
-
-pub(super) fn remaining(goal: &Goal) -> Remaining {
-    Remaining {
-        iterations: goal
-            .bounds
-            .max_loop_iterations()
-            .map(|max| max.saturating_sub(goal.progress.iterations)),
-        cost: goal
-            .bounds
-            .max_cost()
-            .map(|cap| cap.micros().saturating_sub(goal.spent)),
-        deadline: goal.deadline(),
     }
 }
 
@@ -296,7 +282,7 @@ impl Engine {
             let reservation = RunReservation {
                 run_id: RunId::generate(),
                 goal_id: goal.id.clone(),
-                iteration: goal.progress.iterations.saturating_add(1),
+                iteration: goal.next_iteration(),
                 started_at: now,
             };
             match self.store.reserve_run(&reservation, goal.version).await? {
@@ -322,7 +308,7 @@ impl Engine {
             run_id: reservation.run_id.clone(),
             iteration: reservation.iteration,
             objective: goal.objective.clone(),
-            remaining: remaining(goal),
+            remaining: goal.remaining(),
         };
         let environmental = |cost| environmental(&reservation.run_id, cost);
         let report = match tokio::time::timeout(self.settings.run_limit, worker.run(request)).await
@@ -337,11 +323,12 @@ impl Engine {
                 return environmental(MicroUsd::ZERO);
             }
         };
-        if report.escalation.is_some() {
+        let escalated = report.escalation.is_some();
+        if let Some(outcome) = run_outcome(escalated, None) {
             return FinishedRun {
                 run_id: reservation.run_id.clone(),
                 cost: report.cost,
-                outcome: RunOutcome::Escalated,
+                outcome,
             };
         }
         let verifier = self

@@ -294,6 +294,26 @@ pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
 mod tests {
     use super::*;
 
+    /// The quota triggers count a goal as open exactly when the domain
+    /// does: a change to the open states needs a new migration.
+    #[test]
+    fn the_quota_counts_use_the_domain_open_states() {
+        let counts = MIGRATIONS
+            .iter()
+            .find(|sql| sql.contains("CREATE TABLE tenant_counts"))
+            .expect("the migration that counts open goals");
+        let generated: usize = ["state", "NEW.state", "OLD.state"]
+            .iter()
+            .map(|column| {
+                counts
+                    .matches(&crate::storage::open_state_sql(column))
+                    .count()
+            })
+            .sum();
+        assert_eq!(generated, counts.matches("'active' OR").count());
+        assert!(generated > 0);
+    }
+
     /// An in-memory database as a host with the first `applied`
     /// migrations left it.
     fn at_version(applied: usize) -> Connection {

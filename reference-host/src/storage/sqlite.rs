@@ -1206,14 +1206,13 @@ mod count_tests {
 
     /// What the tenants hold, counted from the goals themselves.
     fn recount(connection: &Connection) -> Vec<(String, i64, i64)> {
+        let open = crate::storage::open_state_sql("state");
         connection
-            .prepare(
-                "SELECT tenant,
-                        SUM(state = 'active' OR state = 'escalated'),
-                        SUM((state = 'active' OR state = 'escalated')
-                            AND (mode = 'schedule' OR mode = 'heartbeat'))
-                 FROM goals GROUP BY tenant ORDER BY tenant",
-            )
+            .prepare(&format!(
+                "SELECT tenant, SUM({open}),
+                        SUM({open} AND (mode = 'schedule' OR mode = 'heartbeat'))
+                 FROM goals GROUP BY tenant ORDER BY tenant"
+            ))
             .expect("prepares")
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
             .expect("queries")
