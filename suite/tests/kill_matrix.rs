@@ -37,14 +37,18 @@ fn scenarios() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
 }
 
-fn requirements() -> Vec<Value> {
-    let path = scenarios().join("requirements.json");
-    let text = std::fs::read_to_string(&path).expect("requirements.json");
-    let value: Value = serde_json::from_str(&text).expect("requirements.json is JSON");
-    value["requirements"]
+/// The array `key` of scenarios/`file`.
+fn listed(file: &str, key: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(scenarios().join(file)).expect(file);
+    let value: Value = serde_json::from_str(&text).expect("JSON");
+    value[key]
         .as_array()
-        .expect("a requirements array")
+        .unwrap_or_else(|| panic!("{file} has no {key} array"))
         .clone()
+}
+
+fn requirements() -> Vec<Value> {
+    listed("requirements.json", "requirements")
 }
 
 /// One mutant as scenarios/mutants.json declares it.
@@ -79,12 +83,7 @@ fn strings(value: &Value) -> Vec<String> {
 /// Every mutant of scenarios/mutants.json, in file order; each name must
 /// be one the host knows.
 fn declared() -> Vec<Declared> {
-    let path = scenarios().join("mutants.json");
-    let text = std::fs::read_to_string(&path).expect("mutants.json");
-    let value: Value = serde_json::from_str(&text).expect("mutants.json is JSON");
-    value["mutants"]
-        .as_array()
-        .expect("a mutants array")
+    listed("mutants.json", "mutants")
         .iter()
         .map(|entry| {
             let name = entry["name"].as_str().expect("a name").to_string();

@@ -323,8 +323,8 @@ impl Engine {
 
     /// Answers at once, even with a slow run in flight: the close is written
     /// without the goal's lock, then the run in flight is cancelled and
-    /// recorded nowhere (issue 3 wins over "every dispatched run gets a
-    /// verdict"; DESIGN "Webhooks").
+    /// recorded nowhere (abandon answering at once wins over "every
+    /// dispatched run gets a verdict"; DESIGN "Webhooks").
     pub async fn abandon(
         &self,
         tenant: &Tenant,
