@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs each fuzz target of reference-host/fuzz for a fixed time and writes a
-# summary to reference-host/fuzz/RESULTS.md (issue 6).
+# summary to reference-host/fuzz/RESULTS.md.
 #
 #   scripts/fuzz.sh                 # every target, 60 s each
 #   FUZZ_SECONDS=600 scripts/fuzz.sh create_request

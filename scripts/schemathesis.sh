@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Schemathesis (from PyPI) against the reference host's own OpenAPI
 # description and records a summary in scripts/schemathesis-result.txt
-# (issue 6): no 5xx, and every status, content type, header and body as
+# (the hardening contract): no 5xx, and every status, content type, header and body as
 # the description says.
 #
 #   scripts/schemathesis.sh                     # 100 examples per operation

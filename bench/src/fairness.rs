@@ -1,4 +1,4 @@
-//! Scheduler fairness (issue 16): tenant B's fire lag while tenant A
+//! Scheduler fairness: tenant B's fire lag while tenant A
 //! saturates the scheduler, as a ratio to B's lag alone.
 //!
 //! B has 20 `schedule` goals on a 200 ms interval (fixture arm and judge,

@@ -1,4 +1,4 @@
-//! `goalpost-bench [--full] [--only NAME]`: every measurement of issue 7,
+//! `goalpost-bench [--full] [--only NAME]`: every measurement of the host,
 //! each against a baseline measured in the same run on the same machine,
 //! printed as one Markdown table. Not a test: nothing here asserts a time.
 //! Build it with `--release`; see BENCHMARKS.md.

@@ -48,13 +48,9 @@ pub struct Config {
     /// The choices the profile leaves open (the reference host's own by
     /// default; a conforming variant makes another).
     pub choices: Choices,
-    /// Run with this deliberate bug (the suite's kill matrix).
-    #[cfg(feature = "mutants")]
-    pub mutant: Option<crate::mutants::Mutant>,
-    /// Serve one schema-invalid goal in this tenant's lists, as if another
-    /// client had stored it: the suite's isolation test.
-    #[cfg(feature = "mutants")]
-    pub foreign_invalid_goal: Option<String>,
+    /// The deliberate bug this host runs with, if any (the suite's kill
+    /// matrix; selectable only in a build with the `mutants` feature).
+    pub mutants: crate::mutants::Selection,
 }
 
 pub const DEFAULT_LISTEN: SocketAddr =
@@ -96,10 +92,7 @@ impl Config {
             quotas: Quotas::default(),
             retain_closed: Some(DEFAULT_RETAIN_CLOSED),
             choices: Choices::default(),
-            #[cfg(feature = "mutants")]
-            mutant: None,
-            #[cfg(feature = "mutants")]
-            foreign_invalid_goal: None,
+            mutants: crate::mutants::Selection::default(),
         }
     }
 }
@@ -302,17 +295,10 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_VERIFIERS")]
     pub verifiers: Option<PathBuf>,
 
-    /// Run with a deliberate bug from the kill matrix's registry (a build
-    /// with the `mutants` feature only; see src/mutants.rs).
-    #[cfg(feature = "mutants")]
-    #[arg(long, value_parser = crate::mutants::parse_arg)]
-    pub mutant: Option<crate::mutants::Mutant>,
-
-    /// Serve one schema-invalid goal in this tenant's lists, as if another
-    /// client had stored it (a build with the `mutants` feature only).
-    #[cfg(feature = "mutants")]
-    #[arg(long, value_name = "TENANT")]
-    pub foreign_invalid_goal: Option<String>,
+    /// The kill matrix's options (a build with the `mutants` feature
+    /// only).
+    #[command(flatten)]
+    pub mutants: crate::mutants::Selection,
 }
 
 impl Args {
@@ -346,10 +332,7 @@ impl Args {
                 stored_goals_per_tenant: self.max_stored_goals_per_tenant,
             },
             retain_closed: self.retain_closed.0,
-            #[cfg(feature = "mutants")]
-            mutant: self.mutant,
-            #[cfg(feature = "mutants")]
-            foreign_invalid_goal: self.foreign_invalid_goal,
+            mutants: self.mutants,
         }
     }
 }

@@ -107,20 +107,18 @@ impl RunningHost {
             // The suite's 20 ms intervals need no limit in conformance mode.
             outbound_per_tenant_per_sec: (!config.conformance_seams)
                 .then_some(crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC),
-            #[cfg(feature = "mutants")]
-            mutant: config.mutant,
-            #[cfg(feature = "mutants")]
-            foreign_invalid_goal: config.foreign_invalid_goal.clone(),
             ..EngineSettings::default()
         };
-        #[cfg(feature = "mutants")]
-        if let Some(mutant) = config.mutant {
-            tracing::warn!(%mutant, "running with a deliberate bug (mutant): not a conformant host");
-        }
+        let faults = config.mutants.wire();
         if config.choices != crate::choices::Choices::default() {
             tracing::info!(choices = ?config.choices, "running with choices other than the reference host's");
         }
-        let engine = Arc::new(Engine::new(store, Arc::clone(&clock), settings));
+        let engine = Arc::new(Engine::with_faults(
+            store,
+            Arc::clone(&clock),
+            settings,
+            faults.engine,
+        ));
         if let Some(path) = &config.verifiers {
             let loaded = engine.load_verifier_file(path).await?;
             tracing::info!(loaded, path = %path.display(), "criteria verifiers loaded");
@@ -151,7 +149,7 @@ impl RunningHost {
 
         let (shutdown, signal) = watch::channel(false);
         let egress = engine.egress().clone();
-        let router = app(AppState::new(Arc::clone(&engine), tokens));
+        let router = app(AppState::new(Arc::clone(&engine), tokens).with_faults(faults.routes));
         let server = tokio::spawn(crate::serve::serve(
             listener,
             router,

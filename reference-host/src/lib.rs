@@ -1,8 +1,8 @@
 //! goalpost-host: the reference host for RFC 0097 standing goals.
 //!
-//! `http → engine → domain (state machine, decision order) → judge / arms →
-//! storage`, with a scheduler driving `schedule` goals and deadlines. See
-//! docs/DESIGN.md "Reference host behaviour".
+//! `http` and the scheduler call `engine`, which runs each use case through
+//! `domain` (pure rules), `arms` / `judge` (out through `webhook`) and
+//! `storage`. See docs/DESIGN.md "Host contract" and "Engine".
 //!
 //! Embedding (what the suite does):
 //!

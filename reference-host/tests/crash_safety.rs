@@ -1,4 +1,4 @@
-//! Crash safety (issue 6): the real `goalpost-host` binary on a file
+//! Crash safety: the real `goalpost-host` binary on a file
 //! database, many goals on fast fixture schedule arms and a client poking at
 //! them, killed with SIGKILL at seeded random moments and restarted. After
 //! every restart, through the API and a read-only look at the database:

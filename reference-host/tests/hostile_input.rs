@@ -1,4 +1,4 @@
-//! Hostile bodies (issue 6): every endpoint that reads a body refuses bytes
+//! Hostile bodies: every endpoint that reads a body refuses bytes
 //! that are not one sane JSON document with 400, 413 or 415 and the right
 //! code, never a 5xx, and nothing changes. Endpoints that ignore bodies
 //! shrug them off.

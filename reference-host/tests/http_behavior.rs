@@ -665,7 +665,7 @@ async fn pause_waits_for_a_run_in_flight_and_nothing_lands_after_it() {
     );
 }
 
-/// Issue 3: abandon does not wait for a run in flight (it may be a slow
+/// Abandon does not wait for a run in flight (it may be a slow
 /// webhook); the run is cancelled and recorded nowhere.
 #[tokio::test]
 async fn abandon_answers_at_once_and_the_run_in_flight_is_recorded_nowhere() {

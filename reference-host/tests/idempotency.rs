@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on create (issue 6, DESIGN "Hardening contract"): the
+//! `Idempotency-Key` on create (DESIGN "Hardening contract"): the
 //! same key and body answer the goal the key made, another body is 409,
 //! keys belong to a tenant, expire after 24 h and survive a restart.
 

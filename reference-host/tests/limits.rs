@@ -1,4 +1,4 @@
-//! Limits (issue 6): the 64 KiB body cap, the 8 KiB objective cap and the
+//! Limits: the 64 KiB body cap, the 8 KiB objective cap and the
 //! per-tenant quotas on open goals and on goals the scheduler drives.
 
 mod support;

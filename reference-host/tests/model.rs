@@ -1,4 +1,4 @@
-//! Model-based tests of the goal state machine (issue 6): random sequences
+//! Model-based tests of the goal state machine: random sequences
 //! of creates, continues, pauses, resumes, abandons, edits and clock jumps
 //! (with scheduler ticks), with fixture verdicts, costs, failures and
 //! escalations, never reach an invalid state. After every operation each

@@ -1,4 +1,4 @@
-//! Optimistic concurrency (issue 6): every change a person makes honours
+//! Optimistic concurrency: every change a person makes honours
 //! `If-Match`; a tag from before the last change is 412 and changes nothing,
 //! and of many writers holding one tag exactly one wins.
 

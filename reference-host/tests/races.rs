@@ -1,4 +1,4 @@
-//! Races (issue 6): many `continue` calls at once never cross the iteration
+//! Races: many `continue` calls at once never cross the iteration
 //! bound, and scheduler ticks (two schedulers, as if two loops ran) racing
 //! manual continues never dispatch an iteration twice. Dispatches are
 //! counted by the arm itself: a webhook receiver that logs every run.

@@ -1,4 +1,4 @@
-//! What issue 7 changed for scale: due fires beyond the scheduler's fire
+//! Scale: due fires beyond the scheduler's fire
 //! slots wait in a queue (none is lost, none fires twice), and goals can be
 //! stored in bulk, all or none. The numbers are in BENCHMARKS.md; nothing
 //! here measures time.

@@ -1,4 +1,4 @@
-//! Issue 7: the scheduler loop sleeps until the next thing is due instead of
+//! The scheduler loop sleeps until the next thing is due instead of
 //! only ticking on its fixed period. The store answers when that is, the
 //! engine wakes the loop when a write arms a goal sooner, and the real loop
 //! (with a one-minute tick, so anything it does within seconds it did

@@ -1,4 +1,4 @@
-//! Tenancy and credentials (issue 6): another tenant's goal answers exactly
+//! Tenancy and credentials: another tenant's goal answers exactly
 //! like a goal that does not exist, on every endpoint; nothing answers an
 //! anonymous caller but discovery and the description; tokens also come
 //! from a file.

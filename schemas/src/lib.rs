@@ -42,6 +42,7 @@ schema_set![
     "goal-closed",
     "goal-evaluated",
     "goal-list",
+    "mutants",
     "report",
     "requirements",
     "scenario",

@@ -214,6 +214,16 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
                            "startedAt": "2026-06-13T00:00:00Z", "finishedAt": "2026-06-13T00:00:00Z", "profiles": {}, "requirements": [] }),
             true,
         ),
+        (
+            "mutants",
+            json!({ "mutants": [{ "name": "create-200", "description": "d.", "breaks": ["core.x"], "collateral": [] }] }),
+            true,
+        ),
+        (
+            "mutants",
+            json!({ "mutants": [{ "name": "create-200", "description": "d.", "breaks": [], "collateral": [] }] }),
+            false,
+        ),
         ("report", json!({ "suite": {} }), false),
         (
             "requirements",

@@ -30,7 +30,7 @@ fn config(foreign_invalid_goal: bool) -> goalpost_host::Config {
     ]);
     config.webhook_secret = Some(SECRET.to_string());
     if foreign_invalid_goal {
-        config.foreign_invalid_goal = Some(TENANT_A.to_string());
+        config.mutants.foreign_invalid_goal = Some(TENANT_A.to_string());
     }
     config
 }

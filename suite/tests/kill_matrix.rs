@@ -1,7 +1,7 @@
-//! The kill matrix (issue 4): the whole suite against every mutant of the
-//! reference host (`goalpost_host::mutants::REGISTRY`, built with the
-//! `mutants` feature through this crate's dev-dependency), through the same
-//! library path as `goalpost run`. For every mutant:
+//! The kill matrix: the whole suite against every mutant of the reference
+//! host (scenarios/mutants.json, started by name from the host built with
+//! the `mutants` feature through this crate's dev-dependency), through the
+//! same library path as `goalpost run`. For every mutant:
 //!
 //! - every requirement whose own rule it breaks (`breaks`) must be killed:
 //!   end `fail` or `error`, or `advisory` when it is SHOULD (a SHOULD
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use goalpost::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B, TENANT_A, TENANT_B};
 use goalpost::{HostChoice, RunConfig};
-use goalpost_host::mutants::{Mutant, MutantInfo, REGISTRY};
+use goalpost_host::mutants::Mutant;
 use serde_json::Value;
 
 const DEFAULT_JOBS: usize = 6;
@@ -37,14 +37,66 @@ fn scenarios() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
 }
 
-fn requirements() -> Vec<Value> {
-    let path = scenarios().join("requirements.json");
-    let text = std::fs::read_to_string(&path).expect("requirements.json");
-    let value: Value = serde_json::from_str(&text).expect("requirements.json is JSON");
-    value["requirements"]
+/// The array `key` of scenarios/`file`.
+fn listed(file: &str, key: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(scenarios().join(file)).expect(file);
+    let value: Value = serde_json::from_str(&text).expect("JSON");
+    value[key]
         .as_array()
-        .expect("a requirements array")
+        .unwrap_or_else(|| panic!("{file} has no {key} array"))
         .clone()
+}
+
+fn requirements() -> Vec<Value> {
+    listed("requirements.json", "requirements")
+}
+
+/// One mutant as scenarios/mutants.json declares it.
+#[derive(Debug)]
+struct Declared {
+    mutant: Mutant,
+    name: String,
+    breaks: Vec<String>,
+    collateral: Vec<String>,
+}
+
+impl Declared {
+    /// `breaks` then `collateral`: every requirement whose disposition the
+    /// mutant may change.
+    fn kills(&self) -> impl Iterator<Item = &String> {
+        self.breaks.iter().chain(&self.collateral)
+    }
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every mutant of scenarios/mutants.json, in file order; each name must
+/// be one the host knows.
+fn declared() -> Vec<Declared> {
+    listed("mutants.json", "mutants")
+        .iter()
+        .map(|entry| {
+            let name = entry["name"].as_str().expect("a name").to_string();
+            Declared {
+                mutant: Mutant::parse(&name).unwrap_or_else(|| {
+                    panic!("mutants.json names {name}, which the host does not know")
+                }),
+                name,
+                breaks: strings(&entry["breaks"]),
+                collateral: strings(&entry["collateral"]),
+            }
+        })
+        .collect()
 }
 
 /// Requirement id → level (`MUST`, `SHOULD`).
@@ -104,7 +156,7 @@ fn run_suite(mutant: Option<Mutant>, profiles: &BTreeSet<String>) -> Result<Disp
     config.webhook_allow = vec![goalpost_host::domain::egress::AllowEntry::parse(
         &callback.to_string(),
     )?];
-    config.mutant = mutant;
+    config.mutants.mutant = mutant;
     let host = runtime
         .block_on(goalpost_host::RunningHost::start(config))
         .map_err(|error| format!("cannot start the host: {error}"))?;
@@ -158,28 +210,28 @@ fn all_profiles() -> BTreeSet<String> {
 
 /// Everything wrong with `mutant`'s run, measured against `clean`.
 fn problems(
-    info: &MutantInfo,
+    info: &Declared,
     run: &Dispositions,
     clean: &Dispositions,
     levels: &BTreeMap<String, String>,
 ) -> Vec<String> {
     let mut found = Vec::new();
-    for id in info.breaks {
-        let level = levels.get(*id).map_or("MUST", String::as_str);
-        match run.of.get(*id).map(String::as_str) {
+    for id in &info.breaks {
+        let level = levels.get(id).map_or("MUST", String::as_str);
+        match run.of.get(id).map(String::as_str) {
             Some(disposition) if killed(disposition, level) => {}
             Some(other) => found.push(format!(
                 "{}: survived: {id} ({level}) is `{other}`, so no scenario proves it can fail{}",
                 info.name,
                 run.messages
-                    .get(*id)
+                    .get(id)
                     .map_or(String::new(), |message| format!(": {message}"))
             )),
             None => found.push(format!("{}: {id} was not disposed at all", info.name)),
         }
     }
     for (id, disposition) in &run.of {
-        if info.kills.contains(&id.as_str()) {
+        if info.kills().any(|kill| kill == id) {
             continue;
         }
         let expected = clean.of.get(id).map_or("(absent)", String::as_str);
@@ -196,7 +248,7 @@ fn problems(
 
 /// `GOALPOST_KILL_MATRIX_ONLY=name,name`: run only these mutants (and the
 /// clean host), for checking a few new ones without the whole matrix.
-fn selected(info: &MutantInfo) -> bool {
+fn selected(info: &Declared) -> bool {
     match std::env::var("GOALPOST_KILL_MATRIX_ONLY") {
         Ok(names) if !names.trim().is_empty() => {
             names.split(',').any(|name| name.trim() == info.name)
@@ -244,22 +296,27 @@ fn every_must_requirement_has_a_mutant_and_every_kill_names_a_requirement() {
         .iter()
         .filter_map(|r| r["id"].as_str())
         .collect();
+    let declared = declared();
     let mut problems = Vec::new();
-    for info in REGISTRY {
-        for id in info.kills {
-            if !known.contains(id) {
+    for info in &declared {
+        for id in info.kills() {
+            if !known.contains(id.as_str()) {
                 problems.push(format!("{} declares unknown requirement {id}", info.name));
             }
         }
-        for id in info.breaks.iter().chain(info.collateral) {
-            if !info.kills.contains(id) {
-                problems.push(format!("{}: {id} is not in its kills", info.name));
-            }
+    }
+    for known in goalpost_host::mutants::REGISTRY {
+        if !declared.iter().any(|info| info.mutant == known.mutant) {
+            problems.push(format!("{} has no entry in mutants.json", known.name));
         }
     }
     for requirement in &requirements {
         let id = requirement["id"].as_str().unwrap_or_default();
-        if requirement["level"] == "MUST" && goalpost_host::mutants::killing(id).is_empty() {
+        if requirement["level"] == "MUST"
+            && !declared
+                .iter()
+                .any(|info| info.kills().any(|kill| kill == id))
+        {
             problems.push(format!("{id} is a MUST that no mutant proves can fail"));
         }
     }
@@ -268,7 +325,7 @@ fn every_must_requirement_has_a_mutant_and_every_kill_names_a_requirement() {
 
 /// What `run` got wrong, or why it could not run.
 fn verdict(
-    info: &MutantInfo,
+    info: &Declared,
     run: &Result<Dispositions, String>,
     clean: &Dispositions,
     levels: &BTreeMap<String, String>,
@@ -302,9 +359,10 @@ fn every_mutant_is_killed_and_changes_nothing_it_does_not_declare() {
     let started = Instant::now();
     let profiles = all_profiles();
     let levels = levels();
+    let declared = declared();
     // The clean host first, in the same pool: it is the yardstick.
-    let mut work: Vec<Option<&'static MutantInfo>> = vec![None];
-    work.extend(REGISTRY.iter().filter(|info| selected(info)).map(Some));
+    let mut work: Vec<Option<&Declared>> = vec![None];
+    work.extend(declared.iter().filter(|info| selected(info)).map(Some));
     let jobs = jobs();
     let results = in_parallel(work, jobs, |info| {
         let began = Instant::now();
@@ -345,7 +403,7 @@ fn every_mutant_is_killed_and_changes_nothing_it_does_not_declare() {
             "kill-matrix: {:<36} {:>6.1} s  kills {}",
             info.name,
             took.as_secs_f64(),
-            info.kills.len()
+            info.kills().count()
         );
         let found = verdict(info, run, &clean, &levels);
         if !found.is_empty() {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::domain::{ArmRef, ArmSpec, GoalId, MicroUsd, Objective, RunId, Tenant, Timestamp};
+use crate::domain::{ArmRef, ArmSpec, GoalId, MicroUsd, Objective, RunId, Tenant};
 use crate::future::BoxFuture;
 use crate::webhook::WebhookClient;
 
@@ -27,13 +27,8 @@ pub struct RunRequest {
     pub remaining: Remaining,
 }
 
-/// What is left of the goal's bounds when the run starts; `None` = unbounded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Remaining {
-    pub iterations: Option<u64>,
-    pub cost: Option<MicroUsd>,
-    pub deadline: Option<Timestamp>,
-}
+/// What is left of the goal's bounds when the run starts.
+pub use crate::domain::Remaining;
 
 /// A heartbeat probe: should a run be dispatched now?
 #[derive(Debug, Clone, PartialEq)]

@@ -3,7 +3,7 @@
 use super::bounds::CostReading;
 use super::goal::{Goal, GoalState};
 use super::timestamp::Timestamp;
-use super::verdict::RunOutcome;
+use super::verdict::{RunOutcome, Verdict};
 
 /// Which bound a goal crossed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +54,16 @@ pub fn exhausted(goal: &Goal, now: Timestamp, cost: CostReading) -> Option<Bound
         return Some(Bound::WallClock);
     }
     None
+}
+
+/// How a dispatched run ended. Escalation comes first (row 1): a run whose
+/// worker raised one ended escalated whatever a verdict says, so it needs
+/// none and none is asked for. `None`: the run awaits its verdict.
+pub fn run_outcome(escalated: bool, verdict: Option<Verdict>) -> Option<RunOutcome> {
+    match (escalated, verdict) {
+        (true, _) => Some(RunOutcome::Escalated),
+        (false, verdict) => verdict.map(RunOutcome::Judged),
+    }
 }
 
 /// Decides after a run. `goal` already counts the run (its iteration, run id

@@ -1,21 +1,28 @@
 //! One test per row of SPEC §3's decision order.
 
 use super::bounds::CostReading;
-use super::decide::{decide, exhausted, may_dispatch, Bound, Decision, Refusal};
+use super::decide::{decide, exhausted, may_dispatch, run_outcome, Bound, Decision, Refusal};
 use super::fixture::{at, goal, in_state, satisfied, unsatisfied, usd, with_progress};
 use super::goal::GoalState;
 use super::verdict::{RunOutcome, Verdict};
 
+/// The verdict of a judged outcome.
+fn verdict_of(outcome: RunOutcome) -> Verdict {
+    match outcome {
+        RunOutcome::Judged(verdict) => verdict,
+        RunOutcome::Escalated => panic!("a judged outcome"),
+    }
+}
+
 #[test]
 fn row1_escalation_comes_first_even_when_satisfied_or_bounded() {
+    // An escalated run ends escalated even beside a satisfied verdict, and
+    // escalates even a goal whose bounds are used up.
     let spent = with_progress(goal(Some(3), Some(1000), Some(1.0)), 3, 2.0);
+    let outcome = run_outcome(true, Some(verdict_of(satisfied()))).expect("decided");
+    assert_eq!(outcome, RunOutcome::Escalated);
     assert_eq!(
-        decide(
-            &spent,
-            &RunOutcome::Escalated,
-            at(5000),
-            CostReading::Budget
-        ),
+        decide(&spent, &outcome, at(5000), CostReading::Budget),
         Decision::Escalate
     );
     let fresh = with_progress(goal(Some(3), None, None), 1, 0.0);
@@ -23,6 +30,43 @@ fn row1_escalation_comes_first_even_when_satisfied_or_bounded() {
         decide(&fresh, &RunOutcome::Escalated, at(0), CostReading::Budget),
         Decision::Escalate
     );
+}
+
+#[test]
+fn an_escalated_run_needs_no_verdict_and_another_awaits_one() {
+    assert_eq!(run_outcome(true, None), Some(RunOutcome::Escalated));
+    assert_eq!(run_outcome(false, None), None);
+    let verdict = verdict_of(unsatisfied());
+    assert_eq!(
+        run_outcome(false, Some(verdict.clone())),
+        Some(RunOutcome::Judged(verdict))
+    );
+}
+
+#[test]
+fn next_iteration_and_remaining_follow_progress() {
+    let fresh = goal(Some(3), Some(1000), Some(1.0));
+    assert_eq!(fresh.next_iteration(), 1);
+    let used = with_progress(fresh, 2, 0.25);
+    assert_eq!(used.next_iteration(), 3);
+    let remaining = used.remaining();
+    assert_eq!(remaining.iterations, Some(1));
+    assert_eq!(remaining.cost, Some(usd(0.75)));
+    assert_eq!(remaining.deadline, used.deadline());
+    // Only a deadline: no count and no budget to run down.
+    let timed = goal(None, Some(1000), None);
+    let remaining = timed.remaining();
+    assert_eq!((remaining.iterations, remaining.cost), (None, None));
+    assert_eq!(remaining.deadline, Some(at(1000)));
+}
+
+#[test]
+fn open_means_not_closed() {
+    let open: Vec<GoalState> = GoalState::ALL
+        .into_iter()
+        .filter(|state| state.is_open())
+        .collect();
+    assert_eq!(open, vec![GoalState::Active, GoalState::Escalated]);
 }
 
 #[test]

@@ -49,6 +49,11 @@ impl GoalState {
             .find(|state| state.as_str() == text)
     }
 
+    /// Open: not closed. Open goals count toward a tenant's quotas.
+    pub fn is_open(self) -> bool {
+        !self.is_terminal()
+    }
+
     /// Terminal states accept no transition and no edit, ever.
     pub fn is_terminal(self) -> bool {
         matches!(
@@ -179,9 +184,38 @@ pub struct Goal {
     pub version: u64,
 }
 
+/// What is left of a goal's bounds; `None` = unbounded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Remaining {
+    pub iterations: Option<u64>,
+    pub cost: Option<MicroUsd>,
+    pub deadline: Option<Timestamp>,
+}
+
 impl Goal {
     pub fn deadline(&self) -> Option<Timestamp> {
         self.bounds.deadline(self.created_at)
+    }
+
+    /// The number the goal's next run gets: iterations count from 1.
+    pub fn next_iteration(&self) -> u64 {
+        self.progress.iterations.saturating_add(1)
+    }
+
+    /// What is left of the bounds now: iterations not yet used, budget not
+    /// yet spent, and the deadline (fixed at creation, so it never moves).
+    pub fn remaining(&self) -> Remaining {
+        Remaining {
+            iterations: self
+                .bounds
+                .max_loop_iterations()
+                .map(|max| max.saturating_sub(self.progress.iterations)),
+            cost: self
+                .bounds
+                .max_cost()
+                .map(|cap| cap.micros().saturating_sub(self.spent)),
+            deadline: self.deadline(),
+        }
     }
 
     pub fn attention(&self) -> Attention {

@@ -28,9 +28,11 @@ mod transition_tests;
 
 pub use bounds::{Bounds, CostCap, CostReading};
 pub use criteria::{CriteriaVerifier, Steps, VerifierName, JUDGE_STEPS};
-pub use decide::{decide, exhausted, may_dispatch, Bound, Decision, Refusal};
+pub use decide::{decide, exhausted, may_dispatch, run_outcome, Bound, Decision, Refusal};
 pub use event::{Event, EventPayload};
-pub use goal::{Attention, Check, Completion, Continuation, Goal, GoalState, Mode, Progress};
+pub use goal::{
+    Attention, Check, Completion, Continuation, Goal, GoalState, Mode, Progress, Remaining,
+};
 pub use ids::{GoalId, Objective, RunId, Tenant};
 pub use money::MicroUsd;
 pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec, Webhook};

@@ -179,7 +179,7 @@ pub fn record_run(
     }
     let mut draft = Draft::from(goal);
     let progress = &mut draft.goal.progress;
-    progress.iterations = progress.iterations.saturating_add(1);
+    progress.iterations = goal.next_iteration();
     progress.contributing_run_ids.push(run.run_id.clone());
     let iterations = progress.iterations;
     draft.goal.spent = draft.goal.spent.saturating_add(run.cost);

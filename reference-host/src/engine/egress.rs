@@ -15,8 +15,7 @@ impl Engine {
         verifier_ref: Option<&VerifierRef>,
         arm_ref: Option<&ArmRef>,
     ) -> Result<(), RequestError> {
-        #[cfg(feature = "mutants")]
-        if self.mutants.is(crate::mutants::Mutant::EgressRefsAccepted) {
+        if !self.faults.checks_egress() {
             return Ok(());
         }
         let verifier = verifier_ref.and_then(|r| match r.spec() {

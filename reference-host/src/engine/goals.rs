@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS};
-use super::quota::{is_armed, is_open, Quota};
+use super::quota::{is_armed, Quota};
 use super::{Engine, EngineError, IfMatch};
 use crate::choices::ArmlessSchedule;
 use crate::domain::transition::{self, Change, TransitionError};
@@ -78,19 +78,15 @@ impl Engine {
                 return self.replay(tenant, stored, print).await;
             }
         }
-        #[cfg(feature = "mutants")]
-        let (body, claims) = (
-            &crate::mutants::engine::create_body(&self.mutants, body),
-            body,
-        );
-        let new = parse_create(body, self.request_context())?;
+        let claims = body;
+        let body = self.faults.create_body(body);
+        let new = parse_create(&body, self.request_context())?;
         self.check_egress(new.verifier_ref.as_ref(), new.arm_ref.as_ref())?;
         self.check_named(tenant, new.verifier_ref.as_ref(), VERIFIER_REF)
             .await?;
         let mut goal = new.into_goal(GoalId::generate(), tenant.clone(), now);
         self.hold_armless_schedule(&mut goal);
-        #[cfg(feature = "mutants")]
-        let goal = crate::mutants::engine::created(&self.mutants, claims, goal);
+        let goal = self.faults.created(claims, goal);
         let quotas = self.settings.quotas;
         // The insert counts armed goals in its transaction; a PATCH counts
         // them under this lock, so the two take turns.
@@ -181,16 +177,13 @@ impl Engine {
         id: &GoalId,
     ) -> Result<Goal, EngineError> {
         match self.load(id).await? {
-            Some(goal) if goal.owner == *tenant => Ok(goal),
-            #[cfg(feature = "mutants")]
-            Some(goal) if self.mutants.is(crate::mutants::Mutant::OwnerCheckMissing) => Ok(goal),
+            Some(goal) if goal.owner == *tenant || self.faults.ignores_owner() => Ok(goal),
             _ => Err(EngineError::NotFound),
         }
     }
 
     pub async fn get(&self, tenant: &Tenant, id: &GoalId) -> Result<Goal, EngineError> {
-        #[cfg(feature = "mutants")]
-        if self.mutants.is(crate::mutants::Mutant::CrossTenantRead) {
+        if self.faults.reads_across_tenants() {
             return self.load(id).await?.ok_or(EngineError::NotFound);
         }
         self.load_owned(tenant, id).await
@@ -213,8 +206,7 @@ impl Engine {
         after: Option<GoalId>,
         limit: usize,
     ) -> Result<Vec<Goal>, EngineError> {
-        #[cfg(feature = "mutants")]
-        let state = crate::mutants::engine::list_filter(&self.mutants, state);
+        let state = self.faults.list_filter(state);
         let tenant = tenant.clone();
         self.db(move |store| store.goals_page(&tenant, state, after.as_ref(), limit))
             .await
@@ -227,13 +219,10 @@ impl Engine {
         after: u64,
     ) -> Result<Vec<Event>, EngineError> {
         self.load_owned(tenant, id).await?;
-        #[cfg(feature = "mutants")]
-        let (after, answered_after) = crate::mutants::engine::events_after(&self.mutants, after);
+        let (after, answered_after) = self.faults.events_after(after);
         let id = id.clone();
         let events = self.db(move |store| store.events(&id, after)).await?;
-        #[cfg(feature = "mutants")]
-        let events = crate::mutants::engine::events(&self.mutants, events, answered_after);
-        Ok(events)
+        Ok(self.faults.events(events, answered_after))
     }
 
     pub async fn evaluations(
@@ -289,21 +278,13 @@ impl Engine {
         };
         let goal = self
             .transition(tenant, id, if_match, |goal, now| {
-                // The PATCH mutants replace how a body is applied, not where
-                // the host may call: an egress refusal stands under them.
-                #[cfg(feature = "mutants")]
+                // A faulty PATCH changes how a body is applied, not where
+                // the host may call: an egress refusal stands before it.
                 if let Err(error @ crate::domain::RequestError::EgressDenied { .. }) = &edit {
                     return Err(EngineError::Request(error.clone()));
                 }
-                #[cfg(feature = "mutants")]
-                if let Some(change) = crate::mutants::engine::patch(
-                    &self.mutants,
-                    self.request_context(),
-                    goal,
-                    body,
-                    now,
-                ) {
-                    return change;
+                if let Some(decision) = self.faults.patch(self.request_context(), goal, body, now) {
+                    return decision;
                 }
                 let edit = edit
                     .as_ref()
@@ -314,7 +295,7 @@ impl Engine {
                 let change = transition::patch(goal, edit, now)?;
                 let becomes_armed = change.as_ref().is_some_and(|change| {
                     is_armed(change.goal.continuation.mode)
-                        && !(is_armed(goal.continuation.mode) && is_open(goal.state))
+                        && !(is_armed(goal.continuation.mode) && goal.state.is_open())
                 });
                 if becomes_armed && armed_now.is_some_and(|count| count >= limit) {
                     return Err(EngineError::QuotaExceeded {
@@ -325,14 +306,7 @@ impl Engine {
                 Ok(change)
             })
             .await?;
-        #[cfg(feature = "mutants")]
-        let goal = crate::mutants::engine::patch_answer(
-            &self.mutants,
-            self.request_context(),
-            body,
-            goal,
-        )?;
-        Ok(goal)
+        self.faults.patch_answer(self.request_context(), body, goal)
     }
 
     /// Waits for an iteration under way to be recorded, so once pause
@@ -345,8 +319,7 @@ impl Engine {
     ) -> Result<Goal, EngineError> {
         let _guard = self.locks.lock(id).await;
         self.transition(tenant, id, if_match, |goal, now| {
-            #[cfg(feature = "mutants")]
-            crate::mutants::engine::queued_fire(&self.mutants, goal, false);
+            self.faults.closing(goal, false);
             Ok(transition::pause(goal, now)?)
         })
         .await
@@ -359,8 +332,7 @@ impl Engine {
         if_match: Option<&IfMatch>,
     ) -> Result<Goal, EngineError> {
         self.transition(tenant, id, if_match, |goal, now| {
-            #[cfg(feature = "mutants")]
-            if let Some(change) = crate::mutants::engine::resume(&self.mutants, goal, now) {
+            if let Some(change) = self.faults.resume(goal, now) {
                 return Ok(Some(change));
             }
             Ok(transition::resume(goal, now, self.choices().cost_reading)?)
@@ -370,8 +342,8 @@ impl Engine {
 
     /// Answers at once, even with a slow run in flight: the close is written
     /// without the goal's lock, then the run in flight is cancelled and
-    /// recorded nowhere (issue 3 wins over "every dispatched run gets a
-    /// verdict"; DESIGN "Webhooks").
+    /// recorded nowhere (abandon answering at once wins over "every
+    /// dispatched run gets a verdict"; DESIGN "Webhooks").
     pub async fn abandon(
         &self,
         tenant: &Tenant,
@@ -380,20 +352,16 @@ impl Engine {
     ) -> Result<Goal, EngineError> {
         let goal = self
             .transition(tenant, id, if_match, |goal, now| {
-                #[cfg(feature = "mutants")]
-                crate::mutants::engine::queued_fire(&self.mutants, goal, true);
-                #[cfg(feature = "mutants")]
-                if let Some(answer) = crate::mutants::engine::abandon(&self.mutants, goal, now) {
-                    return answer;
+                self.faults.closing(goal, true);
+                if let Some(decision) = self.faults.abandon(goal, now) {
+                    return decision;
                 }
                 Ok(Some(transition::abandon(goal, now)?))
             })
             .await?;
-        #[cfg(feature = "mutants")]
-        if !crate::mutants::engine::abandon_cancels(&self.mutants) {
-            return Ok(goal);
+        if self.faults.abandon_cancels_run() {
+            self.cancels.cancel(id);
         }
-        self.cancels.cancel(id);
         Ok(goal)
     }
 
@@ -490,9 +458,7 @@ impl Engine {
         let due = self
             .db(move |store| store.due_schedule_goals(now, limit))
             .await?;
-        #[cfg(feature = "mutants")]
-        let due = crate::mutants::engine::due(&self.mutants, due, now);
-        Ok(due)
+        Ok(self.faults.due(due, now))
     }
 
     pub async fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, EngineError> {

@@ -4,7 +4,7 @@
 //! answers only once neither is in flight, and abandon or the deadline
 //! cancel both.
 
-use super::iteration::{fire_outcome, remaining, Trigger};
+use super::iteration::{fire_outcome, Trigger};
 use super::{Engine, EngineError, FireOutcome};
 use crate::arms::ProbeRequest;
 use crate::domain::goal::DEFAULT_HEARTBEAT_MS;
@@ -49,12 +49,11 @@ impl Engine {
         let worker = self
             .arms
             .worker_for(goal.continuation.arm_ref.as_ref(), &goal.owner);
-        #[cfg(feature = "mutants")]
-        let worker = crate::mutants::engine::worker(&self.mutants, &goal, self.clock.now(), worker);
+        let worker = self.faults.worker(&goal, self.clock.now(), worker);
         let probe = ProbeRequest {
             goal_id: goal.id.clone(),
-            iteration: goal.progress.iterations.saturating_add(1),
-            remaining: remaining(&goal),
+            iteration: goal.next_iteration(),
+            remaining: goal.remaining(),
             number,
         };
         let fire = tokio::select! {

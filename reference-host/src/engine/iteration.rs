@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use super::goals::MAX_ATTEMPTS;
 use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
-use crate::arms::{Remaining, RunRequest};
+use crate::arms::RunRequest;
 use crate::choices::EscalatedContinue;
 use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
 use crate::domain::{
-    may_dispatch, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId, RunOutcome, Tenant,
-    Timestamp, Verdict, VerifierSpec,
+    may_dispatch, run_outcome, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId,
+    RunOutcome, Tenant, Timestamp, Verdict, VerifierSpec,
 };
 use crate::judge::{CriteriaJudge, Verifier, VerifyRequest};
 use crate::storage::{RunReservation, Written};
@@ -106,20 +106,6 @@ fn environmental(run_id: &RunId, cost: MicroUsd) -> FinishedRun {
     }
 }
 
-pub(super) fn remaining(goal: &Goal) -> Remaining {
-    Remaining {
-        iterations: goal
-            .bounds
-            .max_loop_iterations()
-            .map(|max| max.saturating_sub(goal.progress.iterations)),
-        cost: goal
-            .bounds
-            .max_cost()
-            .map(|cap| cap.micros().saturating_sub(goal.spent)),
-        deadline: goal.deadline(),
-    }
-}
-
 impl Engine {
     /// Runs exactly one iteration now (the `continue` seam). The iteration
     /// runs in its own task, so a caller that goes away (timeout, closed
@@ -159,8 +145,7 @@ impl Engine {
     /// A scheduled fire of a goal the scheduler found due. Re-checks
     /// everything under the goal's lock: a stale fire never produces a run.
     pub async fn fire(&self, id: &GoalId) -> Result<FireOutcome, EngineError> {
-        #[cfg(feature = "mutants")]
-        self.mutants.remember_timer(id);
+        self.faults.fired(id);
         fire_outcome(self.iterate(id, Trigger::Schedule).await)
     }
 
@@ -170,11 +155,7 @@ impl Engine {
     /// goal. Never waits for the goal's lock, so a slow run does not hold
     /// up the tick.
     pub async fn close_if_past_deadline(&self, id: &GoalId) -> Result<bool, EngineError> {
-        #[cfg(feature = "mutants")]
-        if self
-            .mutants
-            .is(crate::mutants::Mutant::DeadlineIgnoredWhenIdle)
-        {
+        if !self.faults.closes_idle_past_deadline() {
             return Ok(false);
         }
         // Only an idle goal is closed here. An iteration under way was
@@ -223,8 +204,7 @@ impl Engine {
     }
 
     async fn iterate(&self, id: &GoalId, trigger: Trigger) -> Result<Iteration, EngineError> {
-        #[cfg(feature = "mutants")]
-        if !crate::mutants::engine::iterations_serialised(&self.mutants) {
+        if !self.faults.serialises_iterations() {
             let mut cancel = self.cancels.watch(id);
             return self.iterate_locked(id, &trigger, &mut cancel).await;
         }
@@ -253,16 +233,10 @@ impl Engine {
                     }
                     finished = self.dispatch(&goal, &reservation) => finished,
                 };
-                // A mutant may have dispatched from an altered view of the
-                // goal; its record starts from the stored goal as before.
-                #[cfg(feature = "mutants")]
-                let goal = match self.mutants.active() {
-                    Some(_) => None,
-                    None => Some(goal),
-                };
-                #[cfg(not(feature = "mutants"))]
-                let goal = Some(goal);
-                self.record(id, &finished, goal.map(|goal| *goal)).await
+                // A faulty host may have dispatched from an altered view of
+                // the goal; its record starts from the stored goal instead.
+                let reserved = self.faults.records_on_reserved().then_some(*goal);
+                self.record(id, &finished, reserved).await
             }
             Reserved::Closed => Ok(Iteration::Closed),
             Reserved::Skip => Ok(Iteration::Skipped),
@@ -280,9 +254,7 @@ impl Engine {
                     None => return Ok(Reserved::Skip),
                 },
             };
-            #[cfg(feature = "mutants")]
-            let goal = crate::mutants::engine::dispatch_view(
-                &self.mutants,
+            let goal = self.faults.dispatch_view(
                 goal,
                 matches!(trigger, Trigger::Schedule),
                 matches!(trigger, Trigger::Continue(_)),
@@ -310,7 +282,7 @@ impl Engine {
             let reservation = RunReservation {
                 run_id: RunId::generate(),
                 goal_id: goal.id.clone(),
-                iteration: goal.progress.iterations.saturating_add(1),
+                iteration: goal.next_iteration(),
                 started_at: now,
             };
             match self.store.reserve_run(&reservation, goal.version).await? {
@@ -326,19 +298,17 @@ impl Engine {
     /// Runs the worker, then the judge. Never fails: every failure is an
     /// environmental verdict for this run.
     async fn dispatch(&self, goal: &Goal, reservation: &RunReservation) -> FinishedRun {
-        #[cfg(feature = "mutants")]
-        let goal = &crate::mutants::engine::dispatched(&self.mutants, goal);
+        let goal = &*self.faults.dispatched(goal);
         let worker = self
             .arms
             .worker_for(goal.continuation.arm_ref.as_ref(), &goal.owner);
-        #[cfg(feature = "mutants")]
-        let worker = crate::mutants::engine::worker(&self.mutants, goal, self.clock.now(), worker);
+        let worker = self.faults.worker(goal, self.clock.now(), worker);
         let request = RunRequest {
             goal_id: goal.id.clone(),
             run_id: reservation.run_id.clone(),
             iteration: reservation.iteration,
             objective: goal.objective.clone(),
-            remaining: remaining(goal),
+            remaining: goal.remaining(),
         };
         let environmental = |cost| environmental(&reservation.run_id, cost);
         let report = match tokio::time::timeout(self.settings.run_limit, worker.run(request)).await
@@ -353,17 +323,18 @@ impl Engine {
                 return environmental(MicroUsd::ZERO);
             }
         };
-        if report.escalation.is_some() {
+        let escalated = report.escalation.is_some();
+        if let Some(outcome) = run_outcome(escalated, None) {
             return FinishedRun {
                 run_id: reservation.run_id.clone(),
                 cost: report.cost,
-                outcome: RunOutcome::Escalated,
+                outcome,
             };
         }
-        let verifier = self.verifier_for(goal).await;
-        #[cfg(feature = "mutants")]
-        let verifier =
-            verifier.map(|inner| crate::mutants::engine::verifier(&self.mutants, goal, inner));
+        let verifier = self
+            .verifier_for(goal)
+            .await
+            .map(|inner| self.faults.verifier(goal, inner));
         let Some(verifier) = verifier else {
             tracing::info!(goal = %goal.id, run = %reservation.run_id, "no verifier to judge the run");
             return environmental(report.cost);
@@ -434,9 +405,7 @@ impl Engine {
             let change = goal
                 .as_ref()
                 .and_then(|goal| record_run(goal, finished, now, cost_reading));
-            #[cfg(feature = "mutants")]
-            let change =
-                crate::mutants::engine::record(&self.mutants, goal.as_ref(), finished, now, change);
+            let change = self.faults.record(goal.as_ref(), finished, now, change);
             let (Some(goal), Some(mut change)) = (goal, change) else {
                 self.store.discard_run(&finished.run_id, now).await?;
                 return Ok(Iteration::Discarded);

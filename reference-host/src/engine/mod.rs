@@ -4,6 +4,7 @@
 mod cancel;
 mod egress;
 mod error;
+mod faults;
 mod goals;
 mod heartbeat;
 mod idempotency;
@@ -30,6 +31,7 @@ use crate::webhook::{
 
 pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
+pub use faults::{Decision, Faults, NoFaults};
 pub use goals::{Created, Replay};
 pub use heartbeat::Heartbeat;
 pub use idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS, MAX_KEY_CHARS};
@@ -81,12 +83,6 @@ pub struct EngineSettings {
     /// served host without the seams sets
     /// [`DEFAULT_OUTBOUND_PER_TENANT_PER_SEC`].
     pub outbound_per_tenant_per_sec: Option<u32>,
-    /// The deliberate bug this host runs with (the suite's kill matrix).
-    #[cfg(feature = "mutants")]
-    pub mutant: Option<crate::mutants::Mutant>,
-    /// Serve one schema-invalid goal in this tenant's lists.
-    #[cfg(feature = "mutants")]
-    pub foreign_invalid_goal: Option<String>,
 }
 
 impl Default for EngineSettings {
@@ -105,10 +101,6 @@ impl Default for EngineSettings {
             retain_closed: Some(crate::config::DEFAULT_RETAIN_CLOSED),
             choices: Choices::default(),
             outbound_per_tenant_per_sec: None,
-            #[cfg(feature = "mutants")]
-            mutant: None,
-            #[cfg(feature = "mutants")]
-            foreign_invalid_goal: None,
         }
     }
 }
@@ -136,8 +128,8 @@ pub struct Engine {
     wake: SchedulerWake,
     egress: SharedEgress,
     settings: EngineSettings,
-    #[cfg(feature = "mutants")]
-    mutants: Arc<crate::mutants::Switch>,
+    /// The bug this host runs with, if any ([`NoFaults`]: none).
+    faults: Arc<dyn Faults>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -150,8 +142,17 @@ impl std::fmt::Debug for Engine {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, settings: EngineSettings) -> Engine {
-        #[cfg(feature = "mutants")]
-        let settings = crate::mutants::engine::settings(settings);
+        Engine::with_faults(store, clock, settings, Arc::new(NoFaults))
+    }
+
+    /// An engine that runs with `faults` (a mutant of the kill matrix).
+    pub fn with_faults(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        settings: EngineSettings,
+        faults: Arc<dyn Faults>,
+    ) -> Engine {
+        let settings = faults.settings(settings);
         // Signing is a choice a conforming host may leave out (the
         // unsigned-webhooks variant): then calls carry no signature.
         let signing = match settings.choices.webhook_signing {
@@ -162,14 +163,15 @@ impl Engine {
             WebhookSigning::Unsigned => None,
         };
         let egress = SharedEgress::new(settings.egress.clone());
-        let client = WebhookClient::with_ca(
+        let mut client = WebhookClient::with_ca(
             signing,
             egress.clone(),
             settings.webhook_timeout,
             &settings.webhook_ca,
         );
-        #[cfg(feature = "mutants")]
-        let client = client.with_mutant(settings.mutant);
+        if let Some(calls) = faults.calls() {
+            client = client.with_faults(calls);
+        }
         let webhooks = Arc::new(client);
         Engine {
             store,
@@ -182,12 +184,8 @@ impl Engine {
             cancels: Cancels::default(),
             wake: SchedulerWake::default(),
             egress,
-            #[cfg(feature = "mutants")]
-            mutants: Arc::new(
-                crate::mutants::Switch::new(settings.mutant)
-                    .with_foreign_invalid_goal(settings.foreign_invalid_goal.clone()),
-            ),
             settings,
+            faults,
         }
     }
 
@@ -240,21 +238,5 @@ impl Engine {
             .await
             .map_err(|error| EngineError::Internal(format!("storage task failed: {error}")))?
             .map_err(EngineError::from)
-    }
-}
-
-#[cfg(feature = "mutants")]
-impl Engine {
-    /// The host's mutant switch (the HTTP side of the mutants reads it).
-    pub(crate) fn mutants(&self) -> &crate::mutants::Switch {
-        &self.mutants
-    }
-
-    /// Any goal by id (the HTTP side of the mutants checks tags itself).
-    pub(crate) async fn mutant_load(
-        &self,
-        id: &crate::domain::GoalId,
-    ) -> Result<Option<Goal>, EngineError> {
-        self.load(id).await
     }
 }

@@ -3,7 +3,7 @@
 //! Beyond them a create (or a PATCH into such a mode) is 429
 //! `quota_exceeded`.
 
-use crate::domain::{GoalState, Mode};
+use crate::domain::Mode;
 
 pub const DEFAULT_MAX_GOALS_PER_TENANT: u64 = 10_000;
 pub const DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT: u64 = 1_000;
@@ -63,11 +63,6 @@ pub fn is_armed(mode: Mode) -> bool {
     matches!(mode, Mode::Schedule | Mode::Heartbeat)
 }
 
-/// Counts toward the quotas: not closed.
-pub fn is_open(state: GoalState) -> bool {
-    matches!(state, GoalState::Active | GoalState::Escalated)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,11 +73,5 @@ mod tests {
         assert!(is_armed(Mode::Heartbeat));
         assert!(!is_armed(Mode::Manual));
         assert!(!is_armed(Mode::Commitment));
-    }
-
-    #[test]
-    fn open_means_not_closed() {
-        let open: Vec<GoalState> = GoalState::ALL.into_iter().filter(|s| is_open(*s)).collect();
-        assert_eq!(open, vec![GoalState::Active, GoalState::Escalated]);
     }
 }

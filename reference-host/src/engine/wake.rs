@@ -1,4 +1,4 @@
-//! How the engine wakes the scheduler (issue 7). The scheduler sleeps until
+//! How the engine wakes the scheduler. The scheduler sleeps until
 //! the next thing it knows is due; a write that arms a goal earlier than
 //! that (a create, a resume, an edit, a recorded iteration) tells it here,
 //! so the goal need not wait for the next periodic tick.

@@ -5,6 +5,7 @@ mod auth;
 mod discovery;
 mod envelope;
 mod error;
+mod faults;
 mod goals;
 mod json;
 mod openapi;
@@ -31,6 +32,7 @@ use crate::engine::{Engine, IfMatch};
 pub use auth::{TokenError, Tokens};
 pub use discovery::document as discovery_document;
 pub use error::ApiError;
+pub use faults::{NoRouteFaults, RouteFaults};
 pub use openapi::{document as openapi_document, OPENAPI_PATH};
 pub use verifiers::VERIFIERS_BASE;
 
@@ -49,6 +51,8 @@ pub struct AppState {
     seams: bool,
     discovery: Arc<Value>,
     throttle: Arc<throttle::CredentialThrottle>,
+    /// How this host's routes get the wire wrong, if they do.
+    faults: Arc<dyn RouteFaults>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -72,18 +76,26 @@ impl AppState {
             seams,
             discovery,
             throttle: Arc::default(),
+            faults: Arc::new(NoRouteFaults),
         }
+    }
+
+    /// The state of a host whose routes get the wire wrong (the kill
+    /// matrix).
+    #[must_use]
+    pub fn with_faults(mut self, faults: Arc<dyn RouteFaults>) -> AppState {
+        self.faults = faults;
+        self
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
 
-    /// The tenant of a bearer token, for the mutants' middleware, which
-    /// runs before any extractor.
-    #[cfg(feature = "mutants")]
-    pub(crate) fn mutant_tenant(&self, token: &str) -> Option<crate::domain::Tenant> {
-        self.tokens.tenant(token).cloned()
+    /// The tenant of a bearer token, for middleware that runs before any
+    /// extractor.
+    pub fn tenant_of(&self, token: &str) -> Option<&crate::domain::Tenant> {
+        self.tokens.tenant(token)
     }
 }
 
@@ -98,10 +110,8 @@ pub fn app(state: AppState) -> Router {
     if state.seams {
         routes = routes.merge(seams::routes());
     }
-    #[cfg(feature = "mutants")]
-    let body_limit = crate::mutants::http::body_limit(&state, BODY_LIMIT);
-    #[cfg(not(feature = "mutants"))]
-    let body_limit = BODY_LIMIT;
+    let faults = Arc::clone(&state.faults);
+    let body_limit = faults.body_limit(BODY_LIMIT);
     let routes = routes
         .method_not_allowed_fallback(envelope::method_not_allowed)
         .fallback(envelope::not_found)
@@ -123,9 +133,7 @@ pub fn app(state: AppState) -> Router {
         })),
     };
     let routes = routes.layer(axum::middleware::from_fn(trace::request_span));
-    #[cfg(feature = "mutants")]
-    let routes = crate::mutants::http::layer(routes, &state);
-    routes.with_state(state)
+    faults.layer(routes, &state).with_state(state)
 }
 
 /// A path id that this host could not have minted names nothing.

@@ -23,8 +23,8 @@ use crate::webhook::WebhookSecret;
 const NO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Settings a host's bug changes before the engine is built.
-pub(crate) fn settings(mut settings: EngineSettings) -> EngineSettings {
-    match settings.mutant {
+pub(crate) fn settings(mutant: Option<Mutant>, mut settings: EngineSettings) -> EngineSettings {
+    match mutant {
         Some(Mutant::WrongWebhookSecret) => settings.webhook_secret = WebhookSecret::generate(),
         Some(Mutant::WebhookNoTimeout) => settings.webhook_timeout = NO_TIMEOUT,
         _ => {}

@@ -12,11 +12,18 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 use super::body::{has_duplicate_keys, saturated};
-use super::Mutant;
+use super::{Mutant, Switch};
 use crate::domain::{GoalId, GoalState};
 use crate::http::{AppState, GOALS_BASE};
+
+/// Any goal by id, whoever owns it (the mutants check tags themselves).
+async fn load_any(state: &AppState, id: &GoalId) -> Option<crate::domain::Goal> {
+    let owner = state.engine().owner_of(id).await.ok().flatten()?;
+    state.engine().get(&owner, id).await.ok()
+}
 
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
@@ -85,8 +92,8 @@ const HERE: [Mutant; 44] = [
 const NO_LIMIT: usize = 64 * 1024 * 1024;
 
 /// The request body limit this host enforces.
-pub(crate) fn body_limit(state: &AppState, limit: usize) -> usize {
-    if state.engine().mutants().is(Mutant::BodyLimitMissing) {
+pub(crate) fn body_limit(switch: &Switch, limit: usize) -> usize {
+    if switch.is(Mutant::BodyLimitMissing) {
         NO_LIMIT
     } else {
         limit
@@ -124,17 +131,32 @@ fn nesting_depth(bytes: &[u8]) -> usize {
     deepest
 }
 
+/// What the middleware reads: the host's state and its mutant switch.
+#[derive(Clone)]
+struct Mounted {
+    state: AppState,
+    switch: Arc<Switch>,
+}
+
 /// `routes` with the middleware of the host's mutant, if it has one here.
-pub(crate) fn layer(routes: Router<AppState>, state: &AppState) -> Router<AppState> {
-    let routes = match state.engine().mutants().active() {
+pub(crate) fn layer(
+    routes: Router<AppState>,
+    state: &AppState,
+    switch: &Arc<Switch>,
+) -> Router<AppState> {
+    let mounted = Mounted {
+        state: state.clone(),
+        switch: Arc::clone(switch),
+    };
+    let routes = match switch.active() {
         Some(mutant) if HERE.contains(&mutant) => routes.layer(
-            axum::middleware::from_fn_with_state(state.clone(), middleware),
+            axum::middleware::from_fn_with_state(mounted.clone(), middleware),
         ),
         _ => routes,
     };
-    if state.engine().mutants().foreign_invalid_goal().is_some() {
+    if switch.foreign_invalid_goal().is_some() {
         routes.layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            mounted,
             foreign_invalid_goal,
         ))
     } else {
@@ -159,21 +181,16 @@ fn foreign_goal(tenant: &str) -> Value {
 
 /// Puts the foreign goal first in every successful list of its tenant.
 async fn foreign_invalid_goal(
-    State(state): State<AppState>,
+    State(Mounted { state, switch }): State<Mounted>,
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(tenant) = state
-        .engine()
-        .mutants()
-        .foreign_invalid_goal()
-        .map(str::to_string)
-    else {
+    let Some(tenant) = switch.foreign_invalid_goal().map(str::to_string) else {
         return next.run(request).await;
     };
     let caller = credential(&request)
         .strip_prefix("Bearer ")
-        .and_then(|token| state.mutant_tenant(token.trim()));
+        .and_then(|token| state.tenant_of(token.trim()).cloned());
     // Whole lists only: a paged answer keeps the size and cursor order the
     // host gave it, as it would with such a goal stored (`limit=1` then
     // still holds one goal, whoever's it is).
@@ -366,8 +383,12 @@ fn with_body(request: Request, bytes: Vec<u8>) -> Request {
     request
 }
 
-async fn middleware(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let Some(mutant) = state.engine().mutants().active() else {
+async fn middleware(
+    State(Mounted { state, switch }): State<Mounted>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(mutant) = switch.active() else {
         return next.run(request).await;
     };
     let method = request.method().clone();
@@ -406,7 +427,7 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
                 .and_then(|body| body.get("state").cloned());
             let tenant = credential(&request)
                 .strip_prefix("Bearer ")
-                .and_then(|token| state.mutant_tenant(token.trim()));
+                .and_then(|token| state.tenant_of(token.trim()).cloned());
             let (Some(claimed), Some(tenant), Some(id)) =
                 (state_claimed, tenant, GoalId::parse(id))
             else {
@@ -458,7 +479,7 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
                 return next.run(request).await;
             };
             let current = match GoalId::parse(id) {
-                Some(id) => state.engine().mutant_load(&id).await.ok().flatten(),
+                Some(id) => load_any(&state, &id).await,
                 None => None,
             };
             let Some(current) = current else {
@@ -485,9 +506,7 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
             };
             let owner = (credential(&request), key);
             let (request, bytes) = buffered(request).await;
-            let first = state
-                .engine()
-                .mutants()
+            let first = switch
                 .memory()
                 .keyed_bodies
                 .entry(owner)
@@ -500,9 +519,7 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
                 return next.run(request).await;
             };
             let mut request = request;
-            let first = state
-                .engine()
-                .mutants()
+            let first = switch
                 .memory()
                 .key_owners
                 .entry(key)
@@ -519,32 +536,22 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
             };
             let owner = (credential(&request), key);
             let mut request = request;
-            let first = state
-                .engine()
-                .mutants()
-                .memory()
-                .keys_in_flight
-                .insert(owner.clone());
+            let first = switch.memory().keys_in_flight.insert(owner.clone());
             if first {
                 // The bug's window between lookup and insert. A host whose
                 // create never yields would close it before a concurrent
                 // request arrives, so the first request waits (briefly) for
                 // one: the race this mutant models then always happens.
-                let raced = state.engine().mutants().raced.notified();
+                let raced = switch.raced.notified();
                 let _ = tokio::time::timeout(RACE_WINDOW, raced).await;
             } else {
                 // Raced past the lookup: this one inserts as if unkeyed.
                 request.headers_mut().remove(IDEMPOTENCY_KEY);
-                state.engine().mutants().raced.notify_waiters();
+                switch.raced.notify_waiters();
             }
             let response = next.run(request).await;
             if first {
-                state
-                    .engine()
-                    .mutants()
-                    .memory()
-                    .keys_in_flight
-                    .remove(&owner);
+                switch.memory().keys_in_flight.remove(&owner);
             }
             response
         }
@@ -690,14 +697,7 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
             if !response.status().is_success() {
                 return response;
             }
-            let tenants: Vec<_> = state
-                .engine()
-                .mutants()
-                .memory()
-                .tenants
-                .iter()
-                .cloned()
-                .collect();
+            let tenants: Vec<_> = switch.memory().tenants.iter().cloned().collect();
             let mut leaked = Vec::new();
             for tenant in tenants {
                 if let Ok(goals) = state.engine().list(&tenant, Some(filter)).await {
@@ -777,7 +777,7 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
                 return response;
             }
             let goal = match GoalId::parse(id) {
-                Some(id) => state.engine().mutant_load(&id).await.ok().flatten(),
+                Some(id) => load_any(&state, &id).await,
                 None => None,
             };
             match goal {
@@ -794,7 +794,7 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
         (Mutant::AbandonAnswersUnsaved, &Method::POST, Route::Sub(id, "abandon")) => {
             let tenant = credential(&request)
                 .strip_prefix("Bearer ")
-                .and_then(|token| state.mutant_tenant(token.trim()));
+                .and_then(|token| state.tenant_of(token.trim()).cloned());
             let goal = match (tenant, GoalId::parse(id)) {
                 (Some(tenant), Some(id)) => state.engine().get(&tenant, &id).await.ok(),
                 _ => None,
@@ -844,20 +844,13 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
             if let (Some(objective), Some(id), true) =
                 (objective, GoalId::parse(id), response.status().is_success())
             {
-                state
-                    .engine()
-                    .mutants()
-                    .memory()
-                    .edits
-                    .entry(id)
-                    .or_default()
-                    .push(objective);
+                switch.memory().edits.entry(id).or_default().push(objective);
             }
             response
         }
         (Mutant::ObjectiveInEvents, &Method::GET, Route::Sub(id, "events")) => {
             let edits = GoalId::parse(id)
-                .and_then(|id| state.engine().mutants().memory().edits.get(&id).cloned())
+                .and_then(|id| switch.memory().edits.get(&id).cloned())
                 .unwrap_or_default();
             let at = state.engine().clock().now().to_wire();
             let goal = id.clone();

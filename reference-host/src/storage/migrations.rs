@@ -57,7 +57,7 @@ CREATE TABLE verifiers (
     PRIMARY KEY (tenant, name)
 );
 ",
-    // Issue 6: `Idempotency-Key` on create, kept with the goal it made so a
+    // `Idempotency-Key` on create, kept with the goal it made so a
     // replay survives a restart.
     r"
 CREATE TABLE idempotency_keys (
@@ -73,7 +73,7 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_ms);
 CREATE INDEX goals_open_by_tenant ON goals (tenant, state, mode);
 ",
-    // Issue 7: the scheduler's two questions every tick, answered from an
+    // The scheduler's two questions every tick, answered from an
     // index in time proportional to the answer rather than to the active
     // goals (a scan of 100k goals took longer than the 100 ms tick).
     // Partial, so goals that are not scheduled or have no deadline cost
@@ -82,7 +82,7 @@ CREATE INDEX goals_open_by_tenant ON goals (tenant, state, mode);
 CREATE INDEX goals_due ON goals (state, paused, COALESCE(next_fire_ms, 0)) WHERE mode = 'schedule';
 CREATE INDEX goals_deadline ON goals (state, deadline_ms) WHERE deadline_ms IS NOT NULL;
 ",
-    // Issue 7: a goal's contributing run ids move out of its JSON record
+    // A goal's contributing run ids move out of its JSON record
     // into rows of their own. In the record, every iteration rewrote the
     // whole list (a goal 500 runs old wrote 20 KB per iteration and parsed
     // it on every read); as rows, an iteration appends one.
@@ -98,7 +98,7 @@ INSERT INTO goal_runs (goal_id, position, run_id)
     FROM goals, json_each(goals.record, '$.run_ids') AS ids;
 UPDATE goals SET record = json_remove(record, '$.run_ids');
 ",
-    // Issue 7: the due listing reads the index alone. It named each due
+    // The due listing reads the index alone. It named each due
     // goal's row to get its id and creation time: one random page read per
     // due goal, which at 100k goals firing in no particular order was a
     // quarter of the scheduler's time.
@@ -107,7 +107,7 @@ DROP INDEX goals_due;
 CREATE INDEX goals_due ON goals (state, paused, COALESCE(next_fire_ms, 0), created_ms, id, mode)
     WHERE mode = 'schedule';
 ",
-    // Issue 7: a goal's run ids, events and evaluations become entries of
+    // A goal's run ids, events and evaluations become entries of
     // one log, clustered by goal in the order they were written, so an
     // iteration's three entries share one index leaf (`goal_log.rs`). The
     // JSON of events and evaluations moves out of the tree, to
@@ -160,7 +160,7 @@ DROP TABLE goal_runs;
 DROP TABLE events;
 DROP TABLE evaluations;
 ",
-    // Issue 7: the same checks without a three-value `IN` list. SQLite
+    // The same checks without a three-value `IN` list. SQLite
     // evaluates `x IN (a, b, c)` of constants by building a temporary
     // B-tree of the list on every run of the statement, so every insert
     // into `goal_log` and every insert or update of `runs` built one: five
@@ -202,7 +202,7 @@ INSERT INTO goal_log_checked
 DROP TABLE goal_log;
 ALTER TABLE goal_log_checked RENAME TO goal_log;
 ",
-    // Issue 15: what each tenant holds open, kept beside the goals by
+    // What each tenant holds open, kept beside the goals by
     // triggers, so a create's quota check reads one row instead of
     // counting the tenant's goals (a create at 34k goals in one tenant ran
     // at a fifth of the speed of one on an empty tenant). The triggers run
@@ -334,6 +334,26 @@ pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The quota triggers count a goal as open exactly when the domain
+    /// does: a change to the open states needs a new migration.
+    #[test]
+    fn the_quota_counts_use_the_domain_open_states() {
+        let counts = MIGRATIONS
+            .iter()
+            .find(|sql| sql.contains("CREATE TABLE tenant_counts"))
+            .expect("the migration that counts open goals");
+        let generated: usize = ["state", "NEW.state", "OLD.state"]
+            .iter()
+            .map(|column| {
+                counts
+                    .matches(&crate::storage::open_state_sql(column))
+                    .count()
+            })
+            .sum();
+        assert_eq!(generated, counts.matches("'active' OR").count());
+        assert!(generated > 0);
+    }
 
     /// An in-memory database as a host with the first `applied`
     /// migrations left it.

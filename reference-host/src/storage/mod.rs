@@ -274,6 +274,20 @@ pub trait Store: Send + Sync {
     ) -> Pending<Vec<GoalId>>;
 }
 
+/// "`column` holds an open state" as SQL, built from the domain's rule
+/// ([`GoalState::is_open`]): `(state = 'active' OR state = 'escalated')`.
+/// The quota triggers state it in a shipped migration, which never
+/// changes; the tests hold that text to this one.
+#[cfg(test)]
+fn open_state_sql(column: &str) -> String {
+    let states: Vec<String> = GoalState::ALL
+        .into_iter()
+        .filter(|state| state.is_open())
+        .map(|state| format!("{column} = '{}'", state.as_str()))
+        .collect();
+    format!("({})", states.join(" OR "))
+}
+
 /// `EXPLAIN QUERY PLAN` of `sql` on a freshly migrated in-memory database,
 /// one plan line each, for tests that hold a query to its index.
 #[cfg(test)]

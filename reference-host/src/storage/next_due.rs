@@ -1,4 +1,4 @@
-//! When the scheduler next has something to do (issue 7): the earliest
+//! When the scheduler next has something to do: the earliest
 //! scheduled fire or deadline after a given instant. The scheduler asks after
 //! every tick, so it must cost an index lookup, not a scan of the goals.
 

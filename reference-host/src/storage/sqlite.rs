@@ -1262,15 +1262,14 @@ mod count_tests {
 
     /// What the tenants hold, counted from the goals themselves.
     fn recount(connection: &Connection) -> Vec<Counts> {
+        let open = crate::storage::open_state_sql("state");
         connection
-            .prepare(
-                "SELECT tenant,
-                        SUM(state = 'active' OR state = 'escalated'),
-                        SUM((state = 'active' OR state = 'escalated')
-                            AND (mode = 'schedule' OR mode = 'heartbeat')),
+            .prepare(&format!(
+                "SELECT tenant, SUM({open}),
+                        SUM({open} AND (mode = 'schedule' OR mode = 'heartbeat')),
                         COUNT(*)
-                 FROM goals GROUP BY tenant ORDER BY tenant",
-            )
+                 FROM goals GROUP BY tenant ORDER BY tenant"
+            ))
             .expect("prepares")
             .query_map([], |row| {
                 Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))

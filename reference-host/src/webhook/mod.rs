@@ -6,6 +6,7 @@
 //! validated against its schema. Any failure is a [`WebhookError`], which
 //! the arms and judges turn into an environmental failure of the iteration.
 
+mod faults;
 mod resolver;
 mod roots;
 pub mod signature;
@@ -20,6 +21,7 @@ use serde_json::Value;
 
 use crate::domain::egress::EgressDenied;
 
+pub use faults::{CallFaults, NoCallFaults};
 pub use resolver::SharedEgress;
 pub use roots::WebhookCa;
 pub use signature::{GOAL_HEADER, SIGNATURE_HEADER, TENANT_HEADER};
@@ -137,8 +139,7 @@ pub struct WebhookClient {
     signing: Option<Signing>,
     egress: SharedEgress,
     timeout: Duration,
-    #[cfg(feature = "mutants")]
-    mutant: Option<crate::mutants::Mutant>,
+    faults: Arc<dyn CallFaults>,
 }
 
 impl fmt::Debug for WebhookClient {
@@ -189,15 +190,14 @@ impl WebhookClient {
             signing,
             egress,
             timeout,
-            #[cfg(feature = "mutants")]
-            mutant: None,
+            faults: Arc::new(NoCallFaults),
         }
     }
 
-    /// The client of a host running with `mutant` (the kill matrix).
-    #[cfg(feature = "mutants")]
-    pub(crate) fn with_mutant(mut self, mutant: Option<crate::mutants::Mutant>) -> WebhookClient {
-        self.mutant = mutant;
+    /// The client of a host that gets its calls wrong (the kill matrix).
+    #[must_use]
+    pub fn with_faults(mut self, faults: Arc<dyn CallFaults>) -> WebhookClient {
+        self.faults = faults;
         self
     }
 
@@ -223,8 +223,7 @@ impl WebhookClient {
             .http
             .as_ref()
             .map_err(|error| WebhookError::Unavailable(error.clone()))?;
-        #[cfg(feature = "mutants")]
-        let body = &crate::mutants::webhook::request_body(self.mutant, body);
+        let body = self.faults.request_body(body);
         let parsed =
             url::Url::parse(url).map_err(|error| WebhookError::Transport(error.to_string()))?;
         // The resolver never sees an IP literal: judge it here.
@@ -234,7 +233,7 @@ impl WebhookClient {
                 .check_host(&host, port)
                 .map_err(|denied| WebhookError::Denied(denied.to_string()))?;
         }
-        let bytes = serde_json::to_vec(body)
+        let bytes = serde_json::to_vec(&*body)
             .map_err(|error| WebhookError::Unavailable(format!("body: {error}")))?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -253,9 +252,7 @@ impl WebhookClient {
         let request = request.body(bytes);
         let exchange = async {
             let mut response = request.send().await.map_err(|error| failure(&error))?;
-            let status = response.status();
-            #[cfg(feature = "mutants")]
-            let status = crate::mutants::webhook::status(self.mutant, status);
+            let status = self.faults.status(response.status());
             if !status.is_success() {
                 return Err(WebhookError::Status(status.as_u16()));
             }
@@ -283,10 +280,7 @@ impl WebhookClient {
             .map_err(|_| WebhookError::Timeout(self.timeout))??;
         let answer: Value = serde_json::from_slice(&bytes)
             .map_err(|error| WebhookError::NotJson(error.to_string()))?;
-        #[cfg(feature = "mutants")]
-        if let Some(answer) =
-            crate::mutants::webhook::lenient_answer(self.mutant, answer_schema, &answer)
-        {
+        if let Some(answer) = self.faults.lenient_answer(answer_schema, &answer) {
             return Ok(answer);
         }
         schemas

@@ -145,8 +145,8 @@ impl fmt::Display for Finding {
     }
 }
 
-/// Which scenarios name one requirement. The kill matrix (issue 4) will add
-/// the mutants that prove it can fail, and a rule for a MUST none proves.
+/// Which scenarios name one requirement. Which mutants prove it can fail
+/// is `crate::mutation`'s (scenarios/mutants.json).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Coverage {
     pub id: String,

@@ -1,0 +1,182 @@
+//! The mutants behind the host's fault seams: one value, built at the one
+//! wiring point ([`super::wire`]), that the engine, the webhook client and
+//! the router each hold as their hooks. Every hook hands its input to the
+//! mutant code of its layer, which changes it only when its mutant is on.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use axum::Router;
+use serde_json::Value;
+
+use super::{engine, http, webhook, Switch};
+use crate::arms::Worker;
+use crate::domain::transition::{Change, FinishedRun};
+use crate::domain::{Event, Goal, GoalId, GoalState, RequestContext, Timestamp};
+use crate::engine::{Decision, EngineError, EngineSettings, Faults};
+use crate::http::{AppState, RouteFaults};
+use crate::judge::Verifier;
+use crate::webhook::CallFaults;
+
+/// A host's mutant, as every layer sees it.
+pub(crate) struct MutantFaults {
+    switch: Arc<Switch>,
+}
+
+impl MutantFaults {
+    pub(crate) fn new(switch: Switch) -> Arc<MutantFaults> {
+        Arc::new(MutantFaults {
+            switch: Arc::new(switch),
+        })
+    }
+}
+
+impl Faults for MutantFaults {
+    fn settings(&self, settings: EngineSettings) -> EngineSettings {
+        engine::settings(self.switch.active(), settings)
+    }
+
+    fn calls(&self) -> Option<Arc<dyn CallFaults>> {
+        Some(Arc::new(MutantCalls(self.switch.active())))
+    }
+
+    fn create_body<'a>(&self, body: &'a Value) -> Cow<'a, Value> {
+        Cow::Owned(engine::create_body(&self.switch, body))
+    }
+
+    fn created(&self, claims: &Value, goal: Goal) -> Goal {
+        engine::created(&self.switch, claims, goal)
+    }
+
+    fn ignores_owner(&self) -> bool {
+        self.switch.is(super::Mutant::OwnerCheckMissing)
+    }
+
+    fn reads_across_tenants(&self) -> bool {
+        self.switch.is(super::Mutant::CrossTenantRead)
+    }
+
+    fn list_filter(&self, state: Option<GoalState>) -> Option<GoalState> {
+        engine::list_filter(&self.switch, state)
+    }
+
+    fn events_after(&self, after: u64) -> (u64, u64) {
+        engine::events_after(&self.switch, after)
+    }
+
+    fn events(&self, events: Vec<Event>, after: u64) -> Vec<Event> {
+        engine::events(&self.switch, events, after)
+    }
+
+    fn patch(
+        &self,
+        context: RequestContext,
+        goal: &Goal,
+        body: &Value,
+        now: Timestamp,
+    ) -> Option<Decision> {
+        engine::patch(&self.switch, context, goal, body, now)
+    }
+
+    fn patch_answer(
+        &self,
+        context: RequestContext,
+        body: &Value,
+        goal: Goal,
+    ) -> Result<Goal, EngineError> {
+        engine::patch_answer(&self.switch, context, body, goal)
+    }
+
+    fn closing(&self, goal: &Goal, abandon: bool) {
+        engine::queued_fire(&self.switch, goal, abandon);
+    }
+
+    fn resume(&self, goal: &Goal, now: Timestamp) -> Option<Change> {
+        engine::resume(&self.switch, goal, now)
+    }
+
+    fn abandon(&self, goal: &Goal, now: Timestamp) -> Option<Decision> {
+        engine::abandon(&self.switch, goal, now)
+    }
+
+    fn abandon_cancels_run(&self) -> bool {
+        engine::abandon_cancels(&self.switch)
+    }
+
+    fn due(&self, due: Vec<GoalId>, now: Timestamp) -> Vec<GoalId> {
+        engine::due(&self.switch, due, now)
+    }
+
+    fn fired(&self, goal: &GoalId) {
+        self.switch.remember_timer(goal);
+    }
+
+    fn closes_idle_past_deadline(&self) -> bool {
+        !self.switch.is(super::Mutant::DeadlineIgnoredWhenIdle)
+    }
+
+    fn serialises_iterations(&self) -> bool {
+        engine::iterations_serialised(&self.switch)
+    }
+
+    fn dispatch_view(&self, goal: Goal, scheduled: bool, continued: bool) -> Goal {
+        engine::dispatch_view(&self.switch, goal, scheduled, continued)
+    }
+
+    fn records_on_reserved(&self) -> bool {
+        self.switch.active().is_none()
+    }
+
+    fn dispatched<'a>(&self, goal: &'a Goal) -> Cow<'a, Goal> {
+        Cow::Owned(engine::dispatched(&self.switch, goal))
+    }
+
+    fn worker(&self, goal: &Goal, now: Timestamp, inner: Arc<dyn Worker>) -> Arc<dyn Worker> {
+        engine::worker(&self.switch, goal, now, inner)
+    }
+
+    fn verifier(&self, goal: &Goal, inner: Arc<dyn Verifier>) -> Arc<dyn Verifier> {
+        engine::verifier(&self.switch, goal, inner)
+    }
+
+    fn record(
+        &self,
+        before: Option<&Goal>,
+        run: &FinishedRun,
+        now: Timestamp,
+        change: Option<Change>,
+    ) -> Option<Change> {
+        engine::record(&self.switch, before, run, now, change)
+    }
+
+    fn checks_egress(&self) -> bool {
+        !self.switch.is(super::Mutant::EgressRefsAccepted)
+    }
+}
+
+impl RouteFaults for MutantFaults {
+    fn body_limit(&self, limit: usize) -> usize {
+        http::body_limit(&self.switch, limit)
+    }
+
+    fn layer(&self, routes: Router<AppState>, state: &AppState) -> Router<AppState> {
+        http::layer(routes, state, &self.switch)
+    }
+}
+
+/// The webhook client's side: it needs only which mutant is on.
+struct MutantCalls(Option<super::Mutant>);
+
+impl CallFaults for MutantCalls {
+    fn request_body<'a>(&self, body: &'a Value) -> Cow<'a, Value> {
+        Cow::Owned(webhook::request_body(self.0, body))
+    }
+
+    fn status(&self, status: reqwest::StatusCode) -> reqwest::StatusCode {
+        webhook::status(self.0, status)
+    }
+
+    fn lenient_answer(&self, schema: &str, answer: &Value) -> Option<Value> {
+        webhook::lenient_answer(self.0, schema, answer)
+    }
+}

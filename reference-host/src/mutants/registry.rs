@@ -1,0 +1,396 @@
+//! Every mutant this host knows, by name: what `--mutant` takes. Which
+//! requirements each one fails is the suite's data, in
+//! scenarios/mutants.json.
+
+/// One registered mutant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MutantInfo {
+    pub mutant: Mutant,
+    /// What `--mutant` takes: kebab-case, unique.
+    pub name: &'static str,
+    /// The rule it breaks and how, in one sentence.
+    pub description: &'static str,
+}
+
+macro_rules! registry {
+    ($($variant:ident $name:literal $description:literal)*) => {
+        /// Every mutant this host knows.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Mutant {
+            $($variant,)*
+        }
+
+        /// Every mutant, in declaration order.
+        pub const REGISTRY: &[MutantInfo] = &[
+            $(MutantInfo {
+                mutant: Mutant::$variant,
+                name: $name,
+                description: $description,
+            },)*
+        ];
+    };
+}
+
+registry! {
+    // ---- §1–§2 wire surface (core) ----
+    DiscoveryDuplicateModes "discovery-duplicate-modes"
+        "Discovery lists a continuation mode twice, so agents.goals.continuation is not a set."
+    CreateWithoutLocation "create-without-location"
+        "A create answers 201 without the Location header."
+    OwnerFromBody "owner-from-body"
+        "A create that names owner.tenant in its body is stored under that tenant instead of the caller's."
+    DefaultBounds "default-bounds"
+        "A create without bounds (or with bounds: {}) is given default bounds instead of 422 bounds_required."
+    NegativeBoundsClamped "negative-bounds-clamped"
+        "Out-of-range bounds are clamped into range (0 or 1.5 iterations become 1, negative cost or timeout 0) instead of refused."
+    UnknownKeysDropped "unknown-keys-dropped"
+        "Unknown keys in a create body are silently dropped instead of refused with 400."
+    NumericStringsCoerced "numeric-strings-coerced"
+        "A bound written as a numeric string (\"3\") is coerced to a number instead of refused with 400."
+    CreateClaimsKept "create-claims-kept"
+        "A create body's state, progress and completion.lastVerdict are stored as claimed."
+    ListFilterIgnored "list-filter-ignored"
+        "GET {base}?state=S ignores the filter and lists every goal of the caller."
+    UnknownStateListsNothing "unknown-state-lists-nothing"
+        "A list filter naming no state answers 200 with an empty list instead of 400."
+    MissingGoalConflict "missing-goal-conflict"
+        "Pause, resume and abandon of a goal the caller cannot see answer 409 goal_terminal instead of 404."
+    PatchAnswersUnsaved "patch-answers-unsaved"
+        "PATCH answers 200 with the edited objective but never stores it."
+    PatchStateApplied "patch-state-applied"
+        "PATCH {state} is applied to the goal instead of refused with 422 judge_owned_field."
+    PatchProgressIgnored "patch-progress-ignored"
+        "PATCH {progress} is silently ignored with 200 instead of refused with 422 judge_owned_field."
+    PatchVerdictApplied "patch-verdict-applied"
+        "PATCH {completion: {lastVerdict}} stores the verdict instead of refusing with 422 judge_owned_field."
+    PatchIdentityIgnored "patch-identity-ignored"
+        "PATCH {owner} or {id} is silently ignored with 200 instead of refused with 422 judge_owned_field."
+    RefusalStillWrites "refusal-still-writes"
+        "A PATCH refused for a judge-owned field still applies its other fields."
+    TerminalResumeAllowed "terminal-resume-allowed"
+        "Resume of a satisfied, abandoned or bound-exceeded goal makes it active again."
+    TerminalPatchAllowed "terminal-patch-allowed"
+        "PATCH of a satisfied, abandoned or bound-exceeded goal is applied."
+    AttentionIgnoresPause "attention-ignores-pause"
+        "The attention view is computed from the state alone, so a paused goal reads active."
+    CrossTenantRead "cross-tenant-read"
+        "GET {base}/{id} returns a goal whatever tenant owns it."
+    ListLeaksTenants "list-leaks-tenants"
+        "A list with a state filter forgets the tenant clause and shows every tenant's goals."
+    AnonymousList "anonymous-list"
+        "The goal list is readable without a credential (it answers an empty list instead of 401)."
+    UnknownRouteOk "unknown-route-ok"
+        "An unknown route under {base} answers 200 {} instead of 404 with the error envelope."
+    MalformedBodyAsEmpty "malformed-body-as-empty"
+        "A request body that is not JSON is read as {} instead of refused with 400."
+
+    // ---- §3 continuation, judging and bounds ----
+    OffByOneIterations "off-by-one-iterations"
+        "The iteration bound is compared with > instead of >=, so maxLoopIterations N allows N+1 runs."
+    ScheduleIgnoresIterationBound "schedule-ignores-iteration-bound"
+        "The iteration bound is checked on continue only: a schedule arm keeps firing past maxLoopIterations."
+    CostCheckedBeforeAdding "cost-checked-before-adding"
+        "The cost bound is decided on the spend before the run's own cost, so the goal closes one run late."
+    DeadlineIgnoredWhenIdle "deadline-ignored-when-idle"
+        "The wall-clock bound is checked only when a run is about to start, so an idle or paused goal stays open past its deadline."
+    EnvironmentalUncounted "environmental-uncounted"
+        "A run whose run or judge failed environmentally does not count toward maxLoopIterations."
+    EscalationIgnored "escalation-ignored"
+        "A run's escalation is dropped: the run is judged like any other and the goal stays active."
+    EscalationJudged "escalation-judged"
+        "An escalated run still gets a (failed) verdict: an evaluation and a goal.evaluated event."
+    EscalationUncounted "escalation-uncounted"
+        "An escalated run is not counted in progress.iterations or contributingRunIds."
+    ResumeResetsProgress "resume-resets-progress"
+        "Resume of an escalated goal starts it over: progress and spent cost go back to zero."
+    EscalatedAbandonRefused "escalated-abandon-refused"
+        "Abandon of an escalated goal is refused with 409 goal_escalated."
+    StaleTimerAfterPause "stale-timer-after-pause"
+        "The scheduler keeps its own timers and its fire does not re-check pause, so a paused schedule goal keeps running."
+    NoFailClosedCheck "no-fail-closed-check"
+        "A scheduled fire dispatches from the scheduler's own timers without re-reading the goal, so closed goals keep getting runs."
+    ContinueWhilePaused "continue-while-paused"
+        "continue does not check pause: a paused goal runs an iteration."
+    BoundBeforeVerdict "bound-before-verdict"
+        "The decision checks the bounds before the verdict, so a satisfied verdict on the last allowed iteration closes bound-exceeded."
+    SatisfiedKeepsRunning "satisfied-keeps-running"
+        "A satisfied verdict closes the goal only when the next run comes back, so one more run is dispatched."
+    LastVerdictPreviousRun "last-verdict-previous-run"
+        "lastVerdict.runId names the run before the one judged."
+    EvaluatedWrongRun "evaluated-wrong-run"
+        "goal.evaluated carries the previous run's id instead of the evaluated run's."
+    EvaluatedIterationsBeforeRun "evaluated-iterations-before-run"
+        "goal.evaluated.iterations counts the runs before the evaluated one."
+    EvaluatedMissingOnClose "evaluated-missing-on-close"
+        "The verdict that closes a goal emits only goal.closed, not its goal.evaluated."
+    ClosedEventTwice "closed-event-twice"
+        "Abandon emits goal.closed twice (once by the handler, once by the state change)."
+    LateVerdictRecorded "late-verdict-recorded"
+        "Abandon does not cancel the run in flight, and its verdict is recorded on the closed goal."
+    CriteriaIgnored "criteria-ignored"
+        "The judge's overall flag decides alone: a failing criterion does not make the verdict unsatisfied."
+    CriteriaNotRecorded "criteria-not-recorded"
+        "Per-criterion verdicts are aggregated but not recorded in the evaluation."
+    RefsCachedAtFirstRun "refs-cached-at-first-run"
+        "The verifier and arm are resolved once, at the goal's first run, so a PATCH of the refs never takes effect."
+    WorkerClaimCounted "worker-claim-counted"
+        "A worker output saying done: true closes the goal satisfied without asking the verifier."
+    ArmFailureJudged "arm-failure-judged"
+        "A run whose worker failed is still sent to the verifier (with a null output) and judged."
+    VerifierGetsObjective "verifier-gets-objective"
+        "The verifier call carries the objective inside the run output."
+    ContinueEvaluationNextIteration "continue-evaluation-next-iteration"
+        "continue answers with its evaluation numbered as the next iteration."
+
+    // ---- §4 seams: events and webhooks ----
+    ObjectiveInEvents "objective-in-events"
+        "An edit emits a goal.updated event whose payload carries the new objective."
+    EventsSequencePerType "events-sequence-per-type"
+        "Event sequence numbers are counted per event type, so they do not increase across types."
+    AfterCursorIgnored "after-cursor-ignored"
+        "events?after=SEQ ignores the cursor and lists every event."
+    PayloadGoalPath "payload-goal-path"
+        "Event payloads name the goal by its resource path instead of its id."
+    EvaluationsNewestFirst "evaluations-newest-first"
+        "The evaluations list is ordered newest first."
+    WrongWebhookSecret "wrong-webhook-secret"
+        "Webhook calls are signed with a secret of the host's own making instead of the configured one."
+    WebhookErrorStatusRead "webhook-error-status-read"
+        "A webhook answer with an error status is read as if it were a 200."
+    WebhookNoTimeout "webhook-no-timeout"
+        "Webhook calls have no timeout of their own: a verifier answering after 5 s is still believed."
+    VerifierAnswerCoerced "verifier-answer-coerced"
+        "Webhook answers are read loosely instead of checked against their schema (\"yes\" is true, confidence is clamped)."
+    DeadlineAsEpoch "deadline-as-epoch"
+        "The projection's remaining.deadline is sent as epoch milliseconds instead of an RFC 3339 string."
+    RemainingIterationsOffByOne "remaining-iterations-off-by-one"
+        "remaining.iterations counts the run being dispatched as already spent."
+    RemainingCostIgnoresSpend "remaining-cost-ignores-spend"
+        "remaining.costUsd is maxCostUsd whatever was spent."
+    RemainingDeadlineMoving "remaining-deadline-moving"
+        "remaining.deadline is computed from the dispatch time instead of createdAt."
+    // ---- hardening: concurrency control, idempotency, hostile input ----
+    OwnerCheckMissing "owner-check-missing"
+        "Goal lookups forget the owner check: any tenant reads and changes any goal by id."
+    EtagMissingOnTransitions "etag-missing-on-transitions"
+        "Pause, resume and abandon answer the goal without its ETag header."
+    EtagUnchangedByRuns "etag-unchanged-by-runs"
+        "An iteration's record does not bump the goal's version, so its ETag survives a run."
+    IfMatchIgnoredOnTransitions "if-match-ignored-on-transitions"
+        "Pause, resume and abandon ignore If-Match."
+    IfMatchIgnoredOnPatch "if-match-ignored-on-patch"
+        "PATCH ignores If-Match."
+    IfMatchWeakAccepted "if-match-weak-accepted"
+        "If-Match compares weakly: W/\"tag\" matches the current tag."
+    IfMatchCheckedApart "if-match-checked-apart"
+        "If-Match on PATCH is checked before the write instead of with it, so concurrent PATCHes carrying one tag all win."
+    ContinueWithoutLock "continue-without-lock"
+        "Iterations of one goal are not serialised, so concurrent continues and fires each dispatch."
+    IdempotencyKeyIgnored "idempotency-key-ignored"
+        "Idempotency-Key is ignored: every create makes a new goal."
+    IdempotencyBodyUnchecked "idempotency-body-unchecked"
+        "A used Idempotency-Key answers its first goal whatever the new body says."
+    IdempotencyKeysGlobal "idempotency-keys-global"
+        "Idempotency-Keys are one namespace for every tenant: another tenant's key replays the first tenant's goal."
+    IdempotencyNotAtomic "idempotency-not-atomic"
+        "The Idempotency-Key is looked up before the insert but not with it, so concurrent creates with one key each make a goal."
+    OversizeBodyAs400 "oversize-body-as-400"
+        "A body over the size limit is refused with 400 as unreadable instead of 413."
+    DuplicateKeysLastWins "duplicate-keys-last-wins"
+        "A JSON object with a repeated key is read with the last value instead of refused."
+    HugeNumbersSaturate "huge-numbers-saturate"
+        "Numbers too large for a double are saturated to the largest integer instead of refused."
+    ContentTypeIgnored "content-type-ignored"
+        "A body is read as JSON whatever its Content-Type says."
+    AnonymousSeams "anonymous-seams"
+        "The seam routes look goals up without a credential, so an anonymous caller gets 404 instead of 401."
+    BadCredentialNotFound "bad-credential-not-found"
+        "A goal request with a credential the host does not know is looked up before it is authenticated, so it answers 404 instead of 401."
+
+    // ---- strict: the profile's exact readings ----
+    CreateAnswers200 "create-answers-200"
+        "A create answers 200 instead of 201."
+    LocationWrongPath "location-wrong-path"
+        "A create's Location names a path that does not serve the goal."
+    CostExceedsNotReaches "cost-exceeds-not-reaches"
+        "The cost bound stops only when spend exceeds maxCostUsd, not when it reaches it."
+    CostSummedAsFloat "cost-summed-as-float"
+        "Spend is summed in binary floating point, so ten runs of 0.1 stay under a 1.0 budget."
+    BoundsRange422 "bounds-range-422"
+        "Out-of-range bounds are refused with 422 instead of 400."
+    JudgeOwnedCreate400 "judge-owned-create-400"
+        "A create naming a judge-owned field is refused with 400 invalid_request instead of 422 judge_owned_field."
+    MalformedJsonAsInvalidRequest "malformed-json-as-invalid-request"
+        "A body that is not JSON is refused with code invalid_request instead of malformed_json."
+    InvalidRequestWithoutDetails "invalid-request-without-details"
+        "400 invalid_request carries no details naming the offending pointer or parameter."
+    UnauthorizedAsForbidden "unauthorized-as-forbidden"
+        "A missing or unknown credential is answered 401 with code forbidden."
+    NotFoundCodeVaries "not-found-code-varies"
+        "A 404 for a goal says goal_not_found instead of not_found."
+    ContentTypeAs400 "content-type-as-400"
+        "A body with a Content-Type other than JSON is refused with 400 instead of 415."
+
+    // ---- holes: judge-owned writes by other verbs, bounds, refs, sizes ----
+    PostPutStateApplied "post-put-state-applied"
+        "POST and PUT to {base}/{id} are served as an upsert that applies the body's state."
+    PatchBoundsMerged "patch-bounds-merged"
+        "PATCH {bounds} is merged into the goal's bounds with no check that they only tighten, so a client can raise or drop a bound."
+    PatchRefsUnsaved "patch-refs-unsaved"
+        "PATCH of completion.verifierRef or continuation answers 200 with the change but never stores it."
+    MixedBoundTypesDropped "mixed-bound-types-dropped"
+        "A wrongly typed bound beside a valid one is dropped and the goal stored with the valid one."
+    BodyLimitMissing "body-limit-missing"
+        "No limit on body or objective size: a create or PATCH of any size is stored."
+
+    // ---- fail closed: a fire already queued when pause or abandon answered ----
+    StaleFireAfterPause "stale-fire-after-pause"
+        "Pause leaves the fire the scheduler already queued in place, and that one fire is dispatched without re-checking the goal."
+    StaleFireAfterAbandon "stale-fire-after-abandon"
+        "Abandon leaves the fire the scheduler already queued in place, and that one fire is dispatched without re-checking the goal."
+
+    // ---- rules that only collateral used to catch ----
+    ResumeForgetsSchedule "resume-forgets-schedule"
+        "Resume of a paused schedule goal clears the pause but leaves its next fire an hour away, so runs do not start again."
+    // Every scenario that reads a goal's tag back leans on it: the
+    // collateral is every requirement of such a scenario.
+    GetWithoutEtag "get-without-etag"
+        "GET {base}/{id} answers the goal without its ETag header."
+    // Every scenario that abandons a goal leans on abandon: the collateral
+    // is every requirement of such a scenario.
+    AbandonAnswersUnsaved "abandon-answers-unsaved"
+        "Abandon answers 200 with the goal abandoned but never stores the change."
+    // Likewise for every scenario that pauses a goal.
+    PauseRefused "pause-refused"
+        "Pause is not implemented: it answers 409 for every goal."
+    ObjectiveCachedAtFirstRun "objective-cached-at-first-run"
+        "The objective sent to the arm is read once, at the goal's first run, so an edited objective never reaches the worker."
+    JudgeGetsPreviousOutput "judge-gets-previous-output"
+        "The verifier is sent the output of the goal's previous run instead of the output of the run it judges."
+    DeepNesting500 "deep-nesting-500"
+        "A body nested deeper than the parser's recursion limit is answered 500 instead of refused with 400."
+    // Every bound scenario ends with a continue that must be refused.
+    ContinueTerminalAnswers200 "continue-terminal-answers-200"
+        "continue on a satisfied, abandoned or bound-exceeded goal answers 200 with the goal and no evaluation instead of 409."
+
+    HeartbeatIgnoresProbe "heartbeat-ignores-probe"
+        "Under heartbeat continuation every probe fires a run, whatever it answered."
+    ProbeErrorFires "probe-error-fires"
+        "A heartbeat probe that fails (error status, not JSON, invalid) fires a run."
+    EgressRefsAccepted "egress-refs-accepted"
+        "Webhook refs into internal addresses (cloud metadata, private, unspecified, loopback) are accepted at create and PATCH while discovery still advertises the egress policy."
+    ListPagingIgnored "list-paging-ignored"
+        "The goals list ignores `limit` and `after`: every goal, no Link, a bad limit accepted."
+}
+
+impl Mutant {
+    /// The registry entry.
+    pub fn info(self) -> &'static MutantInfo {
+        // Every variant has exactly one entry, in declaration order.
+        &REGISTRY[self as usize]
+    }
+
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// The mutant named `name` (what `--mutant` takes).
+    pub fn parse(name: &str) -> Option<Mutant> {
+        REGISTRY
+            .iter()
+            .find(|info| info.name == name)
+            .map(|info| info.mutant)
+    }
+}
+
+/// Parses `--mutant NAME`; an unknown name lists the known ones.
+pub fn parse_arg(name: &str) -> Result<Mutant, String> {
+    Mutant::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = REGISTRY.iter().map(|info| info.name).collect();
+        format!("unknown mutant {name:?}; known: {}", known.join(", "))
+    })
+}
+
+impl std::fmt::Display for Mutant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn entries_follow_the_variants() {
+        for (index, info) in REGISTRY.iter().enumerate() {
+            assert_eq!(info.mutant as usize, index, "{}", info.name);
+            assert_eq!(info.mutant.info().name, info.name);
+            assert_eq!(Mutant::parse(info.name), Some(info.mutant));
+        }
+        assert_eq!(Mutant::parse("no-such-mutant"), None);
+    }
+
+    #[test]
+    fn names_are_unique_kebab_case_and_described_in_a_sentence() {
+        let mut names = BTreeSet::new();
+        for info in REGISTRY {
+            assert!(names.insert(info.name), "{} twice", info.name);
+            assert!(
+                info.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                "{}",
+                info.name
+            );
+            assert!(info.description.ends_with('.'), "{}", info.name);
+        }
+    }
+
+    /// The suite's data (which requirements each mutant fails) lives in
+    /// scenarios/mutants.json: it must list exactly these mutants, in this
+    /// order, described the same.
+    #[test]
+    fn scenarios_mutants_json_lists_exactly_the_registry() {
+        let text = include_str!("../../../scenarios/mutants.json");
+        let document: serde_json::Value = serde_json::from_str(text).expect("mutants.json is JSON");
+        let listed: Vec<(&str, &str)> = document["mutants"]
+            .as_array()
+            .expect("a mutants array")
+            .iter()
+            .map(|entry| {
+                (
+                    entry["name"].as_str().unwrap_or_default(),
+                    entry["description"].as_str().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let registered: Vec<(&str, &str)> = REGISTRY
+            .iter()
+            .map(|info| (info.name, info.description))
+            .collect();
+        for (name, _) in &listed {
+            assert!(
+                Mutant::parse(name).is_some(),
+                "mutants.json names unknown mutant {name}"
+            );
+        }
+        for info in REGISTRY {
+            assert!(
+                listed.iter().any(|(name, _)| *name == info.name),
+                "{} has no entry in scenarios/mutants.json",
+                info.name
+            );
+        }
+        assert_eq!(listed, registered);
+    }
+
+    #[test]
+    fn unknown_names_list_the_known_ones() {
+        assert_eq!(parse_arg("cross-tenant-read"), Ok(Mutant::CrossTenantRead));
+        let refused = parse_arg("nope").expect_err("unknown");
+        assert!(refused.contains("off-by-one-iterations"), "{refused}");
+    }
+}

@@ -1,0 +1,31 @@
+//! Where the webhook client lets a bug in (the suite's kill matrix:
+//! `crate::mutants`). Every hook's default is the faithful call, so the
+//! client runs each one unconditionally.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+/// How a call goes wrong: what is sent and how loosely the answer is read.
+pub trait CallFaults: Send + Sync {
+    /// The body actually sent.
+    fn request_body<'a>(&self, body: &'a Value) -> Cow<'a, Value> {
+        Cow::Borrowed(body)
+    }
+
+    /// The status the client acts on.
+    fn status(&self, status: reqwest::StatusCode) -> reqwest::StatusCode {
+        status
+    }
+
+    /// An answer taken without its schema check; `None`: checked as usual.
+    fn lenient_answer(&self, _schema: &str, _answer: &Value) -> Option<Value> {
+        None
+    }
+}
+
+/// The faithful client: every hook its default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoCallFaults;
+
+impl CallFaults for NoCallFaults {}
