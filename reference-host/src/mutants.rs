@@ -576,6 +576,7 @@ registry! {
             "core.tenancy.goal-404",
             "hardening.tenancy.goal-endpoints",
             "hardening.tenancy.seams",
+            "hardening.runs.tenant-isolated",
         ]
         collateral ["hardening.idempotency.tenant-scoped", "strict.errors.not-found-code"]
     EtagMissingOnTransitions "etag-missing-on-transitions"
@@ -900,6 +901,26 @@ registry! {
     ListPagingIgnored "list-paging-ignored"
         "The goals list ignores `limit` and `after`: every goal, no Link, a bad limit accepted."
         breaks ["hardening.lists.paging"]
+        collateral []
+    ReportedRunsAnyMode "reported-runs-any-mode"
+        "POST {base}/{id}/runs takes a run for a goal in any continuation mode, beside the host's own runs of a schedule goal."
+        breaks ["behavior.runs.manual-only"]
+        collateral []
+    ReportedRunEscalationDropped "reported-run-escalation-dropped"
+        "A reported run's escalate is dropped, so the run is judged instead of halting its goal."
+        breaks ["behavior.runs.judged"]
+        collateral []
+    ReportedRunKeyIgnored "reported-run-key-ignored"
+        "A reported run's runId is ignored: the same run reported twice is two iterations."
+        breaks ["hardening.runs.idempotent"]
+        collateral ["hardening.runs.conflict"]
+    ReportedRunBodyUnchecked "reported-run-body-unchecked"
+        "A runId reported before answers its first run whatever the new body says."
+        breaks ["hardening.runs.conflict"]
+        collateral []
+    ReportedRunLenient "reported-run-lenient"
+        "The reported-run parser drops unknown fields instead of refusing them, so a bad report is judged and recorded."
+        breaks ["hardening.runs.bad-input"]
         collateral []
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::goals::MAX_ATTEMPTS;
 use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
-use crate::arms::{Remaining, RunRequest};
+use crate::arms::{Remaining, RunReport, RunRequest};
 use crate::choices::EscalatedContinue;
 use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
 use crate::domain::{
@@ -42,6 +42,19 @@ pub(super) enum Trigger {
     Schedule,
     /// A heartbeat probe of the goal said to fire.
     Heartbeat,
+    /// `POST {base}/{id}/runs` by the goal's owner: the run happened
+    /// elsewhere; the host judges and records it under `run_id`.
+    Report(Box<Reported>),
+}
+
+/// A run executed elsewhere and reported to its goal.
+#[derive(Debug, Clone)]
+pub(super) struct Reported {
+    pub tenant: Tenant,
+    pub run_id: RunId,
+    /// The report's fingerprint, stored with the run when it has a `runId`.
+    pub fingerprint: Option<String>,
+    pub report: RunReport,
 }
 
 pub(super) enum Iteration {
@@ -75,6 +88,7 @@ fn due(goal: &Goal, trigger: &Trigger, now: Timestamp) -> bool {
                 && goal.next_fire_at.is_none_or(|at| at <= now)
         }
         Trigger::Heartbeat => goal.continuation.mode == Mode::Heartbeat && !goal.paused,
+        Trigger::Report(_) => true,
     }
 }
 
@@ -251,7 +265,14 @@ impl Engine {
                         tracing::info!(goal = %id, run = %reservation.run_id, "the goal closed under its run; the run is dropped");
                         environmental(&reservation.run_id, MicroUsd::ZERO)
                     }
-                    finished = self.dispatch(&goal, &reservation) => finished,
+                    finished = async {
+                        match trigger {
+                            Trigger::Report(reported) => {
+                                self.judge(&goal, &reservation, reported.report.clone()).await
+                            }
+                            _ => self.dispatch(&goal, &reservation).await,
+                        }
+                    } => finished,
                 };
                 // A mutant may have dispatched from an altered view of the
                 // goal; its record starts from the stored goal as before.
@@ -275,6 +296,7 @@ impl Engine {
         for _ in 0..MAX_ATTEMPTS {
             let goal = match trigger {
                 Trigger::Continue(tenant) => self.load_owned(tenant, id).await?,
+                Trigger::Report(reported) => self.load_owned(&reported.tenant, id).await?,
                 Trigger::Schedule | Trigger::Heartbeat => match self.load(id).await? {
                     Some(goal) => goal,
                     None => return Ok(Reserved::Skip),
@@ -307,11 +329,18 @@ impl Engine {
                 Err(Refusal::Escalated) => return Err(EngineError::Escalated),
                 Err(Refusal::Paused) => return Err(EngineError::Paused),
             }
+            let (run_id, report) = match trigger {
+                Trigger::Report(reported) => {
+                    (reported.run_id.clone(), reported.fingerprint.clone())
+                }
+                _ => (RunId::generate(), None),
+            };
             let reservation = RunReservation {
-                run_id: RunId::generate(),
+                run_id,
                 goal_id: goal.id.clone(),
                 iteration: goal.progress.iterations.saturating_add(1),
                 started_at: now,
+                report,
             };
             match self.store.reserve_run(&reservation, goal.version).await? {
                 Written::Done(()) => return Ok(Reserved::Run(Box::new(goal), reservation)),
@@ -353,6 +382,18 @@ impl Engine {
                 return environmental(MicroUsd::ZERO);
             }
         };
+        self.judge(goal, reservation, report).await
+    }
+
+    /// Judges a finished run's report: an escalation has no verdict; any
+    /// failure to judge is an environmental verdict for the run.
+    async fn judge(
+        &self,
+        goal: &Goal,
+        reservation: &RunReservation,
+        report: RunReport,
+    ) -> FinishedRun {
+        let environmental = |cost| environmental(&reservation.run_id, cost);
         if report.escalation.is_some() {
             return FinishedRun {
                 run_id: reservation.run_id.clone(),

@@ -267,6 +267,13 @@ DROP INDEX goals_open_by_tenant;
 CREATE INDEX goals_by_tenant_id ON goals (tenant, id);
 CREATE INDEX goals_by_tenant_state_id ON goals (tenant, state, id);
 ",
+    // Reported runs (`POST {base}/{id}/runs`): the fingerprint of the
+    // report a run was reserved for, so a report sent again is answered as
+    // before and a different one under the same `runId` is refused. NULL
+    // for the runs the host dispatched itself.
+    r"
+ALTER TABLE runs ADD COLUMN report TEXT;
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {

@@ -17,7 +17,8 @@ use super::migrations::migrate;
 use super::readers::Readers;
 use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
-    CreateGuard, DbLocation, Inserted, RunReservation, Store, StoreError, StoredKey, Written,
+    CreateGuard, DbLocation, Inserted, RunEnd, RunReservation, Store, StoreError, StoredKey,
+    StoredRun, Written,
 };
 use crate::domain::{
     parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, Goal, GoalId, GoalState,
@@ -606,6 +607,7 @@ impl Store for SqliteStore {
         let run_id = run.run_id.as_str().to_string();
         let goal_id = run.goal_id.as_str().to_string();
         let started_ms = run.started_at.unix_ms();
+        let report = run.report.clone();
         let (iteration, expected_version) = match (int(run.iteration), int(expected_version)) {
             (Ok(iteration), Ok(expected)) => (iteration, expected),
             (Err(error), _) | (_, Err(error)) => return failed(error),
@@ -620,9 +622,9 @@ impl Store for SqliteStore {
             }
             connection
                 .prepare_cached(
-                    "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms) VALUES (?1, ?2, ?3, 'in-flight', ?4)",
+                    "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, report) VALUES (?1, ?2, ?3, 'in-flight', ?4, ?5)",
                 )?
-                .execute(params![run_id, goal_id, iteration, started_ms])?;
+                .execute(params![run_id, goal_id, iteration, started_ms, report])?;
             Ok(Written::Done(()))
         })
     }
@@ -637,6 +639,40 @@ impl Store for SqliteStore {
                 )?
                 .execute(params![run, at_ms])?;
             Ok(())
+        })
+    }
+
+    fn run(&self, run: &RunId) -> Result<Option<StoredRun>, StoreError> {
+        self.read(|connection| {
+            let row = connection
+                .prepare_cached(
+                    "SELECT goal_id, iteration, status, report FROM runs WHERE run_id = ?1",
+                )?
+                .query_row(params![run.as_str()], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, Option<String>>(3)?,
+                    ))
+                })
+                .optional()?;
+            let Some((goal_id, iteration, status, report)) = row else {
+                return Ok(None);
+            };
+            let end = match status.as_str() {
+                "in-flight" => None,
+                "recorded" => Some(RunEnd::Recorded),
+                "discarded" => Some(RunEnd::Discarded),
+                other => return Err(StoreError::Corrupt(format!("run status {other:?}"))),
+            };
+            Ok(Some(StoredRun {
+                goal_id: GoalId::parse(&goal_id)
+                    .ok_or_else(|| StoreError::Corrupt(format!("goal id {goal_id:?}")))?,
+                iteration: unsigned(iteration)?,
+                end,
+                report,
+            }))
         })
     }
 
@@ -663,6 +699,8 @@ impl Store for SqliteStore {
                     iteration: unsigned(iteration)?,
                     started_at: Timestamp::from_unix_ms(started_ms)
                         .ok_or_else(|| StoreError::Corrupt(format!("timestamp {started_ms}")))?,
+                    // Recovery records the run; its report is not needed.
+                    report: None,
                 })
             })
             .collect()
@@ -960,6 +998,7 @@ mod tests {
                     goal_id: current.id.clone(),
                     iteration: current.progress.iterations + 1,
                     started_at: now,
+                    report: None,
                 };
                 let reserved = store.reserve_run(&reservation, current.version).await;
                 assert_eq!(reserved.expect("reserves"), Written::Done(()));
