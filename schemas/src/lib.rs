@@ -44,6 +44,8 @@ schema_set![
     "goal-list",
     "report",
     "requirements",
+    "run-report-request",
+    "run-report-response",
     "scenario",
     "variants",
     "verifier-definition",

@@ -491,13 +491,17 @@ async fn middleware(State(state): State<AppState>, request: Request, next: Next)
                 return next.run(request).await;
             };
             if let Some(object) = body.as_object_mut() {
+                // Only well-formed members are dropped: the bug is in what
+                // the host does with a valid report, not in its parser.
+                let valid = crate::domain::parse_run_report(&Value::Object(object.clone())).is_ok();
                 match mutant {
-                    Mutant::ReportedRunEscalationDropped => {
+                    Mutant::ReportedRunEscalationDropped if valid => {
                         object.remove("escalate");
                     }
-                    Mutant::ReportedRunKeyIgnored => {
+                    Mutant::ReportedRunKeyIgnored if valid => {
                         object.remove("runId");
                     }
+                    Mutant::ReportedRunEscalationDropped | Mutant::ReportedRunKeyIgnored => {}
                     _ => object.retain(|key, _| {
                         ["runId", "output", "costUsd", "escalate"].contains(&key.as_str())
                     }),

@@ -7,11 +7,13 @@ use super::reader::{child, invalid, non_negative_number, object, only_keys, requ
 use super::RequestError;
 use crate::domain::money::MicroUsd;
 
-/// The longest `runId` a reporter may name, and the longest escalation
-/// kind or reason: ids and short labels, never a transcript.
+/// The longest `runId` a reporter may name.
 pub const MAX_RUN_KEY_CHARS: usize = 128;
-pub const MAX_ESCALATION_KIND_CHARS: usize = 64;
-pub const MAX_ESCALATION_REASON_CHARS: usize = 1024;
+/// The longest escalation kind and reason: what an arm may answer
+/// (schema `webhook-arm-response`), so a reported run escalates as a
+/// dispatched one can.
+pub const MAX_ESCALATION_KIND_CHARS: usize = 256;
+pub const MAX_ESCALATION_REASON_CHARS: usize = 4096;
 
 const TOP: [&str; 4] = ["runId", "output", "costUsd", "escalate"];
 const ESCALATE: [&str; 2] = ["kind", "reason"];
@@ -53,12 +55,14 @@ pub struct ReportedRun {
 fn bounded_text(
     map: &serde_json::Map<String, Value>,
     key: &str,
+    min: usize,
     max: usize,
 ) -> Result<String, RequestError> {
     let at = child("/escalate", key);
     let text = string(required(map, "/escalate", key)?, &at)?;
-    if text.is_empty() || text.chars().count() > max {
-        return Err(invalid(&at, format!("must be 1 to {max} characters")));
+    let length = text.chars().count();
+    if length < min || length > max {
+        return Err(invalid(&at, format!("must be {min} to {max} characters")));
     }
     Ok(text.to_string())
 }
@@ -77,7 +81,7 @@ pub fn parse_run_report(body: &Value) -> Result<ReportedRun, RequestError> {
     };
     let output = required(top, "", "output")?.clone();
     let cost = match top.get("costUsd") {
-        None => MicroUsd::ZERO,
+        None | Some(Value::Null) => MicroUsd::ZERO,
         Some(value) => {
             let number = non_negative_number(value, "/costUsd")?;
             number
@@ -92,8 +96,8 @@ pub fn parse_run_report(body: &Value) -> Result<ReportedRun, RequestError> {
             let map = object(value, "/escalate")?;
             only_keys(map, "/escalate", &ESCALATE)?;
             Some(ReportedEscalation {
-                kind: bounded_text(map, "kind", MAX_ESCALATION_KIND_CHARS)?,
-                reason: bounded_text(map, "reason", MAX_ESCALATION_REASON_CHARS)?,
+                kind: bounded_text(map, "kind", 1, MAX_ESCALATION_KIND_CHARS)?,
+                reason: bounded_text(map, "reason", 0, MAX_ESCALATION_REASON_CHARS)?,
             })
         }
     };
@@ -161,6 +165,17 @@ mod tests {
         assert_eq!(
             refused_at(json!({"output": 1, "escalate": {"kind": "k", "reason": reason}})),
             "/escalate/reason"
+        );
+        let reason = "r".repeat(MAX_ESCALATION_REASON_CHARS);
+        let kind = "k".repeat(MAX_ESCALATION_KIND_CHARS);
+        assert!(parse_run_report(
+            &json!({"output": 1, "escalate": {"kind": kind, "reason": reason}})
+        )
+        .is_ok());
+        let kind = "k".repeat(MAX_ESCALATION_KIND_CHARS + 1);
+        assert_eq!(
+            refused_at(json!({"output": 1, "escalate": {"kind": kind, "reason": ""}})),
+            "/escalate/kind"
         );
     }
 }
