@@ -918,6 +918,10 @@ registry! {
         "A runId reported before answers its first run whatever the new body says."
         breaks ["hardening.runs.conflict"]
         collateral []
+    UnjudgedRunTrustsClaims "unjudged-run-trusts-claims"
+        "A run whose goal names no verifier is judged by its own output's claims (done or satisfied true) instead of failing unjudged."
+        breaks ["behavior.runs.claims-not-verdicts"]
+        collateral []
     ReportedRunLenient "reported-run-lenient"
         "The reported-run parser drops unknown fields instead of refusing them, so a bad report is judged and recorded."
         breaks ["hardening.runs.bad-input"]

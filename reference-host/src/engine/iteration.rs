@@ -406,6 +406,16 @@ impl Engine {
         let verifier =
             verifier.map(|inner| crate::mutants::engine::verifier(&self.mutants, goal, inner));
         let Some(verifier) = verifier else {
+            #[cfg(feature = "mutants")]
+            if let Some(judgement) =
+                crate::mutants::engine::claimed_verdict(&self.mutants, &report.output)
+            {
+                return FinishedRun {
+                    run_id: reservation.run_id.clone(),
+                    cost: report.cost,
+                    outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
+                };
+            }
             tracing::info!(goal = %goal.id, run = %reservation.run_id, "no verifier to judge the run");
             return environmental(report.cost);
         };
