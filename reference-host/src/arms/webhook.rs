@@ -75,10 +75,27 @@ fn report(answer: Value) -> Result<RunReport, RunError> {
             reason: text(escalate, "reason")?,
         }),
     };
+    let commitment_ms = match answer.get("commitment") {
+        None | Some(Value::Null) => None,
+        Some(commitment) => Some(
+            commitment
+                .get("afterMs")
+                .and_then(Value::as_u64)
+                .and_then(crate::domain::commitment::commitment_ms)
+                .ok_or_else(|| {
+                    RunError(format!(
+                        "commitment.afterMs must be a whole number of ms in {}..={}",
+                        crate::domain::commitment::MIN_COMMITMENT_MS,
+                        crate::domain::commitment::MAX_COMMITMENT_MS
+                    ))
+                })?,
+        ),
+    };
     Ok(RunReport {
         output: answer.remove("output").unwrap_or(Value::Null),
         cost,
         escalation,
+        commitment_ms,
     })
 }
 

@@ -2,6 +2,7 @@
 //! SPEC §3's decision order as pure functions. No I/O here.
 
 pub mod bounds;
+pub mod commitment;
 pub mod criteria;
 pub mod decide;
 pub mod egress;

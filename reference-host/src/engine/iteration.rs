@@ -10,6 +10,7 @@ use super::goals::MAX_ATTEMPTS;
 use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
 use crate::arms::{Remaining, RunReport, RunRequest};
 use crate::choices::EscalatedContinue;
+use crate::domain::commitment::commitment_due;
 use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
 use crate::domain::{
     may_dispatch, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId, RunOutcome, Tenant,
@@ -83,9 +84,10 @@ fn due(goal: &Goal, trigger: &Trigger, now: Timestamp) -> bool {
     match trigger {
         Trigger::Continue(_) => true,
         Trigger::Schedule => {
-            goal.continuation.mode == Mode::Schedule
+            (goal.continuation.mode == Mode::Schedule
                 && !goal.paused
-                && goal.next_fire_at.is_none_or(|at| at <= now)
+                && goal.next_fire_at.is_none_or(|at| at <= now))
+                || commitment_due(goal, now)
         }
         Trigger::Heartbeat => goal.continuation.mode == Mode::Heartbeat && !goal.paused,
         Trigger::Report(_) => true,
@@ -117,6 +119,7 @@ fn environmental(run_id: &RunId, cost: MicroUsd) -> FinishedRun {
         run_id: run_id.clone(),
         cost,
         outcome: RunOutcome::Judged(Verdict::environmental()),
+        commitment_ms: None,
     }
 }
 
@@ -230,6 +233,7 @@ impl Engine {
                 run_id: run.run_id.clone(),
                 cost: MicroUsd::ZERO,
                 outcome: RunOutcome::Judged(Verdict::environmental()),
+                commitment_ms: None,
             };
             self.record(&run.goal_id, &finished, None).await?;
         }
@@ -393,12 +397,19 @@ impl Engine {
         reservation: &RunReservation,
         report: RunReport,
     ) -> FinishedRun {
-        let environmental = |cost| environmental(&reservation.run_id, cost);
+        // The run answered: whatever its verdict, its commitment stands
+        // (a judge that fails does not undo the agent's word).
+        let committed = report.commitment_ms;
+        let environmental = |cost| FinishedRun {
+            commitment_ms: committed,
+            ..environmental(&reservation.run_id, cost)
+        };
         if report.escalation.is_some() {
             return FinishedRun {
                 run_id: reservation.run_id.clone(),
                 cost: report.cost,
                 outcome: RunOutcome::Escalated,
+                commitment_ms: None,
             };
         }
         let verifier = self.verifier_for(goal).await;
@@ -414,6 +425,7 @@ impl Engine {
                     run_id: reservation.run_id.clone(),
                     cost: report.cost,
                     outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
+                    commitment_ms: committed,
                 };
             }
             tracing::info!(goal = %goal.id, run = %reservation.run_id, "no verifier to judge the run");
@@ -430,6 +442,7 @@ impl Engine {
                 run_id: reservation.run_id.clone(),
                 cost: report.cost,
                 outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
+                commitment_ms: committed,
             },
             Ok(Err(error)) => {
                 tracing::info!(goal = %goal.id, run = %reservation.run_id, %error, "judge failed");

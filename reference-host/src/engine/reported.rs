@@ -61,6 +61,8 @@ impl Engine {
                     kind: escalation.kind,
                     reason: escalation.reason,
                 }),
+                // Only manual goals take reported runs: nothing to commit.
+                commitment_ms: None,
             },
         };
         let engine = Arc::clone(self);

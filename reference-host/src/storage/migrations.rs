@@ -274,6 +274,14 @@ CREATE INDEX goals_by_tenant_state_id ON goals (tenant, state, id);
     r"
 ALTER TABLE runs ADD COLUMN report TEXT;
 ",
+    // `commitment` goals: only the ones whose run committed to a check-in
+    // have a next fire, and only those are ever due, so the index holds
+    // them alone; due and next-due lookups seek it as they seek
+    // `goals_due` for schedule goals.
+    r"
+CREATE INDEX goals_committed ON goals (state, paused, next_fire_ms, created_ms, id)
+    WHERE mode = 'commitment' AND next_fire_ms IS NOT NULL;
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {

@@ -223,7 +223,9 @@ pub trait Store: Send + Sync {
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError>;
 
     /// Active, unpaused `schedule` goals whose next fire is due at `now`,
-    /// longest due first, at most `limit` of them.
+    /// longest due first, then active, unpaused `commitment` goals whose
+    /// committed check-in is due (those without one are never due), longest
+    /// due first: at most `limit` in all.
     fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError>;
 
     /// Active goals (paused or not) whose deadline is at or before `now`.

@@ -390,6 +390,23 @@ fn due_sql() -> &'static str {
     })
 }
 
+/// Due commitment goals (a run committed to a check-in that has come),
+/// longest due first, with when each was due. Answered from the partial
+/// index `goals_committed` alone.
+fn committed_sql() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        format!(
+            "SELECT id, next_fire_ms FROM goals
+             WHERE state = 'active' AND paused = 0 AND mode = '{}'
+               AND next_fire_ms IS NOT NULL AND next_fire_ms <= ?1
+             ORDER BY next_fire_ms, created_ms
+             LIMIT CAST(?2 AS INTEGER)",
+            Mode::Commitment.as_str()
+        )
+    })
+}
+
 /// The goal ids a query of one `id` column answers, in its order.
 fn ids(
     connection: &Connection,
@@ -744,7 +761,29 @@ impl Store for SqliteStore {
 
     fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.read(|connection| ids(connection, due_sql(), params![now.unix_ms(), limit]))
+        self.read(|connection| {
+            let scheduled = ids(connection, due_sql(), params![now.unix_ms(), limit])?;
+            // Commitments come after the schedule goals due in the same
+            // read, each kind longest due first; a tick that is full of
+            // schedule goals leaves them to the next (the scheduler asks
+            // again at once when it filled a tick).
+            let room = limit.saturating_sub(i64::try_from(scheduled.len()).unwrap_or(i64::MAX));
+            if room == 0 {
+                return Ok(scheduled);
+            }
+            let mut due = scheduled;
+            let mut statement = connection.prepare_cached(committed_sql())?;
+            let rows =
+                statement.query_map(params![now.unix_ms(), room], |row| row.get::<_, String>(0))?;
+            for row in rows {
+                let id = row?;
+                due.push(
+                    GoalId::parse(&id)
+                        .ok_or_else(|| StoreError::Corrupt(format!("goal id {id:?}")))?,
+                );
+            }
+            Ok(due)
+        })
     }
 
     fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
@@ -1006,6 +1045,7 @@ mod tests {
                     run_id: reservation.run_id.clone(),
                     cost: usd(0.01),
                     outcome: unsatisfied(),
+                    commitment_ms: None,
                 };
                 let change =
                     record_run(current, &finished, now, CostReading::Budget).expect("a change");
@@ -1151,6 +1191,7 @@ mod warm_tests {
             run_id: RunId::generate(),
             cost: usd(0.01),
             outcome: unsatisfied(),
+            commitment_ms: None,
         };
         let change =
             record_run(&stored[0], &finished, at(5), CostReading::Budget).expect("a change");

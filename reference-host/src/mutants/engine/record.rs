@@ -243,6 +243,7 @@ pub(crate) fn record(
                         run_id: run.run_id.clone(),
                         cost: run.cost,
                         outcome: RunOutcome::Judged(holistic),
+                        commitment_ms: None,
                     };
                     return transition::record_run(
                         before,
