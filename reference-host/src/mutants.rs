@@ -922,6 +922,14 @@ registry! {
         "A run whose goal names no verifier is judged by its own output's claims (done or satisfied true) instead of failing unjudged."
         breaks ["behavior.runs.claims-not-verdicts"]
         collateral []
+    CommitmentFiredAtOnce "commitment-fired-at-once"
+        "A commitment goal's run that commits to a check-in is fired again at once instead of when committed."
+        breaks ["behavior.commitment.fires-when-committed"]
+        collateral []
+    UncommittedGoalRefired "uncommitted-goal-refired"
+        "A commitment goal whose run committed to nothing is fired again a second later, as if on a schedule."
+        breaks ["behavior.commitment.nothing-committed"]
+        collateral []
     ReportedRunLenient "reported-run-lenient"
         "The reported-run parser drops unknown fields instead of refusing them, so a bad report is judged and recorded."
         breaks ["hardening.runs.bad-input"]

@@ -63,6 +63,9 @@ pub(crate) fn record(
     let Some(before) = before else {
         return change;
     };
+    if let Some(change) = super::reported::commitment(mutant, run, now, &change) {
+        return Some(change);
+    }
     let verdict = match &run.outcome {
         RunOutcome::Judged(verdict) => Some(verdict),
         RunOutcome::Escalated => None,

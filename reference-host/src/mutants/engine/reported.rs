@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use crate::domain::{Judgement, Mode};
+use crate::domain::commitment::MIN_COMMITMENT_MS;
+use crate::domain::transition::FinishedRun;
+use crate::domain::{Change, GoalState, Judgement, Mode, Timestamp};
 use crate::mutants::{Mutant, Switch};
 
 /// The continuation mode the reported-run check sees: under
@@ -28,4 +30,30 @@ pub(crate) fn claimed_verdict(switch: &Switch, output: &Value) -> Option<Judgeme
         confidence: 1.0,
         criteria: None,
     })
+}
+
+/// What a host that gets commitments wrong arms after a commitment goal's
+/// run: `commitment-fired-at-once` arms the committed check-in for now,
+/// `uncommitted-goal-refired` re-arms a goal whose run committed to nothing
+/// after the shortest commitment. `None`: not such a mutant, or not such a
+/// run; the change stands.
+pub(crate) fn commitment(
+    mutant: Mutant,
+    run: &FinishedRun,
+    now: Timestamp,
+    change: &Option<Change>,
+) -> Option<Change> {
+    let change = change.as_ref()?;
+    let goal = &change.goal;
+    if goal.continuation.mode != Mode::Commitment || goal.state != GoalState::Active {
+        return None;
+    }
+    let next_fire_at = match (mutant, run.commitment_ms) {
+        (Mutant::CommitmentFiredAtOnce, Some(_)) => Some(now),
+        (Mutant::UncommittedGoalRefired, None) => Some(now.saturating_add_ms(MIN_COMMITMENT_MS)),
+        _ => return None,
+    };
+    let mut change = change.clone();
+    change.goal.next_fire_at = next_fire_at;
+    Some(change)
 }
