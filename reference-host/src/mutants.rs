@@ -258,6 +258,7 @@ registry! {
             "observed.verifier.malformed-environmental",
             "observed.verifier.timeout-environmental",
             "observed.worker.claim-not-completion",
+            "behavior.runs.claims-not-verdicts",
         ]
     ScheduleIgnoresIterationBound "schedule-ignores-iteration-bound"
         "The iteration bound is checked on continue only: a schedule arm keeps firing past maxLoopIterations."
@@ -294,6 +295,7 @@ registry! {
         collateral [
             "observed.verifier.invalid-answer-environmental",
             "observed.verifier.timeout-environmental",
+            "behavior.runs.claims-not-verdicts",
         ]
     EscalationIgnored "escalation-ignored"
         "A run's escalation is dropped: the run is judged like any other and the goal stays active."
@@ -313,6 +315,7 @@ registry! {
             "behavior.escalation.halts",
             "behavior.events.evaluated-per-verdict",
             "observed.escalation.no-verdict",
+            "behavior.runs.judged",
         ]
         collateral [
             "behavior.escalation.abandon",
@@ -324,7 +327,10 @@ registry! {
         ]
     EscalationUncounted "escalation-uncounted"
         "An escalated run is not counted in progress.iterations or contributingRunIds."
-        breaks ["behavior.escalation.counts-iteration"]
+        breaks [
+            "behavior.escalation.counts-iteration",
+            "behavior.runs.judged",
+        ]
         collateral [
             "behavior.escalation.halts",
             "behavior.events.evaluated-per-verdict",
@@ -390,6 +396,7 @@ registry! {
             "behavior.converge.satisfied",
             "observed.converge.no-run-after-satisfied",
             "observed.converge.suite-verdict",
+            "behavior.runs.judged",
         ]
         collateral [
             "behavior.converge.last-iteration-wins",
@@ -406,6 +413,8 @@ registry! {
             "observed.verifier.judges-run-output",
             "observed.arm.failure-environmental",
             "observed.verdict.criteria-recorded",
+            "hardening.runs.bad-input",
+            "hardening.runs.tenant-isolated",
         ]
     LastVerdictPreviousRun "last-verdict-previous-run"
         "lastVerdict.runId names the run before the one judged."
@@ -481,7 +490,10 @@ registry! {
         collateral ["behavior.escalation.resume-keeps-progress"]
     WorkerClaimCounted "worker-claim-counted"
         "A worker output saying done: true closes the goal satisfied without asking the verifier."
-        breaks ["observed.worker.claim-not-completion"]
+        breaks [
+            "observed.worker.claim-not-completion",
+            "behavior.runs.judged",
+        ]
         collateral []
     ArmFailureJudged "arm-failure-judged"
         "A run whose worker failed is still sent to the verifier (with a null output) and judged."
@@ -530,6 +542,7 @@ registry! {
             "observed.verdict.criteria-recorded",
             "hardening.race.continue-bound",
             "hardening.race.schedule-and-continue",
+            "behavior.commitment.fires-when-committed",
         ]
     WrongWebhookSecret "wrong-webhook-secret"
         "Webhook calls are signed with a secret of the host's own making instead of the configured one."
@@ -783,6 +796,9 @@ registry! {
             "hardening.race.patch-one-winner",
             "hardening.tenancy.goal-endpoints",
             "hardening.tenancy.seams",
+            "hardening.runs.bad-input",
+            "hardening.runs.conflict",
+            "hardening.runs.tenant-isolated",
         ]
     // Every scenario that abandons a goal leans on abandon: the collateral
     // is every requirement of such a scenario.
