@@ -116,3 +116,24 @@ async fn a_paused_commitment_waits() {
     host.tick().await;
     assert_eq!(iterations(&host, &id).await, 2);
 }
+
+/// A manual goal switched to commitment checks in at once, as if created so.
+#[tokio::test]
+async fn a_goal_switched_to_commitment_checks_in_at_once() {
+    let host = Harness::seams();
+    let mut body = committed("conformance:arm?commitAfterMs=3000");
+    body["continuation"]["mode"] = json!("manual");
+    let id = id_of(&host.create(body).await);
+    host.tick().await;
+    assert_eq!(iterations(&host, &id).await, 0);
+    host.patch(
+        &format!("/v1/host/sample/goals/{id}"),
+        json!({ "continuation": { "mode": "commitment" } }),
+    )
+    .await
+    .expect(StatusCode::OK, "goal");
+    host.tick().await;
+    assert_eq!(iterations(&host, &id).await, 1);
+    host.advance_and_tick(3_000).await;
+    assert_eq!(iterations(&host, &id).await, 2);
+}

@@ -205,6 +205,17 @@ mod tests {
         let escalated = report(json!({ "output": null,
             "escalate": { "kind": "confidence", "reason": "unsure" } }))
         .expect("valid");
+        let committed =
+            report(json!({ "output": 1, "commitment": { "afterMs": 1000 } })).expect("valid");
+        assert_eq!(committed.commitment_ms, Some(1000));
+        assert_eq!(plain.commitment_ms, None);
+        for bad in [
+            json!({ "afterMs": 999 }),
+            json!({ "afterMs": "1000" }),
+            json!(5),
+        ] {
+            assert!(report(json!({ "output": 1, "commitment": bad })).is_err());
+        }
         assert_eq!(
             escalated.escalation,
             Some(Escalation {

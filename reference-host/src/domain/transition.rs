@@ -150,6 +150,11 @@ pub fn patch(
         draft.goal.completion.verifier_ref = verifier_ref.clone();
     }
     if let Some(mode) = edit.mode {
+        // A goal switched to commitment asks its agent at once for a
+        // check-in, as at create: it has no commitment yet.
+        if mode == Mode::Commitment && draft.goal.continuation.mode != Mode::Commitment {
+            draft.goal.next_fire_at = Some(now);
+        }
         draft.goal.continuation.mode = mode;
     }
     if let Some(arm_ref) = &edit.arm_ref {
