@@ -120,7 +120,9 @@ pub fn openwop_code(code: &'static str) -> &'static str {
         | "goal_escalated"
         | "goal_paused"
         | "verifier_exists"
-        | "idempotency_conflict" => "conflict",
+        | "idempotency_conflict"
+        | "runs_not_accepted"
+        | "run_conflict" => "conflict",
         "unauthorized" => "unauthenticated",
         other => other,
     }

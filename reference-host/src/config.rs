@@ -9,6 +9,7 @@ use clap::Parser;
 
 use crate::choices::Choices;
 use crate::domain::egress::AllowEntry;
+use crate::domain::Check;
 use crate::engine::Quotas;
 use crate::serve::ConnectionLimits;
 use crate::storage::DbLocation;
@@ -140,6 +141,11 @@ pub fn read_tokens_file(path: &std::path::Path) -> Result<Vec<(String, String)>,
 
 /// Parses `TOKEN=TENANT`. The tenant follows the last `=`, so tokens may end
 /// in base64 padding.
+/// `--judge`: `verifier` or `host`.
+pub fn parse_judge(text: &str) -> Result<Check, String> {
+    Check::parse(text).ok_or_else(|| format!("{text:?} is not a judge: verifier or host"))
+}
+
 pub fn parse_token(text: &str) -> Result<(String, String), String> {
     match text.rsplit_once('=') {
         Some((token, tenant)) if !token.is_empty() && !tenant.is_empty() => {
@@ -295,6 +301,14 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_VERIFIERS")]
     pub verifiers: Option<PathBuf>,
 
+    /// Who judges a run: `verifier` (goals name an RFC 0090 verifier,
+    /// `completion.check: "verifier"`) or `host` (the host judges with its
+    /// own criteria verifiers, `completion.check: "host"`; a goal names
+    /// one of its tenant's registered verifiers, or has nothing to judge
+    /// by and never satisfies). Discovery advertises the choice.
+    #[arg(long, env = "GOALPOST_HOST_JUDGE", default_value = "verifier", value_parser = parse_judge)]
+    pub judge: Check,
+
     /// The kill matrix's options (a build with the `mutants` feature
     /// only).
     #[command(flatten)]
@@ -325,7 +339,10 @@ impl Args {
                 shutdown_deadline: self.shutdown_deadline_secs,
             },
             verifiers: self.verifiers,
-            choices: Choices::default(),
+            choices: Choices {
+                judge: self.judge,
+                ..Choices::default()
+            },
             quotas: Quotas {
                 goals_per_tenant: self.max_goals_per_tenant,
                 active_arms_per_tenant: self.max_active_arms_per_tenant,
@@ -458,6 +475,22 @@ mod tests {
         );
         assert!(config.conformance_seams);
         assert_eq!(config.tick, Duration::from_millis(25));
+    }
+
+    #[test]
+    fn the_judge_is_the_verifier_unless_the_host_is_asked_to_judge() {
+        assert_eq!(parse(&[]).expect("valid").choices.judge, Check::Verifier);
+        let host = parse(&["--judge", "host"]).expect("valid");
+        assert_eq!(host.choices.judge, Check::Host);
+        // Only the judge changes: every other choice stays the reference's.
+        assert_eq!(
+            host.choices,
+            Choices {
+                judge: Check::Host,
+                ..Choices::default()
+            }
+        );
+        assert!(parse(&["--judge", "oracle"]).is_err());
     }
 
     #[test]

@@ -482,15 +482,15 @@ fn refusals_print_the_envelope_and_exit_1() {
             "create",
             "--objective",
             "o",
-            "--mode",
-            "commitment",
+            "--check",
+            "host",
             "--max-iterations",
             "1",
         ],
     );
     assert_eq!(unsupported.code, 1);
     assert!(
-        unsupported.stderr.contains("unsupported_continuation"),
+        unsupported.stderr.contains("unsupported_judge"),
         "{}",
         unsupported.stderr
     );

@@ -20,8 +20,9 @@ async fn discovery_advertises_goals_and_seams() {
         json!({
             "protocol": "openwop",
             "host": { "name": "goalpost-host", "version": env!("CARGO_PKG_VERSION"),
-                "goalsList": { "paging": ["limit", "after"], "maxLimit": 1000 } },
-            "agents": { "goals": { "judge": "verifier", "continuation": ["manual", "schedule", "heartbeat"], "requiresBounds": true } },
+                "goalsList": { "paging": ["limit", "after"], "maxLimit": 1000 },
+                "reportedRuns": { "path": format!("{BASE}/{{id}}/runs"), "continuation": ["manual"] } },
+            "agents": { "goals": { "judge": "verifier", "continuation": ["manual", "schedule", "heartbeat", "commitment"], "requiresBounds": true } },
             "webhookEgress": { "internal": "denied" },
             "conformanceSeams": { "goals": { "basePath": BASE,
                 "continue": true, "events": true, "fixtures": true, "webhooks": true } }

@@ -104,6 +104,7 @@ async fn a_run_in_flight_at_a_crash_gets_one_environmental_verdict() {
                 goal_id: GoalId::parse(id).expect("id"),
                 iteration: 1,
                 started_at: clock.now(),
+                report: None,
             };
             assert_eq!(
                 host.store

@@ -45,6 +45,8 @@ schema_set![
     "mutants",
     "report",
     "requirements",
+    "run-report-request",
+    "run-report-response",
     "scenario",
     "variants",
     "verifier-definition",

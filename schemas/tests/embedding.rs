@@ -275,6 +275,37 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
         ("webhook-arm-response", json!({ "output": null }), true),
         ("webhook-arm-response", json!({ "costUsd": 1 }), false),
         (
+            "webhook-arm-response",
+            json!({ "output": 1, "commitment": { "afterMs": 1000 } }),
+            true,
+        ),
+        (
+            "webhook-arm-response",
+            json!({ "output": 1, "commitment": { "afterMs": 999 } }),
+            false,
+        ),
+        (
+            "run-report-request",
+            json!({ "runId": "ci-1", "output": { "ok": true }, "costUsd": 0.5,
+                    "escalate": { "kind": "approval", "reason": "sign-off" } }),
+            true,
+        ),
+        (
+            "run-report-request",
+            json!({ "runId": "", "output": 1 }),
+            false,
+        ),
+        (
+            "run-report-response",
+            json!({ "runId": "run-1", "iteration": 1, "evaluation": null, "goal": goal.clone() }),
+            true,
+        ),
+        (
+            "run-report-response",
+            json!({ "runId": "run-1", "iteration": 0, "evaluation": null, "goal": goal.clone() }),
+            false,
+        ),
+        (
             "webhook-heartbeat-request",
             json!({ "goalId": "g", "probe": "heartbeat", "iteration": 1,
                     "remaining": { "iterations": null, "costUsd": 1.5, "deadline": "2026-06-13T00:00:00Z" } }),

@@ -42,6 +42,9 @@ pub struct Capabilities {
     /// `webhookEgress.internal` is `"denied"`: webhook refs into internal
     /// addresses are refused (PROFILE.md#hardening.egress.internal-refs-refused).
     pub egress_denies_internal: bool,
+    /// `host.reportedRuns.continuation`: the modes whose goals take runs
+    /// reported with `POST {base}/{id}/runs` (empty when not advertised).
+    pub reported_runs: BTreeSet<String>,
 }
 
 impl Capabilities {
@@ -96,6 +99,11 @@ impl Capabilities {
                 .and_then(|doc| doc.pointer("/webhookEgress/internal"))
                 .and_then(Value::as_str)
                 == Some("denied"),
+            reported_runs: strings(
+                document.and_then(|doc| doc.pointer("/host/reportedRuns/continuation")),
+            )
+            .into_iter()
+            .collect(),
         }
     }
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::config::RunConfig;
-use crate::discovery::Capabilities;
+use crate::discovery::{Capabilities, PREFERRED_MODE};
 use crate::ledger::SkipReason;
 use crate::model::Scenario;
 
@@ -48,6 +48,7 @@ pub fn gate(
             .as_ref()
             .is_some_and(|judge| capabilities.judge.as_ref() != Some(judge))
         || (needs.egress_policy && !capabilities.egress_denies_internal)
+        || (needs.reported_runs && !capabilities.reported_runs.contains(PREFERRED_MODE))
     {
         Some(SkipReason::NotAdvertised)
     } else if needs
@@ -98,6 +99,7 @@ mod tests {
             judge: Some("verifier".to_string()),
             requires_bounds: true,
             egress_denies_internal: false,
+            reported_runs: ["manual".to_string()].into(),
         }
     }
 
@@ -110,6 +112,7 @@ mod tests {
             judge: None,
             options: Vec::new(),
             egress_policy: false,
+            reported_runs: false,
         }
     }
 
@@ -120,6 +123,25 @@ mod tests {
 
     fn selected(profiles: &[&str]) -> BTreeSet<String> {
         profiles.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn reported_runs_run_only_where_manual_goals_take_them() {
+        let mut wants = needs(&[], &["manual"], 1);
+        wants.reported_runs = true;
+        let s = scenario("behavior", wants);
+        let selection = selected(&["behavior"]);
+        assert_eq!(gate(&s, &full_host(), &selection, true, &given()), None);
+        let mut schedule_only = full_host();
+        schedule_only.reported_runs = ["schedule".to_string()].into();
+        let mut silent = full_host();
+        silent.reported_runs.clear();
+        for host in [schedule_only, silent] {
+            assert_eq!(
+                gate(&s, &host, &selection, true, &given()),
+                Some(SkipReason::NotAdvertised)
+            );
+        }
     }
 
     #[test]

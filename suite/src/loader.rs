@@ -359,6 +359,8 @@ struct RawNeeds {
     options: Vec<String>,
     #[serde(default, rename = "egressPolicy")]
     egress_policy: bool,
+    #[serde(default, rename = "reportedRuns")]
+    reported_runs: bool,
 }
 
 #[derive(Deserialize)]
@@ -543,6 +545,7 @@ fn scenario_from(
         judge: raw.needs.judge,
         options: raw.needs.options,
         egress_policy: raw.needs.egress_policy,
+        reported_runs: raw.needs.reported_runs,
     };
     let generated = parallel_parts::generate(path, raw.generate)?;
     let mock = raw

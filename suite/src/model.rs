@@ -133,6 +133,10 @@ pub struct Needs {
     /// Runs only when discovery advertises an egress policy that denies
     /// internal webhook targets (`webhookEgress.internal: "denied"`).
     pub egress_policy: bool,
+    /// Runs only when discovery advertises reported runs for `manual`
+    /// goals (`host.reportedRuns.continuation`; PROFILE.md "Reported
+    /// runs").
+    pub reported_runs: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

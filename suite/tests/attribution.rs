@@ -42,6 +42,7 @@ async fn setup() -> Setup {
         judge: Some("verifier".to_string()),
         requires_bounds: true,
         egress_denies_internal: false,
+        reported_runs: Default::default(),
     };
     let target = HostTarget {
         base_url,

@@ -33,6 +33,7 @@ async fn run_with(http: Http, steps: Value) -> ScenarioRun {
             judge: Some("verifier".to_string()),
             requires_bounds: true,
             egress_denies_internal: false,
+            reported_runs: Default::default(),
         },
         token_a: Some(TOKEN_A.to_string()),
         token_b: Some(TOKEN_B.to_string()),

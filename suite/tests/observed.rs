@@ -231,6 +231,7 @@ async fn setup(faults: Faults, secret: Option<&str>) -> Setup {
         judge: Some("verifier".to_string()),
         requires_bounds: true,
         egress_denies_internal: false,
+        reported_runs: Default::default(),
     };
     let target = HostTarget {
         base_url,

@@ -111,6 +111,7 @@ async fn run_judged(base_url: String, scenario: Value, judge: &str) -> ScenarioR
             judge: Some(judge.to_string()),
             requires_bounds: true,
             egress_denies_internal: false,
+            reported_runs: Default::default(),
         },
         token_a: Some("token-a".to_string()),
         token_b: None,

@@ -40,6 +40,7 @@ impl Worker for FixtureArm {
                 output: json!({ "run": request.run_id.as_str(), "iteration": request.iteration }),
                 cost: self.script.cost,
                 escalation,
+                commitment_ms: self.script.commit_after_ms,
             })
         })
     }

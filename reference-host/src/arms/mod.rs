@@ -54,6 +54,9 @@ pub struct RunReport {
     pub output: Value,
     pub cost: MicroUsd,
     pub escalation: Option<Escalation>,
+    /// `commitment.afterMs`: when the agent commits to check in next (a
+    /// `commitment` goal's next fire), in range.
+    pub commitment_ms: Option<u64>,
 }
 
 /// The run failed (error, timeout, malformed answer): an environmental

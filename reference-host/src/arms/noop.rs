@@ -16,6 +16,7 @@ impl Worker for NoopWorker {
                 output: Value::String(String::new()),
                 cost: MicroUsd::ZERO,
                 escalation: None,
+                commitment_ms: None,
             })
         })
     }

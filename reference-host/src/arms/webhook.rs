@@ -75,10 +75,27 @@ fn report(answer: Value) -> Result<RunReport, RunError> {
             reason: text(escalate, "reason")?,
         }),
     };
+    let commitment_ms = match answer.get("commitment") {
+        None | Some(Value::Null) => None,
+        Some(commitment) => Some(
+            commitment
+                .get("afterMs")
+                .and_then(Value::as_u64)
+                .and_then(crate::domain::commitment::commitment_ms)
+                .ok_or_else(|| {
+                    RunError(format!(
+                        "commitment.afterMs must be a whole number of ms in {}..={}",
+                        crate::domain::commitment::MIN_COMMITMENT_MS,
+                        crate::domain::commitment::MAX_COMMITMENT_MS
+                    ))
+                })?,
+        ),
+    };
     Ok(RunReport {
         output: answer.remove("output").unwrap_or(Value::Null),
         cost,
         escalation,
+        commitment_ms,
     })
 }
 
@@ -188,6 +205,17 @@ mod tests {
         let escalated = report(json!({ "output": null,
             "escalate": { "kind": "confidence", "reason": "unsure" } }))
         .expect("valid");
+        let committed =
+            report(json!({ "output": 1, "commitment": { "afterMs": 1000 } })).expect("valid");
+        assert_eq!(committed.commitment_ms, Some(1000));
+        assert_eq!(plain.commitment_ms, None);
+        for bad in [
+            json!({ "afterMs": 999 }),
+            json!({ "afterMs": "1000" }),
+            json!(5),
+        ] {
+            assert!(report(json!({ "output": 1, "commitment": bad })).is_err());
+        }
         assert_eq!(
             escalated.escalation,
             Some(Escalation {

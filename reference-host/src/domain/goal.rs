@@ -96,7 +96,12 @@ pub enum Mode {
 
 impl Mode {
     /// The modes this host runs, in the order discovery lists them.
-    pub const SUPPORTED: [Mode; 3] = [Mode::Manual, Mode::Schedule, Mode::Heartbeat];
+    pub const SUPPORTED: [Mode; 4] = [
+        Mode::Manual,
+        Mode::Schedule,
+        Mode::Heartbeat,
+        Mode::Commitment,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {

@@ -51,6 +51,27 @@ macro_rules! prefixed_id {
 prefixed_id!(GoalId, "goal-");
 prefixed_id!(RunId, "run-");
 
+impl RunId {
+    /// The host's id for a run a reporter named `key` on `goal` (a
+    /// reported run, PROFILE.md "Reported runs"): the same key on the same
+    /// goal is always the same run, so a report sent twice reserves one run;
+    /// the same key on another goal is another run. A version 8 UUID from
+    /// SHA-256, so it never collides with a minted (version 7) id.
+    pub fn for_reported(goal: &GoalId, key: &str) -> RunId {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::new()
+            .chain_update(b"goalpost reported run\n")
+            .chain_update(goal.as_str().as_bytes())
+            .chain_update(b"\n")
+            .chain_update(key.as_bytes())
+            .finalize();
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&digest[..16]);
+        let uuid = uuid::Builder::from_custom_bytes(bytes).into_uuid();
+        RunId(format!("{}{}", Self::PREFIX, uuid.hyphenated()).into())
+    }
+}
+
 /// The tenant a credential maps to; owns goals.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Tenant(String);
@@ -119,6 +140,17 @@ mod tests {
             assert_eq!(GoalId::parse(text), None, "{text:?}");
         }
         assert!(GoalId::parse("goal-6f1c1a52-4a8e-4d5c-9a41-8f9c7b1f2e3d").is_some());
+    }
+
+    #[test]
+    fn a_reported_run_id_depends_on_goal_and_key_only() {
+        let goal = GoalId::generate();
+        let other = GoalId::generate();
+        let run = RunId::for_reported(&goal, "ci-1");
+        assert_eq!(run, RunId::for_reported(&goal, "ci-1"));
+        assert_ne!(run, RunId::for_reported(&goal, "ci-2"));
+        assert_ne!(run, RunId::for_reported(&other, "ci-1"));
+        assert_eq!(RunId::parse(run.as_str()), Some(run));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! SPEC §3's decision order as pure functions. No I/O here.
 
 pub mod bounds;
+pub mod commitment;
 pub mod criteria;
 pub mod decide;
 pub mod egress;
@@ -37,8 +38,8 @@ pub use ids::{GoalId, Objective, RunId, Tenant};
 pub use money::MicroUsd;
 pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec, Webhook};
 pub use request::{
-    parse_create, parse_patch, parse_verifier, GoalPatch, NewGoal, NewVerifier, RequestContext,
-    RequestError,
+    parse_create, parse_patch, parse_run_report, parse_verifier, GoalPatch, NewGoal, NewVerifier,
+    ReportedRun, RequestContext, RequestError,
 };
 pub use run_ids::RunIds;
 pub use timestamp::Timestamp;

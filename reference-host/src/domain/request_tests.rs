@@ -207,10 +207,19 @@ fn judge_owned_fields_are_refused_first() {
 
 #[test]
 fn unsupported_modes_and_checks_are_422() {
+    let schedule_only = RequestContext {
+        modes: &[Mode::Schedule],
+        ..SEAMS
+    };
     assert!(matches!(
-        parse_create(&with("/continuation/mode", json!("commitment")), SEAMS),
+        parse_create(
+            &with("/continuation/mode", json!("commitment")),
+            schedule_only
+        ),
         Err(RequestError::UnsupportedContinuation { .. })
     ));
+    let commitment = parse_create(&with("/continuation/mode", json!("commitment")), SEAMS);
+    assert_eq!(commitment.map(|new| new.mode), Ok(Mode::Commitment));
     let heartbeat = parse_create(&with("/continuation/mode", json!("heartbeat")), SEAMS);
     assert_eq!(heartbeat.map(|new| new.mode), Ok(Mode::Heartbeat));
     assert!(matches!(

@@ -2,9 +2,10 @@
 //! goal and the events it emits. Storage applies a [`Change`] atomically.
 
 use super::bounds::CostReading;
+use super::commitment::next_check_in;
 use super::decide::{decide, exhausted, Decision};
 use super::event::EventPayload;
-use super::goal::{Goal, GoalState};
+use super::goal::{Goal, GoalState, Mode};
 use super::ids::RunId;
 use super::money::MicroUsd;
 use super::request::GoalPatch;
@@ -35,6 +36,9 @@ pub struct FinishedRun {
     pub run_id: RunId,
     pub cost: MicroUsd,
     pub outcome: RunOutcome,
+    /// For a `commitment` goal: how long after this run the agent committed
+    /// to check in next (validated by whoever read the answer).
+    pub commitment_ms: Option<u64>,
 }
 
 struct Draft {
@@ -110,7 +114,13 @@ pub fn resume(
     let mut draft = Draft::from(goal);
     draft.goal.state = GoalState::Active;
     draft.goal.paused = false;
-    draft.goal.next_fire_at = None;
+    // A schedule goal fires at once (`None`); a commitment goal asks its
+    // agent at once for a new check-in, as at create: what it committed to
+    // before the pause or escalation is stale.
+    draft.goal.next_fire_at = match draft.goal.continuation.mode {
+        Mode::Commitment => Some(now),
+        _ => None,
+    };
     if exhausted(&draft.goal, now, cost).is_some() {
         draft.close(GoalState::BoundExceeded);
     }
@@ -140,6 +150,11 @@ pub fn patch(
         draft.goal.completion.verifier_ref = verifier_ref.clone();
     }
     if let Some(mode) = edit.mode {
+        // A goal switched to commitment asks its agent at once for a
+        // check-in, as at create: it has no commitment yet.
+        if mode == Mode::Commitment && draft.goal.continuation.mode != Mode::Commitment {
+            draft.goal.next_fire_at = Some(now);
+        }
         draft.goal.continuation.mode = mode;
     }
     if let Some(arm_ref) = &edit.arm_ref {
@@ -206,7 +221,10 @@ pub fn record_run(
     }
     match decide(&draft.goal, &run.outcome, now, cost) {
         Decision::Continue => {
-            draft.goal.next_fire_at = Some(now.saturating_add_ms(draft.goal.interval_ms()));
+            draft.goal.next_fire_at = match draft.goal.continuation.mode {
+                Mode::Commitment => next_check_in(now, run.commitment_ms),
+                _ => Some(now.saturating_add_ms(draft.goal.interval_ms())),
+            };
         }
         closing => {
             if let Some(state) = closing.closing_state() {

@@ -27,6 +27,7 @@ fn run(cost: f64, outcome: RunOutcome) -> FinishedRun {
         run_id: RunId::generate(),
         cost: usd(cost),
         outcome,
+        commitment_ms: None,
     }
 }
 

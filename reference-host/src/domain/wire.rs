@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use super::criteria::{CriteriaVerifier, Rule};
 use super::event::{Event, EventPayload};
 use super::goal::Goal;
+use super::ids::RunId;
 use super::run_ids::RunIds;
 use super::verdict::{Criterion, Evaluation};
 
@@ -236,6 +237,23 @@ pub fn continue_response<'a>(
         goal: goal(goal_now),
         evaluation: evaluation_now.map(|one| evaluation(one, unjudged)),
     }
+}
+
+/// `POST {base}/{id}/runs`: the reported run as recorded (schema
+/// `run-report-response`) and the goal after it.
+pub fn run_report_response(
+    run_id: &RunId,
+    iteration: u64,
+    goal_now: &Goal,
+    evaluation_now: Option<&Evaluation>,
+    unjudged: ConfidenceWithoutVerdict,
+) -> Value {
+    json!({
+        "runId": run_id.as_str(),
+        "iteration": iteration,
+        "goal": goal(goal_now),
+        "evaluation": evaluation_now.map(|one| evaluation(one, unjudged)),
+    })
 }
 
 /// What `GET {base}/{id}/attention` carries. The seam contract requires

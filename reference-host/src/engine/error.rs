@@ -23,6 +23,13 @@ pub enum EngineError {
     /// The `Idempotency-Key` was used with a different body.
     #[error("the idempotency key was used with a different body")]
     IdempotencyConflict,
+    /// A run was reported to a goal whose continuation mode does not take
+    /// reported runs (only `manual` goals do).
+    #[error("goals in {mode} mode do not take reported runs")]
+    RunsNotAccepted { mode: &'static str },
+    /// A run was reported again under the same `runId` with another body.
+    #[error("the run was reported before with a different body")]
+    RunConflict,
     /// A per-tenant quota is used up.
     #[error("quota {} ({limit}) reached", quota.as_str())]
     QuotaExceeded { quota: super::Quota, limit: u64 },

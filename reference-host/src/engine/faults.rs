@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{EngineError, EngineSettings};
 use crate::arms::Worker;
 use crate::domain::transition::{Change, FinishedRun};
-use crate::domain::{Event, Goal, GoalId, GoalState, RequestContext, Timestamp};
+use crate::domain::{Event, Goal, GoalId, GoalState, Judgement, Mode, RequestContext, Timestamp};
 use crate::judge::Verifier;
 use crate::webhook::CallFaults;
 
@@ -164,6 +164,17 @@ pub trait Faults: Send + Sync {
     /// they are written.
     fn checks_egress(&self) -> bool {
         true
+    }
+
+    /// The continuation mode the reported-run check sees.
+    fn reported_mode(&self, mode: Mode) -> Mode {
+        mode
+    }
+
+    /// A verdict for a run nothing can judge (its goal names no
+    /// verifier); `None`: it stays unjudged, an environmental failure.
+    fn unjudged_verdict(&self, _output: &Value) -> Option<Judgement> {
+        None
     }
 }
 

@@ -449,7 +449,8 @@ impl Engine {
         Ok(self.load(id).await?.map(|goal| goal.owner))
     }
 
-    /// Due `schedule` goals, longest due first, at most `limit`.
+    /// Due `schedule` goals, then due `commitment` goals, each longest due
+    /// first, at most `limit`.
     pub async fn due_schedule_goals(
         &self,
         now: Timestamp,

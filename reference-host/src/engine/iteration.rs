@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use super::goals::MAX_ATTEMPTS;
 use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
-use crate::arms::RunRequest;
+use crate::arms::{RunReport, RunRequest};
 use crate::choices::EscalatedContinue;
+use crate::domain::commitment::commitment_due;
 use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
 use crate::domain::{
     may_dispatch, run_outcome, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId,
@@ -42,6 +43,19 @@ pub(super) enum Trigger {
     Schedule,
     /// A heartbeat probe of the goal said to fire.
     Heartbeat,
+    /// `POST {base}/{id}/runs` by the goal's owner: the run happened
+    /// elsewhere; the host judges and records it under `run_id`.
+    Report(Box<Reported>),
+}
+
+/// A run executed elsewhere and reported to its goal.
+#[derive(Debug, Clone)]
+pub(super) struct Reported {
+    pub tenant: Tenant,
+    pub run_id: RunId,
+    /// The report's fingerprint, stored with the run when it has a `runId`.
+    pub fingerprint: Option<String>,
+    pub report: RunReport,
 }
 
 pub(super) enum Iteration {
@@ -70,11 +84,13 @@ fn due(goal: &Goal, trigger: &Trigger, now: Timestamp) -> bool {
     match trigger {
         Trigger::Continue(_) => true,
         Trigger::Schedule => {
-            goal.continuation.mode == Mode::Schedule
+            (goal.continuation.mode == Mode::Schedule
                 && !goal.paused
-                && goal.next_fire_at.is_none_or(|at| at <= now)
+                && goal.next_fire_at.is_none_or(|at| at <= now))
+                || commitment_due(goal, now)
         }
         Trigger::Heartbeat => goal.continuation.mode == Mode::Heartbeat && !goal.paused,
+        Trigger::Report(_) => true,
     }
 }
 
@@ -103,6 +119,7 @@ fn environmental(run_id: &RunId, cost: MicroUsd) -> FinishedRun {
         run_id: run_id.clone(),
         cost,
         outcome: RunOutcome::Judged(Verdict::environmental()),
+        commitment_ms: None,
     }
 }
 
@@ -197,6 +214,7 @@ impl Engine {
                 run_id: run.run_id.clone(),
                 cost: MicroUsd::ZERO,
                 outcome: RunOutcome::Judged(Verdict::environmental()),
+                commitment_ms: None,
             };
             self.record(&run.goal_id, &finished, None).await?;
         }
@@ -231,7 +249,14 @@ impl Engine {
                         tracing::info!(goal = %id, run = %reservation.run_id, "the goal closed under its run; the run is dropped");
                         environmental(&reservation.run_id, MicroUsd::ZERO)
                     }
-                    finished = self.dispatch(&goal, &reservation) => finished,
+                    finished = async {
+                        match trigger {
+                            Trigger::Report(reported) => {
+                                self.judge(&goal, &reservation, reported.report.clone()).await
+                            }
+                            _ => self.dispatch(&goal, &reservation).await,
+                        }
+                    } => finished,
                 };
                 // A faulty host may have dispatched from an altered view of
                 // the goal; its record starts from the stored goal instead.
@@ -249,6 +274,7 @@ impl Engine {
         for _ in 0..MAX_ATTEMPTS {
             let goal = match trigger {
                 Trigger::Continue(tenant) => self.load_owned(tenant, id).await?,
+                Trigger::Report(reported) => self.load_owned(&reported.tenant, id).await?,
                 Trigger::Schedule | Trigger::Heartbeat => match self.load(id).await? {
                     Some(goal) => goal,
                     None => return Ok(Reserved::Skip),
@@ -279,11 +305,18 @@ impl Engine {
                 Err(Refusal::Escalated) => return Err(EngineError::Escalated),
                 Err(Refusal::Paused) => return Err(EngineError::Paused),
             }
+            let (run_id, report) = match trigger {
+                Trigger::Report(reported) => {
+                    (reported.run_id.clone(), reported.fingerprint.clone())
+                }
+                _ => (RunId::generate(), None),
+            };
             let reservation = RunReservation {
-                run_id: RunId::generate(),
+                run_id,
                 goal_id: goal.id.clone(),
                 iteration: goal.next_iteration(),
                 started_at: now,
+                report,
             };
             match self.store.reserve_run(&reservation, goal.version).await? {
                 Written::Done(()) => return Ok(Reserved::Run(Box::new(goal), reservation)),
@@ -323,12 +356,31 @@ impl Engine {
                 return environmental(MicroUsd::ZERO);
             }
         };
+        self.judge(goal, reservation, report).await
+    }
+
+    /// Judges a finished run's report: an escalation has no verdict; any
+    /// failure to judge is an environmental verdict for the run.
+    async fn judge(
+        &self,
+        goal: &Goal,
+        reservation: &RunReservation,
+        report: RunReport,
+    ) -> FinishedRun {
+        // The run answered: whatever its verdict, its commitment stands
+        // (a judge that fails does not undo the agent's word).
+        let committed = report.commitment_ms;
+        let environmental = |cost| FinishedRun {
+            commitment_ms: committed,
+            ..environmental(&reservation.run_id, cost)
+        };
         let escalated = report.escalation.is_some();
         if let Some(outcome) = run_outcome(escalated, None) {
             return FinishedRun {
                 run_id: reservation.run_id.clone(),
                 cost: report.cost,
                 outcome,
+                commitment_ms: None,
             };
         }
         let verifier = self
@@ -336,6 +388,14 @@ impl Engine {
             .await
             .map(|inner| self.faults.verifier(goal, inner));
         let Some(verifier) = verifier else {
+            if let Some(judgement) = self.faults.unjudged_verdict(&report.output) {
+                return FinishedRun {
+                    run_id: reservation.run_id.clone(),
+                    cost: report.cost,
+                    outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
+                    commitment_ms: committed,
+                };
+            }
             tracing::info!(goal = %goal.id, run = %reservation.run_id, "no verifier to judge the run");
             return environmental(report.cost);
         };
@@ -350,6 +410,7 @@ impl Engine {
                 run_id: reservation.run_id.clone(),
                 cost: report.cost,
                 outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
+                commitment_ms: committed,
             },
             Ok(Err(error)) => {
                 tracing::info!(goal = %goal.id, run = %reservation.run_id, %error, "judge failed");

@@ -12,6 +12,7 @@ mod iteration;
 mod locks;
 mod precondition;
 mod quota;
+mod reported;
 mod verifiers;
 mod wake;
 
@@ -42,6 +43,7 @@ pub use quota::{
     Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT,
     DEFAULT_MAX_STORED_GOALS_PER_TENANT, MAX_VERIFIERS_PER_TENANT,
 };
+pub use reported::{ReportOutcome, TAKES_REPORTED_RUNS};
 pub use verifiers::VerifierFileError;
 pub use wake::SchedulerWake;
 

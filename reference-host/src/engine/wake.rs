@@ -92,6 +92,8 @@ pub(super) fn due_at(goal: &Goal, now: Timestamp, probe: bool) -> Option<Timesta
     }
     let action = match goal.continuation.mode {
         Mode::Schedule if !goal.paused => Some(goal.next_fire_at.unwrap_or(now)),
+        // Only a commitment made (or the first check-in) is armed.
+        Mode::Commitment if !goal.paused => goal.next_fire_at,
         Mode::Heartbeat if probe && !goal.paused => Some(now),
         _ => None,
     };

@@ -11,6 +11,7 @@ use super::goals::MAX_PAGE;
 use super::json::json;
 use super::{AppState, GOALS_BASE};
 use crate::choices::Choices;
+use crate::engine::TAKES_REPORTED_RUNS;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/.well-known/openwop", get(discovery))
@@ -25,6 +26,11 @@ async fn discovery(State(state): State<AppState>) -> Response {
 pub fn document(seams: bool, choices: &Choices) -> Value {
     let modes: Vec<&str> = choices.modes.iter().map(|mode| mode.as_str()).collect();
     let judge = choices.judge.as_str();
+    let reported_modes: Vec<&str> = TAKES_REPORTED_RUNS
+        .iter()
+        .filter(|mode| choices.modes.contains(mode))
+        .map(|mode| mode.as_str())
+        .collect();
     let mut document = json!({
         "protocol": "openwop",
         // A host extension member (`host` is free-form; `agents.goals` and
@@ -35,6 +41,13 @@ pub fn document(seams: bool, choices: &Choices) -> Value {
             "name": "goalpost-host",
             "version": env!("CARGO_PKG_VERSION"),
             "goalsList": { "paging": ["limit", "after"], "maxLimit": MAX_PAGE },
+            // Runs executed elsewhere are reported to their goal with
+            // `POST {base}/{id}/runs` (PROFILE.md "Reported runs"), for
+            // goals in these continuation modes only.
+            "reportedRuns": {
+                "path": format!("{GOALS_BASE}/{{id}}/runs"),
+                "continuation": reported_modes,
+            },
         },
         "agents": { "goals": { "judge": judge, "continuation": modes, "requiresBounds": true } },
         // Webhook refs into internal addresses are refused unless the

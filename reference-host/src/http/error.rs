@@ -257,6 +257,20 @@ impl From<EngineError> for ApiError {
                 "goal_paused",
                 "the goal is paused: resume it first",
             ),
+            EngineError::RunsNotAccepted { mode } => ApiError::new(
+                conflict,
+                "runs_not_accepted",
+                format!(
+                    "goals in {mode} mode get their runs from the host; only manual goals take reported runs"
+                ),
+            )
+            .with_details(json!({ "mode": mode })),
+            EngineError::RunConflict => ApiError::new(
+                conflict,
+                "run_conflict",
+                "this runId was reported before with a different body",
+            )
+            .with_details(json!({ "pointer": "/runId" })),
             EngineError::VerifierExists => ApiError::new(
                 conflict,
                 "verifier_exists",

@@ -9,6 +9,7 @@ mod faults;
 mod goals;
 mod json;
 mod openapi;
+mod runs;
 mod seams;
 pub mod throttle;
 mod trace;
@@ -106,6 +107,7 @@ pub fn app(state: AppState) -> Router {
         .merge(openapi::routes())
         .merge(goals::routes())
         .merge(transitions::routes())
+        .merge(runs::routes())
         .merge(verifiers::routes());
     if state.seams {
         routes = routes.merge(seams::routes());

@@ -32,6 +32,8 @@ const API_SCHEMAS: &[&str] = &[
     "event-list",
     "goal",
     "goal-list",
+    "run-report-request",
+    "run-report-response",
     "verifier-definition",
     "verifier-list",
     "verifier-registration",
@@ -69,6 +71,7 @@ pub fn document(seams: bool) -> Value {
     paths.insert(GOALS_BASE.into(), collection_path(seams));
     paths.insert(format!("{GOALS_BASE}/{{id}}"), goal_path());
     paths.insert(format!("{GOALS_BASE}/{{id}}/attention"), attention_path());
+    paths.insert(format!("{GOALS_BASE}/{{id}}/runs"), runs_path());
     for (verb, effect) in [
         ("pause", "Disarms continuation; the goal stays `active` (attention `paused`). 409 `goal_escalated` on an escalated goal."),
         ("resume", "Re-arms continuation of a paused goal, or makes an escalated goal `active` again. Progress and spent cost are kept."),
@@ -158,7 +161,7 @@ fn error_response(status: u16) -> Value {
         400 => "`malformed_json` (the body is not JSON) or `invalid_request` (wrong types, unknown keys, out-of-range values, a bad parameter or header); `details` names the field.",
         401 => "`unauthorized`: no known bearer token.",
         404 => "`not_found`: no such goal for this tenant (another tenant's goal included).",
-        409 => "`goal_terminal` (the goal is satisfied, abandoned or bound-exceeded), `goal_escalated`, `goal_paused`, `verifier_exists` (the name is taken) or `idempotency_conflict` (the `Idempotency-Key` came with another body); nothing changed.",
+        409 => "`goal_terminal` (the goal is satisfied, abandoned or bound-exceeded), `goal_escalated`, `goal_paused`, `verifier_exists` (the name is taken), `idempotency_conflict` (the `Idempotency-Key` came with another body), `runs_not_accepted` (a run reported to a goal that is not `manual`) or `run_conflict` (a `runId` reported before with another body); nothing changed.",
         412 => "`precondition_failed`: `If-Match` does not match the current `ETag`.",
         413 => "`payload_too_large`: the body is over 64 KiB.",
         415 => "`unsupported_media_type`: a body that is not JSON.",
@@ -374,6 +377,18 @@ fn verifier_path() -> Value {
             "operationId": "getVerifier",
             "summary": "One criteria verifier",
             "responses": responses(&[(200, body_response("The verifier.", "verifier-definition"))], &[401, 404]),
+        },
+    })
+}
+
+fn runs_path() -> Value {
+    json!({
+        "parameters": [goal_id_parameter()],
+        "post": {
+            "operationId": "reportRun",
+            "summary": "Report a run executed elsewhere: judged and recorded as one iteration of a manual goal",
+            "requestBody": { "required": true, "content": json_content(schema_ref("run-report-request")) },
+            "responses": responses(&[(200, goal_response("The run as recorded, its evaluation (null when it escalated) and the goal after it; a report sent again with the same runId answers the same run (header Idempotent-Replayed: true).", "run-report-response"))], &[400, 401, 404, 409, 413, 415]),
         },
     })
 }

@@ -4,6 +4,7 @@
 
 mod dispatch;
 mod record;
+mod reported;
 mod requests;
 mod transitions;
 
@@ -11,6 +12,7 @@ pub(crate) use dispatch::{
     dispatch_view, dispatched, due, iterations_serialised, queued_fire, verifier, worker,
 };
 pub(crate) use record::record;
+pub(crate) use reported::{claimed_verdict, reported_mode};
 pub(crate) use requests::{create_body, created, events, events_after, list_filter};
 pub(crate) use transitions::{abandon, abandon_cancels, patch, patch_answer, resume, UPSERT_STATE};
 

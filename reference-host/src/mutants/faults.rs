@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{engine, http, webhook, Switch};
 use crate::arms::Worker;
 use crate::domain::transition::{Change, FinishedRun};
-use crate::domain::{Event, Goal, GoalId, GoalState, RequestContext, Timestamp};
+use crate::domain::{Event, Goal, GoalId, GoalState, Judgement, Mode, RequestContext, Timestamp};
 use crate::engine::{Decision, EngineError, EngineSettings, Faults};
 use crate::http::{AppState, RouteFaults};
 use crate::judge::Verifier;
@@ -151,6 +151,14 @@ impl Faults for MutantFaults {
 
     fn checks_egress(&self) -> bool {
         !self.switch.is(super::Mutant::EgressRefsAccepted)
+    }
+
+    fn reported_mode(&self, mode: Mode) -> Mode {
+        engine::reported_mode(&self.switch, mode)
+    }
+
+    fn unjudged_verdict(&self, output: &Value) -> Option<Judgement> {
+        engine::claimed_verdict(&self.switch, output)
     }
 }
 

@@ -40,7 +40,11 @@ const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50)
 const READ_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The mutants this middleware implements.
-const HERE: [Mutant; 44] = [
+const HERE: [Mutant; 48] = [
+    Mutant::ReportedRunEscalationDropped,
+    Mutant::ReportedRunKeyIgnored,
+    Mutant::ReportedRunBodyUnchecked,
+    Mutant::ReportedRunLenient,
     Mutant::AbandonAnswersUnsaved,
     Mutant::PauseRefused,
     Mutant::PostPutStateApplied,
@@ -225,7 +229,8 @@ enum Route {
     Elsewhere,
 }
 
-const ACTIONS: [&str; 7] = [
+const ACTIONS: [&str; 8] = [
+    "runs",
     "attention",
     "pause",
     "resume",
@@ -494,6 +499,58 @@ async fn middleware(
             let mut request = request;
             request.headers_mut().remove(IF_MATCH);
             next.run(request).await
+        }
+        (
+            Mutant::ReportedRunEscalationDropped
+            | Mutant::ReportedRunKeyIgnored
+            | Mutant::ReportedRunLenient,
+            &Method::POST,
+            Route::Sub(_, "runs"),
+        ) => {
+            let (request, bytes) = buffered(request).await;
+            let Ok(mut body) = serde_json::from_slice::<Value>(&bytes) else {
+                return next.run(request).await;
+            };
+            if let Some(object) = body.as_object_mut() {
+                // Only well-formed members are dropped: the bug is in what
+                // the host does with a valid report, not in its parser.
+                let valid = crate::domain::parse_run_report(&Value::Object(object.clone())).is_ok();
+                match mutant {
+                    Mutant::ReportedRunEscalationDropped if valid => {
+                        object.remove("escalate");
+                    }
+                    Mutant::ReportedRunKeyIgnored if valid => {
+                        object.remove("runId");
+                    }
+                    Mutant::ReportedRunEscalationDropped | Mutant::ReportedRunKeyIgnored => {}
+                    _ => object.retain(|key, _| {
+                        ["runId", "output", "costUsd", "escalate"].contains(&key.as_str())
+                    }),
+                }
+            }
+            next.run(with_body(request, body.to_string().into_bytes()))
+                .await
+        }
+        (Mutant::ReportedRunBodyUnchecked, &Method::POST, Route::Sub(id, "runs")) => {
+            let (request, bytes) = buffered(request).await;
+            let run = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|body| {
+                    body.get("runId")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                });
+            let Some(run) = run else {
+                return next.run(request).await;
+            };
+            let owner = (credential(&request), format!("{id}/runs/{run}"));
+            let first = switch
+                .memory()
+                .keyed_bodies
+                .entry(owner)
+                .or_insert_with(|| bytes.to_vec())
+                .clone();
+            next.run(with_body(request, first)).await
         }
         (Mutant::IdempotencyKeyIgnored, &Method::POST, Route::Collection) => {
             let mut request = request;

@@ -281,6 +281,22 @@ registry! {
         "Webhook refs into internal addresses (cloud metadata, private, unspecified, loopback) are accepted at create and PATCH while discovery still advertises the egress policy."
     ListPagingIgnored "list-paging-ignored"
         "The goals list ignores `limit` and `after`: every goal, no Link, a bad limit accepted."
+    ReportedRunsAnyMode "reported-runs-any-mode"
+        "POST {base}/{id}/runs takes a run for a goal in any continuation mode, beside the host's own runs of a schedule goal."
+    ReportedRunEscalationDropped "reported-run-escalation-dropped"
+        "A reported run's escalate is dropped, so the run is judged instead of halting its goal."
+    ReportedRunKeyIgnored "reported-run-key-ignored"
+        "A reported run's runId is ignored: the same run reported twice is two iterations."
+    ReportedRunBodyUnchecked "reported-run-body-unchecked"
+        "A runId reported before answers its first run whatever the new body says."
+    UnjudgedRunTrustsClaims "unjudged-run-trusts-claims"
+        "A run whose goal names no verifier is judged by its own output's claims (done or satisfied true) instead of failing unjudged."
+    CommitmentFiredAtOnce "commitment-fired-at-once"
+        "A commitment goal's run that commits to a check-in is fired again at once instead of when committed."
+    UncommittedGoalRefired "uncommitted-goal-refired"
+        "A commitment goal whose run committed to nothing is fired again a second later, as if on a schedule."
+    ReportedRunLenient "reported-run-lenient"
+        "The reported-run parser drops unknown fields instead of refusing them, so a bad report is judged and recorded."
 }
 
 impl Mutant {

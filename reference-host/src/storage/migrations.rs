@@ -308,6 +308,21 @@ CREATE INDEX goals_closed ON goals (closed_ms) WHERE closed_ms IS NOT NULL;
 CREATE INDEX runs_by_goal ON runs (goal_id);
 CREATE INDEX idempotency_keys_by_goal ON idempotency_keys (goal_id);
 ",
+    // Reported runs (`POST {base}/{id}/runs`): the fingerprint of the
+    // report a run was reserved for, so a report sent again is answered as
+    // before and a different one under the same `runId` is refused. NULL
+    // for the runs the host dispatched itself.
+    r"
+ALTER TABLE runs ADD COLUMN report TEXT;
+",
+    // `commitment` goals: only the ones whose run committed to a check-in
+    // have a next fire, and only those are ever due, so the index holds
+    // them alone; due and next-due lookups seek it as they seek
+    // `goals_due` for schedule goals.
+    r"
+CREATE INDEX goals_committed ON goals (state, paused, next_fire_ms, created_ms, id)
+    WHERE mode = 'commitment' AND next_fire_ms IS NOT NULL;
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {

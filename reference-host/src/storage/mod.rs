@@ -94,6 +94,20 @@ pub struct RunReservation {
     pub goal_id: GoalId,
     pub iteration: u64,
     pub started_at: Timestamp,
+    /// For a run reported through `POST {base}/{id}/runs` with a `runId`:
+    /// the fingerprint of the report, so the same report sent again is
+    /// recognised and a different one under the same `runId` refused.
+    pub report: Option<String>,
+}
+
+/// A reserved run as stored, read back to answer a report sent again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRun {
+    pub goal_id: GoalId,
+    pub iteration: u64,
+    /// `None` while in flight.
+    pub end: Option<RunEnd>,
+    pub report: Option<String>,
 }
 
 /// What becomes of a reserved run.
@@ -201,6 +215,9 @@ pub trait Store: Send + Sync {
     /// Ends a reserved run without recording anything for it.
     fn discard_run(&self, run: &RunId, at: Timestamp) -> Pending<()>;
 
+    /// A reserved run, however it ended.
+    fn run(&self, run: &RunId) -> Result<Option<StoredRun>, StoreError>;
+
     /// Runs reserved but never ended (a crash or shutdown in flight).
     fn runs_in_flight(&self) -> Result<Vec<RunReservation>, StoreError>;
 
@@ -211,7 +228,9 @@ pub trait Store: Send + Sync {
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError>;
 
     /// Active, unpaused `schedule` goals whose next fire is due at `now`,
-    /// longest due first, at most `limit` of them.
+    /// longest due first, then active, unpaused `commitment` goals whose
+    /// committed check-in is due (those without one are never due), longest
+    /// due first: at most `limit` in all.
     fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError>;
 
     /// Active goals (paused or not) whose deadline is at or before `now`.

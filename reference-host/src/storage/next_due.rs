@@ -20,8 +20,13 @@ fn sql() -> String {
              UNION ALL
              SELECT MIN(deadline_ms) FROM goals
               WHERE state = 'active' AND deadline_ms IS NOT NULL AND deadline_ms > ?1
+             UNION ALL
+             SELECT MIN(next_fire_ms) FROM goals
+              WHERE state = 'active' AND paused = 0 AND mode = '{}'
+                AND next_fire_ms IS NOT NULL AND next_fire_ms > ?1
          )",
-        Mode::Schedule.as_str()
+        Mode::Schedule.as_str(),
+        Mode::Commitment.as_str()
     )
 }
 
@@ -56,6 +61,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("INDEX goals_deadline"), "{text}");
+        assert!(text.contains("INDEX goals_committed"), "{text}");
         assert!(!text.contains("SCAN goals"), "{text}");
     }
 }

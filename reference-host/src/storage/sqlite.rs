@@ -17,7 +17,8 @@ use super::migrations::migrate;
 use super::readers::Readers;
 use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
-    CreateGuard, DbLocation, Inserted, RunReservation, Store, StoreError, StoredKey, Written,
+    CreateGuard, DbLocation, Inserted, RunEnd, RunReservation, Store, StoreError, StoredKey,
+    StoredRun, Written,
 };
 use crate::domain::{
     parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, Goal, GoalId, GoalState,
@@ -398,6 +399,23 @@ fn due_sql() -> &'static str {
     })
 }
 
+/// Due commitment goals (a run committed to a check-in that has come),
+/// longest due first, with when each was due. Answered from the partial
+/// index `goals_committed` alone.
+fn committed_sql() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        format!(
+            "SELECT id, next_fire_ms FROM goals
+             WHERE state = 'active' AND paused = 0 AND mode = '{}'
+               AND next_fire_ms IS NOT NULL AND next_fire_ms <= ?1
+             ORDER BY next_fire_ms, created_ms
+             LIMIT CAST(?2 AS INTEGER)",
+            Mode::Commitment.as_str()
+        )
+    })
+}
+
 /// The goal ids a query of one `id` column answers, in its order.
 fn ids(
     connection: &Connection,
@@ -615,6 +633,7 @@ impl Store for SqliteStore {
         let run_id = run.run_id.as_str().to_string();
         let goal_id = run.goal_id.as_str().to_string();
         let started_ms = run.started_at.unix_ms();
+        let report = run.report.clone();
         let (iteration, expected_version) = match (int(run.iteration), int(expected_version)) {
             (Ok(iteration), Ok(expected)) => (iteration, expected),
             (Err(error), _) | (_, Err(error)) => return failed(error),
@@ -629,9 +648,9 @@ impl Store for SqliteStore {
             }
             connection
                 .prepare_cached(
-                    "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms) VALUES (?1, ?2, ?3, 'in-flight', ?4)",
+                    "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, report) VALUES (?1, ?2, ?3, 'in-flight', ?4, ?5)",
                 )?
-                .execute(params![run_id, goal_id, iteration, started_ms])?;
+                .execute(params![run_id, goal_id, iteration, started_ms, report])?;
             Ok(Written::Done(()))
         })
     }
@@ -646,6 +665,40 @@ impl Store for SqliteStore {
                 )?
                 .execute(params![run, at_ms])?;
             Ok(())
+        })
+    }
+
+    fn run(&self, run: &RunId) -> Result<Option<StoredRun>, StoreError> {
+        self.read(|connection| {
+            let row = connection
+                .prepare_cached(
+                    "SELECT goal_id, iteration, status, report FROM runs WHERE run_id = ?1",
+                )?
+                .query_row(params![run.as_str()], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, Option<String>>(3)?,
+                    ))
+                })
+                .optional()?;
+            let Some((goal_id, iteration, status, report)) = row else {
+                return Ok(None);
+            };
+            let end = match status.as_str() {
+                "in-flight" => None,
+                "recorded" => Some(RunEnd::Recorded),
+                "discarded" => Some(RunEnd::Discarded),
+                other => return Err(StoreError::Corrupt(format!("run status {other:?}"))),
+            };
+            Ok(Some(StoredRun {
+                goal_id: GoalId::parse(&goal_id)
+                    .ok_or_else(|| StoreError::Corrupt(format!("goal id {goal_id:?}")))?,
+                iteration: unsigned(iteration)?,
+                end,
+                report,
+            }))
         })
     }
 
@@ -672,6 +725,8 @@ impl Store for SqliteStore {
                     iteration: unsigned(iteration)?,
                     started_at: Timestamp::from_unix_ms(started_ms)
                         .ok_or_else(|| StoreError::Corrupt(format!("timestamp {started_ms}")))?,
+                    // Recovery records the run; its report is not needed.
+                    report: None,
                 })
             })
             .collect()
@@ -715,7 +770,29 @@ impl Store for SqliteStore {
 
     fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.read(|connection| ids(connection, due_sql(), params![now.unix_ms(), limit]))
+        self.read(|connection| {
+            let scheduled = ids(connection, due_sql(), params![now.unix_ms(), limit])?;
+            // Commitments come after the schedule goals due in the same
+            // read, each kind longest due first; a tick that is full of
+            // schedule goals leaves them to the next (the scheduler asks
+            // again at once when it filled a tick).
+            let room = limit.saturating_sub(i64::try_from(scheduled.len()).unwrap_or(i64::MAX));
+            if room == 0 {
+                return Ok(scheduled);
+            }
+            let mut due = scheduled;
+            let mut statement = connection.prepare_cached(committed_sql())?;
+            let rows =
+                statement.query_map(params![now.unix_ms(), room], |row| row.get::<_, String>(0))?;
+            for row in rows {
+                let id = row?;
+                due.push(
+                    GoalId::parse(&id)
+                        .ok_or_else(|| StoreError::Corrupt(format!("goal id {id:?}")))?,
+                );
+            }
+            Ok(due)
+        })
     }
 
     fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
@@ -1016,6 +1093,7 @@ mod tests {
                     goal_id: current.id.clone(),
                     iteration: current.progress.iterations + 1,
                     started_at: now,
+                    report: None,
                 };
                 let reserved = store.reserve_run(&reservation, current.version).await;
                 assert_eq!(reserved.expect("reserves"), Written::Done(()));
@@ -1023,6 +1101,7 @@ mod tests {
                     run_id: reservation.run_id.clone(),
                     cost: usd(0.01),
                     outcome: unsatisfied(),
+                    commitment_ms: None,
                 };
                 let change =
                     record_run(current, &finished, now, CostReading::Budget).expect("a change");
@@ -1168,6 +1247,7 @@ mod warm_tests {
             run_id: RunId::generate(),
             cost: usd(0.01),
             outcome: unsatisfied(),
+            commitment_ms: None,
         };
         let change =
             record_run(&stored[0], &finished, at(5), CostReading::Budget).expect("a change");
@@ -1507,8 +1587,9 @@ mod retention_tests {
                 let reservation = RunReservation {
                     run_id: RunId::generate(),
                     goal_id: current.id.clone(),
-                    iteration: current.progress.iterations + 1,
+                    iteration: current.next_iteration(),
                     started_at: at(1),
+                    report: None,
                 };
                 let reserved = store.reserve_run(&reservation, current.version).await;
                 assert_eq!(reserved.expect("reserves"), Written::Done(()));
@@ -1517,6 +1598,7 @@ mod retention_tests {
                         run_id: reservation.run_id.clone(),
                         cost: usd(0.01),
                         outcome: unsatisfied(),
+                        commitment_ms: None,
                     };
                     let change = record_run(&current, &finished, at(2), CostReading::Budget)
                         .expect("a change");

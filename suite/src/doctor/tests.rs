@@ -69,7 +69,7 @@ fn a_missing_seam_or_goals_blocks_and_names_its_section() {
 fn the_other_judge_is_another_legal_choice_not_a_gap() {
     let found = diagnosis(capabilities(
         ALL_SEAMS,
-        &["manual", "schedule", "heartbeat"],
+        &["manual", "schedule", "heartbeat", "commitment"],
     ));
     for profile in &found.profiles {
         assert_eq!(

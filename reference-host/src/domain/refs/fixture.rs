@@ -36,6 +36,9 @@ pub struct ArmFixture {
     /// The heartbeat fires on this probe and every probe after; `None` =
     /// on every probe.
     pub fire_on: Option<u64>,
+    /// `commitAfterMs=N`: every run commits to check in N ms later (a
+    /// `commitment` goal's next fire); absent: no run commits.
+    pub commit_after_ms: Option<u64>,
 }
 
 pub(super) fn is_fixture(text: &str) -> bool {
@@ -74,6 +77,7 @@ pub(super) fn arm(text: &str, fixtures_enabled: bool) -> Result<ArmFixture, RefE
         interval_ms: None,
         heartbeat_ms: None,
         fire_on: None,
+        commit_after_ms: None,
     };
     for (key, value) in query(text, ARM_FIXTURE, fixtures_enabled)? {
         match key {
@@ -87,6 +91,13 @@ pub(super) fn arm(text: &str, fixtures_enabled: bool) -> Result<ArmFixture, RefE
             "intervalMs" => fixture.interval_ms = Some(positive(key, value)?),
             "heartbeatMs" => fixture.heartbeat_ms = Some(positive(key, value)?),
             "fireOn" => fixture.fire_on = Some(positive(key, value)?),
+            "commitAfterMs" => {
+                let ms = positive(key, value)?;
+                fixture.commit_after_ms = Some(
+                    crate::domain::commitment::commitment_ms(ms)
+                        .ok_or_else(|| malformed(format!("{key} is out of range")))?,
+                );
+            }
             _ => return Err(malformed(format!("unknown arm key {key:?}"))),
         }
     }

@@ -6,12 +6,14 @@ mod fields;
 mod json;
 mod patch;
 mod reader;
+mod run;
 mod verifier;
 
 pub use create::{parse_create, NewGoal};
 pub use fields::MAX_OBJECTIVE_BYTES;
 pub use json::{parse_body, BodyError, MAX_DEPTH};
 pub use patch::{parse_patch, GoalPatch};
+pub use run::{parse_run_report, ReportedEscalation, ReportedRun, RunKey, MAX_RUN_KEY_CHARS};
 pub use verifier::{parse_verifier, NewVerifier};
 
 use super::goal::{Check, Mode};

@@ -238,6 +238,7 @@ impl Worker for MutantWorker {
                     output: Value::Null,
                     cost: MicroUsd::ZERO,
                     escalation: None,
+                    commitment_ms: None,
                 }),
                 (_, report) => report,
             }

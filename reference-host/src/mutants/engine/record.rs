@@ -63,6 +63,9 @@ pub(crate) fn record(
     let Some(before) = before else {
         return change;
     };
+    if let Some(change) = super::reported::commitment(mutant, run, now, &change) {
+        return Some(change);
+    }
     let verdict = match &run.outcome {
         RunOutcome::Judged(verdict) => Some(verdict),
         RunOutcome::Escalated => None,
@@ -243,6 +246,7 @@ pub(crate) fn record(
                         run_id: run.run_id.clone(),
                         cost: run.cost,
                         outcome: RunOutcome::Judged(holistic),
+                        commitment_ms: None,
                     };
                     return transition::record_run(
                         before,

@@ -1,0 +1,160 @@
+//! Reported runs (`POST {base}/{id}/runs`, PROFILE.md "Reported runs"): a
+//! run a person or another system executed is judged and recorded exactly
+//! as one the host dispatched. It goes through the same iteration (the
+//! fail-closed check, the reservation, the judge, the decision order, one
+//! verdict per run); only the worker call is replaced by the report.
+
+use std::sync::Arc;
+
+use super::idempotency::fingerprint;
+use super::iteration::{Iteration, Reported, Trigger};
+use super::{Engine, EngineError};
+use crate::arms::{Escalation, RunReport};
+use crate::domain::{Evaluation, Goal, GoalId, Mode, ReportedRun, RunId, Tenant};
+use crate::storage::RunEnd;
+
+/// The modes whose goals take reported runs. A `manual` goal has no
+/// runs but the ones somebody starts; the other modes' runs come from the
+/// host's own schedule, heartbeat or commitment, and a run from outside
+/// would run beside them.
+pub const TAKES_REPORTED_RUNS: [Mode; 1] = [Mode::Manual];
+
+/// The answer to a report: the run as recorded and the goal after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportOutcome {
+    pub run_id: RunId,
+    pub iteration: u64,
+    pub goal: Goal,
+    /// `None` when the run escalated (no verdict).
+    pub evaluation: Option<Evaluation>,
+    /// The run was reported before: this is that answer again.
+    pub replayed: bool,
+}
+
+impl Engine {
+    /// Judges and records a reported run. `body` is the request body the
+    /// report was parsed from (its fingerprint makes a report with a
+    /// `runId` idempotent). Runs in its own task, like `continue`, so a
+    /// caller that goes away cannot leave the run unrecorded.
+    pub async fn report_run(
+        self: &Arc<Self>,
+        tenant: &Tenant,
+        id: &GoalId,
+        report: ReportedRun,
+        body: &serde_json::Value,
+    ) -> Result<ReportOutcome, EngineError> {
+        let (run_id, fingerprint) = match &report.key {
+            Some(key) => (
+                RunId::for_reported(id, key.as_str()),
+                Some(fingerprint(body)),
+            ),
+            None => (RunId::generate(), None),
+        };
+        let reported = Reported {
+            tenant: tenant.clone(),
+            run_id,
+            fingerprint,
+            report: RunReport {
+                output: report.output,
+                cost: report.cost,
+                escalation: report.escalation.map(|escalation| Escalation {
+                    kind: escalation.kind,
+                    reason: escalation.reason,
+                }),
+                // Only manual goals take reported runs: nothing to commit.
+                commitment_ms: None,
+            },
+        };
+        let engine = Arc::clone(self);
+        let id = id.clone();
+        tokio::spawn(async move { engine.report_locked(&id, reported).await })
+            .await
+            .map_err(|error| EngineError::Internal(format!("report task failed: {error}")))?
+    }
+
+    async fn report_locked(
+        &self,
+        id: &GoalId,
+        reported: Reported,
+    ) -> Result<ReportOutcome, EngineError> {
+        let _guard = self.locks.lock(id).await;
+        let mut cancel = self.cancels.watch(id);
+        let goal = self.load_owned(&reported.tenant, id).await?;
+        if let Some(replay) = self.reported_before(&goal, &reported).await? {
+            return Ok(replay);
+        }
+        let mode = goal.continuation.mode;
+        let mode = self.faults.reported_mode(mode);
+        if !TAKES_REPORTED_RUNS.contains(&mode) {
+            return Err(EngineError::RunsNotAccepted {
+                mode: goal.continuation.mode.as_str(),
+            });
+        }
+        let run_id = reported.run_id.clone();
+        let trigger = Trigger::Report(Box::new(reported));
+        match self.iterate_locked(id, &trigger, &mut cancel).await? {
+            Iteration::Recorded {
+                goal,
+                evaluation,
+                iteration,
+            } => Ok(ReportOutcome {
+                run_id,
+                iteration,
+                goal: *goal,
+                evaluation,
+                replayed: false,
+            }),
+            // Closed under the run (abandoned, deadline) or just now (bounds
+            // used up): as `continue` answers.
+            Iteration::Discarded | Iteration::Closed => Err(EngineError::Terminal),
+            Iteration::Skipped => Err(EngineError::Internal("a report was skipped".into())),
+        }
+    }
+
+    /// The answer to a report sent before under the same `runId`: the
+    /// same run and verdict (the goal as it is now), a conflict when the
+    /// body differs, `None` when the run is new. Checked before the goal's
+    /// state, so a report that closed its goal is answered again rather
+    /// than refused as terminal.
+    async fn reported_before(
+        &self,
+        goal: &Goal,
+        reported: &Reported,
+    ) -> Result<Option<ReportOutcome>, EngineError> {
+        let Some(fingerprint) = &reported.fingerprint else {
+            return Ok(None);
+        };
+        let Some(stored) = self.lookup(|store| store.run(&reported.run_id))? else {
+            return Ok(None);
+        };
+        if stored.goal_id != goal.id || stored.report.as_ref() != Some(fingerprint) {
+            return Err(EngineError::RunConflict);
+        }
+        match stored.end {
+            Some(RunEnd::Recorded) => {}
+            // The goal closed under the run: the first report was refused
+            // as terminal, and so is this one.
+            Some(RunEnd::Discarded) => return Err(EngineError::Terminal),
+            // The goal's lock is held, so a run in flight was left by a
+            // crash; recovery at start records it.
+            None => {
+                return Err(EngineError::Internal(format!(
+                    "run {} is still in flight",
+                    reported.run_id
+                )))
+            }
+        }
+        let id = goal.id.clone();
+        let evaluations = self.db(move |store| store.evaluations(&id)).await?;
+        let evaluation = evaluations
+            .into_iter()
+            .find(|evaluation| evaluation.run_id == reported.run_id);
+        Ok(Some(ReportOutcome {
+            run_id: reported.run_id.clone(),
+            iteration: stored.iteration,
+            goal: goal.clone(),
+            evaluation,
+            replayed: true,
+        }))
+    }
+}
