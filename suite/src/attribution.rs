@@ -10,9 +10,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::ledger::{Attributed, RequirementOutcome};
 use crate::model::Scenario;
-use crate::report::exchange::FailedStep;
+use crate::outcome::{Attributed, FailedStep, RequirementOutcome};
 
 /// One check of the run that did not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]

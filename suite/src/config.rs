@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 
 use crate::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B};
 use crate::cli::RunArgs;
-use crate::error::StartError;
+use crate::error::start::StartError;
 use crate::loader::REQUIREMENTS_FILE;
 use crate::shuffle::TrialOrder;
 

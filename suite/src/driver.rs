@@ -16,11 +16,10 @@ use crate::attribution::{self, End, FailedCheck};
 use crate::discovery::Capabilities;
 use crate::error::{RunError, StepError};
 use crate::http::{Exchange, Http, Outgoing, OutgoingBody};
-use crate::ledger::{Outcome, RequirementOutcome};
 use crate::mock::MockServer;
 use crate::model::{Action, Body, Capture, Principal, Repeat, RequestStep, Scenario, Step, Target};
 use crate::observation::{self, Observation};
-use crate::report::exchange::{Check, FailedStep, Redactor};
+use crate::outcome::{Check, FailedStep, Outcome, Redactor, RequirementOutcome};
 use crate::template::{TemplateError, Vars};
 
 #[path = "driver_mock.rs"]

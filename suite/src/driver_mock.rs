@@ -16,7 +16,7 @@ use crate::error::{RunError, StepError};
 use crate::http::excerpt;
 use crate::mock::{MockServer, MockSession, Window};
 use crate::model::{Assertion, Capture, ClockFormat, MockStep, MockWindow, Repeat, Scenario};
-use crate::report::exchange::Check;
+use crate::outcome::Check;
 use crate::template::Vars;
 
 /// The seam whose advertisement promises calls to the mock.
@@ -214,7 +214,7 @@ impl Driver {
     pub(super) fn clock_value(&self, started: Instant, format: ClockFormat) -> Value {
         match format {
             ClockFormat::Ms => Value::from(crate::mock::elapsed_ms(started)),
-            ClockFormat::Rfc3339 => Value::from(crate::runner::timestamp((self.wall)())),
+            ClockFormat::Rfc3339 => Value::from(crate::timestamp::timestamp((self.wall)())),
         }
     }
 

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use crate::config::RunConfig;
 use crate::discovery::Capabilities;
-use crate::ledger::SkipReason;
 use crate::model::Scenario;
+use crate::outcome::SkipReason;
 
 /// The option `needs.options` names for `--webhook-secret`.
 pub const WEBHOOK_SECRET: &str = "webhook-secret";

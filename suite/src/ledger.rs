@@ -5,210 +5,9 @@
 //! report is computed from it once every trial has finished.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
-use std::time::Duration;
 
 use crate::model::{Requirement, Scenario};
-use crate::observation::Observation;
-use crate::report::exchange::FailedStep;
-
-/// Why a scenario or a requirement was not run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SkipReason {
-    /// The host does not advertise `agents.goals`, or a needed mode.
-    NotAdvertised,
-    /// A needed seam is not in `conformanceSeams.goals`.
-    SeamAbsent,
-    /// The scenario needs `--token-b`.
-    NeedsSecondTenant,
-    /// Its profile was not selected.
-    OptedOut,
-    /// A harness name filter or `--skip` left it out of this run.
-    Filtered,
-    /// A suite option it needs (e.g. `--webhook-secret`) was not given.
-    NotConfigured,
-}
-
-impl SkipReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SkipReason::NotAdvertised => "not-advertised",
-            SkipReason::SeamAbsent => "seam-absent",
-            SkipReason::NeedsSecondTenant => "needs-second-tenant",
-            SkipReason::OptedOut => "opted-out",
-            SkipReason::Filtered => "filtered",
-            SkipReason::NotConfigured => "not-configured",
-        }
-    }
-
-    /// Every reason, in the order the reports' legends list them.
-    pub const ALL: [SkipReason; 6] = [
-        SkipReason::NotAdvertised,
-        SkipReason::SeamAbsent,
-        SkipReason::NeedsSecondTenant,
-        SkipReason::NotConfigured,
-        SkipReason::OptedOut,
-        SkipReason::Filtered,
-    ];
-
-    /// The reason a keyword names (`as_str`'s inverse).
-    pub fn parse(keyword: &str) -> Option<SkipReason> {
-        SkipReason::ALL.into_iter().find(|r| r.as_str() == keyword)
-    }
-}
-
-impl fmt::Display for SkipReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How one scenario ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Pass,
-    /// The host broke a claim; the message says which.
-    Fail(String),
-    Skip(SkipReason),
-    /// The host could not be used (transport, timeout, garbage body).
-    Error(String),
-}
-
-impl Outcome {
-    pub fn keyword(&self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Fail(_) => "fail",
-            Outcome::Skip(_) => "skip",
-            Outcome::Error(_) => "error",
-        }
-    }
-
-    pub fn message(&self) -> Option<String> {
-        match self {
-            Outcome::Pass => None,
-            Outcome::Fail(message) | Outcome::Error(message) => Some(message.clone()),
-            Outcome::Skip(reason) => Some(reason.to_string()),
-        }
-    }
-}
-
-/// What one scenario run says about one requirement it names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RequirementOutcome {
-    /// Every check proving it ran and held.
-    Pass,
-    /// A blocking check proving it failed (a MUST requirement).
-    Fail(Attributed),
-    /// A check proving it failed and it is SHOULD: reported, never blocking.
-    Advisory(Attributed),
-    /// Its checks never ran: an earlier blocking check of another
-    /// requirement, or a setup check, failed. The reason names the step and
-    /// what failed there.
-    NotReached(String),
-    /// The host could not be used while its checks were pending.
-    Error(Attributed),
-}
-
-impl RequirementOutcome {
-    pub fn keyword(&self) -> &'static str {
-        match self {
-            RequirementOutcome::Pass => "pass",
-            RequirementOutcome::Fail(_) => "fail",
-            RequirementOutcome::Advisory(_) => "advisory",
-            RequirementOutcome::NotReached(_) => "not-reached",
-            RequirementOutcome::Error(_) => "error",
-        }
-    }
-
-    /// Why it did not pass.
-    pub fn message(&self) -> Option<&str> {
-        match self {
-            RequirementOutcome::Pass => None,
-            RequirementOutcome::Fail(why)
-            | RequirementOutcome::Advisory(why)
-            | RequirementOutcome::Error(why) => Some(&why.message),
-            RequirementOutcome::NotReached(reason) => Some(reason),
-        }
-    }
-
-    /// The step whose check failed (or errored on) this requirement, with
-    /// that check's exchange.
-    pub fn failed_step(&self) -> Option<&FailedStep> {
-        match self {
-            RequirementOutcome::Fail(why)
-            | RequirementOutcome::Advisory(why)
-            | RequirementOutcome::Error(why) => why.failed_step.as_deref(),
-            RequirementOutcome::Pass | RequirementOutcome::NotReached(_) => None,
-        }
-    }
-
-    /// What a whole-scenario outcome says about each requirement, for
-    /// scenarios that recorded nothing finer (skipped, never run, errored
-    /// before their first step).
-    pub fn from_outcome(outcome: &Outcome, failed_step: Option<&FailedStep>) -> Option<Self> {
-        let why = |message: &String| Attributed {
-            message: message.clone(),
-            failed_step: failed_step.cloned().map(Box::new),
-        };
-        match outcome {
-            Outcome::Pass => Some(RequirementOutcome::Pass),
-            Outcome::Fail(message) => Some(RequirementOutcome::Fail(why(message))),
-            Outcome::Error(message) => Some(RequirementOutcome::Error(why(message))),
-            Outcome::Skip(_) => None,
-        }
-    }
-}
-
-/// A failure or error pinned on a requirement: the message of the check
-/// that failed it and that check's step and exchange.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attributed {
-    pub message: String,
-    pub failed_step: Option<Box<FailedStep>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScenarioResult {
-    pub name: String,
-    pub outcome: Outcome,
-    /// Checks made (0 when not run).
-    pub checks: u32,
-    pub duration: Duration,
-    /// Time spent in `quietMs` steps.
-    pub quiet: Duration,
-    /// The step that failed or errored, with its exchange.
-    pub failed_step: Option<Box<FailedStep>>,
-    /// The suite's own counts next to the host's claims.
-    pub observations: Vec<Observation>,
-    /// Per requirement the scenario names, what this run says about it.
-    /// Empty when the scenario did not run (skipped, or errored before it
-    /// could): then `outcome` speaks for every requirement it names.
-    pub requirements: BTreeMap<String, RequirementOutcome>,
-}
-
-impl ScenarioResult {
-    /// What this run says about requirement `id`; `None` for a skip.
-    pub fn requirement(&self, id: &str) -> Option<RequirementOutcome> {
-        match self.requirements.get(id) {
-            Some(outcome) => Some(outcome.clone()),
-            None => RequirementOutcome::from_outcome(&self.outcome, self.failed_step.as_deref()),
-        }
-    }
-
-    pub fn skipped(name: &str, reason: SkipReason) -> ScenarioResult {
-        ScenarioResult {
-            name: name.to_string(),
-            outcome: Outcome::Skip(reason),
-            checks: 0,
-            duration: Duration::ZERO,
-            quiet: Duration::ZERO,
-            failed_step: None,
-            observations: Vec::new(),
-            requirements: BTreeMap::new(),
-        }
-    }
-}
+use crate::outcome::{DispositionKind, Outcome, RequirementOutcome, ScenarioResult, SkipReason};
 
 /// The disposition of one requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,15 +26,19 @@ pub enum Disposition {
 }
 
 impl Disposition {
-    pub fn keyword(self) -> &'static str {
+    pub fn kind(self) -> DispositionKind {
         match self {
-            Disposition::Pass => "pass",
-            Disposition::Fail => "fail",
-            Disposition::Advisory => "advisory",
-            Disposition::NotReached => "not-reached",
-            Disposition::Skip(_) => "skip",
-            Disposition::Error => "error",
+            Disposition::Pass => DispositionKind::Pass,
+            Disposition::Fail => DispositionKind::Fail,
+            Disposition::Advisory => DispositionKind::Advisory,
+            Disposition::NotReached => DispositionKind::NotReached,
+            Disposition::Skip(_) => DispositionKind::Skip,
+            Disposition::Error => DispositionKind::Error,
         }
+    }
+
+    pub fn keyword(self) -> &'static str {
+        self.kind().as_str()
     }
 
     pub fn reason(self) -> Option<SkipReason> {
@@ -423,21 +226,18 @@ pub fn deciding<'a>(
     ledger: &'a Ledger,
 ) -> Option<(&'a str, RequirementOutcome)> {
     let wanted = match result.disposition {
-        Disposition::Fail => "fail",
-        Disposition::Error => "error",
-        Disposition::NotReached => "not-reached",
-        Disposition::Advisory => "advisory",
         Disposition::Pass | Disposition::Skip(_) => return None,
+        decided => decided.kind(),
     };
     result.scenarios.iter().find_map(|name| {
         let scenario = ledger.get(name)?;
         let outcome = scenario.requirement(&result.requirement.id)?;
-        let keyword = match (&outcome, wanted) {
+        let kind = match (&outcome, wanted) {
             // A SHOULD requirement's failure is its advisory.
-            (RequirementOutcome::Fail(_), "advisory") => "advisory",
-            (outcome, _) => outcome.keyword(),
+            (RequirementOutcome::Fail(_), DispositionKind::Advisory) => DispositionKind::Advisory,
+            (outcome, _) => outcome.kind(),
         };
-        (keyword == wanted).then_some((scenario.name.as_str(), outcome))
+        (kind == wanted).then_some((scenario.name.as_str(), outcome))
     })
 }
 
@@ -503,7 +303,9 @@ pub fn summarize(
 mod tests {
     use super::*;
     use crate::model::Needs;
+    use crate::outcome::{Attributed, FailedStep};
     use std::path::PathBuf;
+    use std::time::Duration;
 
     fn requirement(id: &str) -> Requirement {
         Requirement {

@@ -30,12 +30,14 @@ pub mod mock;
 pub mod model;
 pub mod mutation;
 pub mod observation;
+pub mod outcome;
 pub mod report;
 pub mod runner;
 pub mod shuffle;
 pub mod template;
+pub mod timestamp;
 pub mod validate;
 
 pub use config::{HostChoice, RunConfig};
-pub use error::StartError;
+pub use error::start::StartError;
 pub use runner::{run, RunOutcome};

@@ -252,6 +252,18 @@ struct RawRegistry {
     _profile_version: Option<String>,
 }
 
+/// `profileVersion` of the requirements registry a run judges by: the
+/// scenarios folder's, or the embedded one when no folder is given. `None`
+/// when it names none (an ad-hoc folder, not a published profile).
+pub fn profile_version(scenarios_dir: Option<&Path>) -> Option<String> {
+    let text = match scenarios_dir {
+        Some(dir) => std::fs::read_to_string(dir.join(REQUIREMENTS_FILE)).ok()?,
+        None => crate::embedded::file(REQUIREMENTS_FILE)?.to_string(),
+    };
+    let document: Value = serde_json::from_str(&text).ok()?;
+    document.get("profileVersion")?.as_str().map(str::to_string)
+}
+
 pub fn load_requirements(path: &Path, schemas: &Schemas) -> Result<Vec<Requirement>, LoadError> {
     requirements_from(path, read_json(path)?, schemas)
 }

@@ -9,9 +9,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{invalid, LoadError};
-use crate::mock::MockScript;
 use crate::model::{
-    Action, Capture, Expect, MockStep, MockWindow, Needs, ObservationSpec, Repeat, Scenario, Target,
+    Action, Capture, Expect, MockScript, MockStep, MockWindow, Needs, ObservationSpec, Repeat,
+    Scenario, Target,
 };
 use crate::template::{names_in_str, names_in_value};
 

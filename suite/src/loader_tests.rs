@@ -608,3 +608,19 @@ fn a_quiet_step_proves_nothing() {
     let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/q.json", &file)]);
     assert!(matches!(error, LoadError::Invalid { .. }), "{error:?}");
 }
+
+#[test]
+fn the_profile_version_comes_from_requirements_json() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    assert_eq!(profile_version(Some(dir.path())), None);
+    std::fs::write(
+        dir.path().join(REQUIREMENTS_FILE),
+        r#"{"profileVersion": "1.0", "requirements": []}"#,
+    )
+    .expect("write");
+    assert_eq!(profile_version(Some(dir.path())).as_deref(), Some("1.0"));
+    std::fs::write(dir.path().join(REQUIREMENTS_FILE), "[]").expect("write");
+    assert_eq!(profile_version(Some(dir.path())), None);
+    // The embedded registry is the published profile.
+    assert_eq!(profile_version(None).as_deref(), Some("1.0"));
+}

@@ -17,15 +17,18 @@ use crate::bundled::BundledHost;
 use crate::config::{HostChoice, RunConfig};
 use crate::discovery::{self, Capabilities, Discovery, DISCOVERY_PATH};
 use crate::driver::{Driver, HostTarget};
-use crate::error::{RunError, StartError};
+use crate::error::start::StartError;
+use crate::error::RunError;
 use crate::gate::{self, gate};
 use crate::http::{Http, DEFAULT_BODY_CAP};
-use crate::ledger::{self, Ledger, Outcome, ScenarioResult, SkipReason};
+use crate::ledger::{self, Ledger};
 use crate::loader::{self, Catalog, LoadError};
 use crate::mock::MockServer;
 use crate::model::Scenario;
+use crate::outcome::{Outcome, ScenarioResult, SkipReason};
 use crate::report::{self, HostInfo, ReportInput, RunOrder, RunReport};
 use crate::shuffle;
+use crate::timestamp::timestamp;
 
 pub const REPORT_JSON: &str = "report.json";
 pub const REPORT_JUNIT: &str = "junit.xml";
@@ -103,15 +106,6 @@ fn lock(ledger: &Mutex<Ledger>) -> MutexGuard<'_, Ledger> {
     ledger
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-pub fn timestamp(at: OffsetDateTime) -> String {
-    const FORMAT: &[time::format_description::BorrowedFormatItem<'static>] = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    at.to_offset(time::UtcOffset::UTC)
-        .format(FORMAT)
-        .unwrap_or_else(|_| at.unix_timestamp().to_string())
 }
 
 fn nonce() -> String {
@@ -273,10 +267,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     let mut report = build_report(
         &plan,
         &ledger,
-        match &config.scenarios_dir {
-            Some(dir) => profile_version(dir),
-            None => crate::embedded::profile_version(),
-        },
+        loader::profile_version(config.scenarios_dir.as_deref()),
         HostInfo {
             url: base_url,
             discovery_sha256: discovery.sha256.clone(),
@@ -338,15 +329,6 @@ pub fn filtered_out(harness: &libtest_mimic::Arguments, trials: &[Trial]) -> BTr
         .filter(|trial| harness.is_filtered_out(trial))
         .map(|trial| trial.name().to_string())
         .collect()
-}
-
-/// `profileVersion` of `requirements.json` in the scenarios folder. The
-/// loader has already read and checked that file, so any problem here only
-/// means "unversioned".
-pub fn profile_version(scenarios_dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(scenarios_dir.join(loader::REQUIREMENTS_FILE)).ok()?;
-    let document: serde_json::Value = serde_json::from_str(&text).ok()?;
-    document.get("profileVersion")?.as_str().map(str::to_string)
 }
 
 /// Where PROFILE.md (beside the scenarios folder) is, relative to the
@@ -654,20 +636,6 @@ mod tests {
             relative_path(Path::new("/tmp/r"), Path::new("/w/PROFILE.md")),
             "../../w/PROFILE.md"
         );
-    }
-
-    #[test]
-    fn the_profile_version_comes_from_requirements_json() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        assert_eq!(profile_version(dir.path()), None);
-        std::fs::write(
-            dir.path().join(loader::REQUIREMENTS_FILE),
-            r#"{"profileVersion": "1.0", "requirements": []}"#,
-        )
-        .expect("write");
-        assert_eq!(profile_version(dir.path()).as_deref(), Some("1.0"));
-        std::fs::write(dir.path().join(loader::REQUIREMENTS_FILE), "[]").expect("write");
-        assert_eq!(profile_version(dir.path()), None);
     }
 
     #[test]

@@ -9,9 +9,9 @@ use std::time::Duration;
 use goalpost::discovery::Capabilities;
 use goalpost::driver::{Driver, HostTarget, ScenarioRun};
 use goalpost::http::{Http, DEFAULT_BODY_CAP};
-use goalpost::ledger::Outcome;
 use goalpost::loader::load_scenario;
-use goalpost::report::exchange::FailedStep;
+use goalpost::outcome::exchange::FailedStep;
+use goalpost::outcome::Outcome;
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 use support::{FakeOptions, BASE, TOKEN_A, TOKEN_B};
@@ -66,7 +66,7 @@ fn step(run: &ScenarioRun) -> &FailedStep {
         .unwrap_or_else(|| panic!("no failed step recorded: {:?}", run.outcome))
 }
 
-fn header<'a>(headers: &'a [goalpost::report::exchange::Header], name: &str) -> Option<&'a str> {
+fn header<'a>(headers: &'a [goalpost::outcome::exchange::Header], name: &str) -> Option<&'a str> {
     headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case(name))

@@ -125,7 +125,7 @@ fn run_suite(mutant: Option<Mutant>, profiles: &BTreeSet<String>) -> Result<Disp
         }
         dispositions
             .of
-            .insert(requirement.id, requirement.disposition);
+            .insert(requirement.id, requirement.disposition.to_string());
     }
     Ok(dispositions)
 }

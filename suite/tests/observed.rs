@@ -14,9 +14,9 @@ use axum::{Json, Router};
 use goalpost::discovery::Capabilities;
 use goalpost::driver::{Driver, HostTarget, ScenarioRun};
 use goalpost::http::{Http, DEFAULT_BODY_CAP};
-use goalpost::ledger::Outcome;
 use goalpost::loader::load_scenario;
 use goalpost::mock::{MockConfig, MockServer};
+use goalpost::outcome::Outcome;
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 

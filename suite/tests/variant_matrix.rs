@@ -178,7 +178,7 @@ fn run_suite(variant: Variant) -> Result<Run, String> {
             Ended {
                 profile: requirement.profile,
                 level: requirement.level,
-                disposition: requirement.disposition,
+                disposition: requirement.disposition.to_string(),
                 why,
             },
         );

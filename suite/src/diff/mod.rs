@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
+use crate::outcome::DispositionKind;
 use crate::report::{RequirementReport, RunReport};
 
 /// One requirement whose disposition moved.
@@ -19,7 +20,8 @@ pub struct Change {
     /// `None`: not in that report.
     pub old: Option<String>,
     pub new: Option<String>,
-    /// Why the new disposition is not a pass, when the new report says.
+    /// Why the new disposition is broken, when the new report says;
+    /// `None` when the new disposition is not broken.
     pub message: Option<String>,
 }
 
@@ -45,11 +47,17 @@ pub struct Diff {
 
 /// A disposition that says the host broke the requirement (or could not be
 /// shown to hold it because something else broke first).
-pub fn broken(disposition: &str) -> bool {
-    matches!(disposition, "fail" | "error" | "not-reached" | "advisory")
+pub fn broken(disposition: &DispositionKind) -> bool {
+    !matches!(disposition, DispositionKind::Pass | DispositionKind::Skip)
 }
 
-fn shown(disposition: &str, reason: Option<&String>) -> String {
+/// The new report's reason for a broken disposition (a pass or skip has
+/// none worth repeating).
+fn broken_message(now: &RequirementReport) -> Option<String> {
+    now.message.clone().filter(|_| broken(&now.disposition))
+}
+
+fn shown(disposition: &DispositionKind, reason: Option<&String>) -> String {
     match reason {
         Some(reason) => format!("{disposition} ({reason})"),
         None => disposition.to_string(),
@@ -90,11 +98,13 @@ impl Diff {
                 level: now.level.clone(),
                 old: Some(old_shown),
                 new: Some(new_shown),
-                message: now.message.clone(),
+                message: broken_message(now),
             };
             match (broken(&was.disposition), broken(&now.disposition)) {
                 (false, true) => diff.regressed.push(change),
-                (true, false) if now.disposition == "pass" => diff.recovered.push(change),
+                (true, false) if now.disposition == DispositionKind::Pass => {
+                    diff.recovered.push(change)
+                }
                 _ => diff.changed.push(change),
             }
         }
@@ -107,7 +117,7 @@ impl Diff {
                 level: now.level.clone(),
                 old: None,
                 new: Some(shown(&now.disposition, now.reason.as_ref())),
-                message: now.message.clone(),
+                message: broken_message(now),
             };
             if broken(&now.disposition) {
                 diff.regressed.push(change.clone());
@@ -166,10 +176,8 @@ fn write_group(out: &mut impl Write, title: &str, changes: &[&Change]) -> io::Re
         let to = change.new.as_deref().unwrap_or("absent");
         write!(out, "  {} {}: {from} → {to}", change.id, change.level)?;
         match &change.message {
-            Some(message) if change.new.as_deref().is_some_and(broken) => {
-                writeln!(out, ": {message}")?
-            }
-            _ => writeln!(out)?,
+            Some(message) => writeln!(out, ": {message}")?,
+            None => writeln!(out)?,
         }
     }
     Ok(())

@@ -11,7 +11,7 @@ fn requirement(
         id: id.to_string(),
         profile: id.split('.').next().unwrap_or_default().to_string(),
         level: level.to_string(),
-        disposition: disposition.to_string(),
+        disposition: DispositionKind::parse(disposition).expect("a disposition"),
         reason: reason.map(str::to_string),
         message: (disposition != "pass" && disposition != "skip").then(|| format!("{id} broke")),
         ..RequirementReport::default()
@@ -25,7 +25,7 @@ fn report(requirements: Vec<RequirementReport>) -> RunReport {
     let certified = requirements
         .iter()
         .filter(|r| r.level == "MUST")
-        .all(|r| r.disposition == "pass");
+        .all(|r| r.disposition == DispositionKind::Pass);
     report.profiles.insert(
         "core".to_string(),
         ProfileReport {

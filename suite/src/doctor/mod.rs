@@ -11,12 +11,13 @@ use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 
 use crate::discovery::{self, Capabilities, Discovery};
-use crate::error::{RunError, StartError};
+use crate::error::start::StartError;
+use crate::error::RunError;
 use crate::gate::{gate, WEBHOOK_SECRET};
 use crate::http::{Exchange, Http, Outgoing, OutgoingBody, DEFAULT_BODY_CAP};
-use crate::ledger::SkipReason;
 use crate::loader::Catalog;
 use crate::model::Scenario;
+use crate::outcome::SkipReason;
 use crate::report::legend::PROFILE_DOCUMENT;
 
 /// What `doctor` is pointed at.

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::mock::{Answer, AnswerBody, CallRecord, Endpoint, Log, SecretCheck, Window};
+use crate::mock::{CallRecord, Log, SecretCheck, Window};
+use crate::model::mock_script::{Answer, AnswerBody, Endpoint};
 
 /// What a step's "response" is known to look like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::outcome::DispositionKind;
 use crate::report::escape::markup as escape;
 use crate::report::html::csp_hash;
 use crate::report::read::ReadError;
@@ -22,7 +23,14 @@ pub const HTML_FILE: &str = "matrix.html";
 pub const MARKDOWN_FILE: &str = "matrix.md";
 /// Dispositions from worst to best: the order a sort by a host's column
 /// puts rows in, and the filter's options.
-const ORDER: &[&str] = &["fail", "error", "not-reached", "advisory", "skip", "pass"];
+const ORDER: &[DispositionKind] = &[
+    DispositionKind::Fail,
+    DispositionKind::Error,
+    DispositionKind::NotReached,
+    DispositionKind::Advisory,
+    DispositionKind::Skip,
+    DispositionKind::Pass,
+];
 
 /// One host: its report and where its report.html is from the output folder.
 #[derive(Debug, Clone)]
@@ -157,14 +165,14 @@ fn profiles(columns: &[Column]) -> Vec<String> {
 /// own article, or the page itself.
 fn failure_link(column: &Column, requirement: &RequirementReport) -> Option<String> {
     let page = column.report_html.as_ref()?;
-    let anchor = match requirement.disposition.as_str() {
-        "advisory" => Some(format!("requirement-{}", requirement.id)),
-        "fail" | "error" => requirement
+    let anchor = match requirement.disposition {
+        DispositionKind::Advisory => Some(format!("requirement-{}", requirement.id)),
+        DispositionKind::Fail | DispositionKind::Error => requirement
             .failed_check
             .as_ref()
             .map(|check| format!("scenario-{}", check.scenario)),
-        "not-reached" => None,
-        _ => return None,
+        DispositionKind::NotReached => None,
+        DispositionKind::Pass | DispositionKind::Skip => return None,
     };
     Some(match anchor {
         Some(anchor) => format!("{page}#{anchor}"),
@@ -172,10 +180,10 @@ fn failure_link(column: &Column, requirement: &RequirementReport) -> Option<Stri
     })
 }
 
-fn disposition_rank(disposition: &str) -> usize {
+fn disposition_rank(disposition: &DispositionKind) -> usize {
     ORDER
         .iter()
-        .position(|known| *known == disposition)
+        .position(|known| known == disposition)
         .unwrap_or(ORDER.len())
 }
 
@@ -305,7 +313,7 @@ fn html_row(columns: &[Column], row: &Row<'_>) -> String {
             html.push_str("<td data-sort=\"9\" class=\"absent\">—</td>");
             continue;
         };
-        let disposition = escape(&cell.disposition);
+        let disposition = escape(cell.disposition.as_str());
         let badge = format!("<span class=\"badge {disposition}\">{disposition}</span>");
         let badge = match failure_link(column, cell) {
             Some(href) => format!(
@@ -386,7 +394,7 @@ pub fn markdown_page(columns: &[Column]) -> String {
                 Some(cell) => {
                     let word = match &cell.reason {
                         Some(reason) => format!("{} ({})", cell.disposition, reason),
-                        None => cell.disposition.clone(),
+                        None => cell.disposition.to_string(),
                     };
                     match failure_link(column, cell) {
                         Some(href) => format!("[{}]({href})", md(&word)),

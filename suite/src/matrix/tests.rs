@@ -7,7 +7,7 @@ fn requirement(id: &str, level: &str, disposition: &str) -> RequirementReport {
         profile: id.split('.').next().unwrap_or_default().to_string(),
         level: level.to_string(),
         text: format!("{id} <holds>"),
-        disposition: disposition.to_string(),
+        disposition: DispositionKind::parse(disposition).expect("a disposition"),
         reason: (disposition == "skip").then(|| "seam-absent".to_string()),
         message: (disposition == "fail").then(|| "it broke".to_string()),
         failed_check: (disposition == "fail").then(|| FailedCheck {
@@ -25,11 +25,11 @@ fn column(label: &str, requirements: Vec<RequirementReport>, html: bool) -> Colu
     report.profile_version = Some("1.0".to_string());
     let fail = requirements
         .iter()
-        .filter(|r| r.disposition == "fail")
+        .filter(|r| r.disposition == DispositionKind::Fail)
         .count() as u32;
     let pass = requirements
         .iter()
-        .filter(|r| r.disposition == "pass")
+        .filter(|r| r.disposition == DispositionKind::Pass)
         .count() as u32;
     report.profiles.insert(
         "core".to_string(),

@@ -1,42 +1,14 @@
 //! The suite's error types.
 //!
-//! Two families: [`StartError`] means the run could not start (exit 2), and
+//! Two families: [`start::StartError`] means the run could not start (exit 2), and
 //! [`StepError`] is how one step of a running scenario goes wrong, split the
 //! way dispositions are: a [`StepError::Failure`] is the host answering
 //! something the profile forbids (the scenario fails), a [`StepError::Error`]
 //! is the host not answering usably at all (the scenario errors).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::loader::LoadError;
-
-/// Why a run could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("{0}")]
-    Config(String),
-    #[error("cannot compile the JSON Schemas: {0}")]
-    Schemas(#[from] goalpost_schemas::SchemaError),
-    #[error(transparent)]
-    Load(#[from] LoadError),
-    #[error("cannot fetch the discovery document: {0}")]
-    Discovery(RunError),
-    #[error("cannot start the bundled reference host: {0}")]
-    BundledHost(String),
-    #[error("cannot start the async runtime: {0}")]
-    Runtime(std::io::Error),
-    #[error("cannot build the HTTP client: {0}")]
-    Client(String),
-    #[error("cannot start the webhook mock: {0}")]
-    Mock(#[from] crate::mock::MockError),
-    #[error("cannot write reports to {}: {source}", path.display())]
-    Report {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
+pub mod start;
 
 /// The host could not be used: nothing can be concluded from this exchange.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::mock::MockScript;
+pub mod mock_script;
+
+pub use mock_script::MockScript;
 
 /// One scenario file, parsed.
 #[derive(Debug, Clone, PartialEq)]
