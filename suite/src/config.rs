@@ -9,9 +9,10 @@ use time::OffsetDateTime;
 
 use crate::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B};
 use crate::cli::RunArgs;
-use crate::error::start::StartError;
-use crate::loader::REQUIREMENTS_FILE;
+use crate::run::gate::WEBHOOK_SECRET;
+use crate::run::loader::REQUIREMENTS_FILE;
 use crate::shuffle::TrialOrder;
+use crate::start::StartError;
 
 /// Trials run at once unless `--test-threads` says otherwise. Scenarios
 /// spend their time waiting on the host, not computing, so this is more
@@ -86,6 +87,17 @@ fn made_up_secret() -> String {
 }
 
 impl RunConfig {
+    /// The suite options (as `needs.options` names them) this run was given.
+    pub fn options_given(&self) -> BTreeSet<String> {
+        let mut given = BTreeSet::new();
+        // The bundled host always gets a made-up secret, so this is only ever
+        // missing against a remote host started without `--webhook-secret`.
+        if self.callback.secret.is_some() {
+            given.insert(WEBHOOK_SECRET.to_string());
+        }
+        given
+    }
+
     /// The configuration for a run against the bundled host with every
     /// default, as the reference-host test and `goalpost run` without
     /// options use it.
@@ -411,5 +423,18 @@ mod tests {
         .unwrap();
         assert_eq!(config.scenarios_dir, None);
         assert_eq!(config.report_dir, outside.join("reports").join("latest"));
+    }
+
+    #[test]
+    fn the_webhook_secret_option_is_given_with_a_secret() {
+        let harness = libtest_mimic::Arguments::default();
+        let mut config = RunConfig::bundled(PathBuf::from("s"), PathBuf::from("r"), harness);
+        assert_eq!(
+            config.options_given(),
+            BTreeSet::from([WEBHOOK_SECRET.to_string()]),
+            "the bundled host gets a secret"
+        );
+        config.callback.secret = None;
+        assert!(config.options_given().is_empty());
     }
 }

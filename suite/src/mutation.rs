@@ -15,7 +15,7 @@
 
 use std::io::{self, Write};
 
-use crate::loader::Catalog;
+use crate::run::loader::Catalog;
 
 /// The mutants that break `requirement`'s own rule, in registry order.
 pub fn mutants_for(requirement: &str) -> Vec<String> {

@@ -15,19 +15,19 @@ use time::OffsetDateTime;
 
 use crate::bundled::BundledHost;
 use crate::config::{HostChoice, RunConfig};
-use crate::discovery::{self, Capabilities, Discovery, DISCOVERY_PATH};
-use crate::driver::{Driver, HostTarget};
-use crate::error::start::StartError;
 use crate::error::RunError;
-use crate::gate::{self, gate};
 use crate::http::{Http, DEFAULT_BODY_CAP};
-use crate::ledger::{self, Ledger};
-use crate::loader::{self, Catalog, LoadError};
 use crate::mock::MockServer;
 use crate::model::Scenario;
-use crate::outcome::{Outcome, ScenarioResult, SkipReason};
 use crate::report::{self, HostInfo, ReportInput, RunOrder, RunReport};
+use crate::run::discovery::{self, Capabilities, Discovery, DISCOVERY_PATH};
+use crate::run::driver::{Driver, HostTarget};
+use crate::run::gate::gate;
+use crate::run::ledger::{self, Ledger};
+use crate::run::loader::{self, Catalog, LoadError};
+use crate::run::outcome::{Outcome, ScenarioResult, SkipReason};
 use crate::shuffle;
+use crate::start::StartError;
 use crate::timestamp::timestamp;
 
 pub const REPORT_JSON: &str = "report.json";
@@ -184,7 +184,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         token_b: config.token_b.clone(),
     });
     let mut driver = Driver::new(http, target, plan.schemas.clone(), config.timeout_scale);
-    let options = gate::options_given(&config);
+    let options = config.options_given();
     let mock = if !config.harness.list
         && needs_mock(&plan, &discovery, config.token_b.is_some(), &options)
     {

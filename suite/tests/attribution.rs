@@ -8,12 +8,12 @@ mod support;
 
 use std::sync::Arc;
 
-use goalpost::discovery::Capabilities;
-use goalpost::driver::{Driver, HostTarget, ScenarioRun};
 use goalpost::http::{Http, DEFAULT_BODY_CAP};
-use goalpost::loader::load_scenario;
 use goalpost::model::Requirement;
-use goalpost::outcome::{Outcome, RequirementOutcome};
+use goalpost::run::discovery::Capabilities;
+use goalpost::run::driver::{Driver, HostTarget, ScenarioRun};
+use goalpost::run::loader::load_scenario;
+use goalpost::run::outcome::{Outcome, RequirementOutcome};
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 use support::{FakeOptions, BASE, TOKEN_A, TOKEN_B};

@@ -6,12 +6,12 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use goalpost::discovery::Capabilities;
-use goalpost::driver::{Driver, HostTarget, ScenarioRun};
 use goalpost::http::{Http, DEFAULT_BODY_CAP};
-use goalpost::loader::load_scenario;
-use goalpost::outcome::exchange::FailedStep;
-use goalpost::outcome::Outcome;
+use goalpost::run::discovery::Capabilities;
+use goalpost::run::driver::{Driver, HostTarget, ScenarioRun};
+use goalpost::run::loader::load_scenario;
+use goalpost::run::outcome::exchange::FailedStep;
+use goalpost::run::outcome::Outcome;
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 use support::{FakeOptions, BASE, TOKEN_A, TOKEN_B};
@@ -66,7 +66,10 @@ fn step(run: &ScenarioRun) -> &FailedStep {
         .unwrap_or_else(|| panic!("no failed step recorded: {:?}", run.outcome))
 }
 
-fn header<'a>(headers: &'a [goalpost::outcome::exchange::Header], name: &str) -> Option<&'a str> {
+fn header<'a>(
+    headers: &'a [goalpost::run::outcome::exchange::Header],
+    name: &str,
+) -> Option<&'a str> {
     headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case(name))

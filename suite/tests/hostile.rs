@@ -55,7 +55,7 @@ fn count_suite_panics() {
 /// document can gate every scenario in.
 fn everything_needed() -> (Vec<String>, Vec<String>) {
     let schemas = goalpost_schemas::Schemas::embedded().expect("schemas");
-    let catalog = goalpost::loader::load(&scenarios(), &schemas).expect("scenarios load");
+    let catalog = goalpost::run::loader::load(&scenarios(), &schemas).expect("scenarios load");
     let mut modes = BTreeSet::new();
     let mut seams = BTreeSet::new();
     for scenario in &catalog.scenarios {
@@ -108,7 +108,7 @@ fn run_against(misbehaviour: Misbehaviour, scope: Scope) -> (RunReport, u8, Dura
             .into_owned(),
     );
     let schemas = goalpost_schemas::Schemas::embedded().expect("schemas");
-    let count = goalpost::loader::load(&scenarios(), &schemas)
+    let count = goalpost::run::loader::load(&scenarios(), &schemas)
         .expect("scenarios load")
         .scenarios
         .len();

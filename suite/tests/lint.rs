@@ -7,7 +7,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use goalpost::lint::{self, Finding, Rule};
+use goalpost::commands::lint::{self, Finding, Rule};
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 

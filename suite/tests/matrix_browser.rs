@@ -119,9 +119,9 @@ fn the_matrix_filters_in_a_browser_and_links_failures() {
     let two = host(dir.path(), "two", &[("core.a", "fail"), ("core.b", "pass")]);
     let out = dir.path().join("matrix");
     std::fs::create_dir_all(&out).unwrap();
-    let columns = goalpost::matrix::columns(&[one, two], &out).unwrap();
-    goalpost::matrix::write(&columns, &out).unwrap();
-    let page = out.join(goalpost::matrix::HTML_FILE);
+    let columns = goalpost::commands::matrix::columns(&[one, two], &out).unwrap();
+    goalpost::commands::matrix::write(&columns, &out).unwrap();
+    let page = out.join(goalpost::commands::matrix::HTML_FILE);
 
     let dom = dump_dom(&page, "");
     assert_eq!(visible(&dom), ["core.a", "core.b"], "{dom}");

@@ -11,12 +11,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use goalpost::discovery::Capabilities;
-use goalpost::driver::{Driver, HostTarget, ScenarioRun};
 use goalpost::http::{Http, DEFAULT_BODY_CAP};
-use goalpost::loader::load_scenario;
 use goalpost::mock::{MockConfig, MockServer};
-use goalpost::outcome::Outcome;
+use goalpost::run::discovery::Capabilities;
+use goalpost::run::driver::{Driver, HostTarget, ScenarioRun};
+use goalpost::run::loader::load_scenario;
+use goalpost::run::outcome::Outcome;
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 

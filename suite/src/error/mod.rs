@@ -1,14 +1,12 @@
 //! The suite's error types.
 //!
-//! Two families: [`start::StartError`] means the run could not start (exit 2), and
+//! Two families: [`crate::start::StartError`] means the run could not start (exit 2), and
 //! [`StepError`] is how one step of a running scenario goes wrong, split the
 //! way dispositions are: a [`StepError::Failure`] is the host answering
 //! something the profile forbids (the scenario fails), a [`StepError::Error`]
 //! is the host not answering usably at all (the scenario errors).
 
 use std::time::Duration;
-
-pub mod start;
 
 /// The host could not be used: nothing can be concluded from this exchange.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -8,7 +8,7 @@
 use std::io::{self, IsTerminal};
 
 use super::{ProfileReport, RunReport};
-use crate::outcome::DispositionKind;
+use crate::run::outcome::DispositionKind;
 
 /// How the summary is printed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -18,8 +18,8 @@ use sha2::{Digest, Sha256};
 use super::escape::markup as escape;
 use super::legend::{self, DISPOSITIONS};
 use super::{ProfileReport, RequirementReport, RunReport, ScenarioReport};
-use crate::outcome::exchange::{FailedStep, Header, RecordedBody};
-use crate::outcome::DispositionKind;
+use crate::run::outcome::exchange::{FailedStep, Header, RecordedBody};
+use crate::run::outcome::DispositionKind;
 
 const STYLE: &str = include_str!("html/style.css");
 const SCRIPT: &str = include_str!("html/filter.js");
@@ -773,13 +773,14 @@ mod tests {
     #[test]
     fn observations_sit_under_their_requirement() {
         let mut report = sample::report();
-        report.requirements[0].observations = vec![crate::observation::RequirementObservation {
-            scenario: "core::create".to_string(),
-            what: "arm calls <b>".to_string(),
-            suite: serde_json::json!(3),
-            host: Some(serde_json::json!(4)),
-            agree: Some(false),
-        }];
+        report.requirements[0].observations =
+            vec![crate::run::outcome::observation::RequirementObservation {
+                scenario: "core::create".to_string(),
+                what: "arm calls <b>".to_string(),
+                suite: serde_json::json!(3),
+                host: Some(serde_json::json!(4)),
+                agree: Some(false),
+            }];
         let html = written(&report);
         assert!(html.contains(
             "<tr><td>arm calls &lt;b&gt;</td><td><code>3</code></td><td><code>4</code></td><td><span class=\"disagree\">differ</span></td></tr>"

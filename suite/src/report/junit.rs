@@ -14,7 +14,7 @@ use std::io;
 
 use super::escape::markup as escape;
 use super::{legend, RequirementReport, RunReport, ScenarioReport};
-use crate::outcome::{DispositionKind, OutcomeKind};
+use crate::run::outcome::{DispositionKind, OutcomeKind};
 
 pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
     let mut by_profile: BTreeMap<&str, Vec<&ScenarioReport>> = BTreeMap::new();

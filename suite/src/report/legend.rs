@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::outcome::{DispositionKind, SkipReason};
+use crate::run::outcome::{DispositionKind, SkipReason};
 
 /// The profile document every `section` link points into, relative to the
 /// repository root.

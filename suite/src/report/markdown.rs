@@ -11,7 +11,7 @@
 use std::io;
 
 use super::{legend, ProfileReport, RunReport, ScenarioReport};
-use crate::outcome::DispositionKind;
+use crate::run::outcome::DispositionKind;
 
 /// Failures listed in full; the rest are counted (a PR comment has a size
 /// limit, and report.html has them all).
@@ -418,7 +418,7 @@ mod tests {
         let mut report = sample::report();
         report
             .scenarios
-            .retain(|s| s.outcome == crate::outcome::OutcomeKind::Pass);
+            .retain(|s| s.outcome == crate::run::outcome::OutcomeKind::Pass);
         for profile in report.profiles.values_mut() {
             profile.certified = profile.selected;
         }

@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::{Disposition, Ledger, ProfileSummary, RequirementResult};
 use crate::model::Scenario;
-use crate::observation::{Observation, RequirementObservation};
-use crate::outcome::{DispositionKind, FailedStep, Outcome, OutcomeKind};
+use crate::run::ledger::{Disposition, Ledger, ProfileSummary, RequirementResult};
+use crate::run::outcome::observation::{Observation, RequirementObservation};
+use crate::run::outcome::{DispositionKind, FailedStep, Outcome, OutcomeKind};
 
 pub const SUITE_NAME: &str = "goalpost";
 pub const SUITE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -190,7 +190,7 @@ pub struct FailedCheck {
 impl RequirementReport {
     fn new(result: &RequirementResult, ledger: &Ledger) -> Self {
         let requirement = &result.requirement;
-        let deciding = crate::ledger::deciding(result, ledger);
+        let deciding = crate::run::ledger::deciding(result, ledger);
         let failed_step: Option<Box<FailedStep>> = deciding
             .as_ref()
             .and_then(|(_, outcome)| outcome.failed_step().cloned().map(Box::new));
@@ -235,7 +235,7 @@ impl RequirementReport {
             failed_step,
             mutation_verified: Some(crate::mutation::verified(&requirement.id)),
             mutants: crate::mutation::mutants_for(&requirement.id),
-            observations: crate::observation::for_requirement(
+            observations: crate::run::outcome::observation::for_requirement(
                 &requirement.id,
                 &result.scenarios,
                 |name| ledger.get(name).map(|r| r.observations.as_slice()),
@@ -536,13 +536,14 @@ pub(crate) mod sample {
             profile_version: Some("1.0".to_string()),
             profile_href: Some("../../PROFILE.md".to_string()),
         };
-        report.scenarios[1].failed_step =
-            Some(Box::new(crate::outcome::exchange::sample::failed_step()));
+        report.scenarios[1].failed_step = Some(Box::new(
+            crate::run::outcome::exchange::sample::failed_step(),
+        ));
         let core = report.profiles.get_mut("core").expect("core");
         (core.advisory, core.not_reached) = (1, 1);
         report.requirements[4].message =
             Some("core/create.json step 1 \"create\": header location is absent".to_string());
-        let step = crate::outcome::exchange::sample::failed_step();
+        let step = crate::run::outcome::exchange::sample::failed_step();
         report.requirements[4].failed_check = Some(FailedCheck {
             scenario: "core::create".to_string(),
             step: step.step,

@@ -6,13 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use goalpost::outcome::exchange::{
-    Check, FailedStep, Header, RecordedBody, RecordedRequest, RecordedResponse,
-};
-use goalpost::outcome::{DispositionKind, OutcomeKind};
 use goalpost::report::{
     FailedCheck, HostInfo, ProfileReport, RequirementReport, RunReport, ScenarioReport, SuiteInfo,
 };
+use goalpost::run::outcome::exchange::{
+    Check, FailedStep, Header, RecordedBody, RecordedRequest, RecordedResponse,
+};
+use goalpost::run::outcome::{DispositionKind, OutcomeKind};
 
 /// What the hostile host answers: markup and script that must stay text.
 pub const HOSTILE_BODY: &str = r#"{"id":"goal-1","state":"active","objective":"</pre><script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"}"#;

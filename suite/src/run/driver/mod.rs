@@ -12,20 +12,19 @@ use tokio::time::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::assertion::{self, Verdict};
-use crate::attribution::{self, End, FailedCheck};
-use crate::discovery::Capabilities;
 use crate::error::{RunError, StepError};
 use crate::http::{Exchange, Http, Outgoing, OutgoingBody};
 use crate::mock::MockServer;
 use crate::model::{Action, Body, Capture, Principal, Repeat, RequestStep, Scenario, Step, Target};
-use crate::observation::{self, Observation};
-use crate::outcome::{Check, FailedStep, Outcome, Redactor, RequirementOutcome};
+use crate::run::discovery::Capabilities;
+use crate::run::outcome::observation::{self, Observation};
+use crate::run::outcome::{Check, FailedStep, Outcome, Redactor, RequirementOutcome};
 use crate::template::{TemplateError, Vars};
+use attribution::{End, FailedCheck};
 
-#[path = "driver_mock.rs"]
-mod mock_step;
-#[path = "driver_parallel.rs"]
-mod parallel_step;
+pub mod attribution;
+mod concurrency;
+mod mock;
 
 /// The host under test, as the driver needs it.
 #[derive(Debug, Clone)]
@@ -862,21 +861,4 @@ fn narrow(exchange: &Exchange, nonce: &str) -> Option<Narrowed> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn narrowed_pointers_map_back_to_the_full_list() {
-        let narrowed = Narrowed {
-            view: Exchange::new("GET", "http://h/g", 200, Default::default(), b"{}".to_vec()),
-            left_out: 3,
-            kept: vec![1, 4],
-        };
-        assert_eq!(narrowed.full_pointer("/goals/0/state"), "/goals/1/state");
-        assert_eq!(narrowed.full_pointer("/goals/1"), "/goals/4");
-        assert_eq!(narrowed.full_pointer("/goals"), "/goals");
-        assert_eq!(narrowed.full_pointer("/goals/7/id"), "/goals/7/id");
-        assert_eq!(narrowed.full_pointer("/goals/x"), "/goals/x");
-        assert_eq!(narrowed.full_pointer(""), "");
-    }
-}
+mod tests;

@@ -16,7 +16,7 @@ use crate::error::{RunError, StepError};
 use crate::http::excerpt;
 use crate::mock::{MockServer, MockSession, Window};
 use crate::model::{Assertion, Capture, ClockFormat, MockStep, MockWindow, Repeat, Scenario};
-use crate::outcome::Check;
+use crate::run::outcome::Check;
 use crate::template::Vars;
 
 /// The seam whose advertisement promises calls to the mock.

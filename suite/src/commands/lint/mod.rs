@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use goalpost_schemas::Schemas;
 use serde_json::{Map, Value};
 
-use crate::loader::{self, LoadError, REQUIREMENTS_FILE};
 use crate::model::Requirement;
+use crate::run::loader::{self, LoadError, REQUIREMENTS_FILE};
 
 mod arrays;
 mod attribution;

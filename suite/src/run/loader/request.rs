@@ -1,5 +1,6 @@
-//! The loader's side of the hardening features: `parallel` request steps,
-//! per-status `schemas`, `rawBodyBase64` and scenario-level `generate`.
+//! The request step's forms beyond one JSON request and its answer:
+//! `parallel` sends, per-status `schemas`, `rawBodyBase64` bodies and the
+//! scenario-level `generate` values they use.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::outcome::DispositionKind;
 use crate::report::escape::markup as escape;
 use crate::report::html::csp_hash;
 use crate::report::read::ReadError;
 use crate::report::{ProfileReport, RequirementReport, RunReport};
+use crate::run::outcome::DispositionKind;
 
 const STYLE: &str = include_str!("style.css");
 const SCRIPT: &str = include_str!("matrix.js");

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::Scenario;
-use crate::outcome::{Attributed, FailedStep, RequirementOutcome};
+use crate::run::outcome::{Attributed, FailedStep, RequirementOutcome};
 
 /// One check of the run that did not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]

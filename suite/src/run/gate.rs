@@ -3,24 +3,12 @@
 
 use std::collections::BTreeSet;
 
-use crate::config::RunConfig;
-use crate::discovery::Capabilities;
 use crate::model::Scenario;
-use crate::outcome::SkipReason;
+use crate::run::discovery::Capabilities;
+use crate::run::outcome::SkipReason;
 
 /// The option `needs.options` names for `--webhook-secret`.
 pub const WEBHOOK_SECRET: &str = "webhook-secret";
-
-/// The suite options (as `needs.options` names them) this run was given.
-pub fn options_given(config: &RunConfig) -> BTreeSet<String> {
-    let mut given = BTreeSet::new();
-    // The bundled host always gets a made-up secret, so this is only ever
-    // missing against a remote host started without `--webhook-secret`.
-    if config.callback.secret.is_some() {
-        given.insert(WEBHOOK_SECRET.to_string());
-    }
-    given
-}
 
 /// `None` when the scenario can run; otherwise why it is skipped. Reasons
 /// are checked in a fixed order so the same host always gets the same one:
@@ -292,18 +280,5 @@ mod tests {
             "what the host lacks is reported before what the run lacks"
         );
         assert_eq!(SkipReason::NotConfigured.as_str(), "not-configured");
-    }
-
-    #[test]
-    fn the_webhook_secret_option_is_given_with_a_secret() {
-        let harness = libtest_mimic::Arguments::default();
-        let mut config = RunConfig::bundled(PathBuf::from("s"), PathBuf::from("r"), harness);
-        assert_eq!(
-            options_given(&config),
-            given(),
-            "the bundled host gets a secret"
-        );
-        config.callback.secret = None;
-        assert!(options_given(&config).is_empty());
     }
 }

@@ -10,15 +10,15 @@ use std::io::{self, Write};
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 
-use crate::discovery::{self, Capabilities, Discovery};
-use crate::error::start::StartError;
 use crate::error::RunError;
-use crate::gate::{gate, WEBHOOK_SECRET};
 use crate::http::{Exchange, Http, Outgoing, OutgoingBody, DEFAULT_BODY_CAP};
-use crate::loader::Catalog;
 use crate::model::Scenario;
-use crate::outcome::SkipReason;
 use crate::report::legend::PROFILE_DOCUMENT;
+use crate::run::discovery::{self, Capabilities, Discovery};
+use crate::run::gate::{gate, WEBHOOK_SECRET};
+use crate::run::loader::Catalog;
+use crate::run::outcome::SkipReason;
+use crate::start::StartError;
 
 /// What `doctor` is pointed at.
 #[derive(Debug, Clone)]

@@ -1,11 +1,11 @@
-//! Why a run could not start (exit 2). Apart from the step errors because
-//! it names the stages above them (loading, the webhook mock): a step error
-//! must not depend on those.
+//! Why a run could not start (exit 2). Apart from the step errors in
+//! [`crate::error`] because it names the stages a run starts (loading, the
+//! webhook mock), which a step error sits below.
 
 use std::path::PathBuf;
 
-use super::RunError;
-use crate::loader::LoadError;
+use crate::error::RunError;
+use crate::run::loader::LoadError;
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]

@@ -17,10 +17,8 @@ use crate::model::{
 };
 use crate::template::{names_in_str, names_in_value, BUILTINS};
 
-#[path = "loader_mock.rs"]
-mod mock_parts;
-#[path = "loader_parallel.rs"]
-mod parallel_parts;
+mod mock;
+mod request;
 
 pub const REQUIREMENTS_FILE: &str = "requirements.json";
 /// Violations quoted in one error; the rest are counted.
@@ -345,9 +343,9 @@ struct RawScenario {
     steps: Vec<Value>,
     mock: Option<Value>,
     #[serde(default)]
-    observations: Vec<mock_parts::RawObservation>,
+    observations: Vec<mock::RawObservation>,
     #[serde(default)]
-    generate: BTreeMap<String, parallel_parts::RawGenerate>,
+    generate: BTreeMap<String, request::RawGenerate>,
     #[serde(default, rename = "$schema")]
     _schema: Option<String>,
     #[serde(default, rename = "description")]
@@ -385,8 +383,8 @@ struct RawStep {
     observe: Option<RawObserve>,
     quiet_ms: Option<u64>,
     why: Option<String>,
-    mock_log: Option<mock_parts::RawMockLog>,
-    parallel: Option<parallel_parts::RawParallel>,
+    mock_log: Option<mock::RawMockLog>,
+    parallel: Option<request::RawParallel>,
 }
 
 #[derive(Deserialize)]
@@ -556,11 +554,11 @@ fn scenario_from(
         options: raw.needs.options,
         egress_policy: raw.needs.egress_policy,
     };
-    let generated = parallel_parts::generate(path, raw.generate)?;
+    let generated = request::generate(path, raw.generate)?;
     let mock = raw
         .mock
         .as_ref()
-        .map(|block| mock_parts::parse_mock(path, block, &needs))
+        .map(|block| mock::parse_mock(path, block, &needs))
         .transpose()?;
     let mut steps = Vec::with_capacity(raw.steps.len());
     for (index, step) in raw.steps.iter().enumerate() {
@@ -587,11 +585,11 @@ fn scenario_from(
         observations: raw
             .observations
             .into_iter()
-            .map(mock_parts::RawObservation::into_spec)
+            .map(mock::RawObservation::into_spec)
             .collect(),
         generated,
     };
-    mock_parts::check_mock_use(&scenario)?;
+    mock::check_mock_use(&scenario)?;
     check_variables(&scenario)?;
     check_proves(&scenario)?;
     for step in &scenario.steps {
@@ -720,17 +718,17 @@ fn parse_step(path: &Path, index: usize, value: &Value, needs: &Needs) -> Result
                         "a `mockLog` step sends nothing to repeat in parallel",
                     ));
                 }
-                parallel_parts::no_schemas(path, &pointer, &expect)?;
-                mock_parts::mock_step(path, &pointer, window, expect, capture, repeat)?
+                request::no_schemas(path, &pointer, &expect)?;
+                mock::mock_step(path, &pointer, window, expect, capture, repeat)?
             }
             (Some(request), None) => {
                 let request = parse_request(path, &format!("{pointer}/request"), request, needs)?;
                 let parallel: Option<Parallel> = match raw.parallel {
-                    Some(parallel) => Some(parallel_parts::check(
+                    Some(parallel) => Some(request::check(
                         path, &pointer, parallel, &expect, &capture, repeat,
                     )?),
                     None => {
-                        parallel_parts::no_schemas(path, &pointer, &expect)?;
+                        request::no_schemas(path, &pointer, &expect)?;
                         None
                     }
                 };
@@ -776,7 +774,7 @@ fn parse_request(
     let body = match (raw.body, raw.raw_body, raw.raw_body_base64) {
         (Some(json), None, None) => Body::Json(json),
         (None, Some(text), None) => Body::Raw(text),
-        (None, None, Some(encoded)) => Body::Bytes(parallel_parts::decode_base64(
+        (None, None, Some(encoded)) => Body::Bytes(request::decode_base64(
             path,
             &format!("{pointer}/rawBodyBase64"),
             &encoded,
@@ -1026,15 +1024,15 @@ fn check_proves(scenario: &Scenario) -> Result<(), LoadError> {
 fn check_variables(scenario: &Scenario) -> Result<(), LoadError> {
     let mut known: BTreeSet<String> = BUILTINS.iter().map(|name| name.to_string()).collect();
     known.extend(
-        crate::discovery::VARIABLES
+        crate::run::discovery::VARIABLES
             .iter()
             .map(|name| name.to_string()),
     );
     known.extend(scenario.generated.keys().cloned());
     if scenario.mock.is_some() {
-        known.extend(mock_parts::MOCK_VARIABLES.iter().map(|n| n.to_string()));
+        known.extend(mock::MOCK_VARIABLES.iter().map(|n| n.to_string()));
     }
-    mock_parts::check_script_variables(scenario, &known)?;
+    mock::check_script_variables(scenario, &known)?;
     for step in &scenario.steps {
         let mut used: Vec<(String, &str)> = Vec::new();
         let (expect, capture) = match &step.action {
@@ -1069,12 +1067,12 @@ fn check_variables(scenario: &Scenario) -> Result<(), LoadError> {
                 }
                 if request.parallel.is_some() {
                     // Only the request itself differs per copy.
-                    used.retain(|(_, name)| *name != parallel_parts::INDEX_VARIABLE);
+                    used.retain(|(_, name)| *name != request::INDEX_VARIABLE);
                 }
                 (&request.expect, &request.capture)
             }
             Action::MockLog(mock) => {
-                used.extend(mock_parts::window_names(&step.pointer, &mock.window));
+                used.extend(mock::window_names(&step.pointer, &mock.window));
                 (&mock.expect, &mock.capture)
             }
         };
@@ -1124,7 +1122,7 @@ fn check_variables(scenario: &Scenario) -> Result<(), LoadError> {
             }
         }
         if let Some((at, name)) = used.iter().find(|(_, name)| !known.contains(*name)) {
-            if *name == parallel_parts::INDEX_VARIABLE {
+            if *name == request::INDEX_VARIABLE {
                 return Err(invalid(
                     &scenario.path,
                     at.clone(),
@@ -1149,7 +1147,7 @@ fn check_variables(scenario: &Scenario) -> Result<(), LoadError> {
         }
         known.extend(capture.keys().cloned());
     }
-    mock_parts::check_observation_variables(scenario, &known)
+    mock::check_observation_variables(scenario, &known)
 }
 
 fn time_like(text: &str) -> Option<time::OffsetDateTime> {
@@ -1157,5 +1155,4 @@ fn time_like(text: &str) -> Option<time::OffsetDateTime> {
 }
 
 #[cfg(test)]
-#[path = "loader_tests.rs"]
 mod tests;

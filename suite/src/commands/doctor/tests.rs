@@ -2,7 +2,7 @@ use super::*;
 
 fn catalog() -> Catalog {
     let schemas = Schemas::embedded().expect("schemas");
-    crate::loader::load_embedded(&schemas).expect("the embedded scenarios")
+    crate::run::loader::load_embedded(&schemas).expect("the embedded scenarios")
 }
 
 fn capabilities(seams: &[&str], modes: &[&str]) -> Capabilities {

@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use crate::outcome::DispositionKind;
 use crate::report::{RequirementReport, RunReport};
+use crate::run::outcome::DispositionKind;
 
 /// One requirement whose disposition moved.
 #[derive(Debug, Clone, PartialEq, Eq)]

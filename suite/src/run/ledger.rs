@@ -7,7 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{Requirement, Scenario};
-use crate::outcome::{DispositionKind, Outcome, RequirementOutcome, ScenarioResult, SkipReason};
+use crate::run::outcome::{
+    DispositionKind, Outcome, RequirementOutcome, ScenarioResult, SkipReason,
+};
 
 /// The disposition of one requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -303,7 +305,7 @@ pub fn summarize(
 mod tests {
     use super::*;
     use crate::model::Needs;
-    use crate::outcome::{Attributed, FailedStep};
+    use crate::run::outcome::{Attributed, FailedStep};
     use std::path::PathBuf;
     use std::time::Duration;
 

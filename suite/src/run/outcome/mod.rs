@@ -6,6 +6,7 @@
 //! and the report import each other).
 
 pub mod exchange;
+pub mod observation;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,8 +14,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::observation::Observation;
 pub use exchange::{Check, FailedStep, Redactor};
+use observation::Observation;
 
 /// Why a scenario or a requirement was not run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -347,26 +348,4 @@ impl fmt::Display for DispositionKind {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kinds_serialize_as_the_report_keywords() {
-        for kind in DispositionKind::ALL {
-            let text = serde_json::to_string(&kind).unwrap();
-            assert_eq!(text, format!("\"{}\"", kind.as_str()));
-            assert_eq!(
-                serde_json::from_str::<DispositionKind>(&text).unwrap(),
-                kind
-            );
-            assert_eq!(DispositionKind::parse(kind.as_str()), Some(kind));
-        }
-        for kind in OutcomeKind::ALL {
-            let text = serde_json::to_string(&kind).unwrap();
-            assert_eq!(text, format!("\"{}\"", kind.as_str()));
-            assert_eq!(OutcomeKind::parse(kind.as_str()), Some(kind));
-        }
-        assert!(serde_json::from_str::<OutcomeKind>("\"advisory\"").is_err());
-        assert_eq!(DispositionKind::parse("passed"), None);
-    }
-}
+mod tests;

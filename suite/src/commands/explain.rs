@@ -5,8 +5,8 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::loader::Catalog;
 use crate::model::Requirement;
+use crate::run::loader::Catalog;
 
 /// Explained.
 pub const EXIT_FOUND: u8 = 0;
@@ -159,7 +159,7 @@ mod tests {
             .unwrap();
         }
         let schemas = goalpost_schemas::Schemas::embedded().unwrap();
-        crate::loader::load(dir, &schemas).unwrap()
+        crate::run::loader::load(dir, &schemas).unwrap()
     }
 
     fn run(id: &str) -> (u8, String, String) {
