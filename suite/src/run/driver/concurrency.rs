@@ -15,11 +15,13 @@ use serde_json::{Map, Value};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
-use super::{Driver, Miss, Place, Tally, Trace};
+use super::step::{Absent, Captured, Subject};
+use super::{describe, Driver, Miss, Missed, Place, Tally, Trace};
 use crate::assertion::{self, Verdict};
 use crate::error::{RunError, StepError};
 use crate::http::{excerpt, Exchange, Outgoing};
 use crate::model::{Capture, Parallel, RequestStep, Target};
+use crate::run::outcome::VIOLATIONS_SHOWN;
 use crate::template::Vars;
 
 /// `{parallel.index}`, the copy's number from 1.
@@ -41,56 +43,34 @@ impl Driver {
             outgoing.push(self.render(request, &copy)?);
         }
         trace.request = outgoing.first().cloned();
-        let exchanges = self.send_together(outgoing).await?;
-        trace.response = exchanges.first().cloned();
-        let document = aggregate(&exchanges);
-        let mut tally = self
-            .check_parallel(place, request, &exchanges, &document, vars)?
-            .settle()?;
-        if tally.blocked() {
-            // Captures feed later steps, which will not run.
-            return Ok(tally);
-        }
-        for (name, source) in &request.capture {
-            let value = match source {
-                Capture::Pointer(pointer) => document.pointer(pointer).cloned(),
-                Capture::Clock(format) => Some(self.clock_value(place.started, *format)),
-                Capture::Header(_) => {
-                    return Err(RunError::Scenario(format!(
-                        "capture `{name}`: a parallel step has no single header to take"
-                    ))
-                    .into())
-                }
-            };
-            let Some(value) = value else {
-                let pointer = match source {
-                    Capture::Pointer(pointer) => pointer.clone(),
-                    Capture::Clock(_) | Capture::Header(_) => String::new(),
-                };
-                let first = exchanges.first().ok_or_else(no_answers)?;
-                // A later step needs the value: a missing capture always
-                // stops the scenario.
-                let mut missed = self.missed(
-                    place,
-                    first,
-                    Miss {
-                        at: format!("{}/capture/{name}", place.step.pointer),
-                        what: format!("capture `{name}`"),
-                        expected: format!("a value at {pointer} of the aggregate"),
-                        actual: "(absent)".to_string(),
-                        note: Some(summary(&document)),
-                        pointer: Some(pointer),
-                    },
-                    None,
-                    place.scenario.step_proves(place.step),
-                );
-                missed.blocking = true;
-                tally.missed.push(missed);
-                return Ok(tally);
-            };
-            vars.set(name, value);
-        }
-        Ok(tally)
+        // The loader refuses `poll` and `observe` on a parallel step, so this
+        // looks once; it goes through the one repeat loop all the same.
+        let (answers, tally) = self
+            .repeat(
+                request.repeat,
+                Subject::Host,
+                async || {
+                    let exchanges = self.send_together(outgoing.clone()).await?;
+                    trace.response = exchanges.first().cloned();
+                    let document = aggregate(&exchanges);
+                    Ok(Answers {
+                        exchanges,
+                        document,
+                    })
+                },
+                |answers, _| {
+                    self.check_parallel(
+                        place,
+                        request,
+                        &answers.exchanges,
+                        &answers.document,
+                        vars,
+                    )?
+                    .settle()
+                },
+            )
+            .await?;
+        self.capture(place, &request.capture, &answers, vars, tally)
     }
 
     /// Sends every copy at the same moment (they wait on one barrier, so
@@ -203,8 +183,11 @@ impl Driver {
                     }
                 };
                 if let Err(violations) = self.schemas.validate(schema, body) {
-                    let shown: Vec<String> =
-                        violations.iter().take(5).map(ToString::to_string).collect();
+                    let shown: Vec<String> = violations
+                        .iter()
+                        .take(VIOLATIONS_SHOWN)
+                        .map(ToString::to_string)
+                        .collect();
                     let first = violations
                         .first()
                         .map(|v| v.pointer.clone())
@@ -243,18 +226,7 @@ impl Driver {
                 Err(Verdict::Error(error)) => return Err(StepError::Error(error)),
                 Err(Verdict::Mismatch(mismatch)) => {
                     let first = exchanges.first().ok_or_else(no_answers)?;
-                    let mut what = format!("aggregate {}", assertion.target);
-                    if !assertion.filter.is_empty() {
-                        let filter: Vec<String> = assertion
-                            .filter
-                            .iter()
-                            .map(|(pointer, value)| format!("{pointer}={value}"))
-                            .collect();
-                        what.push_str(&format!(" where {}", filter.join(", ")));
-                    }
-                    if let Some(map) = &assertion.map {
-                        what.push_str(&format!(" mapped through {map}"));
-                    }
+                    let what = format!("aggregate {}", describe(assertion));
                     tally.missed.push(self.missed(
                         place,
                         first,
@@ -277,6 +249,42 @@ impl Driver {
         }
         tally.checks = expect.checks().saturating_add(applied);
         Ok(tally)
+    }
+}
+
+/// A parallel step's answers in send order, with their aggregate document.
+struct Answers {
+    exchanges: Vec<Exchange>,
+    document: Value,
+}
+
+impl Captured for Answers {
+    fn pointer(&self, pointer: &str) -> Result<Option<Value>, StepError> {
+        Ok(self.document.pointer(pointer).cloned())
+    }
+
+    fn header(&self, _: &str) -> Result<Option<Value>, &'static str> {
+        Err("a parallel step has no single header to take")
+    }
+
+    fn absent(&self, absent: Absent<'_>) -> Result<Missed, StepError> {
+        let pointer = match absent.source {
+            Capture::Pointer(pointer) => pointer.clone(),
+            Capture::Clock(_) | Capture::Header(_) => String::new(),
+        };
+        let first = self.exchanges.first().ok_or_else(no_answers)?;
+        Ok(absent.driver.missed(
+            absent.place,
+            first,
+            Miss {
+                expected: format!("a value at {pointer} of the aggregate"),
+                note: Some(summary(&self.document)),
+                pointer: Some(pointer),
+                ..absent.miss
+            },
+            None,
+            absent.place.scenario.step_proves(absent.place.step),
+        ))
     }
 }
 

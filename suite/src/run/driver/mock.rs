@@ -4,19 +4,18 @@
 //! `clock` captures both kinds of step use.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
-use super::{Driver, Missed, Place, Tally};
+use super::step::{Absent, Captured, Subject};
+use super::{describe, Driver, Miss, Missed, Place, Tally};
 use crate::assertion::{self, Verdict};
 use crate::error::{RunError, StepError};
 use crate::http::excerpt;
 use crate::mock::{MockServer, MockSession, Window};
-use crate::model::{Assertion, Capture, ClockFormat, MockStep, MockWindow, Repeat, Scenario};
-use crate::run::outcome::Check;
+use crate::model::{Capture, ClockFormat, MockStep, MockWindow, Scenario};
 use crate::template::Vars;
 
 /// The seam whose advertisement promises calls to the mock.
@@ -107,107 +106,19 @@ impl Driver {
             .into());
         };
         let window = self.render_window(&step.window, vars)?;
-        let (view, mut tally) = match step.repeat {
-            Repeat::Once => {
-                let view = session.view(&window);
-                let tally = self.check_view(place, step, session, &view, vars, None)?;
-                (view, tally)
-            }
-            Repeat::Poll {
-                timeout_ms,
-                interval_ms,
-            } => {
-                let timeout = Duration::from_millis(timeout_ms).mul_f64(self.poll_scale);
-                let interval = Duration::from_millis(interval_ms);
-                let started = Instant::now();
-                let deadline = started + timeout;
-                let mut attempt = 0u32;
-                loop {
-                    attempt += 1;
-                    let view = session.view(&window);
-                    let now = Instant::now();
-                    let last = now >= deadline;
-                    let context = last.then(|| {
-                        format!(
-                            "still failing after polling the mock log for {} ms ({attempt} looks)",
-                            (now - started).as_millis()
-                        )
-                    });
-                    let tally = self.check_view(place, step, session, &view, vars, context)?;
-                    if !tally.blocked() || last {
-                        break (view, tally);
-                    }
-                    tokio::time::sleep(interval.min(deadline - now)).await
-                }
-            }
-            Repeat::Observe {
-                for_ms,
-                interval_ms,
-            } => {
-                let interval = Duration::from_millis(interval_ms);
-                let end = Instant::now() + Duration::from_millis(for_ms);
-                let mut attempt = 0u32;
-                let mut advisories: Vec<Missed> = Vec::new();
-                loop {
-                    attempt += 1;
-                    let view = session.view(&window);
-                    let context = format!(
-                        "during the {for_ms} ms observation of the mock log, look {attempt}"
-                    );
-                    let mut tally =
-                        self.check_view(place, step, session, &view, vars, Some(context))?;
-                    tally.absorb(std::mem::take(&mut advisories));
-                    let now = Instant::now();
-                    if tally.blocked() || now >= end {
-                        break (view, tally);
-                    }
-                    advisories = tally.missed;
-                    tokio::time::sleep(interval.min(end - now)).await;
-                }
-            }
+        let (view, tally) = self
+            .repeat(
+                step.repeat,
+                Subject::MockLog,
+                async || Ok(session.view(&window)),
+                |view, context| self.check_view(place, step, session, view, vars, context),
+            )
+            .await?;
+        let log = Log {
+            session,
+            view: &view,
         };
-        if tally.blocked() {
-            // Captures feed later steps, which will not run.
-            return Ok(tally);
-        }
-        for (name, source) in &step.capture {
-            let value = match source {
-                Capture::Pointer(pointer) => view.pointer(pointer).cloned(),
-                Capture::Clock(format) => Some(self.clock_value(place.started, *format)),
-                Capture::Header(_) => {
-                    return Err(RunError::Scenario(format!(
-                        "capture `{name}`: the mock log has no headers"
-                    ))
-                    .into())
-                }
-            };
-            let Some(value) = value else {
-                let miss = Miss {
-                    at: format!("{}/capture/{name}", place.step.pointer),
-                    what: format!("capture `{name}`"),
-                    expected: match source {
-                        Capture::Pointer(pointer) => format!("a value at {pointer}"),
-                        _ => "a value".to_string(),
-                    },
-                    actual: "(absent)".to_string(),
-                };
-                // A later step needs the value: a missing capture always
-                // stops the scenario.
-                let mut missed = self.mock_failure(
-                    place,
-                    session,
-                    &view,
-                    miss,
-                    None,
-                    place.scenario.step_proves(place.step),
-                );
-                missed.blocking = true;
-                tally.missed.push(missed);
-                return Ok(tally);
-            };
-            vars.set(name, value);
-        }
-        Ok(tally)
+        self.capture(place, &step.capture, &log, vars, tally)
     }
 
     /// The value of a `clock` capture taken now.
@@ -238,6 +149,8 @@ impl Driver {
                         what: describe(assertion),
                         expected: mismatch.expected,
                         actual: mismatch.actual,
+                        note: None,
+                        pointer: None,
                     };
                     let proves = place.scenario.assertion_proves(place.step, assertion);
                     tally.missed.push(self.mock_failure(
@@ -286,44 +199,44 @@ impl Driver {
             miss.actual,
             excerpt(summary.to_string().as_bytes())
         ));
-        Missed {
-            proves: proves.to_vec(),
-            blocking: place.scenario.blocks(proves),
-            message,
-            check: Check {
-                at: miss.at,
-                what: format!("mock log {}", miss.what),
-                pointer: None,
-                expected: miss.expected,
-                actual: miss.actual,
-                note: None,
-                context,
+        let miss = Miss {
+            what: format!("mock log {}", miss.what),
+            ..miss
+        };
+        Missed::new(place, miss, message, context, proves, None)
+    }
+}
+
+/// The mock log as a `mockLog` step's captures read it.
+struct Log<'a> {
+    session: &'a MockSession,
+    view: &'a Value,
+}
+
+impl Captured for Log<'_> {
+    fn pointer(&self, pointer: &str) -> Result<Option<Value>, StepError> {
+        Ok(self.view.pointer(pointer).cloned())
+    }
+
+    fn header(&self, _: &str) -> Result<Option<Value>, &'static str> {
+        Err("the mock log has no headers")
+    }
+
+    fn absent(&self, absent: Absent<'_>) -> Result<Missed, StepError> {
+        let expected = match absent.source {
+            Capture::Pointer(pointer) => format!("a value at {pointer}"),
+            Capture::Header(_) | Capture::Clock(_) => "a value".to_string(),
+        };
+        Ok(absent.driver.mock_failure(
+            absent.place,
+            self.session,
+            self.view,
+            Miss {
+                expected,
+                ..absent.miss
             },
-            response: None,
-        }
+            None,
+            absent.place.scenario.step_proves(absent.place.step),
+        ))
     }
-}
-
-/// One claim about the log that did not hold.
-struct Miss {
-    at: String,
-    what: String,
-    expected: String,
-    actual: String,
-}
-
-fn describe(assertion: &Assertion) -> String {
-    let mut what = assertion.target.to_string();
-    if !assertion.filter.is_empty() {
-        let filter: Vec<String> = assertion
-            .filter
-            .iter()
-            .map(|(pointer, value)| format!("{pointer}={value}"))
-            .collect();
-        what.push_str(&format!(" where {}", filter.join(", ")));
-    }
-    if let Some(map) = &assertion.map {
-        what.push_str(&format!(" mapped through {map}"));
-    }
-    what
 }

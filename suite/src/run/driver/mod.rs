@@ -15,16 +15,22 @@ use crate::assertion::{self, Verdict};
 use crate::error::{RunError, StepError};
 use crate::http::{Exchange, Http, Outgoing, OutgoingBody};
 use crate::mock::MockServer;
-use crate::model::{Action, Body, Capture, Principal, Repeat, RequestStep, Scenario, Step, Target};
+use crate::model::{
+    Action, Assertion, Body, Capture, Principal, RequestStep, Scenario, Step, Target,
+};
 use crate::run::discovery::Capabilities;
 use crate::run::outcome::observation::{self, Observation};
-use crate::run::outcome::{Check, FailedStep, Outcome, Redactor, RequirementOutcome};
+use crate::run::outcome::{
+    Check, FailedStep, Outcome, Redactor, RequirementOutcome, VIOLATIONS_SHOWN,
+};
 use crate::template::{TemplateError, Vars};
 use attribution::{End, FailedCheck};
+use step::{Absent, Captured, Subject};
 
 pub mod attribution;
 mod concurrency;
 mod mock;
+mod step;
 
 /// The host under test, as the driver needs it.
 #[derive(Debug, Clone)]
@@ -104,6 +110,24 @@ struct Miss {
     pointer: Option<String>,
 }
 
+/// What an assertion checked, as a miss names it: its target, with the
+/// filter and mapping it reads through.
+fn describe(assertion: &Assertion) -> String {
+    let mut what = assertion.target.to_string();
+    if !assertion.filter.is_empty() {
+        let filter: Vec<String> = assertion
+            .filter
+            .iter()
+            .map(|(pointer, value)| format!("{pointer}={value}"))
+            .collect();
+        what.push_str(&format!(" where {}", filter.join(", ")));
+    }
+    if let Some(map) = &assertion.map {
+        what.push_str(&format!(" mapped through {map}"));
+    }
+    what
+}
+
 /// What one request step sent and got last, kept so a step that errors
 /// can be reported with its whole exchange.
 #[derive(Default)]
@@ -125,6 +149,33 @@ struct Missed {
 }
 
 impl Missed {
+    /// The miss as the ledger and the reports take it: `message` is the
+    /// whole story for people, the check its parts for machines.
+    fn new(
+        place: &Place<'_>,
+        miss: Miss,
+        message: String,
+        context: Option<String>,
+        proves: &[String],
+        response: Option<Exchange>,
+    ) -> Missed {
+        Missed {
+            proves: proves.to_vec(),
+            blocking: place.scenario.blocks(proves),
+            message,
+            check: Check {
+                at: miss.at,
+                what: miss.what,
+                pointer: miss.pointer,
+                expected: miss.expected,
+                actual: miss.actual,
+                note: miss.note,
+                context,
+            },
+            response,
+        }
+    }
+
     fn is_status(&self) -> bool {
         self.check.what == "status" || self.check.what.starts_with("status of every one")
     }
@@ -457,132 +508,32 @@ impl Driver {
     ) -> Result<Tally, StepError> {
         let outgoing = self.render(request, vars)?;
         trace.request = Some(outgoing.clone());
-        let (exchange, mut tally) = match request.repeat {
-            Repeat::Once => {
-                let exchange = self.http.send(&outgoing).await?;
-                trace.response = Some(exchange.clone());
-                let tally = self
-                    .check(place, request, &exchange, vars, None)?
-                    .settle()?;
-                (exchange, tally)
-            }
-            Repeat::Poll {
-                timeout_ms,
-                interval_ms,
-            } => {
-                let timeout = Duration::from_millis(timeout_ms).mul_f64(self.poll_scale);
-                let interval = Duration::from_millis(interval_ms);
-                let started = Instant::now();
-                let deadline = started + timeout;
-                let mut attempt = 0u32;
-                loop {
-                    attempt += 1;
+        let (exchange, tally) = self
+            .repeat(
+                request.repeat,
+                Subject::Host,
+                async || {
                     trace.response = None;
                     let exchange = self.http.send(&outgoing).await?;
                     trace.response = Some(exchange.clone());
-                    let now = Instant::now();
-                    let last = now >= deadline;
-                    let context = last.then(|| {
-                        format!(
-                            "still failing after polling for {} ms ({attempt} attempts); the last response",
-                            (now - started).as_millis()
-                        )
-                    });
-                    // Polling waits for every blocking check to hold; a
-                    // non-blocking miss of that answer is its verdict.
-                    let tally = self
-                        .check(place, request, &exchange, vars, context)?
-                        .settle()?;
-                    if !tally.blocked() || last {
-                        break (exchange, tally);
-                    }
-                    tokio::time::sleep(interval.min(deadline - now)).await
-                }
-            }
-            Repeat::Observe {
-                for_ms,
-                interval_ms,
-            } => {
-                let interval = Duration::from_millis(interval_ms);
-                let end = Instant::now() + Duration::from_millis(for_ms);
-                let mut attempt = 0u32;
-                let mut advisories: Vec<Missed> = Vec::new();
-                loop {
-                    attempt += 1;
-                    trace.response = None;
-                    let exchange = self.http.send(&outgoing).await?;
-                    trace.response = Some(exchange.clone());
-                    let context =
-                        format!("during the {for_ms} ms observation window, attempt {attempt}");
-                    let mut tally = self
-                        .check(place, request, &exchange, vars, Some(context))?
-                        .settle()?;
-                    tally.absorb(std::mem::take(&mut advisories));
-                    let now = Instant::now();
-                    if tally.blocked() || now >= end {
-                        break (exchange, tally);
-                    }
-                    advisories = tally.missed;
-                    tokio::time::sleep(interval.min(end - now)).await;
-                }
-            }
-        };
-        if tally.blocked() {
-            // Captures feed later steps, which will not run.
-            return Ok(tally);
-        }
+                    Ok(exchange)
+                },
+                |exchange, context| {
+                    self.check(place, request, exchange, vars, context)?
+                        .settle()
+                },
+            )
+            .await?;
         // Captures read what the checks read: a list's own goals only.
         let narrowed = match request.expect.schema.as_deref() {
             Some(GOAL_LIST) => narrow(&exchange, place.nonce).map(|narrowed| narrowed.view),
             _ => None,
         };
-        let seen = narrowed.as_ref().unwrap_or(&exchange);
-        for (name, source) in &request.capture {
-            let value = match source {
-                Capture::Pointer(pointer) => match seen.json() {
-                    Ok(body) => body.pointer(pointer).cloned(),
-                    Err(error) => return Err(error.into()),
-                },
-                Capture::Header(header) => exchange.header(header).map(Value::String),
-                Capture::Clock(format) => Some(self.clock_value(place.started, *format)),
-            };
-            let Some(value) = value else {
-                let (what, expected) = match source {
-                    Capture::Pointer(pointer) => {
-                        (format!("capture `{name}`"), format!("a value at {pointer}"))
-                    }
-                    Capture::Header(header) => {
-                        (format!("capture `{name}`"), format!("header {header}"))
-                    }
-                    Capture::Clock(_) => (format!("capture `{name}`"), "the time".to_string()),
-                };
-                let pointer = match source {
-                    Capture::Pointer(pointer) => Some(pointer.clone()),
-                    Capture::Header(_) | Capture::Clock(_) => None,
-                };
-                // A later step needs the value: a missing capture always
-                // stops the scenario.
-                let mut missed = self.missed(
-                    place,
-                    &exchange,
-                    Miss {
-                        at: format!("{}/capture/{name}", place.step.pointer),
-                        what,
-                        expected,
-                        actual: "(absent)".to_string(),
-                        note: None,
-                        pointer,
-                    },
-                    None,
-                    place.scenario.step_proves(place.step),
-                );
-                missed.blocking = true;
-                tally.missed.push(missed);
-                return Ok(tally);
-            };
-            vars.set(name, value);
-        }
-        Ok(tally)
+        let answer = Answer {
+            exchange: &exchange,
+            seen: narrowed.as_ref().unwrap_or(&exchange),
+        };
+        self.capture(place, &request.capture, &answer, vars, tally)
     }
 
     /// Checks one exchange against every expectation of the step, each
@@ -663,7 +614,7 @@ impl Driver {
                     if let Err(violations) = self.schemas.validate(schema, body) {
                         let shown: Vec<String> = violations
                             .iter()
-                            .take(5)
+                            .take(VIOLATIONS_SHOWN)
                             .map(|violation| {
                                 goalpost_schemas::Violation {
                                     pointer: full(violation.pointer.clone()),
@@ -708,24 +659,12 @@ impl Driver {
                 }
                 Err(Verdict::Error(error)) => return Err(StepError::Error(error)),
                 Err(Verdict::Mismatch(mismatch)) => {
-                    let mut what = assertion.target.to_string();
-                    if !assertion.filter.is_empty() {
-                        let filter: Vec<String> = assertion
-                            .filter
-                            .iter()
-                            .map(|(pointer, value)| format!("{pointer}={value}"))
-                            .collect();
-                        what.push_str(&format!(" where {}", filter.join(", ")));
-                    }
-                    if let Some(map) = &assertion.map {
-                        what.push_str(&format!(" mapped through {map}"));
-                    }
                     tally.missed.push(self.missed(
                         place,
                         exchange,
                         noted(Miss {
                             at: assertion.pointer.clone(),
-                            what,
+                            what: describe(assertion),
                             expected: mismatch.expected,
                             actual: mismatch.actual,
                             note: None,
@@ -770,21 +709,51 @@ impl Driver {
             exchange.status,
             exchange.excerpt()
         ));
-        Missed {
-            proves: proves.to_vec(),
-            blocking: place.scenario.blocks(proves),
+        Missed::new(
+            place,
+            miss,
             message,
-            check: Check {
-                at: miss.at,
-                what: miss.what,
-                pointer: miss.pointer,
-                expected: miss.expected,
-                actual: miss.actual,
-                note: miss.note,
-                context,
-            },
-            response: Some(exchange.clone()),
-        }
+            context,
+            proves,
+            Some(exchange.clone()),
+        )
+    }
+}
+
+/// A request step's answer as its captures read it: headers from the
+/// answer itself, pointers from the body its checks saw.
+struct Answer<'a> {
+    exchange: &'a Exchange,
+    seen: &'a Exchange,
+}
+
+impl Captured for Answer<'_> {
+    fn pointer(&self, pointer: &str) -> Result<Option<Value>, StepError> {
+        Ok(self.seen.json()?.pointer(pointer).cloned())
+    }
+
+    fn header(&self, header: &str) -> Result<Option<Value>, &'static str> {
+        Ok(self.exchange.header(header).map(Value::String))
+    }
+
+    fn absent(&self, absent: Absent<'_>) -> Result<Missed, StepError> {
+        let (expected, pointer) = match absent.source {
+            Capture::Pointer(pointer) => (format!("a value at {pointer}"), Some(pointer.clone())),
+            Capture::Header(header) => (format!("header {header}"), None),
+            Capture::Clock(_) => ("the time".to_string(), None),
+        };
+        let miss = Miss {
+            expected,
+            pointer,
+            ..absent.miss
+        };
+        Ok(absent.driver.missed(
+            absent.place,
+            self.exchange,
+            miss,
+            None,
+            absent.place.scenario.step_proves(absent.place.step),
+        ))
     }
 }
 

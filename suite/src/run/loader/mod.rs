@@ -15,14 +15,13 @@ use crate::model::{
     Action, Assertion, Body, Capture, ClockFormat, CompareOp, Expect, LengthOp, Needs, Parallel,
     Predicate, Principal, Repeat, Request, RequestStep, Requirement, Scenario, Step, Target,
 };
+use crate::run::outcome::VIOLATIONS_SHOWN;
 use crate::template::{names_in_str, names_in_value, BUILTINS};
 
 mod mock;
 mod request;
 
 pub const REQUIREMENTS_FILE: &str = "requirements.json";
-/// Violations quoted in one error; the rest are counted.
-const VIOLATIONS_SHOWN: usize = 5;
 
 /// Everything under `scenarios/`, checked.
 #[derive(Debug, Clone, PartialEq)]

@@ -15,6 +15,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use exchange::{Check, FailedStep, Redactor};
+
+/// Schema violations quoted in one message, by the loader and the driver
+/// alike: enough to act on, few enough to read; the rest are counted or cut.
+pub const VIOLATIONS_SHOWN: usize = 5;
 use observation::Observation;
 
 /// Why a scenario or a requirement was not run.
