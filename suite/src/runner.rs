@@ -507,19 +507,12 @@ fn scenario_trial(
 ) -> Trial {
     Trial::test(scenario.name.clone(), move || {
         let started = Instant::now();
-        let run = handle.block_on(driver.run(&scenario, &nonce()));
-        let result = ScenarioResult {
-            name: scenario.name.clone(),
-            outcome: run.outcome.clone(),
-            checks: run.checks,
-            duration: started.elapsed(),
-            quiet: run.quiet,
-            failed_step: run.failed_step,
-            observations: run.observations,
-            requirements: run.requirements,
-        };
+        let mut result = handle.block_on(driver.run(&scenario, &nonce()));
+        // The trial's whole time, as the harness reports it too.
+        result.duration = started.elapsed();
+        let outcome = result.outcome.clone();
         lock(&ledger).record(result);
-        match run.outcome {
+        match outcome {
             Outcome::Pass | Outcome::Skip(_) => Ok(()),
             Outcome::Fail(message) => Err(Failed::from(message)),
             Outcome::Error(message) => Err(Failed::from(format!("error: {message}"))),

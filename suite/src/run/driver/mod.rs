@@ -19,10 +19,8 @@ use crate::model::{
     Action, Assertion, Body, Capture, Principal, RequestStep, Scenario, Step, Target,
 };
 use crate::run::discovery::Capabilities;
-use crate::run::outcome::observation::{self, Observation};
-use crate::run::outcome::{
-    Check, FailedStep, Outcome, Redactor, RequirementOutcome, VIOLATIONS_SHOWN,
-};
+use crate::run::outcome::observation;
+use crate::run::outcome::{Check, FailedStep, Outcome, Redactor, ScenarioResult, VIOLATIONS_SHOWN};
 use crate::template::{TemplateError, Vars};
 use attribution::{End, FailedCheck};
 use step::{Absent, Captured, Subject};
@@ -40,22 +38,6 @@ pub struct HostTarget {
     pub capabilities: Capabilities,
     pub token_a: Option<String>,
     pub token_b: Option<String>,
-}
-
-/// How a scenario run ended, with what it measured.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScenarioRun {
-    pub outcome: Outcome,
-    pub checks: u32,
-    pub quiet: Duration,
-    /// The step that failed or errored, with its last exchange (redacted),
-    /// for the reports.
-    pub failed_step: Option<Box<FailedStep>>,
-    /// The scenario's observations, filled from its variables at the end.
-    pub observations: Vec<Observation>,
-    /// What the run says about each requirement the scenario names; empty
-    /// when it could not start (then `outcome` speaks for all of them).
-    pub requirements: BTreeMap<String, RequirementOutcome>,
 }
 
 #[derive(Debug, Clone)]
@@ -250,7 +232,7 @@ impl Driver {
 
     /// Runs every step of the scenario. Never panics on anything the host
     /// sends: every way it can go wrong is an [`Outcome`].
-    pub async fn run(&self, scenario: &Scenario, nonce: &str) -> ScenarioRun {
+    pub async fn run(&self, scenario: &Scenario, nonce: &str) -> ScenarioResult {
         let mut vars = Vars::new(&self.host.capabilities.base_path, nonce, &scenario.name);
         for (name, value) in self.host.capabilities.variables() {
             vars.set(name, value);
@@ -263,7 +245,9 @@ impl Driver {
         let session = match self.open_mock(scenario, nonce, started, &mut vars) {
             Ok(session) => session,
             Err(error) => {
-                return ScenarioRun {
+                return ScenarioResult {
+                    name: scenario.name.clone(),
+                    duration: started.elapsed(),
                     outcome: Outcome::Error(format!("{}: {error}", scenario.path.display())),
                     checks: 0,
                     quiet: Duration::ZERO,
@@ -412,7 +396,9 @@ impl Driver {
                 ..
             } => (Outcome::Error(message), failed_step),
         };
-        ScenarioRun {
+        ScenarioResult {
+            name: scenario.name.clone(),
+            duration: started.elapsed(),
             outcome,
             checks,
             quiet,
