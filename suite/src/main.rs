@@ -2,7 +2,6 @@
 //! did, 2 when the run could not start. `validate`, `schemas` and `explain`
 //! document their own codes (`validate`: 0 valid, 1 invalid, 2 unreadable).
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -10,6 +9,7 @@ use goalpost::cli::{
     self, Command, DiffArgs, DoctorArgs, ExplainArgs, LintArgs, ListArgs, MatrixArgs, RunArgs,
     ValidateArgs,
 };
+use goalpost::config::ProfileSource;
 use goalpost::report::console::{self, Style};
 use goalpost::RunConfig;
 
@@ -98,7 +98,11 @@ fn validate(args: ValidateArgs) -> anyhow::Result<u8> {
 
 fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
+    let catalog = load_catalog(&ProfileSource::resolve(
+        args.scenarios.as_deref(),
+        None,
+        &cwd,
+    ))?;
     goalpost::commands::explain::explain(
         &catalog,
         &args.id,
@@ -109,40 +113,32 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     .context("cannot write the explanation")
 }
 
-/// The catalog of `--scenarios`, else of the checkout around `cwd`, else
-/// the one embedded in this binary.
-fn load_catalog(
-    scenarios: Option<&Path>,
-    cwd: &Path,
-) -> anyhow::Result<goalpost::run::loader::Catalog> {
-    let dir = match scenarios {
-        Some(dir) => Some(cwd.join(dir)),
-        None => goalpost::config::workspace_root(cwd).map(|root| root.join("scenarios")),
-    };
-    let schemas =
-        goalpost_schemas::Schemas::embedded().context("cannot compile the JSON Schemas")?;
-    match dir {
-        Some(dir) => goalpost::run::loader::load(&dir, &schemas)
-            .with_context(|| format!("cannot load {}", dir.display())),
-        None => goalpost::run::loader::load_embedded(&schemas)
-            .context("cannot load the embedded scenarios"),
-    }
+/// The schemas and the catalog of a resolved source, with messages that
+/// name what could not be read.
+fn load_catalog(source: &ProfileSource) -> anyhow::Result<goalpost::run::loader::Catalog> {
+    let schemas = source
+        .schemas()
+        .context("cannot compile the JSON Schemas")?;
+    source
+        .load(&schemas)
+        .with_context(|| match &source.scenarios_dir {
+            Some(dir) => format!("cannot load {}", dir.display()),
+            None => "cannot load the embedded scenarios".to_string(),
+        })
 }
 
 fn lint(args: LintArgs) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let dir = match &args.scenarios {
-        Some(dir) => cwd.join(dir),
-        None => goalpost::config::workspace_root(&cwd)
-            .map(|root| root.join("scenarios"))
-            .context("no scenarios/requirements.json found above the current directory; pass --scenarios DIR")?,
-    };
-    let schemas = match &args.schemas {
-        Some(dir) => goalpost_schemas::Schemas::from_dir(dir),
-        None => goalpost_schemas::Schemas::embedded(),
-    }
-    .context("cannot compile the JSON Schemas")?;
-    let report = goalpost::commands::lint::lint_dir(&dir, &schemas)?;
+    let source = ProfileSource::resolve(args.scenarios.as_deref(), args.schemas.as_deref(), &cwd);
+    // Lint reads files as they are on disk: the embedded ones are never
+    // linted in place.
+    let dir = source.scenarios_dir.as_deref().context(
+        "no scenarios/requirements.json found above the current directory; pass --scenarios DIR",
+    )?;
+    let schemas = source
+        .schemas()
+        .context("cannot compile the JSON Schemas")?;
+    let report = goalpost::commands::lint::lint_dir(dir, &schemas)?;
     goalpost::commands::lint::write(&report, std::io::stdout().lock())
         .context("cannot write to stdout")?;
     Ok(report.exit_code())
@@ -150,7 +146,11 @@ fn lint(args: LintArgs) -> anyhow::Result<u8> {
 
 fn list(args: ListArgs) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
+    let catalog = load_catalog(&ProfileSource::resolve(
+        args.scenarios.as_deref(),
+        None,
+        &cwd,
+    ))?;
     goalpost::mutation::write_requirements(&catalog, std::io::stdout().lock())
         .context("cannot write to stdout")?;
     Ok(0)
@@ -158,7 +158,11 @@ fn list(args: ListArgs) -> anyhow::Result<u8> {
 
 fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
+    let catalog = load_catalog(&ProfileSource::resolve(
+        args.scenarios.as_deref(),
+        None,
+        &cwd,
+    ))?;
     let base_url = goalpost::config::check_url(&args.host, "--host")?;
     let config = goalpost::commands::doctor::DoctorConfig {
         base_url,

@@ -70,14 +70,8 @@ pub struct Plan {
 /// Loads the schemas and scenarios and resolves the selection; everything
 /// that can stop a run before it touches a host.
 pub fn plan(config: &RunConfig) -> Result<Plan, StartError> {
-    let schemas = match &config.schemas_dir {
-        Some(dir) => Schemas::from_dir(dir)?,
-        None => Schemas::embedded()?,
-    };
-    let catalog = match &config.scenarios_dir {
-        Some(dir) => loader::load(dir, &schemas)?,
-        None => loader::load_embedded(&schemas)?,
-    };
+    let schemas = config.source.schemas()?;
+    let catalog = config.source.load(&schemas)?;
     let selected = config.selected_profiles(&catalog.profiles());
     if !catalog
         .scenarios
@@ -86,6 +80,7 @@ pub fn plan(config: &RunConfig) -> Result<Plan, StartError> {
     {
         return Err(LoadError::NoScenarios {
             dir: config
+                .source
                 .scenarios_dir
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(crate::embedded::ROOT)),
@@ -267,7 +262,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     let mut report = build_report(
         &plan,
         &ledger,
-        loader::profile_version(config.scenarios_dir.as_deref()),
+        loader::profile_version(config.source.scenarios_dir.as_deref()),
         HostInfo {
             url: base_url,
             discovery_sha256: discovery.sha256.clone(),
@@ -277,7 +272,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     );
     report.order = RunOrder::of(config.order);
     let mut written = Vec::new();
-    report.profile_href = match &config.scenarios_dir {
+    report.profile_href = match &config.source.scenarios_dir {
         Some(dir) => profile_href(dir, &config.report_dir),
         None => {
             // No checkout to link into: the report folder gets the profile

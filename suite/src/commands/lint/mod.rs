@@ -219,7 +219,10 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
         }
         Err(other) => return Err(LintError::Registry(other)),
     };
-    let files = scenario_files(dir)?;
+    let files = loader::scenario_files(dir).map_err(|error| match error {
+        LoadError::Read { path, source } => LintError::Read { path, source },
+        other => LintError::Registry(other),
+    })?;
     if files.is_empty() {
         return Err(LintError::Empty(dir.to_path_buf()));
     }
@@ -265,45 +268,6 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
         scenarios: files.len(),
         coverage,
     })
-}
-
-/// `(profile, file)` for every `<profile>/*.json`, sorted: the files the
-/// loader reads.
-fn scenario_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, LintError> {
-    let read_dir = |path: &Path| {
-        std::fs::read_dir(path).map_err(|source| LintError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
-    };
-    let mut files = Vec::new();
-    for entry in read_dir(dir)? {
-        let folder = entry
-            .map_err(|source| LintError::Read {
-                path: dir.to_path_buf(),
-                source,
-            })?
-            .path();
-        let Some(profile) = folder.file_name().and_then(|name| name.to_str()) else {
-            continue;
-        };
-        if !folder.is_dir() {
-            continue;
-        }
-        for file in read_dir(&folder)? {
-            let file = file
-                .map_err(|source| LintError::Read {
-                    path: folder.clone(),
-                    source,
-                })?
-                .path();
-            if file.is_file() && file.extension().is_some_and(|ext| ext == "json") {
-                files.push((profile.to_string(), file));
-            }
-        }
-    }
-    files.sort();
-    Ok(files)
 }
 
 fn string_list(value: Option<&Value>) -> Vec<String> {

@@ -9,14 +9,11 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use super::{invalid, LoadError};
-use crate::model::{Capture, Expect, Parallel, Repeat, Target};
+use crate::model::{Capture, Expect, Parallel, Target};
 use crate::template::BUILTINS;
 
 /// The variable that numbers the copies of a parallel request (1-based).
 pub const INDEX_VARIABLE: &str = "parallel.index";
-/// Most copies one parallel step sends: enough for any race worth showing,
-/// few enough that the suite never becomes the load test.
-pub const MAX_PARALLEL: u32 = 100;
 /// Most bytes all `generate` values of one scenario add up to.
 pub const MAX_GENERATED_BYTES: usize = 4 * 1024 * 1024;
 
@@ -81,37 +78,16 @@ fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// A parallel step's shape: a count in range, sent once, and nothing that
-/// needs one single answer (header assertions, header captures).
+/// A parallel step's shape beyond what the schema states (a count in range,
+/// sent once, `schema` or `schemas`): nothing that needs one single answer
+/// (header assertions, header captures).
 pub(super) fn check(
     path: &Path,
     pointer: &str,
     raw: RawParallel,
     expect: &Expect,
     capture: &BTreeMap<String, Capture>,
-    repeat: Repeat,
 ) -> Result<Parallel, LoadError> {
-    if !(2..=MAX_PARALLEL).contains(&raw.count) {
-        return Err(invalid(
-            path,
-            format!("{pointer}/parallel/count"),
-            format!("a parallel step sends 2 to {MAX_PARALLEL} copies"),
-        ));
-    }
-    if repeat != Repeat::Once {
-        return Err(invalid(
-            path,
-            pointer,
-            "a `parallel` step is sent once: no `poll` or `observe`",
-        ));
-    }
-    if expect.schema.is_some() && !expect.schemas.is_empty() {
-        return Err(invalid(
-            path,
-            format!("{pointer}/expect"),
-            "`schema` (every answer) and `schemas` (by status) exclude each other",
-        ));
-    }
     if let Some(assertion) = expect
         .assertions
         .iter()
@@ -246,6 +222,13 @@ mod tests {
         let mut lone = hardening(json!([parallel_step(json!({"status": 200}))]));
         lone["steps"][0]["parallel"]["count"] = json!(1);
         assert_eq!(refused_at(&lone).0, "/steps/0/parallel/count");
+        // The schema bounds the copies (2 to 100: enough for any race worth
+        // showing, few enough that the suite never becomes the load test).
+        let mut most = hardening(json!([parallel_step(json!({"status": 200}))]));
+        most["steps"][0]["parallel"]["count"] = json!(100);
+        assert!(load(&most).is_ok());
+        most["steps"][0]["parallel"]["count"] = json!(101);
+        assert_eq!(refused_at(&most).0, "/steps/0/parallel/count");
     }
 
     #[test]
