@@ -6,8 +6,9 @@
 //! nothing passes, every scenario fails or errors with a reason that names
 //! what went wrong, and nothing panics.
 
-#[path = "support/hostile.rs"]
-mod hostile;
+mod common;
+
+use common::hostile;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
