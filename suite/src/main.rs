@@ -97,12 +97,7 @@ fn validate(args: ValidateArgs) -> anyhow::Result<u8> {
 }
 
 fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let catalog = load_catalog(&ProfileSource::resolve(
-        args.scenarios.as_deref(),
-        None,
-        &cwd,
-    ))?;
+    let (cwd, catalog) = load_catalog(args.scenarios.as_deref())?;
     goalpost::commands::explain::explain(
         &catalog,
         &args.id,
@@ -113,18 +108,24 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     .context("cannot write the explanation")
 }
 
-/// The schemas and the catalog of a resolved source, with messages that
-/// name what could not be read.
-fn load_catalog(source: &ProfileSource) -> anyhow::Result<goalpost::run::loader::Catalog> {
+/// The catalog of `--scenarios`, else of the checkout around the current
+/// directory, else the embedded one (with the embedded schemas), and that
+/// directory.
+fn load_catalog(
+    scenarios: Option<&std::path::Path>,
+) -> anyhow::Result<(std::path::PathBuf, goalpost::run::loader::Catalog)> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let source = ProfileSource::resolve(scenarios, None, &cwd);
     let schemas = source
         .schemas()
         .context("cannot compile the JSON Schemas")?;
-    source
+    let catalog = source
         .load(&schemas)
         .with_context(|| match &source.scenarios_dir {
             Some(dir) => format!("cannot load {}", dir.display()),
             None => "cannot load the embedded scenarios".to_string(),
-        })
+        })?;
+    Ok((cwd, catalog))
 }
 
 fn lint(args: LintArgs) -> anyhow::Result<u8> {
@@ -145,24 +146,14 @@ fn lint(args: LintArgs) -> anyhow::Result<u8> {
 }
 
 fn list(args: ListArgs) -> anyhow::Result<u8> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let catalog = load_catalog(&ProfileSource::resolve(
-        args.scenarios.as_deref(),
-        None,
-        &cwd,
-    ))?;
+    let (_, catalog) = load_catalog(args.scenarios.as_deref())?;
     goalpost::mutation::write_requirements(&catalog, std::io::stdout().lock())
         .context("cannot write to stdout")?;
     Ok(0)
 }
 
 fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let catalog = load_catalog(&ProfileSource::resolve(
-        args.scenarios.as_deref(),
-        None,
-        &cwd,
-    ))?;
+    let (_, catalog) = load_catalog(args.scenarios.as_deref())?;
     let base_url = goalpost::config::check_url(&args.host, "--host")?;
     let config = goalpost::commands::doctor::DoctorConfig {
         base_url,

@@ -193,14 +193,10 @@ pub fn write(report: &LintReport, mut out: impl std::io::Write) -> std::io::Resu
 /// The folder could not be linted at all (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum LintError {
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{}: not JSON: {message}", path.display())]
-    NotJson { path: PathBuf, message: String },
+    /// A folder or file that cannot be read, or a file that is not JSON:
+    /// the loader's own error, as a run would report it.
+    #[error(transparent)]
+    Unreadable(LoadError),
     #[error("the requirement registry is unusable: {0}")]
     Registry(LoadError),
     #[error("no scenario files in {}", .0.display())]
@@ -213,30 +209,19 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
     let registry = dir.join(REQUIREMENTS_FILE);
     let requirements = match loader::load_requirements(&registry, schemas) {
         Ok(requirements) => requirements,
-        Err(LoadError::Read { path, source }) => return Err(LintError::Read { path, source }),
-        Err(LoadError::NotJson { path, message }) => {
-            return Err(LintError::NotJson { path, message })
+        Err(error @ (LoadError::Read { .. } | LoadError::NotJson { .. })) => {
+            return Err(LintError::Unreadable(error))
         }
         Err(other) => return Err(LintError::Registry(other)),
     };
-    let files = loader::scenario_files(dir).map_err(|error| match error {
-        LoadError::Read { path, source } => LintError::Read { path, source },
-        other => LintError::Registry(other),
-    })?;
+    let files = loader::scenario_files(dir).map_err(LintError::Unreadable)?;
     if files.is_empty() {
         return Err(LintError::Empty(dir.to_path_buf()));
     }
     let mut findings = Vec::new();
     let mut named = Vec::with_capacity(files.len());
     for (profile, path) in &files {
-        let text = std::fs::read_to_string(path).map_err(|source| LintError::Read {
-            path: path.clone(),
-            source,
-        })?;
-        let value: Value = serde_json::from_str(&text).map_err(|error| LintError::NotJson {
-            path: path.clone(),
-            message: error.to_string(),
-        })?;
+        let value = loader::read_json(path).map_err(LintError::Unreadable)?;
         let stem = path
             .file_stem()
             .map(|stem| stem.to_string_lossy().into_owned())
@@ -248,7 +233,7 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
         });
         match loader::load_scenario(path, profile, schemas) {
             Ok(_) => findings.extend(lint_scenario(path, &value)),
-            Err(LoadError::Read { path, source }) => return Err(LintError::Read { path, source }),
+            Err(error @ LoadError::Read { .. }) => return Err(LintError::Unreadable(error)),
             Err(error) => findings.push(Finding {
                 file: path.clone(),
                 pointer: match &error {

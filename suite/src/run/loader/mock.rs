@@ -8,10 +8,10 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{invalid, LoadError};
+use super::{invalid, no_headers, LoadError};
 use crate::model::{
     Action, Capture, Expect, MockScript, MockStep, MockWindow, Needs, ObservationSpec, Repeat,
-    Scenario, Target,
+    Scenario,
 };
 use crate::template::{names_in_str, names_in_value};
 
@@ -91,27 +91,15 @@ pub(super) fn mock_step(
             "a `mockLog` step sends nothing: its expect takes only `assert`",
         ));
     }
-    if let Some(assertion) = expect
-        .assertions
-        .iter()
-        .find(|a| matches!(a.target, Target::Header(_)))
-    {
-        return Err(invalid(
-            path,
-            assertion.pointer.clone(),
+    no_headers(
+        path,
+        pointer,
+        (&expect, &capture),
+        (
             "the mock log has no headers: assert with `pointer`",
-        ));
-    }
-    if let Some(name) = capture
-        .iter()
-        .find_map(|(name, source)| matches!(source, Capture::Header(_)).then_some(name))
-    {
-        return Err(invalid(
-            path,
-            format!("{pointer}/capture/{name}"),
             "the mock log has no headers: capture with `pointer` or `clock`",
-        ));
-    }
+        ),
+    )?;
     if let Some(since) = &raw.since_ms {
         if !is_ms_operand(since) {
             return Err(invalid(

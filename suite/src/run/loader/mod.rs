@@ -70,6 +70,35 @@ pub enum LoadError {
     Unproven { id: String },
 }
 
+/// Refuses a step's first header assertion and first header capture, for
+/// steps with no single answer to take headers from; the messages say what
+/// to read instead.
+fn no_headers(
+    path: &Path,
+    pointer: &str,
+    (expect, capture): (&Expect, &BTreeMap<String, Capture>),
+    (assert_instead, capture_instead): (&str, &str),
+) -> Result<(), LoadError> {
+    if let Some(assertion) = expect
+        .assertions
+        .iter()
+        .find(|a| matches!(a.target, Target::Header(_)))
+    {
+        return Err(invalid(path, assertion.pointer.clone(), assert_instead));
+    }
+    match capture
+        .iter()
+        .find(|(_, source)| matches!(source, Capture::Header(_)))
+    {
+        Some((name, _)) => Err(invalid(
+            path,
+            format!("{pointer}/capture/{name}"),
+            capture_instead,
+        )),
+        None => Ok(()),
+    }
+}
+
 fn show_pointer(pointer: &str) -> &str {
     if pointer.is_empty() {
         "(root)"
@@ -154,7 +183,8 @@ fn assemble(
     })
 }
 
-fn read_json(path: &Path) -> Result<Value, LoadError> {
+/// A file as JSON; `Read` or `NotJson` when it is neither.
+pub fn read_json(path: &Path) -> Result<Value, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
         path: path.to_path_buf(),
         source,

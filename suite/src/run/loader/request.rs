@@ -8,8 +8,8 @@ use std::path::Path;
 use base64::Engine as _;
 use serde::Deserialize;
 
-use super::{invalid, LoadError};
-use crate::model::{Capture, Expect, Parallel, Target};
+use super::{invalid, no_headers, LoadError};
+use crate::model::{Capture, Expect, Parallel};
 use crate::template::BUILTINS;
 
 /// The variable that numbers the copies of a parallel request (1-based).
@@ -88,28 +88,16 @@ pub(super) fn check(
     expect: &Expect,
     capture: &BTreeMap<String, Capture>,
 ) -> Result<Parallel, LoadError> {
-    if let Some(assertion) = expect
-        .assertions
-        .iter()
-        .find(|a| matches!(a.target, Target::Header(_)))
-    {
-        return Err(invalid(
-            path,
-            assertion.pointer.clone(),
+    no_headers(
+        path,
+        pointer,
+        (expect, capture),
+        (
             "a parallel step asserts on the aggregate of its answers: use \
              `/responses/…/headers/<lower-case name>`",
-        ));
-    }
-    if let Some(name) = capture
-        .iter()
-        .find_map(|(name, source)| matches!(source, Capture::Header(_)).then_some(name))
-    {
-        return Err(invalid(
-            path,
-            format!("{pointer}/capture/{name}"),
             "a parallel step has no single answer: capture with `pointer` (e.g. `/first/200/headers/etag`)",
-        ));
-    }
+        ),
+    )?;
     Ok(Parallel { count: raw.count })
 }
 
