@@ -20,7 +20,7 @@ use crate::http::{Http, DEFAULT_BODY_CAP};
 use crate::mock::MockServer;
 use crate::model::Scenario;
 use crate::report::{self, HostInfo, ReportInput, RunOrder, RunReport};
-use crate::run::discovery::{self, Capabilities, Discovery, DISCOVERY_PATH};
+use crate::run::discovery::{self, Discovery, DISCOVERY_PATH};
 use crate::run::driver::{Driver, HostTarget};
 use crate::run::gate::gate;
 use crate::run::ledger::{self, Ledger};
@@ -158,20 +158,12 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
             return Err(StartError::Discovery(error));
         }
         // Somebody is there and answered badly: that is the host's result.
-        Err(error) => (
-            Discovery {
-                status: 0,
-                sha256: discovery::sha256_hex(b""),
-                document: None,
-                capabilities: Capabilities::from_document(None),
-            },
-            Some(error.to_string()),
-        ),
+        Err(error) => (Discovery::unusable(), Some(error.to_string())),
     };
-    let mut capabilities = discovery.capabilities.clone();
-    if let Some(path) = &config.base_path {
-        capabilities.base_path.clone_from(path);
-    }
+    let capabilities = discovery
+        .capabilities
+        .clone()
+        .with_base_path(config.base_path.as_ref());
     let target = Arc::new(HostTarget {
         base_url: base_url.clone(),
         capabilities,

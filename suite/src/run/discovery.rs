@@ -45,6 +45,15 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
+    /// The capabilities with `--base-path`, when given, over the
+    /// collection path discovery names.
+    pub fn with_base_path(mut self, base_path: Option<&String>) -> Capabilities {
+        if let Some(path) = base_path {
+            self.base_path.clone_from(path);
+        }
+        self
+    }
+
     /// Reads what it can from a discovery document; anything malformed reads
     /// as "not advertised" (the discovery scenarios judge the shape itself).
     pub fn from_document(document: Option<&Value>) -> Capabilities {
@@ -138,6 +147,20 @@ pub struct Discovery {
     pub capabilities: Capabilities,
 }
 
+impl Discovery {
+    /// What is known of a host that answered the discovery request, but not
+    /// usably: no document (the digest is of an empty body), so it
+    /// advertises nothing.
+    pub fn unusable() -> Discovery {
+        Discovery {
+            status: 0,
+            sha256: sha256_hex(b""),
+            document: None,
+            capabilities: Capabilities::from_document(None),
+        }
+    }
+}
+
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
@@ -173,6 +196,21 @@ pub async fn fetch(http: &Http, base_url: &str) -> Result<Discovery, RunError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_unusable_answer_advertises_nothing_and_base_path_wins_only_when_given() {
+        let unusable = Discovery::unusable();
+        assert_eq!(unusable.sha256, sha256_hex(b""));
+        assert_eq!(unusable.sha256.len(), 64);
+        assert!(!unusable.capabilities.goals);
+        assert!(unusable.capabilities.seams.is_empty());
+        let found = unusable.capabilities.base_path.clone();
+        let kept = unusable.capabilities.clone().with_base_path(None);
+        assert_eq!(kept.base_path, found);
+        let given = "/v2/goals".to_string();
+        let over = unusable.capabilities.with_base_path(Some(&given));
+        assert_eq!(over.base_path, "/v2/goals");
+    }
 
     #[test]
     fn reads_modes_seams_and_base_path() {

@@ -231,20 +231,12 @@ pub async fn diagnose(
         Ok(found) => (found, None),
         // Nobody is there: doctor cannot start.
         Err(error @ RunError::Connect { .. }) => return Err(StartError::Discovery(error)),
-        Err(error) => (
-            Discovery {
-                status: 0,
-                sha256: String::new(),
-                document: None,
-                capabilities: Capabilities::from_document(None),
-            },
-            Some(error.to_string()),
-        ),
+        Err(error) => (Discovery::unusable(), Some(error.to_string())),
     };
-    let mut capabilities = discovery.capabilities.clone();
-    if let Some(path) = &config.base_path {
-        capabilities.base_path.clone_from(path);
-    }
+    let capabilities = discovery
+        .capabilities
+        .clone()
+        .with_base_path(config.base_path.as_ref());
     let mut probes = vec![Probe {
         what: format!("GET {}", discovery::DISCOVERY_PATH),
         problem: match (discovery.status, &discovery.document) {
