@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
-use super::step::{Absent, Captured, Subject};
+use super::step::{Absent, Captured, Repeater, Subject};
 use super::{describe, Driver, Miss, Missed, Place, Tally, Trace};
 use crate::assertion::{self, Verdict};
 use crate::error::{RunError, StepError};
@@ -43,33 +43,29 @@ impl Driver {
             outgoing.push(self.render(request, &copy)?);
         }
         trace.request = outgoing.first().cloned();
-        // The loader refuses `poll` and `observe` on a parallel step, so this
-        // looks once; it goes through the one repeat loop all the same.
-        let (answers, tally) = self
-            .repeat(
-                request.repeat,
-                Subject::Host,
-                async || {
-                    let exchanges = self.send_together(outgoing.clone()).await?;
-                    trace.response = exchanges.first().cloned();
-                    let document = aggregate(&exchanges);
-                    Ok(Answers {
+        // The schema refuses `poll` and `observe` on a parallel step, so this
+        // looks once; it keeps the one repeat loop's rules all the same.
+        let mut repeater = Repeater::new(request.repeat, Subject::Host, self.poll_scale);
+        let (answers, tally) = loop {
+            let exchanges = self.send_together(outgoing.clone()).await?;
+            trace.response = exchanges.first().cloned();
+            let document = aggregate(&exchanges);
+            // Every claim about parallel answers names the answer it is
+            // about; a repeat's context line would add nothing.
+            let _ = repeater.look();
+            let tally = self
+                .check_parallel(place, request, &exchanges, &document, vars)?
+                .settle()?;
+            if let Some(tally) = repeater.settle(tally).await {
+                break (
+                    Answers {
                         exchanges,
                         document,
-                    })
-                },
-                |answers, _| {
-                    self.check_parallel(
-                        place,
-                        request,
-                        &answers.exchanges,
-                        &answers.document,
-                        vars,
-                    )?
-                    .settle()
-                },
-            )
-            .await?;
+                    },
+                    tally,
+                );
+            }
+        };
         self.capture(place, &request.capture, &answers, vars, tally)
     }
 

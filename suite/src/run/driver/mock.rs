@@ -9,7 +9,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
-use super::step::{Absent, Captured, Subject};
+use super::step::{Absent, Captured, Repeater, Subject};
 use super::{describe, Driver, Miss, Missed, Place, Tally};
 use crate::assertion::{self, Verdict};
 use crate::error::{RunError, StepError};
@@ -106,14 +106,15 @@ impl Driver {
             .into());
         };
         let window = self.render_window(&step.window, vars)?;
-        let (view, tally) = self
-            .repeat(
-                step.repeat,
-                Subject::MockLog,
-                async || Ok(session.view(&window)),
-                |view, context| self.check_view(place, step, session, view, vars, context),
-            )
-            .await?;
+        let mut repeater = Repeater::new(step.repeat, Subject::MockLog, self.poll_scale);
+        let (view, tally) = loop {
+            let view = session.view(&window);
+            let context = repeater.look();
+            let tally = self.check_view(place, step, session, &view, vars, context)?;
+            if let Some(tally) = repeater.settle(tally).await {
+                break (view, tally);
+            }
+        };
         let log = Log {
             session,
             view: &view,

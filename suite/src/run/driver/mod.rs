@@ -23,7 +23,7 @@ use crate::run::outcome::observation;
 use crate::run::outcome::{Check, FailedStep, Outcome, Redactor, ScenarioResult, VIOLATIONS_SHOWN};
 use crate::template::{TemplateError, Vars};
 use attribution::{End, FailedCheck};
-use step::{Absent, Captured, Subject};
+use step::{Absent, Captured, Repeater, Subject};
 
 pub mod attribution;
 mod concurrency;
@@ -494,22 +494,19 @@ impl Driver {
     ) -> Result<Tally, StepError> {
         let outgoing = self.render(request, vars)?;
         trace.request = Some(outgoing.clone());
-        let (exchange, tally) = self
-            .repeat(
-                request.repeat,
-                Subject::Host,
-                async || {
-                    trace.response = None;
-                    let exchange = self.http.send(&outgoing).await?;
-                    trace.response = Some(exchange.clone());
-                    Ok(exchange)
-                },
-                |exchange, context| {
-                    self.check(place, request, exchange, vars, context)?
-                        .settle()
-                },
-            )
-            .await?;
+        let mut repeater = Repeater::new(request.repeat, Subject::Host, self.poll_scale);
+        let (exchange, tally) = loop {
+            trace.response = None;
+            let exchange = self.http.send(&outgoing).await?;
+            trace.response = Some(exchange.clone());
+            let context = repeater.look();
+            let tally = self
+                .check(place, request, &exchange, vars, context)?
+                .settle()?;
+            if let Some(tally) = repeater.settle(tally).await {
+                break (exchange, tally);
+            }
+        };
         // Captures read what the checks read: a list's own goals only.
         let narrowed = match request.expect.schema.as_deref() {
             Some(GOAL_LIST) => narrow(&exchange, place.nonce).map(|narrowed| narrowed.view),

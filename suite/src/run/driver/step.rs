@@ -1,6 +1,6 @@
-//! What every kind of step shares: the one repeat loop (once, `poll`,
-//! `observe`) around a step's look at its answer, and the one way a step
-//! takes its captures from what it saw last.
+//! What every kind of step shares: the rules of the one repeat loop (once,
+//! `poll`, `observe`) around a step's look at its answer, and the one way a
+//! step takes its captures from what it saw last.
 //!
 //! A request, a `parallel` request and a `mockLog` step differ only in how
 //! they fetch what they look at and how they check it; the loop and the
@@ -74,75 +74,109 @@ pub(super) struct Absent<'a> {
     pub miss: Miss,
 }
 
-impl Driver {
-    /// Looks at a step's answer once, or again and again as `repeat` says:
-    /// a `poll` looks until no blocking check misses or its (scaled)
-    /// timeout passes, an `observe` looks for its whole window and stops at
-    /// the first blocking miss, keeping the first miss of every other claim.
-    /// `fetch` gets what to look at; `check` judges it, given the context
-    /// line a miss of that look carries.
-    pub(super) async fn repeat<T>(
-        &self,
-        repeat: Repeat,
-        subject: Subject,
-        mut fetch: impl AsyncFnMut() -> Result<T, StepError>,
-        mut check: impl FnMut(&T, Option<String>) -> Result<Tally, StepError>,
-    ) -> Result<(T, Tally), StepError> {
-        match repeat {
-            Repeat::Once => {
-                let seen = fetch().await?;
-                let tally = check(&seen, None)?;
-                Ok((seen, tally))
+/// The one repeat loop's rules, for a step that looks at its answer once,
+/// polls until its blocking checks hold or its (scaled) timeout passes, or
+/// observes for a whole window, stopping at the first blocking miss and
+/// keeping the first miss of every other claim. The step's own loop fetches
+/// and checks; `look` and `settle` decide everything else:
+///
+/// ```text
+/// loop {
+///     let seen = fetch().await?;
+///     let context = repeater.look();
+///     let tally = check(&seen, context)?;
+///     if let Some(tally) = repeater.settle(tally).await { break (seen, tally) }
+/// }
+/// ```
+///
+/// (A loop over closures would say it once more briefly, but its future
+/// is not `Send`, and the benchmarks spawn the driver's.)
+pub(super) struct Repeater {
+    repeat: Repeat,
+    subject: Subject,
+    /// When the first look started.
+    started: Instant,
+    /// The poll's deadline or the observation's end.
+    until: Instant,
+    attempt: u32,
+    /// The poll's latest look was its last.
+    last: bool,
+    /// When the poll's latest look came back.
+    looked: Instant,
+    /// An observation's misses so far, the first of each claim.
+    advisories: Vec<Missed>,
+}
+
+impl Repeater {
+    pub(super) fn new(repeat: Repeat, subject: Subject, poll_scale: f64) -> Repeater {
+        let started = Instant::now();
+        let until = match repeat {
+            Repeat::Once => started,
+            Repeat::Poll { timeout_ms, .. } => {
+                started + Duration::from_millis(timeout_ms).mul_f64(poll_scale)
             }
-            Repeat::Poll {
-                timeout_ms,
-                interval_ms,
-            } => {
-                let timeout = Duration::from_millis(timeout_ms).mul_f64(self.poll_scale);
-                let interval = Duration::from_millis(interval_ms);
-                let started = Instant::now();
-                let deadline = started + timeout;
-                let mut attempt = 0u32;
-                loop {
-                    attempt += 1;
-                    let seen = fetch().await?;
-                    let now = Instant::now();
-                    let last = now >= deadline;
-                    let context =
-                        last.then(|| subject.polled((now - started).as_millis(), attempt));
-                    // Polling waits for every blocking check to hold; a
-                    // non-blocking miss of that answer is its verdict.
-                    let tally = check(&seen, context)?;
-                    if !tally.blocked() || last {
-                        return Ok((seen, tally));
-                    }
-                    tokio::time::sleep(interval.min(deadline - now)).await
-                }
-            }
-            Repeat::Observe {
-                for_ms,
-                interval_ms,
-            } => {
-                let interval = Duration::from_millis(interval_ms);
-                let end = Instant::now() + Duration::from_millis(for_ms);
-                let mut attempt = 0u32;
-                let mut advisories: Vec<Missed> = Vec::new();
-                loop {
-                    attempt += 1;
-                    let seen = fetch().await?;
-                    let mut tally = check(&seen, Some(subject.observed(for_ms, attempt)))?;
-                    tally.absorb(std::mem::take(&mut advisories));
-                    let now = Instant::now();
-                    if tally.blocked() || now >= end {
-                        return Ok((seen, tally));
-                    }
-                    advisories = tally.missed;
-                    tokio::time::sleep(interval.min(end - now)).await;
-                }
-            }
+            Repeat::Observe { for_ms, .. } => started + Duration::from_millis(for_ms),
+        };
+        Repeater {
+            repeat,
+            subject,
+            started,
+            until,
+            attempt: 0,
+            last: true,
+            looked: started,
+            advisories: Vec::new(),
         }
     }
 
+    /// Call when a look's answer is in: the context line its misses carry.
+    pub(super) fn look(&mut self) -> Option<String> {
+        self.attempt += 1;
+        match self.repeat {
+            Repeat::Once => None,
+            Repeat::Poll { .. } => {
+                self.looked = Instant::now();
+                self.last = self.looked >= self.until;
+                self.last.then(|| {
+                    self.subject
+                        .polled((self.looked - self.started).as_millis(), self.attempt)
+                })
+            }
+            Repeat::Observe { for_ms, .. } => Some(self.subject.observed(for_ms, self.attempt)),
+        }
+    }
+
+    /// The step's verdict when this look ends it, else `None` after waiting
+    /// for the next look.
+    pub(super) async fn settle(&mut self, mut tally: Tally) -> Option<Tally> {
+        match self.repeat {
+            Repeat::Once => Some(tally),
+            Repeat::Poll { interval_ms, .. } => {
+                // Polling waits for every blocking check to hold; a
+                // non-blocking miss of that answer is its verdict.
+                if !tally.blocked() || self.last {
+                    return Some(tally);
+                }
+                let interval = Duration::from_millis(interval_ms);
+                tokio::time::sleep(interval.min(self.until - self.looked)).await;
+                None
+            }
+            Repeat::Observe { interval_ms, .. } => {
+                tally.absorb(std::mem::take(&mut self.advisories));
+                let now = Instant::now();
+                if tally.blocked() || now >= self.until {
+                    return Some(tally);
+                }
+                self.advisories = tally.missed;
+                let interval = Duration::from_millis(interval_ms);
+                tokio::time::sleep(interval.min(self.until - now)).await;
+                None
+            }
+        }
+    }
+}
+
+impl Driver {
     /// Sets each capture's variable from what the step saw. A missing value
     /// is a blocking miss (a later step needs it) and ends the captures;
     /// captures are not taken at all after a blocking miss, since the steps
