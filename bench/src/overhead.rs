@@ -13,11 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use goalpost::discovery;
-use goalpost::driver::{Driver, HostTarget};
 use goalpost::http::{Http, DEFAULT_BODY_CAP};
-use goalpost::ledger::{Ledger, Outcome, ScenarioResult, SkipReason};
 use goalpost::model::Scenario;
+use goalpost::run::discovery;
+use goalpost::run::driver::{Driver, HostTarget};
+use goalpost::run::ledger::Ledger;
+use goalpost::run::outcome::Outcome;
 use goalpost_host::{Config, RunningHost};
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
@@ -89,7 +90,7 @@ fn load_scenario(dir: &Path, schemas: &Schemas) -> Result<Scenario> {
     std::fs::create_dir_all(&folder)?;
     let path = folder.join("overhead.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&scenario_file())?)?;
-    goalpost::loader::load_scenario(&path, "core", schemas)
+    goalpost::run::loader::load_scenario(&path, "core", schemas)
         .map_err(|error| anyhow::anyhow!("the bench scenario does not load: {error}"))
 }
 
@@ -162,18 +163,12 @@ async fn suite(
     n: u64,
 ) -> Result<()> {
     let started = Instant::now();
-    let run = driver.run(&scenario, &format!("{n:016x}")).await;
-    if run.outcome != Outcome::Pass {
-        bail!("the bench scenario did not pass: {:?}", run.outcome);
+    let mut result = driver.run(&scenario, &format!("{n:016x}")).await;
+    if result.outcome != Outcome::Pass {
+        bail!("the bench scenario did not pass: {:?}", result.outcome);
     }
     // What the runner records for every trial.
-    let mut result = ScenarioResult::skipped(&scenario.name, SkipReason::OptedOut);
-    result.outcome = run.outcome;
-    result.checks = run.checks;
     result.duration = started.elapsed();
-    result.quiet = run.quiet;
-    result.failed_step = run.failed_step;
-    result.observations = run.observations;
     ledger
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -5,13 +5,15 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use goalpost_schemas::{SchemaError, Schemas};
 use time::OffsetDateTime;
 
 use crate::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B};
 use crate::cli::RunArgs;
-use crate::error::StartError;
-use crate::loader::REQUIREMENTS_FILE;
+use crate::run::gate::WEBHOOK_SECRET;
+use crate::run::loader::{self, Catalog, LoadError, REQUIREMENTS_FILE};
 use crate::shuffle::TrialOrder;
+use crate::start::StartError;
 
 /// Trials run at once unless `--test-threads` says otherwise. Scenarios
 /// spend their time waiting on the host, not computing, so this is more
@@ -39,10 +41,8 @@ pub struct RunConfig {
     pub profiles: Option<BTreeSet<String>>,
     /// `--strict`: add the `strict` profile to the selection.
     pub strict: bool,
-    /// The scenarios folder; `None`: the scenarios embedded in this binary.
-    pub scenarios_dir: Option<PathBuf>,
-    /// `None`: the embedded schemas.
-    pub schemas_dir: Option<PathBuf>,
+    /// Where the scenarios and schemas come from.
+    pub source: ProfileSource,
     pub report_dir: PathBuf,
     pub timeout_scale: f64,
     /// `--base-path`: the goals collection path, over what discovery says.
@@ -86,6 +86,17 @@ fn made_up_secret() -> String {
 }
 
 impl RunConfig {
+    /// The suite options (as `needs.options` names them) this run was given.
+    pub fn options_given(&self) -> BTreeSet<String> {
+        let mut given = BTreeSet::new();
+        // The bundled host always gets a made-up secret, so this is only ever
+        // missing against a remote host started without `--webhook-secret`.
+        if self.callback.secret.is_some() {
+            given.insert(WEBHOOK_SECRET.to_string());
+        }
+        given
+    }
+
     /// The configuration for a run against the bundled host with every
     /// default, as the reference-host test and `goalpost run` without
     /// options use it.
@@ -100,8 +111,10 @@ impl RunConfig {
             token_b: Some(DEFAULT_TOKEN_B.to_string()),
             profiles: None,
             strict: false,
-            scenarios_dir: Some(scenarios_dir),
-            schemas_dir: None,
+            source: ProfileSource {
+                scenarios_dir: Some(scenarios_dir),
+                schemas_dir: None,
+            },
             report_dir,
             timeout_scale: 1.0,
             base_path: None,
@@ -160,10 +173,8 @@ impl RunConfig {
             ));
         }
         let root = workspace_root(cwd);
-        let scenarios_dir = match args.scenarios {
-            Some(dir) => Some(cwd.join(dir)),
-            None => root.as_ref().map(|root| root.join("scenarios")),
-        };
+        let source =
+            ProfileSource::resolve(args.scenarios.as_deref(), args.schemas.as_deref(), cwd);
         let report_dir = match args.report_dir {
             Some(dir) => cwd.join(dir),
             None => root
@@ -198,8 +209,7 @@ impl RunConfig {
             token_b,
             profiles,
             strict: args.strict,
-            scenarios_dir,
-            schemas_dir: args.schemas.map(|dir| cwd.join(dir)),
+            source,
             report_dir,
             timeout_scale: args.timeout_scale,
             base_path: args.base_path,
@@ -239,6 +249,46 @@ pub fn check_url(url: &str, option: &str) -> Result<String, StartError> {
 /// checkout of goalpost, whose scenarios win over the embedded ones so that
 /// editing a scenario takes effect without a rebuild); `None` elsewhere,
 /// where the binary uses the scenarios embedded in it.
+/// Where a command reads the profile from, resolved once from its command
+/// line so that every command finds the same folder the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileSource {
+    /// The scenarios folder; `None`: the scenarios embedded in this binary.
+    pub scenarios_dir: Option<PathBuf>,
+    /// The schemas folder; `None`: the embedded schemas.
+    pub schemas_dir: Option<PathBuf>,
+}
+
+impl ProfileSource {
+    /// `--scenarios` (relative to `cwd`), else the `scenarios/` of the
+    /// checkout around `cwd`, else the embedded ones; `--schemas` likewise,
+    /// else the embedded schemas.
+    pub fn resolve(scenarios: Option<&Path>, schemas: Option<&Path>, cwd: &Path) -> ProfileSource {
+        ProfileSource {
+            scenarios_dir: match scenarios {
+                Some(dir) => Some(cwd.join(dir)),
+                None => workspace_root(cwd).map(|root| root.join("scenarios")),
+            },
+            schemas_dir: schemas.map(|dir| cwd.join(dir)),
+        }
+    }
+
+    pub fn schemas(&self) -> Result<Schemas, SchemaError> {
+        match &self.schemas_dir {
+            Some(dir) => Schemas::from_dir(dir),
+            None => Schemas::embedded(),
+        }
+    }
+
+    /// Loads and checks the scenarios and their requirement registry.
+    pub fn load(&self, schemas: &Schemas) -> Result<Catalog, LoadError> {
+        match &self.scenarios_dir {
+            Some(dir) => loader::load(dir, schemas),
+            None => loader::load_embedded(schemas),
+        }
+    }
+}
+
 pub fn workspace_root(cwd: &Path) -> Option<PathBuf> {
     let has_scenarios = |dir: &Path| dir.join("scenarios").join(REQUIREMENTS_FILE).is_file();
     cwd.ancestors()
@@ -395,7 +445,10 @@ mod tests {
     #[test]
     fn defaults_are_found_from_the_workspace() {
         let config = resolve(RunArgs::default()).unwrap();
-        let scenarios = config.scenarios_dir.expect("the checkout's scenarios");
+        let scenarios = config
+            .source
+            .scenarios_dir
+            .expect("the checkout's scenarios");
         assert!(scenarios.join(REQUIREMENTS_FILE).is_file());
         assert!(config.report_dir.ends_with("reports/latest"));
     }
@@ -409,7 +462,20 @@ mod tests {
             &outside,
         )
         .unwrap();
-        assert_eq!(config.scenarios_dir, None);
+        assert_eq!(config.source.scenarios_dir, None);
         assert_eq!(config.report_dir, outside.join("reports").join("latest"));
+    }
+
+    #[test]
+    fn the_webhook_secret_option_is_given_with_a_secret() {
+        let harness = libtest_mimic::Arguments::default();
+        let mut config = RunConfig::bundled(PathBuf::from("s"), PathBuf::from("r"), harness);
+        assert_eq!(
+            config.options_given(),
+            BTreeSet::from([WEBHOOK_SECRET.to_string()]),
+            "the bundled host gets a secret"
+        );
+        config.callback.secret = None;
+        assert!(config.options_given().is_empty());
     }
 }

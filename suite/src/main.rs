@@ -2,7 +2,6 @@
 //! did, 2 when the run could not start. `validate`, `schemas` and `explain`
 //! document their own codes (`validate`: 0 valid, 1 invalid, 2 unreadable).
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -10,6 +9,7 @@ use goalpost::cli::{
     self, Command, DiffArgs, DoctorArgs, ExplainArgs, LintArgs, ListArgs, MatrixArgs, RunArgs,
     ValidateArgs,
 };
+use goalpost::config::ProfileSource;
 use goalpost::report::console::{self, Style};
 use goalpost::RunConfig;
 
@@ -34,7 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(args, harness),
         Command::Validate(args) => validate(args),
-        Command::Schemas => goalpost::validate::list(std::io::stdout().lock())
+        Command::Schemas => goalpost::commands::validate::list(std::io::stdout().lock())
             .map(|()| 0)
             .context("cannot write to stdout"),
         Command::Explain(args) => explain(args),
@@ -85,7 +85,7 @@ fn validate(args: ValidateArgs) -> anyhow::Result<u8> {
         None => goalpost_schemas::Schemas::embedded(),
     }
     .context("cannot compile the JSON Schemas")?;
-    goalpost::validate::validate(
+    goalpost::commands::validate::validate(
         &schemas,
         &args.schema,
         &args.files,
@@ -97,9 +97,8 @@ fn validate(args: ValidateArgs) -> anyhow::Result<u8> {
 }
 
 fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
-    goalpost::explain::explain(
+    let (cwd, catalog) = load_catalog(args.scenarios.as_deref())?;
+    goalpost::commands::explain::explain(
         &catalog,
         &args.id,
         &cwd,
@@ -109,55 +108,54 @@ fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     .context("cannot write the explanation")
 }
 
-/// The catalog of `--scenarios`, else of the checkout around `cwd`, else
-/// the one embedded in this binary.
-fn load_catalog(scenarios: Option<&Path>, cwd: &Path) -> anyhow::Result<goalpost::loader::Catalog> {
-    let dir = match scenarios {
-        Some(dir) => Some(cwd.join(dir)),
-        None => goalpost::config::workspace_root(cwd).map(|root| root.join("scenarios")),
-    };
-    let schemas =
-        goalpost_schemas::Schemas::embedded().context("cannot compile the JSON Schemas")?;
-    match dir {
-        Some(dir) => goalpost::loader::load(&dir, &schemas)
-            .with_context(|| format!("cannot load {}", dir.display())),
-        None => {
-            goalpost::loader::load_embedded(&schemas).context("cannot load the embedded scenarios")
-        }
-    }
+/// The catalog of `--scenarios`, else of the checkout around the current
+/// directory, else the embedded one (with the embedded schemas), and that
+/// directory.
+fn load_catalog(
+    scenarios: Option<&std::path::Path>,
+) -> anyhow::Result<(std::path::PathBuf, goalpost::run::loader::Catalog)> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let source = ProfileSource::resolve(scenarios, None, &cwd);
+    let schemas = source
+        .schemas()
+        .context("cannot compile the JSON Schemas")?;
+    let catalog = source
+        .load(&schemas)
+        .with_context(|| match &source.scenarios_dir {
+            Some(dir) => format!("cannot load {}", dir.display()),
+            None => "cannot load the embedded scenarios".to_string(),
+        })?;
+    Ok((cwd, catalog))
 }
 
 fn lint(args: LintArgs) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let dir = match &args.scenarios {
-        Some(dir) => cwd.join(dir),
-        None => goalpost::config::workspace_root(&cwd)
-            .map(|root| root.join("scenarios"))
-            .context("no scenarios/requirements.json found above the current directory; pass --scenarios DIR")?,
-    };
-    let schemas = match &args.schemas {
-        Some(dir) => goalpost_schemas::Schemas::from_dir(dir),
-        None => goalpost_schemas::Schemas::embedded(),
-    }
-    .context("cannot compile the JSON Schemas")?;
-    let report = goalpost::lint::lint_dir(&dir, &schemas)?;
-    goalpost::lint::write(&report, std::io::stdout().lock()).context("cannot write to stdout")?;
+    let source = ProfileSource::resolve(args.scenarios.as_deref(), args.schemas.as_deref(), &cwd);
+    // Lint reads files as they are on disk: the embedded ones are never
+    // linted in place.
+    let dir = source.scenarios_dir.as_deref().context(
+        "no scenarios/requirements.json found above the current directory; pass --scenarios DIR",
+    )?;
+    let schemas = source
+        .schemas()
+        .context("cannot compile the JSON Schemas")?;
+    let report = goalpost::commands::lint::lint_dir(dir, &schemas)?;
+    goalpost::commands::lint::write(&report, std::io::stdout().lock())
+        .context("cannot write to stdout")?;
     Ok(report.exit_code())
 }
 
 fn list(args: ListArgs) -> anyhow::Result<u8> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
+    let (_, catalog) = load_catalog(args.scenarios.as_deref())?;
     goalpost::mutation::write_requirements(&catalog, std::io::stdout().lock())
         .context("cannot write to stdout")?;
     Ok(0)
 }
 
 fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let catalog = load_catalog(args.scenarios.as_deref(), &cwd)?;
+    let (_, catalog) = load_catalog(args.scenarios.as_deref())?;
     let base_url = goalpost::config::check_url(&args.host, "--host")?;
-    let config = goalpost::doctor::DoctorConfig {
+    let config = goalpost::commands::doctor::DoctorConfig {
         base_url,
         token_a: args.token,
         token_b: args.token_b,
@@ -165,7 +163,7 @@ fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
         probe_write: args.probe_write,
         timeout_scale: args.timeout_scale,
     };
-    Ok(goalpost::doctor::doctor(
+    Ok(goalpost::commands::doctor::doctor(
         &config,
         &catalog,
         std::io::stdout().lock(),
@@ -176,16 +174,17 @@ fn diff(args: DiffArgs) -> anyhow::Result<u8> {
     use goalpost::report::RunReport;
     let old = RunReport::read(&args.old)?;
     let new = RunReport::read(&args.new)?;
-    let diff = goalpost::diff::Diff::between(&old, &new);
-    goalpost::diff::write(&diff, std::io::stdout().lock()).context("cannot write to stdout")?;
+    let diff = goalpost::commands::diff::Diff::between(&old, &new);
+    goalpost::commands::diff::write(&diff, std::io::stdout().lock())
+        .context("cannot write to stdout")?;
     Ok(diff.exit_code())
 }
 
 fn matrix(args: MatrixArgs) -> anyhow::Result<u8> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let columns = goalpost::matrix::columns(&args.reports, &args.out)?;
-    for path in goalpost::matrix::write(&columns, &args.out)
+    let columns = goalpost::commands::matrix::columns(&args.reports, &args.out)?;
+    for path in goalpost::commands::matrix::write(&columns, &args.out)
         .with_context(|| format!("cannot write into {}", args.out.display()))?
     {
         println!("wrote {}", path.display());

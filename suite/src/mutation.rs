@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use crate::loader::Catalog;
+use crate::run::loader::Catalog;
 
 /// The mutant list beside requirements.json.
 pub const MUTANTS_FILE: &str = "mutants.json";
@@ -188,7 +188,7 @@ mod tests {
             schemas.validate("mutants", &value).is_ok(),
             "{MUTANTS_FILE} does not match mutants.schema.json"
         );
-        let catalog = crate::loader::load_embedded(&schemas).expect("the embedded profile");
+        let catalog = crate::run::loader::load_embedded(&schemas).expect("the embedded profile");
         assert_eq!(problems(&catalog), Vec::<String>::new());
         assert!(!mutants().is_empty());
     }
@@ -196,7 +196,8 @@ mod tests {
     #[test]
     fn an_unknown_requirement_is_a_problem() {
         let schemas = goalpost_schemas::Schemas::embedded().expect("schemas");
-        let mut catalog = crate::loader::load_embedded(&schemas).expect("the embedded profile");
+        let mut catalog =
+            crate::run::loader::load_embedded(&schemas).expect("the embedded profile");
         catalog
             .requirements
             .retain(|requirement| requirement.id != "core.discovery.shape");

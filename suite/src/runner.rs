@@ -15,17 +15,20 @@ use time::OffsetDateTime;
 
 use crate::bundled::BundledHost;
 use crate::config::{HostChoice, RunConfig};
-use crate::discovery::{self, Capabilities, Discovery, DISCOVERY_PATH};
-use crate::driver::{Driver, HostTarget};
-use crate::error::{RunError, StartError};
-use crate::gate::{self, gate};
+use crate::error::RunError;
 use crate::http::{Http, DEFAULT_BODY_CAP};
-use crate::ledger::{self, Ledger, Outcome, ScenarioResult, SkipReason};
-use crate::loader::{self, Catalog, LoadError};
 use crate::mock::MockServer;
 use crate::model::Scenario;
 use crate::report::{self, HostInfo, ReportInput, RunOrder, RunReport};
+use crate::run::discovery::{self, Discovery, DISCOVERY_PATH};
+use crate::run::driver::{Driver, HostTarget};
+use crate::run::gate::gate;
+use crate::run::ledger::{self, Ledger};
+use crate::run::loader::{self, Catalog, LoadError};
+use crate::run::outcome::{Outcome, ScenarioResult, SkipReason};
 use crate::shuffle;
+use crate::start::StartError;
+use crate::timestamp::timestamp;
 
 pub const REPORT_JSON: &str = "report.json";
 pub const REPORT_JUNIT: &str = "junit.xml";
@@ -67,14 +70,8 @@ pub struct Plan {
 /// Loads the schemas and scenarios and resolves the selection; everything
 /// that can stop a run before it touches a host.
 pub fn plan(config: &RunConfig) -> Result<Plan, StartError> {
-    let schemas = match &config.schemas_dir {
-        Some(dir) => Schemas::from_dir(dir)?,
-        None => Schemas::embedded()?,
-    };
-    let catalog = match &config.scenarios_dir {
-        Some(dir) => loader::load(dir, &schemas)?,
-        None => loader::load_embedded(&schemas)?,
-    };
+    let schemas = config.source.schemas()?;
+    let catalog = config.source.load(&schemas)?;
     let selected = config.selected_profiles(&catalog.profiles());
     if !catalog
         .scenarios
@@ -83,6 +80,7 @@ pub fn plan(config: &RunConfig) -> Result<Plan, StartError> {
     {
         return Err(LoadError::NoScenarios {
             dir: config
+                .source
                 .scenarios_dir
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(crate::embedded::ROOT)),
@@ -103,15 +101,6 @@ fn lock(ledger: &Mutex<Ledger>) -> MutexGuard<'_, Ledger> {
     ledger
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-pub fn timestamp(at: OffsetDateTime) -> String {
-    const FORMAT: &[time::format_description::BorrowedFormatItem<'static>] = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    at.to_offset(time::UtcOffset::UTC)
-        .format(FORMAT)
-        .unwrap_or_else(|_| at.unix_timestamp().to_string())
 }
 
 fn nonce() -> String {
@@ -169,20 +158,12 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
             return Err(StartError::Discovery(error));
         }
         // Somebody is there and answered badly: that is the host's result.
-        Err(error) => (
-            Discovery {
-                status: 0,
-                sha256: discovery::sha256_hex(b""),
-                document: None,
-                capabilities: Capabilities::from_document(None),
-            },
-            Some(error.to_string()),
-        ),
+        Err(error) => (Discovery::unusable(), Some(error.to_string())),
     };
-    let mut capabilities = discovery.capabilities.clone();
-    if let Some(path) = &config.base_path {
-        capabilities.base_path.clone_from(path);
-    }
+    let capabilities = discovery
+        .capabilities
+        .clone()
+        .with_base_path(config.base_path.as_ref());
     let target = Arc::new(HostTarget {
         base_url: base_url.clone(),
         capabilities,
@@ -190,7 +171,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         token_b: config.token_b.clone(),
     });
     let mut driver = Driver::new(http, target, plan.schemas.clone(), config.timeout_scale);
-    let options = gate::options_given(&config);
+    let options = config.options_given();
     let mock = if !config.harness.list
         && needs_mock(&plan, &discovery, config.token_b.is_some(), &options)
     {
@@ -273,10 +254,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     let mut report = build_report(
         &plan,
         &ledger,
-        match &config.scenarios_dir {
-            Some(dir) => profile_version(dir),
-            None => crate::embedded::profile_version(),
-        },
+        loader::profile_version(config.source.scenarios_dir.as_deref()),
         HostInfo {
             url: base_url,
             discovery_sha256: discovery.sha256.clone(),
@@ -286,7 +264,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     );
     report.order = RunOrder::of(config.order);
     let mut written = Vec::new();
-    report.profile_href = match &config.scenarios_dir {
+    report.profile_href = match &config.source.scenarios_dir {
         Some(dir) => profile_href(dir, &config.report_dir),
         None => {
             // No checkout to link into: the report folder gets the profile
@@ -338,15 +316,6 @@ pub fn filtered_out(harness: &libtest_mimic::Arguments, trials: &[Trial]) -> BTr
         .filter(|trial| harness.is_filtered_out(trial))
         .map(|trial| trial.name().to_string())
         .collect()
-}
-
-/// `profileVersion` of `requirements.json` in the scenarios folder. The
-/// loader has already read and checked that file, so any problem here only
-/// means "unversioned".
-pub fn profile_version(scenarios_dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(scenarios_dir.join(loader::REQUIREMENTS_FILE)).ok()?;
-    let document: serde_json::Value = serde_json::from_str(&text).ok()?;
-    document.get("profileVersion")?.as_str().map(str::to_string)
 }
 
 /// Where PROFILE.md (beside the scenarios folder) is, relative to the
@@ -525,19 +494,12 @@ fn scenario_trial(
 ) -> Trial {
     Trial::test(scenario.name.clone(), move || {
         let started = Instant::now();
-        let run = handle.block_on(driver.run(&scenario, &nonce()));
-        let result = ScenarioResult {
-            name: scenario.name.clone(),
-            outcome: run.outcome.clone(),
-            checks: run.checks,
-            duration: started.elapsed(),
-            quiet: run.quiet,
-            failed_step: run.failed_step,
-            observations: run.observations,
-            requirements: run.requirements,
-        };
+        let mut result = handle.block_on(driver.run(&scenario, &nonce()));
+        // The trial's whole time, as the harness reports it too.
+        result.duration = started.elapsed();
+        let outcome = result.outcome.clone();
         lock(&ledger).record(result);
-        match run.outcome {
+        match outcome {
             Outcome::Pass | Outcome::Skip(_) => Ok(()),
             Outcome::Fail(message) => Err(Failed::from(message)),
             Outcome::Error(message) => Err(Failed::from(format!("error: {message}"))),
@@ -654,20 +616,6 @@ mod tests {
             relative_path(Path::new("/tmp/r"), Path::new("/w/PROFILE.md")),
             "../../w/PROFILE.md"
         );
-    }
-
-    #[test]
-    fn the_profile_version_comes_from_requirements_json() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        assert_eq!(profile_version(dir.path()), None);
-        std::fs::write(
-            dir.path().join(loader::REQUIREMENTS_FILE),
-            r#"{"profileVersion": "1.0", "requirements": []}"#,
-        )
-        .expect("write");
-        assert_eq!(profile_version(dir.path()).as_deref(), Some("1.0"));
-        std::fs::write(dir.path().join(loader::REQUIREMENTS_FILE), "[]").expect("write");
-        assert_eq!(profile_version(dir.path()), None);
     }
 
     #[test]

@@ -8,12 +8,13 @@ mod support;
 
 use std::sync::Arc;
 
-use goalpost::discovery::Capabilities;
-use goalpost::driver::{Driver, HostTarget, ScenarioRun};
 use goalpost::http::{Http, DEFAULT_BODY_CAP};
-use goalpost::ledger::{Outcome, RequirementOutcome};
-use goalpost::loader::load_scenario;
 use goalpost::model::Requirement;
+use goalpost::run::discovery::Capabilities;
+use goalpost::run::driver::{Driver, HostTarget};
+use goalpost::run::loader::load_scenario;
+use goalpost::run::outcome::ScenarioResult;
+use goalpost::run::outcome::{Outcome, RequirementOutcome};
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 use support::{FakeOptions, BASE, TOKEN_A, TOKEN_B};
@@ -70,7 +71,7 @@ fn requirement(id: &str, level: &str) -> Requirement {
 }
 
 /// Runs a core scenario naming `levels` (id, level) with these steps.
-async fn run(setup: &Setup, levels: &[(&str, &str)], checks: u32, steps: Value) -> ScenarioRun {
+async fn run(setup: &Setup, levels: &[(&str, &str)], checks: u32, steps: Value) -> ScenarioResult {
     let ids: Vec<&str> = levels.iter().map(|(id, _)| *id).collect();
     let file = json!({"title": "attribution", "profile": "core", "requirements": ids,
                       "checks": checks, "steps": steps});
@@ -87,7 +88,7 @@ async fn run(setup: &Setup, levels: &[(&str, &str)], checks: u32, steps: Value) 
     setup.driver.run(&scenario, NONCE).await
 }
 
-fn keyword<'a>(run: &'a ScenarioRun, id: &str) -> &'a str {
+fn keyword<'a>(run: &'a ScenarioResult, id: &str) -> &'a str {
     run.requirements
         .get(id)
         .unwrap_or_else(|| panic!("no outcome for {id}: {run:?}"))

@@ -6,11 +6,12 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use goalpost::discovery::Capabilities;
-use goalpost::driver::{Driver, HostTarget, ScenarioRun};
 use goalpost::http::{Http, DEFAULT_BODY_CAP};
-use goalpost::ledger::Outcome;
-use goalpost::loader::load_scenario;
+use goalpost::run::discovery::Capabilities;
+use goalpost::run::driver::{Driver, HostTarget};
+use goalpost::run::loader::load_scenario;
+use goalpost::run::outcome::Outcome;
+use goalpost::run::outcome::ScenarioResult;
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 use support::{FakeOptions, BASE, TOKEN_A, TOKEN_B};
@@ -60,7 +61,7 @@ fn scenario(checks: u32, needs: Value, steps: Value) -> Value {
            "needs": needs, "checks": checks, "steps": steps})
 }
 
-async fn run(setup: &Setup, scenario: Value) -> ScenarioRun {
+async fn run(setup: &Setup, scenario: Value) -> ScenarioResult {
     std::fs::create_dir_all(setup.path.parent().unwrap()).unwrap();
     std::fs::write(&setup.path, scenario.to_string()).unwrap();
     let scenario = load_scenario(&setup.path, "core", &setup.schemas)

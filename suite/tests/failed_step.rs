@@ -6,17 +6,18 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use goalpost::discovery::Capabilities;
-use goalpost::driver::{Driver, HostTarget, ScenarioRun};
 use goalpost::http::{Http, DEFAULT_BODY_CAP};
-use goalpost::ledger::Outcome;
-use goalpost::loader::load_scenario;
-use goalpost::report::exchange::FailedStep;
+use goalpost::run::discovery::Capabilities;
+use goalpost::run::driver::{Driver, HostTarget};
+use goalpost::run::loader::load_scenario;
+use goalpost::run::outcome::exchange::FailedStep;
+use goalpost::run::outcome::Outcome;
+use goalpost::run::outcome::ScenarioResult;
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 use support::{FakeOptions, BASE, TOKEN_A, TOKEN_B};
 
-async fn run_with(http: Http, steps: Value) -> ScenarioRun {
+async fn run_with(http: Http, steps: Value) -> ScenarioResult {
     let base_url = support::start(FakeOptions {
         advertise_seams: false,
         advertise_goals: true,
@@ -51,7 +52,7 @@ async fn run_with(http: Http, steps: Value) -> ScenarioRun {
     driver.run(&scenario, "n0nce").await
 }
 
-async fn run(steps: Value) -> ScenarioRun {
+async fn run(steps: Value) -> ScenarioResult {
     run_with(Http::new(1.0, DEFAULT_BODY_CAP).expect("client"), steps).await
 }
 
@@ -61,13 +62,16 @@ fn create(expect: Value) -> Value {
            "expect": expect})
 }
 
-fn step(run: &ScenarioRun) -> &FailedStep {
+fn step(run: &ScenarioResult) -> &FailedStep {
     run.failed_step
         .as_deref()
         .unwrap_or_else(|| panic!("no failed step recorded: {:?}", run.outcome))
 }
 
-fn header<'a>(headers: &'a [goalpost::report::exchange::Header], name: &str) -> Option<&'a str> {
+fn header<'a>(
+    headers: &'a [goalpost::run::outcome::exchange::Header],
+    name: &str,
+) -> Option<&'a str> {
     headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case(name))

@@ -6,8 +6,9 @@
 //! nothing passes, every scenario fails or errors with a reason that names
 //! what went wrong, and nothing panics.
 
-#[path = "support/hostile.rs"]
-mod hostile;
+mod common;
+
+use common::hostile;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -55,7 +56,7 @@ fn count_suite_panics() {
 /// document can gate every scenario in.
 fn everything_needed() -> (Vec<String>, Vec<String>) {
     let schemas = goalpost_schemas::Schemas::embedded().expect("schemas");
-    let catalog = goalpost::loader::load(&scenarios(), &schemas).expect("scenarios load");
+    let catalog = goalpost::run::loader::load(&scenarios(), &schemas).expect("scenarios load");
     let mut modes = BTreeSet::new();
     let mut seams = BTreeSet::new();
     for scenario in &catalog.scenarios {
@@ -108,7 +109,7 @@ fn run_against(misbehaviour: Misbehaviour, scope: Scope) -> (RunReport, u8, Dura
             .into_owned(),
     );
     let schemas = goalpost_schemas::Schemas::embedded().expect("schemas");
-    let count = goalpost::loader::load(&scenarios(), &schemas)
+    let count = goalpost::run::loader::load(&scenarios(), &schemas)
         .expect("scenarios load")
         .scenarios
         .len();
@@ -195,7 +196,9 @@ fn survives(misbehaviour: Misbehaviour, scope: Scope, evidence: &str) {
             .filter(|r| r.scenarios.contains(&scenario.name))
             .map(|r| r.disposition.as_str())
             .collect();
-        if scenario.outcome == "pass" && !named.is_empty() && named.iter().all(|d| *d == "advisory")
+        if scenario.outcome.as_str() == "pass"
+            && !named.is_empty()
+            && named.iter().all(|d| *d == "advisory")
         {
             continue;
         }

@@ -117,7 +117,7 @@ fn run_suite(foreign_invalid_goal: bool) -> Dispositions {
             (
                 requirement.id,
                 (
-                    requirement.disposition,
+                    requirement.disposition.to_string(),
                     requirement.message.unwrap_or_default(),
                 ),
             )

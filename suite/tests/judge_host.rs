@@ -67,7 +67,9 @@ fn a_host_that_judges_itself_certifies_core() {
     let unpassed: Vec<String> = report
         .requirements
         .iter()
-        .filter(|requirement| requirement.profile == "core" && requirement.disposition != "pass")
+        .filter(|requirement| {
+            requirement.profile == "core" && requirement.disposition.as_str() != "pass"
+        })
         .map(|requirement| format!("{}: {}", requirement.id, requirement.disposition))
         .collect();
     assert!(core.certified, "core is not certified: {unpassed:?}");
@@ -82,11 +84,11 @@ fn a_host_that_judges_itself_certifies_core() {
     // The host-judge path: judged by the host, never by the worker's word.
     assert_eq!(
         ended("behavior.runs.claims-not-verdicts").disposition,
-        "pass"
+        goalpost::run::outcome::DispositionKind::Pass
     );
     // A scripted verifier is what this host does not offer: skipped, and
     // the report says why.
     let scripted = ended("behavior.runs.judged");
-    assert_eq!(scripted.disposition, "skip");
+    assert_eq!(scripted.disposition.as_str(), "skip");
     assert_eq!(scripted.reason.as_deref(), Some("not-advertised"));
 }

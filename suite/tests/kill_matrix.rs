@@ -20,22 +20,19 @@
 //! their time waiting on polls and quiet periods, not on the CPU. Every run
 //! is the whole suite, `strict` included.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use goalpost::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B, TENANT_A, TENANT_B};
-use goalpost::{HostChoice, RunConfig};
 use goalpost_host::mutants::Mutant;
 use serde_json::Value;
 
 const DEFAULT_JOBS: usize = 6;
 const SECRET: &str = "goalpost-kill-matrix-secret";
 
-fn scenarios() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
-}
+use common::scenarios;
 
 /// The array `key` of scenarios/`file`.
 fn listed(file: &str, key: &str) -> Vec<Value> {
@@ -128,61 +125,15 @@ struct Dispositions {
     messages: BTreeMap<String, String>,
 }
 
-/// A free port on 127.0.0.1 for the suite's callback, chosen before the
-/// host starts so the host may call that port and no other loopback one
-/// (as `goalpost`'s bundled host does). The probe socket is closed at
-/// once; the mock binds the port moments later.
-fn callback_listen() -> Result<std::net::SocketAddr, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|probe| probe.local_addr())
-        .map_err(|error| format!("cannot find a callback port: {error}"))
-}
-
 /// One run of the suite against a host running `mutant` (`None`: the clean
 /// host), on `profiles`.
 fn run_suite(mutant: Option<Mutant>, profiles: &BTreeSet<String>) -> Result<Dispositions, String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .thread_name("kill-matrix-host")
-        .build()
-        .map_err(|error| format!("cannot start a runtime: {error}"))?;
-    let mut config = goalpost_host::Config::conformance_in_memory(vec![
-        (DEFAULT_TOKEN_A.to_string(), TENANT_A.to_string()),
-        (DEFAULT_TOKEN_B.to_string(), TENANT_B.to_string()),
-    ]);
-    config.webhook_secret = Some(SECRET.to_string());
-    let callback = callback_listen()?;
-    config.webhook_allow = vec![goalpost_host::domain::egress::AllowEntry::parse(
-        &callback.to_string(),
-    )?];
+    let callback = common::callback_listen()?;
+    let mut config = common::host_config(SECRET, callback)?;
     config.mutants.mutant = mutant;
-    let host = runtime
-        .block_on(goalpost_host::RunningHost::start(config))
-        .map_err(|error| format!("cannot start the host: {error}"))?;
-    let reports = tempfile::tempdir().map_err(|error| error.to_string())?;
-    let harness = {
-        use clap::Parser;
-        libtest_mimic::Arguments::try_parse_from(["goalpost"]).map_err(|error| error.to_string())?
-    };
-    let mut run = RunConfig::bundled(scenarios(), reports.path().to_path_buf(), harness);
-    run.host = HostChoice::Remote(host.base_url());
-    run.token_a = DEFAULT_TOKEN_A.to_string();
-    run.token_b = Some(DEFAULT_TOKEN_B.to_string());
-    run.callback.secret = Some(SECRET.to_string());
-    run.callback.listen = Some(callback);
-    run.profiles = Some(profiles.clone());
-    run.harness.logfile = Some(
-        reports
-            .path()
-            .join("harness.log")
-            .to_string_lossy()
-            .into_owned(),
-    );
-    let outcome = goalpost::run(run);
-    runtime.block_on(host.shutdown());
-    let outcome = outcome.map_err(|error| format!("the run did not start: {error}"))?;
-    let report = outcome.report.ok_or("the run wrote no report")?;
+    let report = common::run_suite(config, SECRET, callback, "kill-matrix-host", |run| {
+        run.profiles = Some(profiles.clone())
+    })?;
     let mut dispositions = Dispositions::default();
     for requirement in report.requirements {
         if let Some(message) = requirement.message {
@@ -192,7 +143,7 @@ fn run_suite(mutant: Option<Mutant>, profiles: &BTreeSet<String>) -> Result<Disp
         }
         dispositions
             .of
-            .insert(requirement.id, requirement.disposition);
+            .insert(requirement.id, requirement.disposition.to_string());
     }
     Ok(dispositions)
 }

@@ -7,7 +7,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use goalpost::lint::{self, Finding, Rule};
+use goalpost::commands::lint::{self, Finding, Rule};
+use goalpost::run::loader::LoadError;
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 
@@ -490,12 +491,12 @@ fn a_folder_that_cannot_be_read_is_an_error_not_a_finding() {
     std::fs::write(dir.path().join("core/broken.json"), "{ not json").unwrap();
     assert!(matches!(
         lint::lint_dir(dir.path(), &schemas()),
-        Err(lint::LintError::NotJson { .. })
+        Err(lint::LintError::Unreadable(LoadError::NotJson { .. }))
     ));
     let missing = tempfile::tempdir().unwrap();
     assert!(matches!(
         lint::lint_dir(missing.path(), &schemas()),
-        Err(lint::LintError::Read { .. })
+        Err(lint::LintError::Unreadable(LoadError::Read { .. }))
     ));
 }
 

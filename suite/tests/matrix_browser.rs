@@ -7,61 +7,12 @@
 //! Ignored by default (it needs Chromium, Debian package `chromium`, or
 //! `GOALPOST_CHROMIUM`); `.ci/run` runs the ignored tests with it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
+use common::chromium::dump_dom;
 use serde_json::json;
-
-const DEADLINE: Duration = Duration::from_secs(90);
-
-fn chromium() -> String {
-    std::env::var("GOALPOST_CHROMIUM").unwrap_or_else(|_| "chromium".to_string())
-}
-
-/// Headless Chromium's `--dump-dom` of `page` with `fragment`.
-fn dump_dom(page: &Path, fragment: &str) -> String {
-    let profile = tempfile::tempdir().expect("profile folder");
-    let mut child = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("file://{}{fragment}", page.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start `{}`: {e}", chromium()));
-    let mut stdout = child.stdout.take().expect("stdout");
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut stdout, &mut text).map(|_| text)
-    });
-    let started = Instant::now();
-    loop {
-        match child.try_wait().expect("wait for chromium") {
-            Some(status) => {
-                assert!(status.success(), "chromium exited with {status}");
-                break;
-            }
-            None if started.elapsed() > DEADLINE => {
-                let _ = child.kill();
-                panic!("chromium did not finish within {DEADLINE:?}");
-            }
-            None => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
-    reader.join().expect("reader").expect("text")
-}
 
 /// A report folder holding report.json (and an empty report.html).
 fn host(dir: &Path, name: &str, dispositions: &[(&str, &str)]) -> PathBuf {
@@ -119,9 +70,9 @@ fn the_matrix_filters_in_a_browser_and_links_failures() {
     let two = host(dir.path(), "two", &[("core.a", "fail"), ("core.b", "pass")]);
     let out = dir.path().join("matrix");
     std::fs::create_dir_all(&out).unwrap();
-    let columns = goalpost::matrix::columns(&[one, two], &out).unwrap();
-    goalpost::matrix::write(&columns, &out).unwrap();
-    let page = out.join(goalpost::matrix::HTML_FILE);
+    let columns = goalpost::commands::matrix::columns(&[one, two], &out).unwrap();
+    goalpost::commands::matrix::write(&columns, &out).unwrap();
+    let page = out.join(goalpost::commands::matrix::HTML_FILE);
 
     let dom = dump_dom(&page, "");
     assert_eq!(visible(&dom), ["core.a", "core.b"], "{dom}");

@@ -11,12 +11,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use goalpost::discovery::Capabilities;
-use goalpost::driver::{Driver, HostTarget, ScenarioRun};
 use goalpost::http::{Http, DEFAULT_BODY_CAP};
-use goalpost::ledger::Outcome;
-use goalpost::loader::load_scenario;
 use goalpost::mock::{MockConfig, MockServer};
+use goalpost::run::discovery::Capabilities;
+use goalpost::run::driver::{Driver, HostTarget};
+use goalpost::run::loader::load_scenario;
+use goalpost::run::outcome::Outcome;
+use goalpost::run::outcome::ScenarioResult;
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 
@@ -264,7 +265,7 @@ fn scenario(checks: u32, mock: Value, steps: Value, observations: Value) -> Valu
            "observations": observations, "steps": steps})
 }
 
-async fn run(setup: &Setup, scenario: Value, nonce: &str) -> ScenarioRun {
+async fn run(setup: &Setup, scenario: Value, nonce: &str) -> ScenarioResult {
     let path = setup
         .dir
         .path()

@@ -15,11 +15,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use goalpost::discovery::Capabilities;
-use goalpost::driver::{Driver, HostTarget, ScenarioRun};
 use goalpost::http::{Http, DEFAULT_BODY_CAP};
-use goalpost::ledger::Outcome;
-use goalpost::loader::load_scenario;
+use goalpost::run::discovery::Capabilities;
+use goalpost::run::driver::{Driver, HostTarget};
+use goalpost::run::loader::load_scenario;
+use goalpost::run::outcome::Outcome;
+use goalpost::run::outcome::ScenarioResult;
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
 use tokio::sync::{Barrier, Mutex};
@@ -88,11 +89,11 @@ async fn start() -> (String, Race) {
     (format!("http://{address}"), state)
 }
 
-async fn run(base_url: String, scenario: Value) -> ScenarioRun {
+async fn run(base_url: String, scenario: Value) -> ScenarioResult {
     run_judged(base_url, scenario, "verifier").await
 }
 
-async fn run_judged(base_url: String, scenario: Value, judge: &str) -> ScenarioRun {
+async fn run_judged(base_url: String, scenario: Value, judge: &str) -> ScenarioResult {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("hardening/race.json");
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");

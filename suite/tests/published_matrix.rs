@@ -29,17 +29,18 @@ fn sources() -> Vec<PathBuf> {
 #[test]
 fn the_published_matrix_is_built_from_the_published_reports() {
     let out = root().join("reports/matrix");
-    let columns = goalpost::matrix::columns(&sources(), &out).expect("the published reports read");
+    let columns =
+        goalpost::commands::matrix::columns(&sources(), &out).expect("the published reports read");
     let fix =
         "regenerate it: scripts/publish-matrix.sh (SKIP_VARIANTS=1 to keep the variants' reports)";
     for (file, fresh) in [
         (
-            goalpost::matrix::HTML_FILE,
-            goalpost::matrix::html_page(&columns),
+            goalpost::commands::matrix::HTML_FILE,
+            goalpost::commands::matrix::html_page(&columns),
         ),
         (
-            goalpost::matrix::MARKDOWN_FILE,
-            goalpost::matrix::markdown_page(&columns),
+            goalpost::commands::matrix::MARKDOWN_FILE,
+            goalpost::commands::matrix::markdown_page(&columns),
         ),
     ] {
         let committed = std::fs::read_to_string(out.join(file))
@@ -51,7 +52,8 @@ fn the_published_matrix_is_built_from_the_published_reports() {
 #[test]
 fn every_column_links_its_report_page() {
     let out = root().join("reports/matrix");
-    let columns = goalpost::matrix::columns(&sources(), &out).expect("the published reports read");
+    let columns =
+        goalpost::commands::matrix::columns(&sources(), &out).expect("the published reports read");
     assert_eq!(columns[0].label, "reference-host");
     for column in &columns {
         let href = column

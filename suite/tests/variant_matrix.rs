@@ -24,13 +24,13 @@
 //! looks wrong is run again with less going on, so a timing race lost to
 //! the load is not reported as an over-reach.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use goalpost::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B, TENANT_A, TENANT_B};
-use goalpost::{HostChoice, RunConfig};
 use goalpost_host::variants::{Variant, REGISTRY};
 use serde_json::Value;
 
@@ -123,60 +123,13 @@ struct Run {
     certified: BTreeMap<String, bool>,
 }
 
-/// A free port on 127.0.0.1 for the suite's callback, chosen before the
-/// host starts so the host may call that port and no other loopback one
-/// (as `goalpost`'s bundled host does). The probe socket is closed at
-/// once; the mock binds the port moments later.
-fn callback_listen() -> Result<std::net::SocketAddr, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|probe| probe.local_addr())
-        .map_err(|error| format!("cannot find a callback port: {error}"))
-}
-
 fn run_suite(variant: Variant) -> Result<Run, String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .thread_name("variant-matrix-host")
-        .build()
-        .map_err(|error| format!("cannot start a runtime: {error}"))?;
-    let mut config = goalpost_host::Config::conformance_in_memory(vec![
-        (DEFAULT_TOKEN_A.to_string(), TENANT_A.to_string()),
-        (DEFAULT_TOKEN_B.to_string(), TENANT_B.to_string()),
-    ]);
-    config.webhook_secret = Some(SECRET.to_string());
-    let callback = callback_listen()?;
-    config.webhook_allow = vec![goalpost_host::domain::egress::AllowEntry::parse(
-        &callback.to_string(),
-    )?];
-    let config = variant.apply(config);
-    let host = runtime
-        .block_on(goalpost_host::RunningHost::start(config))
-        .map_err(|error| format!("cannot start the host: {error}"))?;
-    let reports = tempfile::tempdir().map_err(|error| error.to_string())?;
-    let harness = {
-        use clap::Parser;
-        libtest_mimic::Arguments::try_parse_from(["goalpost"]).map_err(|error| error.to_string())?
-    };
-    let mut run = RunConfig::bundled(scenarios(), reports.path().to_path_buf(), harness);
-    run.host = HostChoice::Remote(host.base_url());
-    run.token_a = DEFAULT_TOKEN_A.to_string();
-    run.token_b = Some(DEFAULT_TOKEN_B.to_string());
-    run.callback.secret = Some(SECRET.to_string());
-    run.callback.listen = Some(callback);
-    run.profiles = None;
-    run.strict = true;
-    run.harness.logfile = Some(
-        reports
-            .path()
-            .join("harness.log")
-            .to_string_lossy()
-            .into_owned(),
-    );
-    let outcome = goalpost::run(run);
-    runtime.block_on(host.shutdown());
-    let outcome = outcome.map_err(|error| format!("the run did not start: {error}"))?;
-    let report = outcome.report.ok_or("the run wrote no report")?;
+    let callback = common::callback_listen()?;
+    let config = variant.apply(common::host_config(SECRET, callback)?);
+    let report = common::run_suite(config, SECRET, callback, "variant-matrix-host", |run| {
+        run.profiles = None;
+        run.strict = true;
+    })?;
     let mut ended = Run::default();
     for (profile, summary) in &report.profiles {
         ended.certified.insert(profile.clone(), summary.certified);
@@ -193,7 +146,7 @@ fn run_suite(variant: Variant) -> Result<Run, String> {
             Ended {
                 profile: requirement.profile,
                 level: requirement.level,
-                disposition: requirement.disposition,
+                disposition: requirement.disposition.to_string(),
                 why,
             },
         );

@@ -36,5 +36,5 @@ fuzz_target!(|data: &[u8]| {
     if std::fs::write(&place.file, data).is_err() {
         return;
     }
-    let _ = goalpost::loader::load_scenario(&place.file, "core", &place.schemas);
+    let _ = goalpost::run::loader::load_scenario(&place.file, "core", &place.schemas);
 });

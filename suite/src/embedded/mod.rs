@@ -18,23 +18,5 @@ pub fn file(relative: &str) -> Option<&'static str> {
         .map(|(_, text)| *text)
 }
 
-/// `profileVersion` of the embedded requirements.json: the profile this
-/// binary certifies.
-pub fn profile_version() -> Option<String> {
-    let text = file(crate::loader::REQUIREMENTS_FILE)?;
-    let document: serde_json::Value = serde_json::from_str(text).ok()?;
-    document.get("profileVersion")?.as_str().map(str::to_string)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_registry_and_the_profile_are_embedded() {
-        assert!(file("requirements.json").is_some());
-        assert!(FILES.iter().any(|(path, _)| path.starts_with("core/")));
-        assert_eq!(profile_version().as_deref(), Some("1.0"));
-        assert!(PROFILE.contains("skip-seam-absent"));
-    }
-}
+mod tests;

@@ -4,7 +4,7 @@
 use goalpost_schemas::Schemas;
 use serde_json::Value;
 
-use super::script::Endpoint;
+use crate::model::mock_script::Endpoint;
 
 /// Which endpoint a POST to the arm URL is: a heartbeat probe says so.
 pub fn arm_url_endpoint(body: &Value) -> Endpoint {
@@ -30,7 +30,7 @@ pub fn problems(endpoint: Endpoint, body: &Value, schemas: &Schemas) -> Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mock::script::{AnswerBody, CallFacts, MockScript};
+    use crate::model::mock_script::{AnswerBody, CallFacts, MockScript};
     use serde_json::json;
 
     fn schemas() -> Schemas {

@@ -9,7 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::script::{Answer, AnswerBody, Endpoint};
+use crate::model::mock_script::{Answer, AnswerBody, Endpoint};
 
 /// Milliseconds rounded to the microsecond, as the log shows them.
 pub fn round_us(ms: f64) -> f64 {

@@ -11,7 +11,6 @@
 
 pub mod contract;
 pub mod log;
-pub mod script;
 mod serve;
 pub mod signature;
 
@@ -27,8 +26,8 @@ use time::OffsetDateTime;
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
+use crate::model::mock_script::MockScript;
 pub use log::{round_us, CallRecord, Log, SecretCheck, Window};
-pub use script::{Answer, AnswerBody, Endpoint, MockScript};
 
 /// Largest payload the mock reads; the contract caps answers at 1 MiB and a
 /// host's requests are smaller still.

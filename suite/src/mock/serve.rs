@@ -15,8 +15,8 @@ use serde_json::{json, Value};
 
 use super::contract;
 use super::log::{CallRecord, SecretCheck};
-use super::script::{AnswerBody, CallFacts, Endpoint};
 use super::{signature, Shared, BODY_LIMIT};
+use crate::model::mock_script::{AnswerBody, CallFacts, Endpoint};
 
 pub(super) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
@@ -54,7 +54,7 @@ async fn call(
         );
     };
     let at_ms = session.elapsed_ms();
-    let at = crate::runner::timestamp((shared.wall)());
+    let at = crate::timestamp::timestamp((shared.wall)());
     let mut problems = Vec::new();
     let is_json = headers
         .get(header::CONTENT_TYPE)

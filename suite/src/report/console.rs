@@ -8,6 +8,7 @@
 use std::io::{self, IsTerminal};
 
 use super::{ProfileReport, RunReport};
+use crate::run::outcome::DispositionKind;
 
 /// How the summary is printed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -127,9 +128,7 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
     let broken: Vec<_> = report
         .requirements
         .iter()
-        .filter(|r| {
-            r.disposition == "fail" || r.disposition == "error" || r.disposition == "not-reached"
-        })
+        .filter(|r| r.disposition.is_blocking_failure())
         .collect();
     if !broken.is_empty() {
         writeln!(out)?;
@@ -140,12 +139,12 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
         )?;
         let width = broken
             .iter()
-            .map(|r| r.disposition.len())
+            .map(|r| r.disposition.as_str().len())
             .max()
             .unwrap_or(0);
         for requirement in broken.iter().take(FAILURES_SHOWN) {
-            let colour = match requirement.disposition.as_str() {
-                "fail" => RED,
+            let colour = match requirement.disposition {
+                DispositionKind::Fail => RED,
                 _ => YELLOW,
             };
             writeln!(
@@ -161,7 +160,7 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
     let advisories: Vec<_> = report
         .requirements
         .iter()
-        .filter(|r| r.disposition == "advisory")
+        .filter(|r| r.disposition == DispositionKind::Advisory)
         .collect();
     if !advisories.is_empty() {
         writeln!(out)?;

@@ -11,12 +11,15 @@
 
 use std::io;
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 use super::escape::markup as escape;
-use super::exchange::{FailedStep, Header, RecordedBody};
 use super::legend::{self, DISPOSITIONS};
 use super::{ProfileReport, RequirementReport, RunReport, ScenarioReport};
+use crate::run::outcome::exchange::{FailedStep, Header, RecordedBody};
+use crate::run::outcome::DispositionKind;
 
 const STYLE: &str = include_str!("html/style.css");
 const SCRIPT: &str = include_str!("html/filter.js");
@@ -178,7 +181,7 @@ fn legend_section(report: &RunReport) -> String {
 }
 
 fn has_article(scenario: &ScenarioReport) -> bool {
-    scenario.outcome == "fail" || scenario.outcome == "error"
+    scenario.outcome.is_failure()
 }
 
 fn scenario_anchor(name: &str) -> String {
@@ -238,10 +241,10 @@ fn requirement_row(report: &RunReport, requirement: &RequirementReport) -> Strin
             // knows it: with per-requirement attribution the scenario's
             // first failed step may be about another requirement.
             let decided = requirement.failed_step.as_deref().and_then(short_reason);
-            let short = match requirement.disposition.as_str() {
+            let short = match requirement.disposition {
                 // The ledger's own words name what blocked it.
-                "not-reached" => None,
-                "fail" | "error" => decided.or_else(|| {
+                DispositionKind::NotReached => None,
+                DispositionKind::Fail | DispositionKind::Error => decided.or_else(|| {
                     articles
                         .iter()
                         .find_map(|s| s.failed_step.as_deref())
@@ -256,7 +259,7 @@ fn requirement_row(report: &RunReport, requirement: &RequirementReport) -> Strin
                 .as_ref()
                 .and_then(|check| articles.iter().find(|s| s.name == check.scenario))
                 .or(articles.first());
-            if requirement.disposition == "advisory" {
+            if requirement.disposition == DispositionKind::Advisory {
                 format!(
                     "<a href=\"#{}\">{first}</a>",
                     requirement_anchor(&requirement.id)
@@ -299,7 +302,7 @@ fn requirement_row(report: &RunReport, requirement: &RequirementReport) -> Strin
         }
         Some(false) => "no".to_string(),
     };
-    let disposition = escape(&requirement.disposition);
+    let disposition = requirement.disposition;
     // The clause as requirements.json states it, linked to its section;
     // when the clause is the section itself, the link says so once.
     let clause_text = if requirement.clause == requirement.section || requirement.clause.is_empty()
@@ -407,7 +410,7 @@ fn advisories(report: &RunReport, first_index: usize) -> String {
     let advisory: Vec<&RequirementReport> = report
         .requirements
         .iter()
-        .filter(|r| r.disposition == "advisory")
+        .filter(|r| r.disposition == DispositionKind::Advisory)
         .collect();
     if advisory.is_empty() {
         return String::new();
@@ -437,7 +440,7 @@ fn advisories(report: &RunReport, first_index: usize) -> String {
 }
 
 fn article(report: &RunReport, index: usize, scenario: &ScenarioReport) -> String {
-    let outcome = escape(&scenario.outcome);
+    let outcome = scenario.outcome;
     let mut html = format!(
         "<article class=\"failure {outcome}\" id=\"{anchor}\">\n<h3><span class=\"badge {outcome}\">{outcome}</span> <code>{name}</code> {title}</h3>\n",
         anchor = scenario_anchor(&scenario.name),
@@ -454,7 +457,7 @@ fn article(report: &RunReport, index: usize, scenario: &ScenarioReport) -> Strin
             format!(
                 "<code>{}</code> <span class=\"badge {d}\">{d}</span>",
                 escape(&r.id),
-                d = escape(&r.disposition)
+                d = r.disposition
             )
         })
         .collect();
@@ -585,28 +588,10 @@ fn body_text(body: &RecordedBody) -> String {
 
 /// A CSP source expression for an inline block: `sha256-<base64>`.
 pub(crate) fn csp_hash(text: &str) -> String {
-    format!("sha256-{}", base64(&Sha256::digest(text.as_bytes())))
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    format!(
+        "sha256-{}",
+        STANDARD.encode(Sha256::digest(text.as_bytes()))
+    )
 }
 
 #[cfg(test)]
@@ -621,19 +606,13 @@ mod tests {
     }
 
     #[test]
-    fn base64_matches_the_rfc_vectors() {
-        let cases = [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(base64(input.as_bytes()), expected, "{input}");
-        }
+    fn the_csp_hash_is_the_padded_base64_of_the_sha256() {
+        // The empty block's hash, as a browser computes it for a CSP.
+        assert_eq!(
+            csp_hash(""),
+            "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
+        );
+        assert_eq!(csp_hash("a").len(), "sha256-".len() + 44);
     }
 
     #[test]
@@ -794,13 +773,14 @@ mod tests {
     #[test]
     fn observations_sit_under_their_requirement() {
         let mut report = sample::report();
-        report.requirements[0].observations = vec![crate::observation::RequirementObservation {
-            scenario: "core::create".to_string(),
-            what: "arm calls <b>".to_string(),
-            suite: serde_json::json!(3),
-            host: Some(serde_json::json!(4)),
-            agree: Some(false),
-        }];
+        report.requirements[0].observations =
+            vec![crate::run::outcome::observation::RequirementObservation {
+                scenario: "core::create".to_string(),
+                what: "arm calls <b>".to_string(),
+                suite: serde_json::json!(3),
+                host: Some(serde_json::json!(4)),
+                agree: Some(false),
+            }];
         let html = written(&report);
         assert!(html.contains(
             "<tr><td>arm calls &lt;b&gt;</td><td><code>3</code></td><td><code>4</code></td><td><span class=\"disagree\">differ</span></td></tr>"

@@ -14,6 +14,7 @@ use std::io;
 
 use super::escape::markup as escape;
 use super::{legend, RequirementReport, RunReport, ScenarioReport};
+use crate::run::outcome::{DispositionKind, OutcomeKind};
 
 pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
     let mut by_profile: BTreeMap<&str, Vec<&ScenarioReport>> = BTreeMap::new();
@@ -29,7 +30,7 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
             proves.entry(scenario).or_default().push(requirement);
         }
     }
-    let count = |scenarios: &[&ScenarioReport], outcome: &str| {
+    let count = |scenarios: &[&ScenarioReport], outcome: OutcomeKind| {
         scenarios.iter().filter(|s| s.outcome == outcome).count()
     };
     let seconds = |scenarios: &[&ScenarioReport]| {
@@ -45,9 +46,9 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
         r#"<testsuites name="{}" tests="{}" failures="{}" errors="{}" skipped="{}" time="{:.3}">"#,
         escape(&report.suite.name),
         all.len(),
-        count(&all, "fail"),
-        count(&all, "error"),
-        count(&all, "skip"),
+        count(&all, OutcomeKind::Fail),
+        count(&all, OutcomeKind::Error),
+        count(&all, OutcomeKind::Skip),
         seconds(&all),
     )?;
     for (profile, scenarios) in &by_profile {
@@ -56,9 +57,9 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
             r#"  <testsuite name="{}" tests="{}" failures="{}" errors="{}" skipped="{}" time="{:.3}" timestamp="{}">"#,
             escape(profile),
             scenarios.len(),
-            count(scenarios, "fail"),
-            count(scenarios, "error"),
-            count(scenarios, "skip"),
+            count(scenarios, OutcomeKind::Fail),
+            count(scenarios, OutcomeKind::Error),
+            count(scenarios, OutcomeKind::Skip),
             seconds(scenarios),
             escape(&report.started_at),
         )?;
@@ -118,19 +119,19 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
                 body.push_str("\n\nreproduce:\n");
                 body.push_str(&step.request.curl());
             }
-            match scenario.outcome.as_str() {
-                "fail" | "error" => writeln!(
+            match scenario.outcome {
+                OutcomeKind::Fail | OutcomeKind::Error => writeln!(
                     out,
                     "      <{kind} message=\"{}\" type=\"{kind}\">{}</{kind}>",
                     escape(first_line),
                     escape(&body),
-                    kind = if scenario.outcome == "fail" {
+                    kind = if scenario.outcome == OutcomeKind::Fail {
                         "failure"
                     } else {
                         "error"
                     },
                 )?,
-                "skip" => {
+                OutcomeKind::Skip => {
                     let reason = scenario.reason.as_deref().unwrap_or_default();
                     match report.legend.get(reason) {
                         Some(entry) => writeln!(
@@ -143,7 +144,7 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
                         None => writeln!(out, "      <skipped message=\"{}\"/>", escape(reason))?,
                     }
                 }
-                _ => {}
+                OutcomeKind::Pass => {}
             }
             if !named.is_empty() {
                 let lines: Vec<String> = named.iter().map(|r| requirement_line(r)).collect();
@@ -164,14 +165,14 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
 /// `core.x MUST advisory: why (PROFILE.md#core.x)`: one requirement a
 /// case names, with what became of it over all its scenarios.
 fn requirement_line(requirement: &RequirementReport) -> String {
-    let why = match requirement.disposition.as_str() {
-        "advisory" | "not-reached" => requirement
+    let why = match requirement.disposition {
+        DispositionKind::Advisory | DispositionKind::NotReached => requirement
             .message
             .as_deref()
             .and_then(|m| m.lines().next())
             .map(|line| format!(": {line}"))
             .unwrap_or_default(),
-        "skip" => requirement
+        DispositionKind::Skip => requirement
             .reason
             .as_deref()
             .map(|reason| format!(": {reason}"))

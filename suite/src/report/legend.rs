@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::SkipReason;
+use crate::run::outcome::{DispositionKind, SkipReason};
 
 /// The profile document every `section` link points into, relative to the
 /// repository root.
@@ -90,19 +90,19 @@ pub fn in_reading_order(legend: &BTreeMap<String, LegendEntry>) -> Vec<(&str, &L
 
 /// The dispositions a requirement can end with, each with one sentence, in
 /// the order the reports list them. The anchor is `PROFILE.md#dispositions`.
-pub const DISPOSITIONS: [(&str, &str); 6] = [
-    ("pass", "Every check that proves the requirement ran and held."),
-    ("fail", "A check that proves this MUST requirement did not hold: the host broke it."),
+pub const DISPOSITIONS: [(DispositionKind, &str); 6] = [
+    (DispositionKind::Pass, "Every check that proves the requirement ran and held."),
+    (DispositionKind::Fail, "A check that proves this MUST requirement did not hold: the host broke it."),
     (
-        "advisory",
+        DispositionKind::Advisory,
         "A check that proves this SHOULD requirement did not hold: reported, counted apart, never blocks certification.",
     ),
     (
-        "not-reached",
+        DispositionKind::NotReached,
         "Its checks never ran because an earlier check (of another requirement, or a setup step) failed; the message names it.",
     ),
-    ("skip", "Not checked in this run; the reason says why and how to have it checked."),
-    ("error", "The host could not be used (transport failure, timeout, an answer that is not HTTP or JSON)."),
+    (DispositionKind::Skip, "Not checked in this run; the reason says why and how to have it checked."),
+    (DispositionKind::Error, "The host could not be used (transport failure, timeout, an answer that is not HTTP or JSON)."),
 ];
 
 /// `PROFILE.md#dispositions`.

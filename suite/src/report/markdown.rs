@@ -11,6 +11,7 @@
 use std::io;
 
 use super::{legend, ProfileReport, RunReport, ScenarioReport};
+use crate::run::outcome::DispositionKind;
 
 /// Failures listed in full; the rest are counted (a PR comment has a size
 /// limit, and report.html has them all).
@@ -66,13 +67,13 @@ fn summary(report: &RunReport) -> String {
     }
     md.push_str(&requirement_list(
         report,
-        "not-reached",
+        DispositionKind::NotReached,
         ("not reached", "not reached"),
         "an earlier check failed, so neither proven nor broken",
     ));
     md.push_str(&requirement_list(
         report,
-        "advisory",
+        DispositionKind::Advisory,
         ("advisory", "advisories"),
         "SHOULD requirements not met: counted apart, they never block certification",
     ));
@@ -80,7 +81,7 @@ fn summary(report: &RunReport) -> String {
     let failing: Vec<&ScenarioReport> = report
         .scenarios
         .iter()
-        .filter(|s| s.outcome == "fail" || s.outcome == "error")
+        .filter(|s| s.outcome.is_failure())
         .collect();
     if failing.is_empty() {
         md.push_str("\nNo scenario failed or errored.\n");
@@ -120,7 +121,7 @@ fn link(report: &RunReport, section: &str, label: &str) -> String {
 /// link and message; nothing when there are none.
 fn requirement_list(
     report: &RunReport,
-    disposition: &str,
+    disposition: DispositionKind,
     (one, many): (&str, &str),
     note: &str,
 ) -> String {
@@ -215,11 +216,11 @@ fn failure(report: &RunReport, scenario: &ScenarioReport) -> String {
         .requirements
         .iter()
         .filter(|r| r.scenarios.contains(&scenario.name))
-        .map(|r| format!("{} {}", code(&r.id), text(&r.disposition)))
+        .map(|r| format!("{} {}", code(&r.id), text(r.disposition.as_str())))
         .collect();
     let mut md = format!(
         "- **{}** {} ({}): ",
-        text(&scenario.outcome),
+        text(scenario.outcome.as_str()),
         code(&scenario.name),
         if proves.is_empty() {
             "no requirement".to_string()
@@ -415,7 +416,9 @@ mod tests {
     #[test]
     fn a_clean_run_says_so() {
         let mut report = sample::report();
-        report.scenarios.retain(|s| s.outcome == "pass");
+        report
+            .scenarios
+            .retain(|s| s.outcome == crate::run::outcome::OutcomeKind::Pass);
         for profile in report.profiles.values_mut() {
             profile.certified = profile.selected;
         }

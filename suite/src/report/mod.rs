@@ -6,7 +6,6 @@ pub mod badge;
 pub mod compare;
 pub mod console;
 pub mod escape;
-pub mod exchange;
 pub mod html;
 pub mod json;
 pub mod junit;
@@ -19,10 +18,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::{Disposition, Ledger, Outcome, ProfileSummary, RequirementResult};
 use crate::model::Scenario;
-use crate::observation::{Observation, RequirementObservation};
-use exchange::FailedStep;
+use crate::run::ledger::{Disposition, Ledger, ProfileSummary, RequirementResult};
+use crate::run::outcome::observation::{Observation, RequirementObservation};
+use crate::run::outcome::{DispositionKind, FailedStep, Outcome, OutcomeKind};
 
 pub const SUITE_NAME: &str = "goalpost";
 pub const SUITE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -142,7 +141,7 @@ pub struct RequirementReport {
     /// source and what a host may choose.
     pub section: String,
     pub text: String,
-    pub disposition: String,
+    pub disposition: DispositionKind,
     /// Why it was skipped (a `legend` key); null unless skipped.
     pub reason: Option<String>,
     pub scenarios: Vec<String>,
@@ -191,7 +190,7 @@ pub struct FailedCheck {
 impl RequirementReport {
     fn new(result: &RequirementResult, ledger: &Ledger) -> Self {
         let requirement = &result.requirement;
-        let deciding = crate::ledger::deciding(result, ledger);
+        let deciding = crate::run::ledger::deciding(result, ledger);
         let failed_step: Option<Box<FailedStep>> = deciding
             .as_ref()
             .and_then(|(_, outcome)| outcome.failed_step().cloned().map(Box::new));
@@ -203,13 +202,15 @@ impl RequirementReport {
                 at: step.check.as_ref().map(|check| check.at.clone()),
             })
         });
-        let wanted = result.disposition.keyword();
+        let wanted = result.disposition.kind();
         let message = match result.disposition {
             _ if result.message.is_some() => result.message.clone(),
             Disposition::Fail | Disposition::Error => result.scenarios.iter().find_map(|name| {
                 match ledger.get(name).map(|r| &r.outcome) {
-                    Some(outcome) if outcome.keyword() == wanted => outcome.message(),
-                    None if wanted == "error" => Some(format!("{name} did not run")),
+                    Some(outcome) if DispositionKind::from(outcome.kind()) == wanted => {
+                        outcome.message()
+                    }
+                    None if wanted == DispositionKind::Error => Some(format!("{name} did not run")),
                     _ => None,
                 }
             }),
@@ -226,7 +227,7 @@ impl RequirementReport {
             clause: requirement.clause.clone(),
             section: legend::requirement_section(&requirement.id),
             text: requirement.text.clone(),
-            disposition: wanted.to_string(),
+            disposition: wanted,
             reason: result.disposition.reason().map(|r| r.to_string()),
             scenarios: result.scenarios.clone(),
             message,
@@ -234,7 +235,7 @@ impl RequirementReport {
             failed_step,
             mutation_verified: Some(crate::mutation::verified(&requirement.id)),
             mutants: crate::mutation::mutants_for(&requirement.id),
-            observations: crate::observation::for_requirement(
+            observations: crate::run::outcome::observation::for_requirement(
                 &requirement.id,
                 &result.scenarios,
                 |name| ledger.get(name).map(|r| r.observations.as_slice()),
@@ -247,7 +248,7 @@ impl RequirementReport {
 #[serde(rename_all = "camelCase", default)]
 pub struct ScenarioReport {
     pub name: String,
-    pub outcome: String,
+    pub outcome: OutcomeKind,
     /// Why it was skipped; null unless skipped.
     pub reason: Option<String>,
     pub checks: u32,
@@ -304,7 +305,7 @@ impl RunReport {
                 });
                 ScenarioReport {
                     name: scenario.name.clone(),
-                    outcome: outcome.keyword().to_string(),
+                    outcome: outcome.kind(),
                     reason: match &outcome {
                         Outcome::Skip(reason) => Some(reason.to_string()),
                         _ => None,
@@ -378,7 +379,7 @@ impl RunReport {
     pub fn scenarios_run(&self) -> usize {
         self.scenarios
             .iter()
-            .filter(|s| s.outcome != "skip")
+            .filter(|s| s.outcome != OutcomeKind::Skip)
             .count()
     }
 
@@ -401,14 +402,11 @@ impl RunReport {
     /// never count: a SHOULD requirement does not fail a run; a not-reached
     /// requirement does (something blocking failed before it).
     pub fn any_failed_or_errored(&self) -> bool {
-        self.scenarios
-            .iter()
-            .any(|s| s.outcome == "fail" || s.outcome == "error")
-            || self.requirements.iter().any(|r| {
-                r.disposition == "fail"
-                    || r.disposition == "error"
-                    || r.disposition == "not-reached"
-            })
+        self.scenarios.iter().any(|s| s.outcome.is_failure())
+            || self
+                .requirements
+                .iter()
+                .any(|r| r.disposition.is_blocking_failure())
     }
 }
 
@@ -422,34 +420,38 @@ pub(crate) mod sample {
     use super::*;
 
     pub fn report() -> RunReport {
-        let scenario = |name: &str, outcome: &str, message: Option<&str>| ScenarioReport {
+        let scenario = |name: &str, outcome: OutcomeKind, message: Option<&str>| ScenarioReport {
             name: name.to_string(),
-            outcome: outcome.to_string(),
-            reason: (outcome == "skip").then(|| "seam-absent".to_string()),
-            checks: if outcome == "skip" { 0 } else { 3 },
+            outcome,
+            reason: (outcome == OutcomeKind::Skip).then(|| "seam-absent".to_string()),
+            checks: if outcome == OutcomeKind::Skip { 0 } else { 3 },
             duration_ms: 12,
-            message: message.filter(|_| outcome != "skip").map(str::to_string),
+            message: message
+                .filter(|_| outcome != OutcomeKind::Skip)
+                .map(str::to_string),
             profile: name.split("::").next().unwrap_or_default().to_string(),
             ..ScenarioReport::default()
         };
-        let requirement =
-            |id: &str, disposition: &str, reason: Option<&str>, scenario: &str| RequirementReport {
-                id: id.to_string(),
-                profile: id.split('.').next().unwrap_or_default().to_string(),
-                level: if disposition == "advisory" {
-                    "SHOULD"
-                } else {
-                    "MUST"
-                }
-                .to_string(),
-                clause: "§2 Bounds required".to_string(),
-                section: legend::requirement_section(id),
-                text: "A create with no bounds is refused.".to_string(),
-                disposition: disposition.to_string(),
-                reason: reason.map(str::to_string),
-                scenarios: vec![scenario.to_string()],
-                ..RequirementReport::default()
-            };
+        let requirement = |id: &str,
+                           disposition: DispositionKind,
+                           reason: Option<&str>,
+                           scenario: &str| RequirementReport {
+            id: id.to_string(),
+            profile: id.split('.').next().unwrap_or_default().to_string(),
+            level: if disposition == DispositionKind::Advisory {
+                "SHOULD"
+            } else {
+                "MUST"
+            }
+            .to_string(),
+            clause: "§2 Bounds required".to_string(),
+            section: legend::requirement_section(id),
+            text: "A create with no bounds is refused.".to_string(),
+            disposition,
+            reason: reason.map(str::to_string),
+            scenarios: vec![scenario.to_string()],
+            ..RequirementReport::default()
+        };
         let profile = |certified, pass, fail, skip, error, selected| ProfileReport {
             certified,
             pass,
@@ -478,34 +480,54 @@ pub(crate) mod sample {
                 ("strict".to_string(), profile(false, 0, 0, 0, 0, false)),
             ]),
             requirements: vec![
-                requirement("core.create.ok", "pass", None, "core::create"),
-                requirement("core.create.bounds-required", "fail", None, "core::bounds"),
-                requirement("core.discovery.shape", "error", None, "core::discovery"),
+                requirement(
+                    "core.create.ok",
+                    DispositionKind::Pass,
+                    None,
+                    "core::create",
+                ),
+                requirement(
+                    "core.create.bounds-required",
+                    DispositionKind::Fail,
+                    None,
+                    "core::bounds",
+                ),
+                requirement(
+                    "core.discovery.shape",
+                    DispositionKind::Error,
+                    None,
+                    "core::discovery",
+                ),
                 requirement(
                     "behavior.pause.stops",
-                    "skip",
+                    DispositionKind::Skip,
                     Some("seam-absent"),
                     "behavior::pause",
                 ),
-                requirement("core.create.location", "advisory", None, "core::create"),
+                requirement(
+                    "core.create.location",
+                    DispositionKind::Advisory,
+                    None,
+                    "core::create",
+                ),
                 requirement(
                     "core.lifecycle.abandon",
-                    "not-reached",
+                    DispositionKind::NotReached,
                     None,
                     "core::bounds",
                 ),
             ],
             scenarios: vec![
-                scenario("behavior::pause", "skip", Some("seam-absent")),
+                scenario("behavior::pause", OutcomeKind::Skip, Some("seam-absent")),
                 scenario(
                     "core::bounds",
-                    "fail",
+                    OutcomeKind::Fail,
                     Some("core/bounds.json step 1 \"create\" <&> failed\n  actual: \"x\""),
                 ),
-                scenario("core::create", "pass", None),
+                scenario("core::create", OutcomeKind::Pass, None),
                 scenario(
                     "core::discovery",
-                    "error",
+                    OutcomeKind::Error,
                     Some("GET http://h/.well-known/openwop: transport failure"),
                 ),
             ],
@@ -514,12 +536,14 @@ pub(crate) mod sample {
             profile_version: Some("1.0".to_string()),
             profile_href: Some("../../PROFILE.md".to_string()),
         };
-        report.scenarios[1].failed_step = Some(Box::new(exchange::sample::failed_step()));
+        report.scenarios[1].failed_step = Some(Box::new(
+            crate::run::outcome::exchange::sample::failed_step(),
+        ));
         let core = report.profiles.get_mut("core").expect("core");
         (core.advisory, core.not_reached) = (1, 1);
         report.requirements[4].message =
             Some("core/create.json step 1 \"create\": header location is absent".to_string());
-        let step = exchange::sample::failed_step();
+        let step = crate::run::outcome::exchange::sample::failed_step();
         report.requirements[4].failed_check = Some(FailedCheck {
             scenario: "core::create".to_string(),
             step: step.step,

@@ -56,7 +56,7 @@ mod tests {
         assert!(report.profiles["core"].certified);
         assert!(report.requirements.iter().any(|requirement| requirement.id
             == "core.create.bounds-required"
-            && requirement.disposition == "pass"));
+            && requirement.disposition == crate::run::outcome::DispositionKind::Pass));
     }
 
     #[test]
@@ -66,7 +66,7 @@ mod tests {
         report.profile_version = Some("1.0".to_string());
         report.requirements.push(crate::report::RequirementReport {
             id: "core.a".to_string(),
-            disposition: "fail".to_string(),
+            disposition: crate::run::outcome::DispositionKind::Fail,
             message: Some("why".to_string()),
             ..Default::default()
         });

@@ -6,12 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use goalpost::report::exchange::{
-    Check, FailedStep, Header, RecordedBody, RecordedRequest, RecordedResponse,
-};
 use goalpost::report::{
     FailedCheck, HostInfo, ProfileReport, RequirementReport, RunReport, ScenarioReport, SuiteInfo,
 };
+use goalpost::run::outcome::exchange::{
+    Check, FailedStep, Header, RecordedBody, RecordedRequest, RecordedResponse,
+};
+use goalpost::run::outcome::{DispositionKind, OutcomeKind};
 
 /// What the hostile host answers: markup and script that must stay text.
 pub const HOSTILE_BODY: &str = r#"{"id":"goal-1","state":"active","objective":"</pre><script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"}"#;
@@ -63,7 +64,7 @@ fn requirement(
         clause: clause.to_string(),
         section: format!("PROFILE.md#{id}"),
         text: format!("What {id} asks of a host."),
-        disposition: disposition.to_string(),
+        disposition: DispositionKind::parse(disposition).expect("a disposition"),
         reason: reason.map(str::to_string),
         scenarios: scenarios.iter().map(|s| s.to_string()).collect(),
         message: message.map(str::to_string),
@@ -74,7 +75,7 @@ fn requirement(
 fn scenario(name: &str, title: &str, outcome: &str, checks: u32) -> ScenarioReport {
     ScenarioReport {
         name: name.to_string(),
-        outcome: outcome.to_string(),
+        outcome: OutcomeKind::parse(outcome).expect("an outcome"),
         reason: None,
         checks,
         duration_ms: 42,

@@ -1,0 +1,544 @@
+//! `goalpost doctor`: before a first run, what a host can be judged on. It
+//! reads discovery and probes the goals collection with reads only (one
+//! goal is created, and abandoned, only with `--probe-write`), gates every
+//! scenario as a run would, and says per profile what is missing and which
+//! PROFILE.md section tells how to add it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Write};
+
+use goalpost_schemas::Schemas;
+use serde_json::{json, Value};
+
+use crate::error::RunError;
+use crate::http::{Exchange, Http, Outgoing, OutgoingBody, DEFAULT_BODY_CAP};
+use crate::model::Scenario;
+use crate::report::legend::PROFILE_DOCUMENT;
+use crate::run::discovery::{self, Capabilities, Discovery};
+use crate::run::gate::{gate, WEBHOOK_SECRET};
+use crate::run::loader::Catalog;
+use crate::run::outcome::SkipReason;
+use crate::start::StartError;
+
+/// What `doctor` is pointed at.
+#[derive(Debug, Clone)]
+pub struct DoctorConfig {
+    /// Base URL, without a trailing slash.
+    pub base_url: String,
+    pub token_a: String,
+    pub token_b: Option<String>,
+    /// `--base-path`: the goals collection, over what discovery says.
+    pub base_path: Option<String>,
+    /// `--probe-write`: create one goal and abandon it.
+    pub probe_write: bool,
+    pub timeout_scale: f64,
+}
+
+/// One request doctor made and what it concluded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// `GET /v1/host/sample/goals (tenant A)`.
+    pub what: String,
+    /// `None`: as the profile says; else what is wrong.
+    pub problem: Option<String>,
+    /// `PROFILE.md#<anchor>`: the section the answer is judged by.
+    pub section: String,
+}
+
+/// Something the host lacks that a profile's scenarios need.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Missing {
+    /// No `agents.goals` in discovery.
+    Goals,
+    /// A `conformanceSeams.goals` flag that is not `true`.
+    Seam(String),
+    /// A continuation mode not in `agents.goals.continuation`.
+    Mode(String),
+    /// No `--token-b`: a run option, not the host.
+    SecondTenant,
+}
+
+impl Missing {
+    pub fn describe(&self) -> String {
+        match self {
+            Missing::Goals => "agents.goals is not advertised".to_string(),
+            Missing::Seam(seam) => format!("seam `{seam}` is not in conformanceSeams.goals"),
+            Missing::Mode(mode) => format!(
+                "continuation mode `{mode}` is not in agents.goals.continuation (a legal choice: add it only if the host offers it)"
+            ),
+            Missing::SecondTenant => "no --token-b (a second tenant's token)".to_string(),
+        }
+    }
+
+    /// The PROFILE.md section that says how to add it.
+    pub fn section(&self) -> String {
+        let anchor = match self {
+            Missing::Goals => "core.discovery.shape".to_string(),
+            Missing::Seam(seam) => format!("seam-{seam}"),
+            Missing::Mode(_) => "core.discovery.shape".to_string(),
+            Missing::SecondTenant => "skip-needs-second-tenant".to_string(),
+        };
+        format!("{PROFILE_DOCUMENT}#{anchor}")
+    }
+
+    /// Whether it makes doctor exit 1: something the host must add to be
+    /// judged. A continuation mode is not (any non-empty subset is a legal
+    /// choice), nor is a run option like `--token-b`.
+    pub fn blocks(&self) -> bool {
+        matches!(self, Missing::Goals | Missing::Seam(_))
+    }
+}
+
+/// Per profile: how many scenarios a run could attempt, and why not the rest.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Readiness {
+    pub profile: String,
+    pub scenarios: usize,
+    pub attemptable: usize,
+    /// Skipped because the host made another legal choice (the other judge,
+    /// the other `requiresBounds`): never missing, never blocking.
+    pub other_choice: usize,
+    /// What is missing, and how many scenarios each keeps out.
+    pub missing: BTreeMap<Missing, usize>,
+}
+
+impl Readiness {
+    pub fn verdict(&self) -> &'static str {
+        if self.attemptable + self.other_choice == self.scenarios {
+            "ready"
+        } else if self.attemptable == 0 {
+            "cannot attempt"
+        } else {
+            "partly"
+        }
+    }
+}
+
+/// Everything doctor found.
+#[derive(Debug, Clone)]
+pub struct Diagnosis {
+    pub base_url: String,
+    pub discovery_status: u16,
+    pub capabilities: Capabilities,
+    pub probes: Vec<Probe>,
+    pub profiles: Vec<Readiness>,
+}
+
+impl Diagnosis {
+    /// 0: every probe answered as the profile says and nothing the host
+    /// lacks keeps a scenario out; 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        let probes_ok = self.probes.iter().all(|probe| probe.problem.is_none());
+        let complete = self
+            .profiles
+            .iter()
+            .all(|profile| profile.missing.keys().all(|missing| !missing.blocks()));
+        u8::from(!(probes_ok && complete))
+    }
+}
+
+/// Which needs of `scenario` the host or the command line does not meet.
+/// Empty for a skipped scenario means it is about another legal choice of
+/// the host (the other judge, the other `requiresBounds`).
+fn unmet(scenario: &Scenario, capabilities: &Capabilities, second_tenant: bool) -> Vec<Missing> {
+    let needs = &scenario.needs;
+    let mut missing = Vec::new();
+    if !capabilities.goals {
+        missing.push(Missing::Goals);
+    }
+    for mode in &needs.continuation {
+        if !capabilities.continuation.contains(mode) {
+            missing.push(Missing::Mode(mode.clone()));
+        }
+    }
+    for seam in &needs.seams {
+        if !capabilities.seams.contains(seam) {
+            missing.push(Missing::Seam(seam.clone()));
+        }
+    }
+    if needs.tenants >= 2 && !second_tenant {
+        missing.push(Missing::SecondTenant);
+    }
+    missing
+}
+
+/// Gates every scenario of the catalog as a run selecting every profile
+/// would (every suite option counted as given: doctor judges the host).
+pub fn readiness(
+    catalog: &Catalog,
+    capabilities: &Capabilities,
+    second_tenant: bool,
+) -> Vec<Readiness> {
+    let selected = catalog.profiles();
+    let options: BTreeSet<String> = [WEBHOOK_SECRET.to_string()].into();
+    let mut by_profile: BTreeMap<String, Readiness> = BTreeMap::new();
+    for scenario in &catalog.scenarios {
+        let entry = by_profile
+            .entry(scenario.profile.clone())
+            .or_insert_with(|| Readiness {
+                profile: scenario.profile.clone(),
+                ..Readiness::default()
+            });
+        entry.scenarios += 1;
+        let Some(reason) = gate(scenario, capabilities, &selected, second_tenant, &options) else {
+            entry.attemptable += 1;
+            continue;
+        };
+        let missing = unmet(scenario, capabilities, second_tenant);
+        if missing.is_empty() && reason == SkipReason::NotAdvertised {
+            entry.other_choice += 1;
+        }
+        for item in missing {
+            *entry.missing.entry(item).or_default() += 1;
+        }
+    }
+    let mut profiles: Vec<Readiness> = by_profile.into_values().collect();
+    // The order the suite names profiles in (core first); unknown ones last.
+    profiles.sort_by_key(|readiness| {
+        crate::cli::KNOWN_PROFILES
+            .iter()
+            .position(|known| *known == readiness.profile)
+            .unwrap_or(usize::MAX)
+    });
+    profiles
+}
+
+/// Runs doctor against a host and writes what it found; the exit code.
+pub fn doctor(config: &DoctorConfig, catalog: &Catalog, out: impl Write) -> Result<u8, StartError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(StartError::Runtime)?;
+    let http = Http::new(config.timeout_scale, DEFAULT_BODY_CAP).map_err(StartError::Client)?;
+    let schemas = Schemas::embedded()?;
+    let diagnosis = runtime.block_on(diagnose(config, catalog, &http, &schemas))?;
+    write(&diagnosis, out).map_err(|source| StartError::Report {
+        path: "stdout".into(),
+        source,
+    })?;
+    Ok(diagnosis.exit_code())
+}
+
+/// Fetches discovery and probes the host.
+pub async fn diagnose(
+    config: &DoctorConfig,
+    catalog: &Catalog,
+    http: &Http,
+    schemas: &Schemas,
+) -> Result<Diagnosis, StartError> {
+    let (discovery, unreadable) = match discovery::fetch(http, &config.base_url).await {
+        Ok(found) => (found, None),
+        // Nobody is there: doctor cannot start.
+        Err(error @ RunError::Connect { .. }) => return Err(StartError::Discovery(error)),
+        Err(error) => (Discovery::unusable(), Some(error.to_string())),
+    };
+    let capabilities = discovery
+        .capabilities
+        .clone()
+        .with_base_path(config.base_path.as_ref());
+    let mut probes = vec![Probe {
+        what: format!("GET {}", discovery::DISCOVERY_PATH),
+        problem: match (discovery.status, &discovery.document) {
+            _ if unreadable.is_some() => unreadable,
+            (200, Some(document)) if document.pointer("/agents/goals").is_some() => None,
+            (200, Some(_)) => Some("answered without agents.goals".to_string()),
+            (status, _) => Some(format!("answered {status}, not 200 with a JSON document")),
+        },
+        section: format!("{PROFILE_DOCUMENT}#core.discovery.shape"),
+    }];
+    let prober = Prober {
+        http,
+        schemas,
+        base: format!("{}{}", config.base_url, capabilities.base_path),
+    };
+    probes.push(
+        prober
+            .expect(
+                "GET",
+                "",
+                Some(&config.token_a),
+                None,
+                "tenant A",
+                (&[200], Some("goal-list")),
+                "wire-list",
+            )
+            .await,
+    );
+    if let Some(token_b) = &config.token_b {
+        probes.push(
+            prober
+                .expect(
+                    "GET",
+                    "",
+                    Some(token_b),
+                    None,
+                    "tenant B",
+                    (&[200], Some("goal-list")),
+                    "wire-list",
+                )
+                .await,
+        );
+    }
+    let unknown = format!("/{}", uuid::Uuid::new_v4());
+    probes.push(
+        prober
+            .expect(
+                "GET",
+                &unknown,
+                Some(&config.token_a),
+                None,
+                "an unknown id",
+                (&[404], Some("error")),
+                "core.lookup.unknown-id",
+            )
+            .await,
+    );
+    probes.push(
+        prober
+            .expect(
+                "GET",
+                "",
+                None,
+                None,
+                "no credential",
+                (&[401], Some("error")),
+                "core.auth.credential-required",
+            )
+            .await,
+    );
+    if config.probe_write {
+        probes.extend(prober.write_probe(&config.token_a, &capabilities).await);
+    }
+    Ok(Diagnosis {
+        base_url: config.base_url.clone(),
+        discovery_status: discovery.status,
+        profiles: readiness(catalog, &capabilities, config.token_b.is_some()),
+        capabilities,
+        probes,
+    })
+}
+
+struct Prober<'a> {
+    http: &'a Http,
+    schemas: &'a Schemas,
+    /// The goals collection URL.
+    base: String,
+}
+
+impl Prober<'_> {
+    async fn send(
+        &self,
+        method: &str,
+        suffix: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<Exchange, RunError> {
+        let mut headers = vec![("Accept".to_string(), "application/json".to_string())];
+        if let Some(token) = token {
+            headers.push(("Authorization".to_string(), format!("Bearer {token}")));
+        }
+        self.http
+            .send(&Outgoing {
+                method: method.to_string(),
+                url: format!("{}{suffix}", self.base),
+                headers,
+                body: body.map(|body| OutgoingBody {
+                    bytes: body.to_string().into_bytes(),
+                    content_type: "application/json".to_string(),
+                }),
+            })
+            .await
+    }
+
+    /// Sends one request and checks its status and, if named, its schema.
+    #[allow(clippy::too_many_arguments)]
+    async fn expect(
+        &self,
+        method: &str,
+        suffix: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+        who: &str,
+        (statuses, schema): (&[u16], Option<&str>),
+        anchor: &str,
+    ) -> Probe {
+        let what = format!("{method} {}{suffix} ({who})", path_of(&self.base));
+        let problem = match self.send(method, suffix, token, body).await {
+            Err(error) => Some(error.to_string()),
+            Ok(exchange) => judge(&exchange, statuses, schema, self.schemas),
+        };
+        Probe {
+            what,
+            problem,
+            section: format!("{PROFILE_DOCUMENT}#{anchor}"),
+        }
+    }
+
+    /// Creates one goal and abandons it.
+    async fn write_probe(&self, token: &str, capabilities: &Capabilities) -> Vec<Probe> {
+        let body = json!({
+            "objective": "goalpost doctor probe",
+            "completion": {"check": capabilities.judge.clone().unwrap_or_else(|| discovery::DEFAULT_JUDGE.to_string())},
+            "continuation": {"mode": capabilities.mode()},
+            "bounds": {"maxLoopIterations": 1}
+        });
+        let section = format!("{PROFILE_DOCUMENT}#core.create.returns-active-goal");
+        let created = self.send("POST", "", Some(token), Some(&body)).await;
+        let (create, id) = match created {
+            Err(error) => (Some(error.to_string()), None),
+            Ok(exchange) => {
+                let problem = judge(&exchange, &[200, 201], Some("goal"), self.schemas);
+                let id = exchange
+                    .json()
+                    .ok()
+                    .and_then(|goal| goal.get("id"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                (problem, id)
+            }
+        };
+        let mut probes = vec![Probe {
+            what: format!("POST {} (create one goal)", path_of(&self.base)),
+            problem: create,
+            section,
+        }];
+        if let Some(id) = id {
+            probes.push(
+                self.expect(
+                    "POST",
+                    &format!("/{id}/abandon"),
+                    Some(token),
+                    None,
+                    "abandon the probe goal",
+                    (&[200, 204], None),
+                    "core.lifecycle.abandon",
+                )
+                .await,
+            );
+        }
+        probes
+    }
+}
+
+/// The path of a URL, for printing.
+fn path_of(url: &str) -> &str {
+    url.split_once("//").map_or(url, |(_, rest)| {
+        rest.find('/').map_or("/", |slash| &rest[slash..])
+    })
+}
+
+fn judge(
+    exchange: &Exchange,
+    statuses: &[u16],
+    schema: Option<&str>,
+    schemas: &Schemas,
+) -> Option<String> {
+    if !statuses.contains(&exchange.status) {
+        let wanted: Vec<String> = statuses.iter().map(u16::to_string).collect();
+        return Some(format!(
+            "answered {}, expected {}: {}",
+            exchange.status,
+            wanted.join(" or "),
+            exchange.excerpt()
+        ));
+    }
+    let schema = schema?;
+    let value = match exchange.json() {
+        Ok(value) => value,
+        Err(error) => return Some(error.to_string()),
+    };
+    schemas.validate(schema, value).err().map(|violations| {
+        let first = violations
+            .first()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        format!("the body does not match the `{schema}` schema: {first}")
+    })
+}
+
+/// The human-readable diagnosis.
+pub fn write(diagnosis: &Diagnosis, mut out: impl Write) -> io::Result<()> {
+    let caps = &diagnosis.capabilities;
+    writeln!(out, "goalpost doctor: {}", diagnosis.base_url)?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Advertised (discovery answered {}):",
+        diagnosis.discovery_status
+    )?;
+    let or_none = |items: &BTreeSet<String>| {
+        if items.is_empty() {
+            "none".to_string()
+        } else {
+            items.iter().cloned().collect::<Vec<_>>().join(", ")
+        }
+    };
+    writeln!(
+        out,
+        "  agents.goals: {}",
+        if caps.goals { "yes" } else { "no" }
+    )?;
+    writeln!(out, "  judge: {}", caps.judge.as_deref().unwrap_or("none"))?;
+    writeln!(out, "  continuation modes: {}", or_none(&caps.continuation))?;
+    writeln!(out, "  requiresBounds: {}", caps.requires_bounds)?;
+    writeln!(out, "  conformance seams: {}", or_none(&caps.seams))?;
+    writeln!(out, "  goals collection: {}", caps.base_path)?;
+    writeln!(out)?;
+    writeln!(out, "Probes (reads only unless --probe-write):")?;
+    for probe in &diagnosis.probes {
+        match &probe.problem {
+            None => writeln!(out, "  ok    {}", probe.what)?,
+            Some(problem) => writeln!(
+                out,
+                "  WRONG {}: {problem} (see {})",
+                probe.what, probe.section
+            )?,
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "Profiles:")?;
+    for profile in &diagnosis.profiles {
+        writeln!(
+            out,
+            "  {}: {}: {} of {} scenarios can be attempted{}",
+            profile.profile,
+            profile.verdict(),
+            profile.attemptable,
+            profile.scenarios,
+            if profile.other_choice > 0 {
+                format!(
+                    " ({} are for another legal choice of judge or requiresBounds)",
+                    profile.other_choice
+                )
+            } else {
+                String::new()
+            }
+        )?;
+        for (missing, count) in &profile.missing {
+            writeln!(
+                out,
+                "    missing: {} ({count} scenarios); implement: {}",
+                missing.describe(),
+                missing.section()
+            )?;
+        }
+    }
+    let code = diagnosis.exit_code();
+    writeln!(out)?;
+    if code == 0 {
+        writeln!(
+            out,
+            "Nothing missing: `goalpost run` can attempt every profile."
+        )?;
+    } else {
+        writeln!(
+            out,
+            "Something is missing or answered wrong: each line above names the PROFILE.md section to implement."
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

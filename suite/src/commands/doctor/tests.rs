@@ -1,0 +1,83 @@
+use super::*;
+
+fn catalog() -> Catalog {
+    let schemas = Schemas::embedded().expect("schemas");
+    crate::run::loader::load_embedded(&schemas).expect("the embedded scenarios")
+}
+
+fn capabilities(seams: &[&str], modes: &[&str]) -> Capabilities {
+    let document = json!({
+        "agents": {"goals": {"judge": "verifier", "continuation": modes, "requiresBounds": true}},
+        "conformanceSeams": {"goals": seams.iter().map(|seam| (seam.to_string(), json!(true))).collect::<serde_json::Map<_, _>>()}
+    });
+    Capabilities::from_document(Some(&document))
+}
+
+fn diagnosis(capabilities: Capabilities) -> Diagnosis {
+    Diagnosis {
+        base_url: "http://h".to_string(),
+        discovery_status: 200,
+        profiles: readiness(&catalog(), &capabilities, true),
+        capabilities,
+        probes: Vec::new(),
+    }
+}
+
+const ALL_SEAMS: &[&str] = &["continue", "events", "fixtures", "webhooks"];
+
+#[test]
+fn a_host_offering_fewer_modes_made_a_legal_choice() {
+    let found = diagnosis(capabilities(ALL_SEAMS, &["manual"]));
+    let modes: BTreeSet<&Missing> = found
+        .profiles
+        .iter()
+        .flat_map(|profile| profile.missing.keys())
+        .collect();
+    assert!(
+        modes.contains(&Missing::Mode("schedule".to_string())),
+        "{modes:?}"
+    );
+    assert!(modes.iter().all(|missing| !missing.blocks()));
+    assert_eq!(found.exit_code(), 0);
+}
+
+#[test]
+fn a_missing_seam_or_goals_blocks_and_names_its_section() {
+    let found = diagnosis(capabilities(
+        &["continue", "events", "fixtures"],
+        &["manual", "schedule", "heartbeat"],
+    ));
+    let webhooks = Missing::Seam("webhooks".to_string());
+    assert!(found
+        .profiles
+        .iter()
+        .any(|profile| profile.profile == "observed" && profile.missing.contains_key(&webhooks)));
+    assert_eq!(webhooks.section(), "PROFILE.md#seam-webhooks");
+    assert_eq!(found.exit_code(), 1);
+
+    let bare = diagnosis(Capabilities::from_document(Some(&json!({}))));
+    let core = &bare.profiles[0];
+    assert_eq!(core.profile, "core");
+    assert_eq!(core.verdict(), "cannot attempt");
+    assert_eq!(
+        core.missing.keys().next().map(Missing::section).as_deref(),
+        Some("PROFILE.md#core.discovery.shape")
+    );
+}
+
+#[test]
+fn the_other_judge_is_another_legal_choice_not_a_gap() {
+    let found = diagnosis(capabilities(
+        ALL_SEAMS,
+        &["manual", "schedule", "heartbeat", "commitment"],
+    ));
+    for profile in &found.profiles {
+        assert_eq!(
+            profile.attemptable + profile.other_choice,
+            profile.scenarios,
+            "{profile:?}"
+        );
+        assert_eq!(profile.verdict(), "ready");
+    }
+    assert_eq!(found.exit_code(), 0);
+}

@@ -1,0 +1,306 @@
+//! Deciding, before a scenario runs, whether it can run against this host
+//! with these credentials and this selection.
+
+use std::collections::BTreeSet;
+
+use crate::model::Scenario;
+use crate::run::discovery::{Capabilities, PREFERRED_MODE};
+use crate::run::outcome::SkipReason;
+
+/// The option `needs.options` names for `--webhook-secret`.
+pub const WEBHOOK_SECRET: &str = "webhook-secret";
+
+/// `None` when the scenario can run; otherwise why it is skipped. Reasons
+/// are checked in a fixed order so the same host always gets the same one:
+/// what the host advertises first, then what the run was given.
+pub fn gate(
+    scenario: &Scenario,
+    capabilities: &Capabilities,
+    selected: &BTreeSet<String>,
+    second_tenant: bool,
+    options: &BTreeSet<String>,
+) -> Option<SkipReason> {
+    let needs = &scenario.needs;
+    if !selected.contains(&scenario.profile) {
+        Some(SkipReason::OptedOut)
+    } else if !capabilities.goals
+        || needs
+            .continuation
+            .iter()
+            .any(|mode| !capabilities.continuation.contains(mode))
+        || needs
+            .requires_bounds
+            .is_some_and(|wanted| wanted != capabilities.requires_bounds)
+        || needs
+            .judge
+            .as_ref()
+            .is_some_and(|judge| capabilities.judge.as_ref() != Some(judge))
+        || (needs.egress_policy && !capabilities.egress_denies_internal)
+        || (needs.reported_runs && !capabilities.reported_runs.contains(PREFERRED_MODE))
+    {
+        Some(SkipReason::NotAdvertised)
+    } else if needs
+        .seams
+        .iter()
+        .any(|seam| !capabilities.seams.contains(seam))
+    {
+        Some(SkipReason::SeamAbsent)
+    } else if needs.tenants >= 2 && !second_tenant {
+        Some(SkipReason::NeedsSecondTenant)
+    } else if needs.options.iter().any(|option| !options.contains(option)) {
+        Some(SkipReason::NotConfigured)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Needs;
+    use std::path::PathBuf;
+
+    fn scenario(profile: &str, needs: Needs) -> Scenario {
+        Scenario {
+            name: format!("{profile}::x"),
+            profile: profile.to_string(),
+            path: PathBuf::from("x.json"),
+            title: "x".to_string(),
+            requirements: Vec::new(),
+            should: Default::default(),
+            needs,
+            checks: 1,
+            steps: Vec::new(),
+            mock: None,
+            observations: Vec::new(),
+            generated: Default::default(),
+        }
+    }
+
+    fn full_host() -> Capabilities {
+        Capabilities {
+            goals: true,
+            continuation: ["manual", "schedule"].map(String::from).into(),
+            continuation_order: ["manual", "schedule"].map(String::from).into(),
+            seams: ["continue", "events", "fixtures"].map(String::from).into(),
+            base_path: "/g".to_string(),
+            judge: Some("verifier".to_string()),
+            requires_bounds: true,
+            egress_denies_internal: false,
+            reported_runs: ["manual".to_string()].into(),
+        }
+    }
+
+    fn needs(seams: &[&str], modes: &[&str], tenants: u8) -> Needs {
+        Needs {
+            seams: seams.iter().map(|s| s.to_string()).collect(),
+            continuation: modes.iter().map(|s| s.to_string()).collect(),
+            tenants,
+            requires_bounds: None,
+            judge: None,
+            options: Vec::new(),
+            egress_policy: false,
+            reported_runs: false,
+        }
+    }
+
+    /// Every option the suite knows was given.
+    fn given() -> BTreeSet<String> {
+        [WEBHOOK_SECRET.to_string()].into()
+    }
+
+    fn selected(profiles: &[&str]) -> BTreeSet<String> {
+        profiles.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn reported_runs_run_only_where_manual_goals_take_them() {
+        let mut wants = needs(&[], &["manual"], 1);
+        wants.reported_runs = true;
+        let s = scenario("behavior", wants);
+        let selection = selected(&["behavior"]);
+        assert_eq!(gate(&s, &full_host(), &selection, true, &given()), None);
+        let mut schedule_only = full_host();
+        schedule_only.reported_runs = ["schedule".to_string()].into();
+        let mut silent = full_host();
+        silent.reported_runs.clear();
+        for host in [schedule_only, silent] {
+            assert_eq!(
+                gate(&s, &host, &selection, true, &given()),
+                Some(SkipReason::NotAdvertised)
+            );
+        }
+    }
+
+    #[test]
+    fn runs_when_every_need_is_met() {
+        let s = scenario("behavior", needs(&["continue"], &["schedule"], 2));
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["behavior"]), true, &given()),
+            None
+        );
+    }
+
+    #[test]
+    fn unselected_profiles_are_opted_out_first() {
+        let s = scenario("behavior", needs(&["webhooks"], &[], 2));
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["core"]), false, &given()),
+            Some(SkipReason::OptedOut)
+        );
+    }
+
+    #[test]
+    fn missing_goals_family_or_mode_is_not_advertised() {
+        let s = scenario("core", needs(&[], &[], 1));
+        let bare = Capabilities {
+            goals: false,
+            ..full_host()
+        };
+        assert_eq!(
+            gate(&s, &bare, &selected(&["core"]), true, &given()),
+            Some(SkipReason::NotAdvertised)
+        );
+        let s = scenario("behavior", needs(&["continue"], &["heartbeat"], 1));
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["behavior"]), true, &given()),
+            Some(SkipReason::NotAdvertised)
+        );
+    }
+
+    #[test]
+    fn a_requires_bounds_need_follows_the_advertised_value() {
+        let wants_true = Scenario {
+            needs: Needs {
+                requires_bounds: Some(true),
+                ..needs(&[], &[], 1)
+            },
+            ..scenario("core", needs(&[], &[], 1))
+        };
+        let relaxed = Capabilities {
+            requires_bounds: false,
+            ..full_host()
+        };
+        assert_eq!(
+            gate(
+                &wants_true,
+                &full_host(),
+                &selected(&["core"]),
+                true,
+                &given()
+            ),
+            None
+        );
+        assert_eq!(
+            gate(&wants_true, &relaxed, &selected(&["core"]), true, &given()),
+            Some(SkipReason::NotAdvertised)
+        );
+        let wants_false = Scenario {
+            needs: Needs {
+                requires_bounds: Some(false),
+                ..needs(&[], &[], 1)
+            },
+            ..scenario("core", needs(&[], &[], 1))
+        };
+        assert_eq!(
+            gate(&wants_false, &relaxed, &selected(&["core"]), true, &given()),
+            None
+        );
+        assert_eq!(
+            gate(
+                &wants_false,
+                &full_host(),
+                &selected(&["core"]),
+                true,
+                &given()
+            ),
+            Some(SkipReason::NotAdvertised)
+        );
+    }
+
+    #[test]
+    fn missing_seam_is_seam_absent() {
+        let s = scenario("behavior", needs(&["continue", "webhooks"], &[], 1));
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["behavior"]), true, &given()),
+            Some(SkipReason::SeamAbsent)
+        );
+    }
+
+    #[test]
+    fn two_tenants_need_token_b() {
+        let s = scenario("core", needs(&[], &[], 2));
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["core"]), false, &given()),
+            Some(SkipReason::NeedsSecondTenant)
+        );
+    }
+
+    #[test]
+    fn a_judge_need_follows_the_advertised_judge() {
+        let wants = |judge: &str| Scenario {
+            needs: Needs {
+                judge: Some(judge.to_string()),
+                ..needs(&[], &[], 1)
+            },
+            ..scenario("behavior", needs(&[], &[], 1))
+        };
+        let host_judge = Capabilities {
+            judge: Some("host".to_string()),
+            ..full_host()
+        };
+        let no_judge = Capabilities {
+            judge: None,
+            ..full_host()
+        };
+        let profiles = selected(&["behavior"]);
+        assert_eq!(
+            gate(&wants("verifier"), &full_host(), &profiles, true, &given()),
+            None
+        );
+        assert_eq!(
+            gate(&wants("verifier"), &host_judge, &profiles, true, &given()),
+            Some(SkipReason::NotAdvertised)
+        );
+        assert_eq!(
+            gate(&wants("host"), &host_judge, &profiles, true, &given()),
+            None
+        );
+        assert_eq!(
+            gate(&wants("host"), &full_host(), &profiles, true, &given()),
+            Some(SkipReason::NotAdvertised)
+        );
+        assert_eq!(
+            gate(&wants("verifier"), &no_judge, &profiles, true, &given()),
+            Some(SkipReason::NotAdvertised),
+            "a host naming no judge advertises neither"
+        );
+    }
+
+    #[test]
+    fn a_missing_option_is_not_configured_after_the_host_reasons() {
+        let s = Scenario {
+            needs: Needs {
+                options: vec![WEBHOOK_SECRET.to_string()],
+                ..needs(&["webhooks"], &[], 1)
+            },
+            ..scenario("observed", needs(&[], &[], 1))
+        };
+        let profiles = selected(&["observed"]);
+        let with_webhooks = Capabilities {
+            seams: ["webhooks"].map(String::from).into(),
+            ..full_host()
+        };
+        assert_eq!(gate(&s, &with_webhooks, &profiles, true, &given()), None);
+        assert_eq!(
+            gate(&s, &with_webhooks, &profiles, true, &BTreeSet::new()),
+            Some(SkipReason::NotConfigured)
+        );
+        assert_eq!(
+            gate(&s, &full_host(), &profiles, true, &BTreeSet::new()),
+            Some(SkipReason::SeamAbsent),
+            "what the host lacks is reported before what the run lacks"
+        );
+        assert_eq!(SkipReason::NotConfigured.as_str(), "not-configured");
+    }
+}

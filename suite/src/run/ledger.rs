@@ -1,0 +1,756 @@
+//! The disposition ledger: scenario outcomes in, one disposition per
+//! requirement and a verdict per profile out.
+//!
+//! Pure: trials record into it (behind a mutex owned by the runner) and the
+//! report is computed from it once every trial has finished.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::{Requirement, Scenario};
+use crate::run::outcome::{
+    DispositionKind, Outcome, RequirementOutcome, ScenarioResult, SkipReason,
+};
+
+/// The disposition of one requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    Pass,
+    /// A MUST requirement the host broke.
+    Fail,
+    /// A SHOULD requirement the host did not meet: reported, counted apart,
+    /// never blocks certification.
+    Advisory,
+    /// Its checks never ran because an earlier check (of another
+    /// requirement, or a setup check) failed: neither proven nor broken.
+    NotReached,
+    Skip(SkipReason),
+    Error,
+}
+
+impl Disposition {
+    pub fn kind(self) -> DispositionKind {
+        match self {
+            Disposition::Pass => DispositionKind::Pass,
+            Disposition::Fail => DispositionKind::Fail,
+            Disposition::Advisory => DispositionKind::Advisory,
+            Disposition::NotReached => DispositionKind::NotReached,
+            Disposition::Skip(_) => DispositionKind::Skip,
+            Disposition::Error => DispositionKind::Error,
+        }
+    }
+
+    pub fn keyword(self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    pub fn reason(self) -> Option<SkipReason> {
+        match self {
+            Disposition::Skip(reason) => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequirementResult {
+    pub requirement: Requirement,
+    pub disposition: Disposition,
+    /// Names of the scenarios that name it, sorted.
+    pub scenarios: Vec<String>,
+    /// Why it did not pass, when the ledger knows better than the first
+    /// failing scenario's message (an advisory's reason, "not reached: step
+    /// 3 ... failed on ..."). `None`: reports fall back to that message.
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProfileSummary {
+    pub selected: bool,
+    pub certified: bool,
+    pub pass: u32,
+    pub fail: u32,
+    /// SHOULD requirements not met (never block certification).
+    pub advisory: u32,
+    pub not_reached: u32,
+    pub skip: u32,
+    pub error: u32,
+}
+
+/// Scenario outcomes as they arrive, keyed by scenario name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ledger {
+    results: BTreeMap<String, ScenarioResult>,
+}
+
+impl Ledger {
+    /// Records an outcome; a later record for the same scenario replaces the
+    /// earlier one (a skip recorded when trials are built is replaced if the
+    /// harness runs the trial anyway, e.g. with `--include-ignored`).
+    pub fn record(&mut self, result: ScenarioResult) {
+        self.results.insert(result.name.clone(), result);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ScenarioResult> {
+        self.results.get(name)
+    }
+
+    /// Results in name order.
+    pub fn results(&self) -> impl Iterator<Item = &ScenarioResult> {
+        self.results.values()
+    }
+
+    /// Whether any scenario failed or errored.
+    pub fn any_failed_or_errored(&self) -> bool {
+        self.results
+            .values()
+            .any(|r| matches!(r.outcome, Outcome::Fail(_) | Outcome::Error(_)))
+    }
+}
+
+/// One disposition per requirement, over what each scenario naming it says
+/// about it (its per-requirement outcome, or its whole outcome when it
+/// recorded none): any fail → fail; else any error → error; else any
+/// not-reached → not-reached; else any advisory → advisory; else all
+/// skipped → skip with the first reason (scenarios in name order); else
+/// pass. A SHOULD requirement never ends fail: its failure is advisory. A
+/// named scenario with no recorded outcome counts as an error: a
+/// requirement is never passed by a scenario that did not run. `message`
+/// is the first (in scenario name order) message of the deciding kind.
+pub fn dispose(
+    requirements: &[Requirement],
+    scenarios: &[Scenario],
+    ledger: &Ledger,
+) -> Vec<RequirementResult> {
+    let mut naming: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for scenario in scenarios {
+        for id in &scenario.requirements {
+            naming
+                .entry(id.as_str())
+                .or_default()
+                .insert(scenario.name.as_str());
+        }
+    }
+    requirements
+        .iter()
+        .map(|requirement| {
+            let names: Vec<String> = naming
+                .get(requirement.id.as_str())
+                .map(|names| names.iter().map(|n| n.to_string()).collect())
+                .unwrap_or_default();
+            let verdicts: Vec<Said> = names
+                .iter()
+                .map(|name| match ledger.get(name) {
+                    None => Said::Error(format!("{name} did not run")),
+                    Some(result) => match result.requirement(&requirement.id) {
+                        None => match result.outcome {
+                            Outcome::Skip(reason) => Said::Skip(reason),
+                            _ => Said::Error(format!("{name} recorded nothing")),
+                        },
+                        Some(RequirementOutcome::Pass) => Said::Pass,
+                        Some(RequirementOutcome::Fail(why)) if is_blocking(requirement) => {
+                            Said::Fail(why.message)
+                        }
+                        Some(RequirementOutcome::Fail(why) | RequirementOutcome::Advisory(why)) => {
+                            Said::Advisory(why.message)
+                        }
+                        Some(RequirementOutcome::NotReached(reason)) => Said::NotReached(reason),
+                        Some(RequirementOutcome::Error(why)) => Said::Error(why.message),
+                    },
+                })
+                .collect();
+            let (disposition, message) = merge(&verdicts);
+            RequirementResult {
+                requirement: requirement.clone(),
+                disposition,
+                scenarios: names,
+                message,
+            }
+        })
+        .collect()
+}
+
+/// What one scenario said about one requirement, level already applied.
+enum Said {
+    Pass,
+    Fail(String),
+    Advisory(String),
+    NotReached(String),
+    Skip(SkipReason),
+    Error(String),
+}
+
+fn merge(verdicts: &[Said]) -> (Disposition, Option<String>) {
+    let first = |wanted: fn(&Said) -> Option<&String>| verdicts.iter().find_map(wanted).cloned();
+    if let Some(message) = first(|s| match s {
+        Said::Fail(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Fail, Some(message))
+    } else if verdicts.is_empty() {
+        (
+            Disposition::Error,
+            Some("no scenario names this requirement".to_string()),
+        )
+    } else if let Some(message) = first(|s| match s {
+        Said::Error(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Error, Some(message))
+    } else if let Some(reason) = first(|s| match s {
+        Said::NotReached(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::NotReached, Some(reason))
+    } else if let Some(message) = first(|s| match s {
+        Said::Advisory(m) => Some(m),
+        _ => None,
+    }) {
+        (Disposition::Advisory, Some(message))
+    } else if verdicts.iter().all(|s| matches!(s, Said::Skip(_))) {
+        let reason = verdicts.iter().find_map(|s| match s {
+            Said::Skip(reason) => Some(*reason),
+            _ => None,
+        });
+        match reason {
+            Some(reason) => (Disposition::Skip(reason), None),
+            None => (Disposition::Error, None),
+        }
+    } else {
+        (Disposition::Pass, None)
+    }
+}
+
+/// The scenario outcome that decided `result`'s disposition, with the
+/// scenario's name: where a report finds the failed step (and exchange) of
+/// the check that failed, errored on or blocked the requirement.
+pub fn deciding<'a>(
+    result: &RequirementResult,
+    ledger: &'a Ledger,
+) -> Option<(&'a str, RequirementOutcome)> {
+    let wanted = match result.disposition {
+        Disposition::Pass | Disposition::Skip(_) => return None,
+        decided => decided.kind(),
+    };
+    result.scenarios.iter().find_map(|name| {
+        let scenario = ledger.get(name)?;
+        let outcome = scenario.requirement(&result.requirement.id)?;
+        let kind = match (&outcome, wanted) {
+            // A SHOULD requirement's failure is its advisory.
+            (RequirementOutcome::Fail(_), DispositionKind::Advisory) => DispositionKind::Advisory,
+            (outcome, _) => outcome.kind(),
+        };
+        (kind == wanted).then_some((scenario.name.as_str(), outcome))
+    })
+}
+
+/// Whether a requirement's level makes it block certification: MUST does,
+/// SHOULD never does. Anything else (an unknown level) is treated as MUST,
+/// so a typo can never quietly stop a requirement from counting.
+pub fn is_blocking(requirement: &Requirement) -> bool {
+    requirement.level != "SHOULD"
+}
+
+/// Counts per profile. `profiles` lists every profile to report (selected
+/// or not). A profile is certified when it has at least one MUST
+/// requirement and every MUST requirement passed; SHOULD requirements are
+/// counted but never block.
+pub fn summarize(
+    results: &[RequirementResult],
+    profiles: &BTreeSet<String>,
+    selected: &BTreeSet<String>,
+) -> BTreeMap<String, ProfileSummary> {
+    let mut summaries: BTreeMap<String, ProfileSummary> = profiles
+        .iter()
+        .map(|profile| {
+            (
+                profile.clone(),
+                ProfileSummary {
+                    selected: selected.contains(profile),
+                    ..ProfileSummary::default()
+                },
+            )
+        })
+        .collect();
+    // Per profile: (MUST requirements, MUST requirements that passed).
+    let mut must: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    for result in results {
+        let summary = summaries
+            .entry(result.requirement.profile.clone())
+            .or_insert_with(|| ProfileSummary {
+                selected: selected.contains(&result.requirement.profile),
+                ..ProfileSummary::default()
+            });
+        match result.disposition {
+            Disposition::Pass => summary.pass += 1,
+            Disposition::Fail => summary.fail += 1,
+            Disposition::Advisory => summary.advisory += 1,
+            Disposition::NotReached => summary.not_reached += 1,
+            Disposition::Skip(_) => summary.skip += 1,
+            Disposition::Error => summary.error += 1,
+        }
+        if is_blocking(&result.requirement) {
+            let (total, passed) = must.entry(result.requirement.profile.clone()).or_default();
+            *total += 1;
+            *passed += u32::from(result.disposition == Disposition::Pass);
+        }
+    }
+    for (profile, summary) in summaries.iter_mut() {
+        let (total, passed) = must.get(profile).copied().unwrap_or_default();
+        summary.certified = total > 0 && passed == total;
+    }
+    summaries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Needs;
+    use crate::run::outcome::{Attributed, FailedStep};
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    fn requirement(id: &str) -> Requirement {
+        Requirement {
+            id: id.to_string(),
+            profile: id.split('.').next().unwrap_or_default().to_string(),
+            level: "MUST".to_string(),
+            clause: "§2".to_string(),
+            text: "t".to_string(),
+        }
+    }
+
+    fn scenario(name: &str, requirements: &[&str]) -> Scenario {
+        Scenario {
+            name: name.to_string(),
+            profile: name.split("::").next().unwrap_or_default().to_string(),
+            path: PathBuf::from(format!("{name}.json")),
+            title: name.to_string(),
+            requirements: requirements.iter().map(|r| r.to_string()).collect(),
+            should: Default::default(),
+            needs: Needs::default(),
+            checks: 1,
+            steps: Vec::new(),
+            mock: None,
+            observations: Vec::new(),
+            generated: Default::default(),
+        }
+    }
+
+    fn result(name: &str, outcome: Outcome) -> ScenarioResult {
+        ScenarioResult {
+            name: name.to_string(),
+            outcome,
+            checks: 1,
+            duration: Duration::from_millis(3),
+            quiet: Duration::ZERO,
+            failed_step: None,
+            observations: Vec::new(),
+            requirements: BTreeMap::new(),
+        }
+    }
+
+    /// One requirement `core.r` named by scenarios `core::s0..` with these outcomes.
+    fn disposition_of(outcomes: &[Option<Outcome>]) -> Disposition {
+        let names: Vec<String> = (0..outcomes.len()).map(|i| format!("core::s{i}")).collect();
+        let scenarios: Vec<Scenario> = names.iter().map(|n| scenario(n, &["core.r"])).collect();
+        let mut ledger = Ledger::default();
+        for (name, outcome) in names.iter().zip(outcomes) {
+            if let Some(outcome) = outcome {
+                ledger.record(result(name, outcome.clone()));
+            }
+        }
+        let results = dispose(&[requirement("core.r")], &scenarios, &ledger);
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].scenarios, names);
+        results[0].disposition
+    }
+
+    /// What one scenario said about `core.r`: a per-requirement outcome, or
+    /// only a whole-scenario one (a skip, or a run that recorded nothing
+    /// finer).
+    enum Says {
+        Req(RequirementOutcome),
+        Whole(Outcome),
+    }
+
+    fn why(message: &str) -> Attributed {
+        Attributed {
+            message: message.to_string(),
+            failed_step: None,
+        }
+    }
+
+    /// `core.r` at `level`, named by scenarios `core::s0..` that said these
+    /// things about it (each scenario also names `core.other`, which failed
+    /// everywhere: per-requirement outcomes keep it apart).
+    fn merged(level: &str, says: Vec<Says>) -> RequirementResult {
+        let names: Vec<String> = (0..says.len()).map(|i| format!("core::s{i}")).collect();
+        let scenarios: Vec<Scenario> = names
+            .iter()
+            .map(|n| scenario(n, &["core.r", "core.other"]))
+            .collect();
+        let mut ledger = Ledger::default();
+        for (name, said) in names.iter().zip(says) {
+            let recorded = match said {
+                Says::Whole(outcome) => result(name, outcome),
+                Says::Req(outcome) => {
+                    let mut recorded = result(name, Outcome::Fail("core.other failed".into()));
+                    recorded.requirements = [
+                        ("core.r".to_string(), outcome),
+                        (
+                            "core.other".to_string(),
+                            RequirementOutcome::Fail(why("core.other failed")),
+                        ),
+                    ]
+                    .into();
+                    recorded
+                }
+            };
+            ledger.record(recorded);
+        }
+        let requirement = Requirement {
+            level: level.to_string(),
+            ..requirement("core.r")
+        };
+        let results = dispose(&[requirement], &scenarios, &ledger);
+        results.into_iter().next().expect("one result")
+    }
+
+    fn pass() -> Says {
+        Says::Req(RequirementOutcome::Pass)
+    }
+
+    #[test]
+    fn per_requirement_outcomes_decide_not_the_scenario_outcome() {
+        let result = merged("MUST", vec![pass(), pass()]);
+        assert_eq!(result.disposition, Disposition::Pass);
+        assert_eq!(result.message, None);
+    }
+
+    #[test]
+    fn merging_follows_fail_error_not_reached_advisory_skip_pass() {
+        let fail = || Says::Req(RequirementOutcome::Fail(why("broke it")));
+        let error = || Says::Req(RequirementOutcome::Error(why("garbage")));
+        let not_reached = || Says::Req(RequirementOutcome::NotReached("not reached: x".into()));
+        let advisory = || Says::Req(RequirementOutcome::Advisory(why("should have")));
+        let skip = || Says::Whole(Outcome::Skip(SkipReason::SeamAbsent));
+        let cases: Vec<(Vec<Says>, Disposition, Option<&str>)> = vec![
+            (
+                vec![pass(), advisory(), not_reached(), error(), fail(), skip()],
+                Disposition::Fail,
+                Some("broke it"),
+            ),
+            (
+                vec![pass(), advisory(), not_reached(), error(), skip()],
+                Disposition::Error,
+                Some("garbage"),
+            ),
+            (
+                vec![pass(), advisory(), not_reached(), skip()],
+                Disposition::NotReached,
+                Some("not reached: x"),
+            ),
+            (
+                vec![skip(), pass(), advisory()],
+                Disposition::Advisory,
+                Some("should have"),
+            ),
+            (
+                vec![
+                    skip(),
+                    Says::Whole(Outcome::Skip(SkipReason::NotConfigured)),
+                ],
+                Disposition::Skip(SkipReason::SeamAbsent),
+                None,
+            ),
+            (vec![skip(), pass()], Disposition::Pass, None),
+        ];
+        for (says, disposition, message) in cases {
+            let result = merged("MUST", says);
+            assert_eq!(result.disposition, disposition);
+            assert_eq!(result.message.as_deref(), message, "{disposition:?}");
+        }
+    }
+
+    #[test]
+    fn a_should_requirement_never_fails() {
+        let result = merged(
+            "SHOULD",
+            vec![pass(), Says::Req(RequirementOutcome::Fail(why("missed")))],
+        );
+        assert_eq!(result.disposition, Disposition::Advisory);
+        assert_eq!(result.message.as_deref(), Some("missed"));
+        // Scenarios that recorded nothing finer fail it as a whole: still
+        // only an advisory.
+        let result = merged("SHOULD", vec![Says::Whole(Outcome::Fail("whole".into()))]);
+        assert_eq!(result.disposition, Disposition::Advisory);
+        let result = merged("MUST", vec![Says::Whole(Outcome::Fail("whole".into()))]);
+        assert_eq!(result.disposition, Disposition::Fail);
+    }
+
+    #[test]
+    fn the_deciding_scenario_carries_the_failed_step() {
+        let names = ["core::s0", "core::s1"];
+        let scenarios: Vec<Scenario> = names.iter().map(|n| scenario(n, &["core.r"])).collect();
+        let mut ledger = Ledger::default();
+        ledger.record(result(names[0], Outcome::Pass));
+        let mut failing = result(names[1], Outcome::Pass);
+        let step = FailedStep {
+            step: 2,
+            ..FailedStep::default()
+        };
+        failing.requirements = [(
+            "core.r".to_string(),
+            RequirementOutcome::Advisory(Attributed {
+                message: "no Location".to_string(),
+                failed_step: Some(Box::new(step.clone())),
+            }),
+        )]
+        .into();
+        ledger.record(failing);
+        let requirement = Requirement {
+            level: "SHOULD".to_string(),
+            ..requirement("core.r")
+        };
+        let results = dispose(&[requirement], &scenarios, &ledger);
+        assert_eq!(results[0].disposition, Disposition::Advisory);
+        let (name, outcome) = deciding(&results[0], &ledger).expect("a deciding scenario");
+        assert_eq!(name, "core::s1");
+        assert_eq!(outcome.failed_step(), Some(&step));
+    }
+
+    #[test]
+    fn any_fail_wins() {
+        let outcomes = [
+            Some(Outcome::Pass),
+            Some(Outcome::Error("e".into())),
+            Some(Outcome::Fail("f".into())),
+            Some(Outcome::Skip(SkipReason::SeamAbsent)),
+        ];
+        assert_eq!(disposition_of(&outcomes), Disposition::Fail);
+    }
+
+    #[test]
+    fn error_beats_pass_and_skip() {
+        let outcomes = [
+            Some(Outcome::Pass),
+            Some(Outcome::Skip(SkipReason::SeamAbsent)),
+            Some(Outcome::Error("e".into())),
+        ];
+        assert_eq!(disposition_of(&outcomes), Disposition::Error);
+    }
+
+    #[test]
+    fn all_skipped_takes_the_first_reason() {
+        let outcomes = [
+            Some(Outcome::Skip(SkipReason::NeedsSecondTenant)),
+            Some(Outcome::Skip(SkipReason::SeamAbsent)),
+        ];
+        assert_eq!(
+            disposition_of(&outcomes),
+            Disposition::Skip(SkipReason::NeedsSecondTenant)
+        );
+    }
+
+    #[test]
+    fn pass_with_some_skips_is_a_pass() {
+        let outcomes = [
+            Some(Outcome::Skip(SkipReason::SeamAbsent)),
+            Some(Outcome::Pass),
+        ];
+        assert_eq!(disposition_of(&outcomes), Disposition::Pass);
+        assert_eq!(disposition_of(&[Some(Outcome::Pass)]), Disposition::Pass);
+    }
+
+    #[test]
+    fn a_scenario_that_never_recorded_is_an_error_not_a_pass() {
+        assert_eq!(
+            disposition_of(&[Some(Outcome::Pass), None]),
+            Disposition::Error
+        );
+        assert_eq!(disposition_of(&[]), Disposition::Error);
+    }
+
+    #[test]
+    fn a_later_record_replaces_an_earlier_one() {
+        let mut ledger = Ledger::default();
+        ledger.record(ScenarioResult::skipped("core::a", SkipReason::OptedOut));
+        ledger.record(result("core::a", Outcome::Pass));
+        assert_eq!(ledger.results().count(), 1);
+        assert_eq!(
+            ledger.get("core::a").map(|r| &r.outcome),
+            Some(&Outcome::Pass)
+        );
+        assert!(!ledger.any_failed_or_errored());
+        ledger.record(result("core::b", Outcome::Error("x".into())));
+        assert!(ledger.any_failed_or_errored());
+    }
+
+    fn summaries(
+        dispositions: &[(&str, Disposition)],
+        selected: &[&str],
+    ) -> BTreeMap<String, ProfileSummary> {
+        let levelled: Vec<(&str, &str, Disposition)> = dispositions
+            .iter()
+            .map(|(id, disposition)| (*id, "MUST", *disposition))
+            .collect();
+        summaries_at_levels(&levelled, selected)
+    }
+
+    /// `(id, level, disposition)` per requirement.
+    fn summaries_at_levels(
+        dispositions: &[(&str, &str, Disposition)],
+        selected: &[&str],
+    ) -> BTreeMap<String, ProfileSummary> {
+        let results: Vec<RequirementResult> = dispositions
+            .iter()
+            .map(|(id, level, disposition)| RequirementResult {
+                requirement: Requirement {
+                    level: level.to_string(),
+                    ..requirement(id)
+                },
+                disposition: *disposition,
+                scenarios: Vec::new(),
+                message: None,
+            })
+            .collect();
+        let profiles: BTreeSet<String> = ["core", "behavior", "strict"].map(String::from).into();
+        let selected: BTreeSet<String> = selected.iter().map(|s| s.to_string()).collect();
+        summarize(&results, &profiles, &selected)
+    }
+
+    #[test]
+    fn a_profile_is_certified_only_when_every_requirement_passed() {
+        let summary = summaries(
+            &[
+                ("core.a", Disposition::Pass),
+                ("core.b", Disposition::Pass),
+                ("behavior.a", Disposition::Pass),
+                ("behavior.b", Disposition::Skip(SkipReason::SeamAbsent)),
+            ],
+            &["core", "behavior"],
+        );
+        let core = summary["core"];
+        assert!(core.certified && core.selected);
+        assert_eq!((core.pass, core.fail, core.skip, core.error), (2, 0, 0, 0));
+        let behavior = summary["behavior"];
+        assert!(!behavior.certified);
+        assert_eq!((behavior.pass, behavior.skip), (1, 1));
+    }
+
+    #[test]
+    fn fails_and_errors_are_counted_and_block_certification() {
+        let summary = summaries(
+            &[
+                ("core.a", Disposition::Fail),
+                ("core.b", Disposition::Error),
+            ],
+            &["core"],
+        );
+        let core = summary["core"];
+        assert_eq!((core.pass, core.fail, core.error), (0, 1, 1));
+        assert!(!core.certified);
+    }
+
+    #[test]
+    fn a_profile_with_zero_requirements_is_not_certified() {
+        let summary = summaries(&[("core.a", Disposition::Pass)], &["core", "strict"]);
+        let strict = summary["strict"];
+        assert!(strict.selected);
+        assert!(!strict.certified);
+        assert_eq!(strict.pass + strict.fail + strict.skip + strict.error, 0);
+        assert!(!summary["behavior"].selected);
+    }
+
+    #[test]
+    fn should_requirements_never_block_certification() {
+        let summary = summaries_at_levels(
+            &[
+                ("core.a", "MUST", Disposition::Pass),
+                ("core.b", "SHOULD", Disposition::Advisory),
+                (
+                    "core.c",
+                    "SHOULD",
+                    Disposition::Skip(SkipReason::SeamAbsent),
+                ),
+                ("core.d", "SHOULD", Disposition::NotReached),
+                ("core.e", "SHOULD", Disposition::Error),
+                ("core.f", "SHOULD", Disposition::Pass),
+            ],
+            &["core"],
+        );
+        let core = summary["core"];
+        assert!(core.certified);
+        assert_eq!(
+            (
+                core.pass,
+                core.advisory,
+                core.skip,
+                core.not_reached,
+                core.error
+            ),
+            (2, 1, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn every_must_requirement_must_pass() {
+        for blocked in [
+            Disposition::Fail,
+            Disposition::NotReached,
+            Disposition::Error,
+            Disposition::Skip(SkipReason::Filtered),
+            Disposition::Skip(SkipReason::NotConfigured),
+            // A MUST requirement should never end advisory; if it does it
+            // still did not pass.
+            Disposition::Advisory,
+        ] {
+            let summary = summaries_at_levels(
+                &[
+                    ("core.a", "MUST", Disposition::Pass),
+                    ("core.b", "MUST", blocked),
+                    ("core.c", "SHOULD", Disposition::Pass),
+                ],
+                &["core"],
+            );
+            assert!(!summary["core"].certified, "{blocked:?} certified core");
+        }
+    }
+
+    #[test]
+    fn a_profile_of_only_should_requirements_is_not_certified() {
+        let summary = summaries_at_levels(
+            &[
+                ("core.a", "SHOULD", Disposition::Pass),
+                ("core.b", "SHOULD", Disposition::Pass),
+            ],
+            &["core"],
+        );
+        assert!(!summary["core"].certified);
+        assert_eq!(summary["core"].pass, 2);
+    }
+
+    #[test]
+    fn an_unknown_level_blocks_like_must() {
+        let summary = summaries_at_levels(
+            &[
+                ("core.a", "MUST", Disposition::Pass),
+                ("core.b", "MAY-BE", Disposition::Fail),
+            ],
+            &["core"],
+        );
+        assert!(!summary["core"].certified);
+    }
+
+    #[test]
+    fn skip_reason_keywords_round_trip() {
+        for reason in SkipReason::ALL {
+            assert_eq!(SkipReason::parse(reason.as_str()), Some(reason));
+        }
+        assert_eq!(SkipReason::Filtered.as_str(), "filtered");
+        assert_eq!(SkipReason::NotConfigured.as_str(), "not-configured");
+        assert_eq!(Disposition::Advisory.keyword(), "advisory");
+        assert_eq!(Disposition::NotReached.keyword(), "not-reached");
+        assert_eq!(SkipReason::parse("nope"), None);
+    }
+}

@@ -1,0 +1,626 @@
+use super::*;
+use serde_json::json;
+
+fn schemas() -> Schemas {
+    Schemas::embedded().expect("embedded schemas compile")
+}
+
+fn requirements(ids: &[&str]) -> Value {
+    json!({ "requirements": ids.iter().map(|id| json!({
+        "id": id,
+        "profile": id.split('.').next().unwrap_or_default(),
+        "level": "MUST",
+        "clause": "§2",
+        "text": "a requirement",
+    })).collect::<Vec<_>>() })
+}
+
+fn scenario(requirements: &[&str], steps: Value) -> Value {
+    json!({
+        "title": "a scenario",
+        "profile": "core",
+        "requirements": requirements,
+        "checks": 1,
+        "steps": steps,
+    })
+}
+
+fn get_step() -> Value {
+    json!({"name": "read", "request": {"method": "GET", "path": "{base}"}, "expect": {"status": 200}})
+}
+
+/// A scenarios folder with these files (path relative to it → JSON).
+fn folder(files: &[(&str, &Value)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, value) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn loads_sorted_scenarios_with_names_paths_and_pointers() {
+    let registry = requirements(&["core.a", "core.b"]);
+    let b = scenario(&["core.b"], json!([get_step()]));
+    let a = scenario(
+        &["core.a", "core.b"],
+        json!([{
+            "name": "create",
+            "request": {"method": "POST", "path": "{base}", "body": {"objective": "x {nonce}"}},
+            "expect": {"status": [200, 201], "schema": "goal", "assert": [
+                {"pointer": "/state", "equals": "active"},
+                {"header": "ETag", "exists": true}
+            ]},
+            "capture": {"goalId": {"pointer": "/id"}}
+        }, {
+            "name": "wait", "quietMs": 5, "why": "nothing may happen"
+        }, {
+            "name": "read back",
+            "request": {"method": "GET", "path": "{base}/{goalId}"},
+            "expect": {"status": 200},
+            "poll": {"timeoutMs": 100, "intervalMs": 10}
+        }]),
+    );
+    let dir = folder(&[
+        ("requirements.json", &registry),
+        ("core/b.json", &b),
+        ("core/a.json", &a),
+    ]);
+    let catalog = load(dir.path(), &schemas()).unwrap();
+    let names: Vec<&str> = catalog.scenarios.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["core::a", "core::b"]);
+    let a = &catalog.scenarios[0];
+    assert_eq!(a.path, dir.path().join("core/a.json"));
+    assert_eq!(a.quiet_ms(), 5);
+    assert_eq!(a.steps[2].pointer, "/steps/2");
+    let Action::Request(create) = &a.steps[0].action else {
+        panic!("first step is a request")
+    };
+    assert_eq!(create.expect.status, [200, 201]);
+    assert_eq!(create.expect.checks(), 4);
+    assert_eq!(
+        create.expect.assertions[1].pointer,
+        "/steps/0/expect/assert/1"
+    );
+    assert_eq!(
+        create.expect.assertions[1].target,
+        Target::Header("ETag".into())
+    );
+    let Action::Request(read) = &a.steps[2].action else {
+        panic!("third step is a request")
+    };
+    assert_eq!(
+        read.repeat,
+        Repeat::Poll {
+            timeout_ms: 100,
+            interval_ms: 10
+        }
+    );
+    assert_eq!(catalog.profiles(), BTreeSet::from(["core".to_string()]));
+}
+
+fn load_error(files: &[(&str, &Value)]) -> (LoadError, tempfile::TempDir) {
+    let dir = folder(files);
+    let error = load(dir.path(), &schemas()).expect_err("the folder must not load");
+    (error, dir)
+}
+
+#[test]
+fn an_invalid_scenario_names_its_file_and_pointer() {
+    let registry = requirements(&["core.a"]);
+    let typo = scenario(
+        &["core.a"],
+        json!([get_step(), {
+            "name": "typo",
+            "request": {"method": "GET", "path": "{base}"},
+            "expect": {"status": 200, "assert": [{"pointer": "/state", "equal": "active"}]}
+        }]),
+    );
+    let (error, dir) = load_error(&[("requirements.json", &registry), ("core/typo.json", &typo)]);
+    let LoadError::Invalid { path, pointer, .. } = &error else {
+        panic!("expected an invalid-file error, got {error:?}")
+    };
+    assert_eq!(path, &dir.path().join("core/typo.json"));
+    assert!(pointer.starts_with("/steps/1/expect/assert/0"), "{pointer}");
+    let text = error.to_string();
+    assert!(
+        text.contains("typo.json") && text.contains("/steps/1/expect/assert/0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn checks_the_schema_does_not_cover_are_still_caught_with_pointers() {
+    let registry = requirements(&["core.a"]);
+    let cases = [
+        (
+            json!([{"name": "x", "request": {"method": "GET", "path": "{base}/{goalId}"}, "expect": {"status": 200}}]),
+            "/steps/0/request/path",
+            "unknown variable `{goalId}`",
+        ),
+        (
+            json!([{"name": "x", "request": {"method": "GET", "path": "{base}", "seam": "continue"}, "expect": {"status": 200}}]),
+            "/steps/0/request/seam",
+            "needs.seams",
+        ),
+        (
+            json!([{"name": "x", "request": {"method": "GET", "path": "{base}", "as": "b"}, "expect": {"status": 200}}]),
+            "/steps/0/request/as",
+            "tenants",
+        ),
+        (
+            json!([{"name": "x", "request": {"method": "GET", "path": "{base}"},
+                    "expect": {"assert": [{"pointer": "/at", "withinMs": {"of": "later", "max": 5}}]}}]),
+            "/steps/0/expect/assert/0/withinMs/of",
+            "neither a timestamp nor a variable",
+        ),
+    ];
+    for (steps, pointer, words) in cases {
+        let bad = scenario(&["core.a"], steps);
+        let (error, _dir) =
+            load_error(&[("requirements.json", &registry), ("core/bad.json", &bad)]);
+        let LoadError::Invalid {
+            pointer: found,
+            message,
+            ..
+        } = &error
+        else {
+            panic!("expected an invalid-file error, got {error:?}")
+        };
+        assert_eq!(found, pointer, "{error}");
+        assert!(message.contains(words), "{message}");
+    }
+}
+
+#[test]
+fn a_scenario_in_the_wrong_folder_is_invalid() {
+    let registry = requirements(&["core.a"]);
+    let misplaced = scenario(&["core.a"], json!([get_step()]));
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("behavior/x.json", &misplaced),
+    ]);
+    assert!(
+        matches!(&error, LoadError::Invalid { pointer, .. } if pointer == "/profile"),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn zero_scenario_files_is_an_error() {
+    let registry = requirements(&["core.a"]);
+    let (error, _dir) = load_error(&[("requirements.json", &registry)]);
+    assert!(matches!(error, LoadError::NoScenarios { .. }), "{error:?}");
+}
+
+#[test]
+fn an_unknown_requirement_stops_the_run() {
+    let registry = requirements(&["core.a"]);
+    let s = scenario(&["core.a", "core.nope"], json!([get_step()]));
+    let (error, dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &s)]);
+    let LoadError::UnknownRequirement { path, pointer, id } = &error else {
+        panic!("expected an unknown-requirement error, got {error:?}")
+    };
+    assert_eq!(
+        (pointer.as_str(), id.as_str()),
+        ("/requirements/1", "core.nope")
+    );
+    assert_eq!(path, &dir.path().join("core/s.json"));
+}
+
+#[test]
+fn a_requirement_no_scenario_names_stops_the_run() {
+    let registry = requirements(&["core.a", "core.b"]);
+    let s = scenario(&["core.a"], json!([get_step()]));
+    let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &s)]);
+    assert!(
+        matches!(&error, LoadError::Unproven { id } if id == "core.b"),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn an_invalid_registry_names_its_pointer() {
+    let mut registry = requirements(&["core.a"]);
+    registry["requirements"][0]["level"] = json!("MAY");
+    let s = scenario(&["core.a"], json!([get_step()]));
+    let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &s)]);
+    assert!(
+        matches!(&error, LoadError::Invalid { pointer, .. } if pointer == "/requirements/0/level"),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_json_names_its_path() {
+    let registry = requirements(&["core.a"]);
+    let dir = folder(&[("requirements.json", &registry)]);
+    std::fs::create_dir_all(dir.path().join("core")).unwrap();
+    std::fs::write(dir.path().join("core/broken.json"), "{ nope").unwrap();
+    let error = load(dir.path(), &schemas()).unwrap_err();
+    assert!(error.to_string().contains("broken.json"), "{error}");
+    assert!(matches!(error, LoadError::NotJson { .. }));
+}
+
+#[test]
+fn the_shipped_scenarios_load() {
+    // The workspace's own scenarios must always pass the loader's checks.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let catalog = load(&dir, &schemas()).unwrap_or_else(|error| panic!("{error}"));
+    assert!(!catalog.scenarios.is_empty());
+}
+
+// ---- the observed profile: mock blocks, mockLog steps, observations ----
+
+fn observed(mock: Option<Value>, steps: Value, observations: Value) -> Value {
+    let mut scenario = json!({
+        "title": "an observed scenario",
+        "profile": "observed",
+        "requirements": ["observed.a"],
+        "needs": {"seams": ["continue", "webhooks"]},
+        "checks": 1,
+        "observations": observations,
+        "steps": steps,
+    });
+    if let Some(mock) = mock {
+        scenario["mock"] = mock;
+    }
+    scenario
+}
+
+fn create_with_mock() -> Value {
+    json!({
+        "name": "create",
+        "request": {"method": "POST", "path": "{base}", "body": {
+            "objective": "o", "completion": {"check": "verifier", "verifierRef": "{mock.verifier}"},
+            "continuation": {"mode": "manual", "armRef": "{mock.arm}#intervalMs=20"}}},
+        "expect": {"status": 201},
+        "capture": {"goalId": {"pointer": "/id"}, "createdMs": {"clock": "ms"}, "createdAt": {"clock": "rfc3339"}}
+    })
+}
+
+fn mock_step(window: Value, assertions: Value) -> Value {
+    json!({"name": "look at the log", "mockLog": window, "expect": {"assert": assertions}})
+}
+
+fn load_observed(scenario: &Value) -> Result<Scenario, LoadError> {
+    let dir = folder(&[("observed/s.json", scenario)]);
+    load_scenario(&dir.path().join("observed/s.json"), "observed", &schemas())
+}
+
+fn refused_at(scenario: &Value) -> (String, String) {
+    match load_observed(scenario) {
+        Err(LoadError::Invalid {
+            pointer, message, ..
+        }) => (pointer, message),
+        other => panic!("expected an invalid scenario, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_observed_scenario_loads_its_mock_steps_and_observations() {
+    let scenario = observed(
+        Some(json!({"verifier": {"satisfyOn": 2}, "arm": {"output": {"note": "{nonce}"}}})),
+        json!([
+            create_with_mock(),
+            mock_step(
+                json!({"goalId": "{goalId}", "sinceMs": "{createdMs}", "graceMs": 50}),
+                json!([{"pointer": "/arm/count", "equals": 1}])
+            ),
+            {"name": "poll it", "mockLog": {}, "expect": {"assert": [{"pointer": "/total", "gte": 1}]},
+             "poll": {"timeoutMs": 100, "intervalMs": 10}, "capture": {"calls": {"pointer": "/total"}}}
+        ]),
+        json!([{"what": "runs", "requirement": "observed.a", "suite": "{calls}", "host": "{goalId}"}]),
+    );
+    let loaded = load_observed(&scenario).unwrap_or_else(|e| panic!("{e}"));
+    let script = loaded.mock.as_ref().expect("the mock block");
+    assert_eq!(script.verifier.satisfy_on, Some(2));
+    let Action::MockLog(step) = &loaded.steps[1].action else {
+        panic!("a mockLog step")
+    };
+    assert_eq!(step.window.goal_id.as_deref(), Some("{goalId}"));
+    assert_eq!(step.window.since_ms, Some(json!("{createdMs}")));
+    assert_eq!(step.window.grace_ms, 50);
+    let Action::MockLog(polled) = &loaded.steps[2].action else {
+        panic!("a mockLog step")
+    };
+    assert!(matches!(polled.repeat, Repeat::Poll { .. }));
+    let Action::Request(create) = &loaded.steps[0].action else {
+        panic!("a request step")
+    };
+    assert_eq!(
+        create.capture.get("createdMs"),
+        Some(&Capture::Clock(ClockFormat::Ms))
+    );
+    assert_eq!(
+        create.capture.get("createdAt"),
+        Some(&Capture::Clock(ClockFormat::Rfc3339))
+    );
+    assert_eq!(loaded.observations.len(), 1);
+    assert_eq!(loaded.observations[0].host, Some(json!("{goalId}")));
+}
+
+#[test]
+fn a_mock_block_needs_the_webhooks_seam() {
+    let mut scenario = observed(Some(json!({})), json!([create_with_mock()]), json!([]));
+    scenario["needs"] = json!({"seams": ["continue"]});
+    let (pointer, message) = refused_at(&scenario);
+    assert_eq!(pointer, "/mock");
+    assert!(message.contains("webhooks"), "{message}");
+}
+
+#[test]
+fn mock_variables_and_steps_need_the_mock_block() {
+    let (pointer, message) = refused_at(&observed(None, json!([create_with_mock()]), json!([])));
+    assert_eq!(pointer, "/steps/0/request/body");
+    assert!(message.contains("{mock.verifier}"), "{message}");
+    let (pointer, _) = refused_at(&observed(
+        None,
+        json!([
+            get_step(),
+            mock_step(json!({}), json!([{"pointer": "/total", "equals": 0}]))
+        ]),
+        json!([]),
+    ));
+    assert_eq!(pointer, "/steps/1/mockLog");
+}
+
+#[test]
+fn a_mock_log_step_sends_nothing_and_has_no_headers() {
+    let with_header = observed(
+        Some(json!({})),
+        json!([mock_step(
+            json!({}),
+            json!([{"header": "ETag", "exists": true}])
+        )]),
+        json!([]),
+    );
+    assert_eq!(refused_at(&with_header).0, "/steps/0/expect/assert/0");
+    let mut with_status = observed(
+        Some(json!({})),
+        json!([mock_step(
+            json!({}),
+            json!([{"pointer": "/total", "equals": 0}])
+        )]),
+        json!([]),
+    );
+    with_status["steps"][0]["expect"]["status"] = json!(200);
+    assert!(refused_at(&with_status).0.starts_with("/steps/0"));
+    let mut header_capture = observed(
+        Some(json!({})),
+        json!([mock_step(
+            json!({}),
+            json!([{"pointer": "/total", "equals": 0}])
+        )]),
+        json!([]),
+    );
+    header_capture["steps"][0]["capture"] = json!({"etag": {"header": "ETag"}});
+    assert_eq!(refused_at(&header_capture).0, "/steps/0/capture/etag");
+    let both = observed(
+        Some(json!({})),
+        json!([{"name": "x", "mockLog": {}, "request": {"method": "GET", "path": "{base}"},
+                "expect": {"assert": [{"pointer": "/total", "equals": 0}]}}]),
+        json!([]),
+    );
+    assert!(load_observed(&both).is_err());
+}
+
+#[test]
+fn windows_take_milliseconds_or_one_variable() {
+    let window = |since: Value| {
+        observed(
+            Some(json!({})),
+            json!([
+                create_with_mock(),
+                mock_step(
+                    json!({"sinceMs": since}),
+                    json!([{"pointer": "/total", "equals": 0}])
+                )
+            ]),
+            json!([]),
+        )
+    };
+    assert!(load_observed(&window(json!(120))).is_ok());
+    assert!(load_observed(&window(json!("{createdMs}"))).is_ok());
+    assert!(refused_at(&window(json!("{createdMs}0")))
+        .0
+        .starts_with("/steps/1"));
+    let (pointer, message) = refused_at(&window(json!("{later}")));
+    assert_eq!(pointer, "/steps/1/mockLog/sinceMs");
+    assert!(message.contains("{later}"), "{message}");
+    let grace_alone = observed(
+        Some(json!({})),
+        json!([mock_step(
+            json!({"graceMs": 5}),
+            json!([{"pointer": "/total", "equals": 0}])
+        )]),
+        json!([]),
+    );
+    assert!(refused_at(&grace_alone).0.starts_with("/steps/0"));
+}
+
+#[test]
+fn scripts_are_checked_with_pointers_and_render_only_builtins() {
+    let bad_reply = observed(
+        Some(json!({"arm": {"replies": [{"iteration": 1}]}})),
+        json!([create_with_mock()]),
+        json!([]),
+    );
+    assert!(refused_at(&bad_reply).0.starts_with("/mock/arm/replies/0"));
+    let captured = observed(
+        Some(json!({"arm": {"output": "{goalId}"}})),
+        json!([create_with_mock()]),
+        json!([]),
+    );
+    let (pointer, message) = refused_at(&captured);
+    assert_eq!(pointer, "/mock");
+    assert!(message.contains("{goalId}"), "{message}");
+}
+
+#[test]
+fn observations_name_own_requirements_and_captured_variables() {
+    let foreign = observed(
+        Some(json!({})),
+        json!([create_with_mock()]),
+        json!([{"what": "x", "requirement": "observed.b", "suite": 1}]),
+    );
+    assert_eq!(refused_at(&foreign).0, "/observations/0/requirement");
+    let uncaptured = observed(
+        Some(json!({})),
+        json!([create_with_mock()]),
+        json!([{"what": "x", "suite": "{goalId}", "host": "{nowhere}"}]),
+    );
+    assert_eq!(refused_at(&uncaptured).0, "/observations/0/host");
+}
+
+#[test]
+fn proves_on_steps_and_assertions_load_and_resolve() {
+    let registry = requirements(&["core.a", "core.b"]);
+    let file = scenario(
+        &["core.a", "core.b"],
+        json!([{
+            "name": "setup",
+            "proves": [],
+            "request": {"method": "GET", "path": "{base}"},
+            "expect": {"status": 200}
+        }, {
+            "name": "create",
+            "proves": ["core.a"],
+            "request": {"method": "POST", "path": "{base}", "body": {"objective": "goalpost {nonce}"}},
+            "expect": {"status": 201, "assert": [
+                {"pointer": "/state", "equals": "active"},
+                {"header": "Location", "exists": true, "proves": ["core.b"]}
+            ]}
+        }, get_step()]),
+    );
+    let dir = folder(&[("requirements.json", &registry), ("core/p.json", &file)]);
+    let catalog = load(dir.path(), &schemas()).unwrap();
+    let scenario = &catalog.scenarios[0];
+    let [setup, create, read] = &scenario.steps[..] else {
+        panic!("three steps")
+    };
+    assert!(scenario.step_proves(setup).is_empty());
+    assert_eq!(scenario.step_proves(create), ["core.a"]);
+    assert_eq!(scenario.step_proves(read), ["core.a", "core.b"]);
+    let Action::Request(request) = &create.action else {
+        panic!("a request step")
+    };
+    let [state, location] = &request.expect.assertions[..] else {
+        panic!("two assertions")
+    };
+    assert_eq!(scenario.assertion_proves(create, state), ["core.a"]);
+    assert_eq!(scenario.assertion_proves(create, location), ["core.b"]);
+}
+
+#[test]
+fn a_proves_id_the_scenario_does_not_name_stops_the_run() {
+    let registry = requirements(&["core.a", "core.b"]);
+    let other = scenario(&["core.b"], json!([get_step()]));
+    let step_level = scenario(
+        &["core.a"],
+        json!([{
+            "name": "read",
+            "proves": ["core.b"],
+            "request": {"method": "GET", "path": "{base}"},
+            "expect": {"status": 200}
+        }]),
+    );
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("core/other.json", &other),
+        ("core/s.json", &step_level),
+    ]);
+    let LoadError::Invalid {
+        pointer, message, ..
+    } = &error
+    else {
+        panic!("expected an invalid-file error, got {error:?}")
+    };
+    assert_eq!(pointer, "/steps/0/proves/0");
+    assert!(message.contains("core.b"), "{message}");
+    let assertion_level = scenario(
+        &["core.a"],
+        json!([{
+            "name": "read",
+            "request": {"method": "GET", "path": "{base}"},
+            "expect": {"status": 200, "assert": [
+                {"pointer": "/x", "exists": true, "proves": ["core.b"]}
+            ]}
+        }]),
+    );
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("core/other.json", &other),
+        ("core/s.json", &assertion_level),
+    ]);
+    let LoadError::Invalid { pointer, .. } = &error else {
+        panic!("expected an invalid-file error, got {error:?}")
+    };
+    assert_eq!(pointer, "/steps/0/expect/assert/0/proves/0");
+}
+
+#[test]
+fn needs_judge_and_options_load_and_are_checked_by_the_schema() {
+    let registry = requirements(&["core.a"]);
+    let mut file = scenario(&["core.a"], json!([get_step()]));
+    file["needs"] = json!({"judge": "host", "options": ["webhook-secret"]});
+    let dir = folder(&[("requirements.json", &registry), ("core/n.json", &file)]);
+    let catalog = load(dir.path(), &schemas()).unwrap();
+    let needs = &catalog.scenarios[0].needs;
+    assert_eq!(needs.judge.as_deref(), Some("host"));
+    assert_eq!(needs.options, ["webhook-secret"]);
+    for bad in [json!({"judge": "oracle"}), json!({"options": ["token-c"]})] {
+        let mut file = scenario(&["core.a"], json!([get_step()]));
+        file["needs"] = bad;
+        let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/n.json", &file)]);
+        assert!(matches!(error, LoadError::Invalid { .. }), "{error:?}");
+    }
+}
+
+#[test]
+fn discovery_mode_is_a_known_variable() {
+    let registry = requirements(&["core.a"]);
+    let file = scenario(
+        &["core.a"],
+        json!([{
+            "name": "create",
+            "request": {"method": "POST", "path": "{base}", "body": {
+                "objective": "goalpost {nonce}",
+                "completion": {"check": "{discovery.judge}"},
+                "continuation": {"mode": "{discovery.mode}"}
+            }},
+            "expect": {"status": 201}
+        }]),
+    );
+    let dir = folder(&[("requirements.json", &registry), ("core/m.json", &file)]);
+    load(dir.path(), &schemas()).unwrap();
+}
+
+#[test]
+fn a_quiet_step_proves_nothing() {
+    let registry = requirements(&["core.a"]);
+    let file = scenario(
+        &["core.a"],
+        json!([get_step(), {"name": "wait", "quietMs": 5, "why": "w", "proves": []}]),
+    );
+    let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/q.json", &file)]);
+    assert!(matches!(error, LoadError::Invalid { .. }), "{error:?}");
+}
+
+#[test]
+fn the_profile_version_comes_from_requirements_json() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    assert_eq!(profile_version(Some(dir.path())), None);
+    std::fs::write(
+        dir.path().join(REQUIREMENTS_FILE),
+        r#"{"profileVersion": "1.0", "requirements": []}"#,
+    )
+    .expect("write");
+    assert_eq!(profile_version(Some(dir.path())).as_deref(), Some("1.0"));
+    std::fs::write(dir.path().join(REQUIREMENTS_FILE), "[]").expect("write");
+    assert_eq!(profile_version(Some(dir.path())), None);
+    // The embedded registry is the published profile.
+    assert_eq!(profile_version(None).as_deref(), Some("1.0"));
+}

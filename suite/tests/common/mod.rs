@@ -1,0 +1,95 @@
+//! What several integration tests share: one run of the suite against an
+//! in-process reference host (the kill matrix starts it with a mutant, the
+//! variant matrix as a conforming variant) and the headless Chromium that
+//! the browser tests drive; the host that misbehaves on purpose.
+//!
+//! Each test binary compiles this module on its own and uses part of it.
+#![allow(dead_code)]
+
+pub mod chromium;
+pub mod hostile;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use goalpost::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B, TENANT_A, TENANT_B};
+use goalpost::report::RunReport;
+use goalpost::{HostChoice, RunConfig};
+
+/// The checkout's scenarios folder.
+pub fn scenarios() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+}
+
+/// A free port on 127.0.0.1 for the suite's callback, chosen before the
+/// host starts so the host may call that port and no other loopback one
+/// (as `goalpost`'s bundled host does). The probe socket is closed at
+/// once; the mock binds the port moments later.
+pub fn callback_listen() -> Result<SocketAddr, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|probe| probe.local_addr())
+        .map_err(|error| format!("cannot find a callback port: {error}"))
+}
+
+/// The reference host's configuration for a conformance run: in memory,
+/// the suite's two tenants, the webhook secret it shares with the suite,
+/// and an egress allowlist of the suite's callback and nothing else.
+pub fn host_config(secret: &str, callback: SocketAddr) -> Result<goalpost_host::Config, String> {
+    let mut config = goalpost_host::Config::conformance_in_memory(vec![
+        (DEFAULT_TOKEN_A.to_string(), TENANT_A.to_string()),
+        (DEFAULT_TOKEN_B.to_string(), TENANT_B.to_string()),
+    ]);
+    config.webhook_secret = Some(secret.to_string());
+    config.webhook_allow = vec![goalpost_host::domain::egress::AllowEntry::parse(
+        &callback.to_string(),
+    )?];
+    Ok(config)
+}
+
+/// Starts a host with `config` on its own runtime (threads named `thread`),
+/// runs the suite against it with `choose` applied to the run's
+/// configuration (which profiles), stops the host and returns the report.
+/// `config` must carry `secret` as its webhook secret and allow `callback`
+/// ([`host_config`]).
+pub fn run_suite(
+    config: goalpost_host::Config,
+    secret: &str,
+    callback: SocketAddr,
+    thread: &str,
+    choose: impl FnOnce(&mut RunConfig),
+) -> Result<RunReport, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name(thread)
+        .build()
+        .map_err(|error| format!("cannot start a runtime: {error}"))?;
+    let host = runtime
+        .block_on(goalpost_host::RunningHost::start(config))
+        .map_err(|error| format!("cannot start the host: {error}"))?;
+    let reports = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let harness = {
+        use clap::Parser;
+        libtest_mimic::Arguments::try_parse_from(["goalpost"]).map_err(|error| error.to_string())?
+    };
+    let mut run = RunConfig::bundled(scenarios(), reports.path().to_path_buf(), harness);
+    run.host = HostChoice::Remote(host.base_url());
+    run.token_a = DEFAULT_TOKEN_A.to_string();
+    run.token_b = Some(DEFAULT_TOKEN_B.to_string());
+    run.callback.secret = Some(secret.to_string());
+    run.callback.listen = Some(callback);
+    run.harness.logfile = Some(
+        reports
+            .path()
+            .join("harness.log")
+            .to_string_lossy()
+            .into_owned(),
+    );
+    choose(&mut run);
+    let outcome = goalpost::run(run);
+    runtime.block_on(host.shutdown());
+    let outcome = outcome.map_err(|error| format!("the run did not start: {error}"))?;
+    outcome
+        .report
+        .ok_or_else(|| "the run wrote no report".to_string())
+}
