@@ -281,7 +281,11 @@ pub fn discovery_document(continuation: &[String], seams: &[String]) -> Value {
     }
     json!({
         "protocol": "openwop",
-        "host": {"name": "hostile", "version": "6.6.6"},
+        "host": {
+            "name": "hostile",
+            "version": "6.6.6",
+            "reportedRuns": {"path": "/v1/goals/{id}/runs", "continuation": continuation}
+        },
         "agents": {"goals": {
             "judge": "verifier",
             "continuation": continuation,
