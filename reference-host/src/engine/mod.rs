@@ -4,6 +4,7 @@
 mod cancel;
 mod egress;
 mod error;
+mod feed;
 mod goals;
 mod heartbeat;
 mod idempotency;
@@ -28,6 +29,10 @@ use crate::webhook::{SharedEgress, Signing, WebhookClient, WebhookSecret, DEFAUL
 
 pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
+pub use feed::{
+    Feed, FeedItem, FeedSettings, Subscription, DEFAULT_HEARTBEAT,
+    DEFAULT_MAX_SUBSCRIBERS_PER_TENANT, DEFAULT_SUBSCRIBER_BUFFER,
+};
 pub use goals::{Created, Replay};
 pub use heartbeat::Heartbeat;
 pub use idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS, MAX_KEY_CHARS};
@@ -69,6 +74,8 @@ pub struct EngineSettings {
     pub quotas: Quotas,
     /// The choices the profile leaves open, as this host makes them.
     pub choices: Choices,
+    /// The live event stream's bounds.
+    pub feed: FeedSettings,
     /// Fires and heartbeat probes the scheduler starts per second for one
     /// tenant; `None`: no limit (conformance runs and benchmarks). A
     /// served host without the seams sets
@@ -95,6 +102,7 @@ impl Default for EngineSettings {
             egress: EgressPolicy::default(),
             quotas: Quotas::default(),
             choices: Choices::default(),
+            feed: FeedSettings::default(),
             outbound_per_tenant_per_sec: None,
             #[cfg(feature = "mutants")]
             mutant: None,
@@ -126,6 +134,8 @@ pub struct Engine {
     /// Wakes the scheduler when a write arms a goal earlier than it knew.
     wake: SchedulerWake,
     egress: SharedEgress,
+    /// Committed events, fanned out to live streams.
+    feed: Arc<Feed>,
     settings: EngineSettings,
     #[cfg(feature = "mutants")]
     mutants: Arc<crate::mutants::Switch>,
@@ -157,6 +167,8 @@ impl Engine {
         #[cfg(feature = "mutants")]
         let client = client.with_mutant(settings.mutant);
         let webhooks = Arc::new(client);
+        let feed = Arc::new(Feed::new(settings.feed.clone()));
+        store.set_event_sink(Arc::clone(&feed) as Arc<dyn crate::storage::EventSink>);
         Engine {
             store,
             clock,
@@ -168,6 +180,7 @@ impl Engine {
             cancels: Cancels::default(),
             wake: SchedulerWake::default(),
             egress,
+            feed,
             #[cfg(feature = "mutants")]
             mutants: Arc::new(
                 crate::mutants::Switch::new(settings.mutant)

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::goals::MAX_PAGE;
 use super::json::json;
-use super::{AppState, GOALS_BASE};
+use super::{AppState, EVENTS_STREAM_PATH, GOALS_BASE};
 use crate::choices::Choices;
 
 pub fn routes() -> Router<AppState> {
@@ -35,6 +35,11 @@ pub fn document(seams: bool, choices: &Choices) -> Value {
             "name": "goalpost-host",
             "version": env!("CARGO_PKG_VERSION"),
             "goalsList": { "paging": ["limit", "after"], "maxLimit": MAX_PAGE },
+            // Events are this host's API, seams or not: a goal's list and
+            // evaluations (`{base}/{id}/events`, `/evaluations`) and the
+            // tenant's live stream (Server-Sent Events). Other hosts may
+            // offer them only as the `events` seam.
+            "events": { "goalList": true, "stream": EVENTS_STREAM_PATH },
         },
         "agents": { "goals": { "judge": judge, "continuation": modes, "requiresBounds": true } },
         // Webhook refs into internal addresses are refused unless the

@@ -5,6 +5,7 @@ mod auth;
 mod discovery;
 mod envelope;
 mod error;
+mod events;
 mod goals;
 mod json;
 mod openapi;
@@ -31,6 +32,7 @@ use crate::engine::{Engine, IfMatch};
 pub use auth::{TokenError, Tokens};
 pub use discovery::document as discovery_document;
 pub use error::ApiError;
+pub use events::EVENTS_STREAM_PATH;
 pub use openapi::{document as openapi_document, OPENAPI_PATH};
 pub use verifiers::VERIFIERS_BASE;
 
@@ -92,6 +94,7 @@ pub fn app(state: AppState) -> Router {
     let mut routes = Router::new()
         .merge(discovery::routes())
         .merge(openapi::routes())
+        .merge(events::routes())
         .merge(goals::routes())
         .merge(transitions::routes())
         .merge(verifiers::routes());

@@ -17,11 +17,12 @@ use super::migrations::migrate;
 use super::readers::Readers;
 use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
-    CreateGuard, DbLocation, Inserted, RunReservation, Store, StoreError, StoredKey, Written,
+    CreateGuard, DbLocation, EventSink, Inserted, RunReservation, Store, StoreError, StoredKey,
+    Written,
 };
 use crate::domain::{
-    parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, Goal, GoalId, GoalState,
-    Mode, RunId, RunIds, Tenant, Timestamp, VerifierName,
+    parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
+    GoalState, Mode, RunId, RunIds, Tenant, Timestamp, VerifierName,
 };
 
 /// More than the distinct statements this store runs.
@@ -52,6 +53,8 @@ pub struct SqliteStore {
     readers: Option<Readers>,
     /// WAL checkpoints, for a file database in WAL mode.
     _checkpointer: Option<Checkpointer>,
+    /// Told about committed events, in commit order.
+    sink: Arc<std::sync::RwLock<Option<Arc<dyn EventSink>>>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -123,6 +126,7 @@ impl SqliteStore {
             writer: Arc::new(GroupCommit::new(connection)),
             cache: Arc::new(GoalCache::new(GOAL_CACHE_BYTES)),
             readers,
+            sink: Arc::default(),
             _checkpointer: checkpointer,
         })
     }
@@ -550,14 +554,26 @@ impl Store for SqliteStore {
         let run = run.map(|run| run.as_str().to_string());
         let at_ms = at.unix_ms();
         let payloads = change.events.clone();
+        let tenant = change.goal.owner.clone();
         let (cache, goal, record_len) = (
             Arc::clone(&self.cache),
             change.goal.clone(),
             row.record.len(),
         );
-        let on_commit = Box::new(move |written: &Option<i64>| {
-            if written.is_some() {
-                cache.committed(goal, record_len);
+        let sink = Arc::clone(&self.sink);
+        // Runs on the writer thread once the group committed, hooks in
+        // commit order: so the sink sees a tenant's events in cursor order
+        // (the live stream's resume depends on it), before any writer of
+        // the group is answered.
+        let on_commit = Box::new(move |written: &Option<Result<Vec<Event>, String>>| {
+            let Some(events) = written else {
+                return;
+            };
+            cache.committed(goal, record_len);
+            if let (Ok(events), Some(sink)) = (events, read_sink(&sink).as_ref()) {
+                if !events.is_empty() {
+                    sink.committed(&tenant, events);
+                }
             }
         });
         let write = self.writer.submit_then(move |connection| {
@@ -567,8 +583,16 @@ impl Store for SqliteStore {
             let mut tail = goal_log::Tail::read(connection, &row.id)?;
             tail.runs(connection, &row.id, &row.run_ids)?;
             let last = tail.events;
+            let mut cursors = Vec::with_capacity(records.len());
             for record in &records {
-                tail.event(connection, &row.id, at_ms, record)?;
+                let cursor = tail.event(connection, &row.id, at_ms, record)?;
+                connection
+                    .prepare_cached(
+                        "INSERT INTO tenant_feed (tenant, cursor, goal_id, sequence, at_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                    )?
+                    .execute(params![row.tenant, cursor, row.id, tail.events, at_ms])?;
+                cursors.push(cursor);
             }
             if let Some((run_id, iteration, record)) = &evaluation {
                 tail.evaluation(connection, &row.id, run_id, *iteration, record)?;
@@ -580,25 +604,16 @@ impl Store for SqliteStore {
                     )?
                     .execute(params![run, at_ms])?;
             }
-            Ok(Some(last))
+            // A numbering that cannot be read back is reported after the
+            // commit rather than failing a write that is already whole.
+            Ok(Some(numbered(&payloads, last, &cursors, at).map_err(|error| error.to_string())))
         }, Some(on_commit));
         Box::pin(async move {
-            let Some(last) = write.await? else {
-                return Ok(Written::Conflict);
-            };
-            let mut sequence = unsigned(last)?;
-            let events = payloads
-                .into_iter()
-                .map(|payload| {
-                    sequence += 1;
-                    Event {
-                        sequence,
-                        at,
-                        payload,
-                    }
-                })
-                .collect();
-            Ok(Written::Done(events))
+            match write.await? {
+                None => Ok(Written::Conflict),
+                Some(Ok(events)) => Ok(Written::Done(events)),
+                Some(Err(error)) => Err(StoreError::Corrupt(error)),
+            }
         })
     }
 
@@ -671,26 +686,46 @@ impl Store for SqliteStore {
 
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
         self.read(|connection| {
-            let mut statement = connection.prepare_cached(goal_log::EVENTS_AFTER)?;
             // Sequences past i64 cannot exist, so clamping keeps the meaning.
             let after = i64::try_from(after).unwrap_or(i64::MAX);
-            let rows = statement.query_map(params![goal.as_str(), after], |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, i64>(1)?,
-                    row.get::<_, String>(2)?,
-                ))
-            })?;
-            rows.map(|row| {
-                let (sequence, at_ms, record) = row?;
-                Ok(Event {
-                    sequence: unsigned(sequence)?,
-                    at: Timestamp::from_unix_ms(at_ms)
-                        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {at_ms}")))?,
-                    payload: from_json::<EventRecord>(&record)?.into_payload()?,
-                })
-            })
-            .collect()
+            event_rows(
+                connection,
+                goal_log::EVENTS_AFTER,
+                params![goal.as_str(), after],
+            )
+        })
+    }
+
+    fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
+        let mut slot = match self.sink.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *slot = Some(sink);
+    }
+
+    fn tenant_events_after(
+        &self,
+        tenant: &Tenant,
+        goal: Option<&GoalId>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        // Cursors past i64 cannot exist, so clamping keeps the meaning.
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|connection| match goal {
+            // The caller checked the goal is the tenant's.
+            Some(goal) => event_rows(
+                connection,
+                goal_log::GOAL_EVENTS_AFTER_CURSOR,
+                params![goal.as_str(), after, limit],
+            ),
+            None => event_rows(
+                connection,
+                goal_log::TENANT_EVENTS_AFTER,
+                params![tenant.as_str(), after, limit],
+            ),
         })
     }
 
@@ -886,6 +921,67 @@ impl Store for SqliteStore {
     fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError> {
         self.read(|connection| super::next_due::next_due_after(connection, after))
     }
+}
+
+/// The events of one write: sequences on from the goal's `last`, cursors
+/// as their records were numbered.
+fn numbered(
+    payloads: &[EventPayload],
+    last: i64,
+    cursors: &[i64],
+    at: Timestamp,
+) -> Result<Vec<Event>, StoreError> {
+    let mut sequence = unsigned(last)?;
+    payloads
+        .iter()
+        .zip(cursors)
+        .map(|(payload, cursor)| {
+            sequence += 1;
+            Ok(Event {
+                sequence,
+                cursor: unsigned(*cursor)?,
+                at,
+                payload: payload.clone(),
+            })
+        })
+        .collect()
+}
+
+fn read_sink(sink: &std::sync::RwLock<Option<Arc<dyn EventSink>>>) -> Option<Arc<dyn EventSink>> {
+    // A poisoned lock still holds a usable sink: setting it cannot panic
+    // half-way.
+    match sink.read() {
+        Ok(guard) => guard.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+/// Events from a query answering `sequence, at_ms, record, cursor`.
+fn event_rows(
+    connection: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<Event>, StoreError> {
+    let mut statement = connection.prepare_cached(sql)?;
+    let rows = statement.query_map(params, |row| {
+        Ok((
+            row.get::<_, i64>(0)?,
+            row.get::<_, i64>(1)?,
+            row.get::<_, String>(2)?,
+            row.get::<_, i64>(3)?,
+        ))
+    })?;
+    rows.map(|row| {
+        let (sequence, at_ms, record, cursor) = row?;
+        Ok(Event {
+            sequence: unsigned(sequence)?,
+            cursor: unsigned(cursor)?,
+            at: Timestamp::from_unix_ms(at_ms)
+                .ok_or_else(|| StoreError::Corrupt(format!("timestamp {at_ms}")))?,
+            payload: from_json::<EventRecord>(&record)?.into_payload()?,
+        })
+    })
+    .collect()
 }
 
 #[cfg(test)]
