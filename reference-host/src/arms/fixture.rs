@@ -33,7 +33,8 @@ impl Worker for FixtureArm {
             }
             let escalation =
                 (self.script.escalate_on == Some(request.iteration)).then(|| Escalation {
-                    kind: "confidence".to_string(),
+                    kind: crate::domain::EscalationKind::parse("clarification")
+                        .expect("a known kind"),
                     reason: format!("scripted escalation on run {}", request.iteration),
                 });
             Ok(RunReport {
@@ -75,6 +76,8 @@ mod tests {
                 cost: None,
                 deadline: None,
             },
+            previous: None,
+            resolution: None,
         }
     }
 

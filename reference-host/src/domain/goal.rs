@@ -177,6 +177,8 @@ pub struct Goal {
     pub next_fire_at: Option<Timestamp>,
     /// Grows by one on every stored change; the `ETag`.
     pub version: u64,
+    /// Escalation, resolution and last outcome: never on the wire goal.
+    pub notes: super::notes::Notes,
 }
 
 impl Goal {

@@ -9,6 +9,7 @@ pub mod event;
 pub mod goal;
 pub mod ids;
 pub mod money;
+pub mod notes;
 pub mod refs;
 pub mod request;
 pub mod run_ids;
@@ -33,6 +34,7 @@ pub use event::{Event, EventPayload};
 pub use goal::{Attention, Check, Completion, Continuation, Goal, GoalState, Mode, Progress};
 pub use ids::{GoalId, Objective, RunId, Tenant};
 pub use money::MicroUsd;
+pub use notes::{Escalation, EscalationKind, Feedback, Notes, OpenEscalation, Resolution};
 pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec, Webhook};
 pub use request::{
     parse_create, parse_patch, parse_verifier, GoalPatch, NewGoal, NewVerifier, RequestContext,

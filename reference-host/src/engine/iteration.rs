@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use super::goals::MAX_ATTEMPTS;
 use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
-use crate::arms::{Remaining, RunRequest};
+use crate::arms::{Escalation, Remaining, RunRequest};
 use crate::choices::EscalatedContinue;
-use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
+use crate::domain::transition::{close_if_exhausted, note_escalation, record_run, FinishedRun};
 use crate::domain::{
     may_dispatch, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId, RunOutcome, Tenant,
     Timestamp, Verdict, VerifierSpec,
@@ -217,7 +217,7 @@ impl Engine {
                 cost: MicroUsd::ZERO,
                 outcome: RunOutcome::Judged(Verdict::environmental()),
             };
-            self.record(&run.goal_id, &finished, None).await?;
+            self.record(&run.goal_id, &finished, None, None).await?;
         }
         Ok(count)
     }
@@ -245,13 +245,13 @@ impl Engine {
             Reserved::Run(goal, reservation) => {
                 // Biased: a close that came before the first poll stops the
                 // run before any byte of it is sent.
-                let finished = tokio::select! {
+                let (finished, escalation) = tokio::select! {
                     biased;
                     () = cancel.cancelled() => {
                         tracing::info!(goal = %id, run = %reservation.run_id, "the goal closed under its run; the run is dropped");
-                        environmental(&reservation.run_id, MicroUsd::ZERO)
+                        (environmental(&reservation.run_id, MicroUsd::ZERO), None)
                     }
-                    finished = self.dispatch(&goal, &reservation) => finished,
+                    dispatched = self.dispatch(&goal, &reservation) => dispatched,
                 };
                 // A mutant may have dispatched from an altered view of the
                 // goal; its record starts from the stored goal as before.
@@ -262,7 +262,8 @@ impl Engine {
                 };
                 #[cfg(not(feature = "mutants"))]
                 let goal = Some(goal);
-                self.record(id, &finished, goal.map(|goal| *goal)).await
+                self.record(id, &finished, goal.map(|goal| *goal), escalation.as_ref())
+                    .await
             }
             Reserved::Closed => Ok(Iteration::Closed),
             Reserved::Skip => Ok(Iteration::Skipped),
@@ -324,8 +325,13 @@ impl Engine {
     }
 
     /// Runs the worker, then the judge. Never fails: every failure is an
-    /// environmental verdict for this run.
-    async fn dispatch(&self, goal: &Goal, reservation: &RunReservation) -> FinishedRun {
+    /// environmental verdict for this run. An escalated run comes back with
+    /// its interrupt, which the goal keeps for the person who resolves it.
+    async fn dispatch(
+        &self,
+        goal: &Goal,
+        reservation: &RunReservation,
+    ) -> (FinishedRun, Option<Escalation>) {
         #[cfg(feature = "mutants")]
         let goal = &crate::mutants::engine::dispatched(&self.mutants, goal);
         let worker = self
@@ -339,8 +345,10 @@ impl Engine {
             iteration: reservation.iteration,
             objective: goal.objective.clone(),
             remaining: remaining(goal),
+            previous: goal.notes.feedback.clone(),
+            resolution: goal.notes.resolution.clone(),
         };
-        let environmental = |cost| environmental(&reservation.run_id, cost);
+        let environmental = |cost| (environmental(&reservation.run_id, cost), None);
         let report = match tokio::time::timeout(self.settings.run_limit, worker.run(request)).await
         {
             Ok(Ok(report)) => report,
@@ -353,12 +361,13 @@ impl Engine {
                 return environmental(MicroUsd::ZERO);
             }
         };
-        if report.escalation.is_some() {
-            return FinishedRun {
+        if let Some(escalation) = report.escalation {
+            let finished = FinishedRun {
                 run_id: reservation.run_id.clone(),
                 cost: report.cost,
                 outcome: RunOutcome::Escalated,
             };
+            return (finished, Some(escalation));
         }
         let verifier = self.verifier_for(goal).await;
         #[cfg(feature = "mutants")]
@@ -375,11 +384,14 @@ impl Engine {
             output: report.output,
         };
         match tokio::time::timeout(self.settings.judge_limit, verifier.verify(request)).await {
-            Ok(Ok(judgement)) => FinishedRun {
-                run_id: reservation.run_id.clone(),
-                cost: report.cost,
-                outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
-            },
+            Ok(Ok(judgement)) => (
+                FinishedRun {
+                    run_id: reservation.run_id.clone(),
+                    cost: report.cost,
+                    outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
+                },
+                None,
+            ),
             Ok(Err(error)) => {
                 tracing::info!(goal = %goal.id, run = %reservation.run_id, %error, "judge failed");
                 environmental(report.cost)
@@ -423,6 +435,7 @@ impl Engine {
         id: &GoalId,
         finished: &FinishedRun,
         mut reserved: Option<Goal>,
+        escalation: Option<&Escalation>,
     ) -> Result<Iteration, EngineError> {
         for _ in 0..MAX_ATTEMPTS {
             let now = self.clock.now();
@@ -441,6 +454,9 @@ impl Engine {
                 self.store.discard_run(&finished.run_id, now).await?;
                 return Ok(Iteration::Discarded);
             };
+            if let Some(escalation) = escalation {
+                note_escalation(&mut change, escalation, &finished.run_id, now);
+            }
             self.hold_armless_schedule(&mut change.goal);
             let written = self
                 .store

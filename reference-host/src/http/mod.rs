@@ -5,6 +5,7 @@ mod auth;
 mod discovery;
 mod envelope;
 mod error;
+mod escalation;
 mod events;
 mod goals;
 mod json;
@@ -94,6 +95,7 @@ pub fn app(state: AppState) -> Router {
     let mut routes = Router::new()
         .merge(discovery::routes())
         .merge(openapi::routes())
+        .merge(escalation::routes())
         .merge(events::routes())
         .merge(goals::routes())
         .merge(transitions::routes())

@@ -1,5 +1,8 @@
-//! A person's transitions: pause, resume, abandon. Bodies are ignored.
+//! A person's transitions: pause, resume, abandon. Bodies are ignored,
+//! except a JSON object sent to `resume`, whose `note` (a string, bounded)
+//! is the person's resolution of an escalation.
 
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -10,7 +13,8 @@ use super::auth::Caller;
 use super::error::ApiError;
 use super::json::with_etag;
 use super::{goal_id, if_match, AppState, GOALS_BASE};
-use crate::domain::wire;
+use crate::domain::{notes, wire};
+use serde_json::Value;
 
 /// The three transitions answer alike; only the engine call differs.
 #[derive(Debug, Clone, Copy)]
@@ -23,9 +27,11 @@ enum Transition {
 pub fn routes() -> Router<AppState> {
     let route = |transition: Transition| {
         post(
-            move |state: State<AppState>, caller: Caller, id: Path<String>, headers: HeaderMap| {
-                apply(transition, state, caller, id, headers)
-            },
+            move |state: State<AppState>,
+                  caller: Caller,
+                  id: Path<String>,
+                  headers: HeaderMap,
+                  body: Bytes| { apply(transition, state, caller, id, headers, body) },
         )
     };
     Router::new()
@@ -49,13 +55,33 @@ async fn apply(
     Caller(tenant): Caller,
     Path(id): Path<String>,
     headers: HeaderMap,
+    body: Bytes,
 ) -> Result<Response, ApiError> {
     let (id, if_match) = (goal_id(&id)?, if_match(&headers)?);
     let (engine, if_match) = (&state.engine, if_match.as_ref());
     let goal = match transition {
         Transition::Pause => engine.pause(&tenant, &id, if_match).await?,
-        Transition::Resume => engine.resume(&tenant, &id, if_match).await?,
+        Transition::Resume => {
+            let note = resolution_note(&body)?;
+            engine.resume(&tenant, &id, if_match, note).await?
+        }
         Transition::Abandon => engine.abandon(&tenant, &id, if_match).await?,
     };
     Ok(with_etag(StatusCode::OK, &goal, wire::goal(&goal)))
+}
+
+/// The `note` of a JSON object body, checked. Any other body (none, not
+/// JSON, not an object, no `note`) carries no note, as bodies of
+/// transitions never did.
+fn resolution_note(body: &[u8]) -> Result<Option<String>, ApiError> {
+    let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(body) else {
+        return Ok(None);
+    };
+    match object.get("note") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => notes::resolution_note(text)
+            .map(Some)
+            .map_err(|message| ApiError::invalid("/note", message)),
+        Some(_) => Err(ApiError::invalid("/note", "note must be a string")),
+    }
 }

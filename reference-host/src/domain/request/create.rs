@@ -48,6 +48,7 @@ impl NewGoal {
             progress: Progress::default(),
             paused: false,
             spent: MicroUsd::ZERO,
+            notes: crate::domain::Notes::default(),
             next_fire_at: None,
             version: 1,
         }
