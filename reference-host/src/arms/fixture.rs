@@ -89,8 +89,8 @@ mod tests {
         assert_eq!(first.escalation, None);
         let second = arm.run(request(2)).await.expect("runs");
         assert_eq!(
-            second.escalation.map(|e| e.kind),
-            Some("confidence".to_string())
+            second.escalation.map(|e| e.kind.as_str().to_string()),
+            Some("clarification".to_string())
         );
         assert!(arm.run(request(3)).await.is_err());
     }

@@ -3,6 +3,7 @@
 //! is the person's resolution of an escalation.
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -31,7 +32,16 @@ pub fn routes() -> Router<AppState> {
                   caller: Caller,
                   id: Path<String>,
                   headers: HeaderMap,
-                  body: Bytes| { apply(transition, state, caller, id, headers, body) },
+                  body: Result<Bytes, BytesRejection>| {
+                // Only `resume` reads its body, and a body it cannot read
+                // (too large, cut off) carries no note: transitions never
+                // failed on their bodies.
+                let body = match (transition, body) {
+                    (Transition::Resume, Ok(body)) => body,
+                    _ => Bytes::new(),
+                };
+                apply(transition, state, caller, id, headers, body)
+            },
         )
     };
     Router::new()
