@@ -28,6 +28,8 @@ pub(crate) mod engine;
 #[cfg(feature = "mutants")]
 pub(crate) mod http;
 #[cfg(feature = "mutants")]
+pub(crate) mod notes;
+#[cfg(feature = "mutants")]
 mod switch;
 #[cfg(feature = "mutants")]
 pub(crate) mod webhook;
@@ -900,6 +902,23 @@ registry! {
     ListPagingIgnored "list-paging-ignored"
         "The goals list ignores `limit` and `after`: every goal, no Link, a bad limit accepted."
         breaks ["hardening.lists.paging"]
+        collateral []
+    // ---- what a goal tells its worker and the person resolving it ----
+    ArmFeedbackMissing "arm-feedback-missing"
+        "The arm request never says how the previous verdict went: `previous` is always null."
+        breaks ["observed.projection.previous-outcome"]
+        collateral []
+    EscalationReasonDropped "escalation-reason-dropped"
+        "GET {base}/{id}/escalation answers the interrupt's kind with an empty reason."
+        breaks ["observed.escalation.reason-shown"]
+        collateral []
+    EscalationOtherTenant "escalation-other-tenant"
+        "GET {base}/{id}/escalation forgets the owner check: another tenant reads the reason."
+        breaks ["observed.escalation.reason-shown"]
+        collateral []
+    ResolutionNoteDropped "resolution-note-dropped"
+        "The run after a resume is not told how the escalation was resolved: the arm request has no `resolution`."
+        breaks ["observed.escalation.resolution-note"]
         collateral []
 }
 

@@ -142,9 +142,9 @@ async fn an_escalation_shows_its_reason_and_a_resume_note_reaches_the_next_run()
 }
 
 #[tokio::test]
-async fn an_interrupt_of_an_unknown_kind_is_a_malformed_answer() {
+async fn an_interrupt_whose_kind_cannot_be_shown_is_a_malformed_answer() {
     let host = Harness::webhooks(Duration::from_secs(5));
-    let receiver = receiver(1, "confidence").await;
+    let receiver = receiver(1, "needs\u{7}bell").await;
     let id = id_of(&host.create(body(&receiver, 5)).await);
     let reply = host.continue_once(&id).await;
     assert_eq!(reply.status, StatusCode::OK);

@@ -223,11 +223,18 @@ mod tests {
             escalated.escalation,
             Some(Escalation::parse("approval", "unsure").expect("valid"))
         );
-        // An interrupt of a kind RFC 0044 does not name, or with an
-        // overlong reason, is a malformed answer: the run fails
-        // environmentally.
+        // Any kind escalates (the seam contract), RFC 0044's or not; one
+        // that cannot be shown to a person, or an overlong reason, is a
+        // malformed answer: the run fails environmentally.
+        let other = report(json!({ "output": null,
+            "escalate": { "kind": "confidence", "reason": "unsure" } }))
+        .expect("valid");
+        assert_eq!(
+            other.escalation.map(|e| e.kind.as_str().to_string()),
+            Some("confidence".into())
+        );
         for (kind, reason) in [
-            ("confidence", "unsure".to_string()),
+            ("bell\u{7}", "unsure".to_string()),
             (
                 "approval",
                 "r".repeat(crate::domain::notes::MAX_ESCALATION_REASON_CHARS + 1),

@@ -26,11 +26,17 @@ async fn escalation(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = goal_id(&id)?;
+    #[cfg(feature = "mutants")]
+    let tenant = crate::mutants::notes::escalation_reader(state.engine(), tenant, &id).await;
+    #[cfg(feature = "mutants")]
+    let engine = state.engine();
     let open = state
         .engine
         .escalation(&tenant, &id)
         .await?
         .ok_or_else(ApiError::not_found)?;
+    #[cfg(feature = "mutants")]
+    let open = crate::mutants::notes::shown_escalation(engine, open);
     Ok(json(
         StatusCode::OK,
         json!({
