@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{read_tokens_file, Config, TokensFileError};
 use crate::domain::egress::{AllowEntry, EgressPolicy};
-use crate::engine::{Engine, EngineError, EngineSettings, VerifierFileError};
+use crate::engine::{Engine, EngineError, EngineSettings, Feed, VerifierFileError};
 use crate::http::{app, AppState, TokenError, Tokens};
 use crate::scheduler::Scheduler;
 use crate::storage::{SqliteStore, Store, StoreError};
@@ -51,6 +51,7 @@ pub struct RunningHost {
     server: JoinHandle<std::io::Result<()>>,
     scheduler: JoinHandle<()>,
     egress: SharedEgress,
+    feed: Arc<Feed>,
 }
 
 impl std::fmt::Debug for RunningHost {
@@ -137,6 +138,7 @@ impl RunningHost {
 
         let (shutdown, signal) = watch::channel(false);
         let egress = engine.egress().clone();
+        let feed = Arc::clone(engine.feed());
         let router = app(AppState::new(Arc::clone(&engine), tokens));
         let server = tokio::spawn(crate::serve::serve(
             listener,
@@ -153,6 +155,7 @@ impl RunningHost {
             server,
             scheduler,
             egress,
+            feed,
         })
     }
 
@@ -165,6 +168,11 @@ impl RunningHost {
     /// callback).
     pub fn allow_egress(&self, entry: AllowEntry) {
         self.egress.allow(entry);
+    }
+
+    /// The live event feed (how many streams a tenant holds open).
+    pub fn feed(&self) -> &Arc<Feed> {
+        &self.feed
     }
 
     /// `http://IP:PORT`, without a trailing slash.

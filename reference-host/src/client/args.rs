@@ -100,11 +100,16 @@ pub enum GoalsCommand {
         #[arg(long)]
         yes: bool,
     },
-    /// Follow a goal's events until it closes or escalates (exit code from
-    /// its final state).
+    /// Print events as they come: the tenant's, until interrupted, or one
+    /// goal's until it closes or escalates (exit code from its final
+    /// state). Over the host's live stream when it has one, reconnecting
+    /// where it left off; else by polling.
     Watch {
-        /// The goal id.
-        id: String,
+        /// The goal id (or --goal).
+        id: Option<String>,
+        /// Only this goal's events; stop when it stops running.
+        #[arg(long = "goal", value_name = "ID")]
+        goal: Option<String>,
         /// Poll every this many milliseconds.
         #[arg(
             long,

@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod exit;
 pub mod http;
 pub mod render;
+pub mod stream;
 pub mod watch;
 
 use std::io::Write;
@@ -51,6 +52,16 @@ pub async fn run(args: GoalsArgs, output: &mut Output<'_>) -> u8 {
     let Some(token) = connection.token.clone() else {
         return output.usage("--token TOKEN (or GOALPOST_TOKEN) is required");
     };
+    if let GoalsCommand::Watch {
+        id: Some(id),
+        goal: Some(goal),
+        ..
+    } = &args.command
+    {
+        if id != goal {
+            return output.usage("watch: give the goal id once (ID or --goal ID)");
+        }
+    }
     if let GoalsCommand::Abandon { id, yes: false } = &args.command {
         return output.usage(&format!(
             "refusing to abandon goal {} without --yes (abandoning cannot be undone)",
@@ -142,11 +153,15 @@ impl Command<'_> {
             GoalsCommand::Abandon { id, .. } => {
                 self.transition(&id, "abandon", "abandoned", out).await
             }
-            GoalsCommand::Watch { id, interval_ms } => {
+            GoalsCommand::Watch {
+                id,
+                goal,
+                interval_ms,
+            } => {
                 let watch = watch::Watch {
                     client: self.client,
                     advertised: self.advertised,
-                    id: &id,
+                    id: id.as_deref().or(goal.as_deref()),
                     interval: interval_ms,
                     json: self.json,
                 };
@@ -325,6 +340,7 @@ mod tests {
             judge: judge.map(str::to_string),
             base: "/b".into(),
             events: false,
+            stream: None,
         }
     }
 
