@@ -39,6 +39,8 @@ pub struct Config {
     pub verifiers: Option<PathBuf>,
     /// Per-tenant limits (429 `quota_exceeded` beyond them).
     pub quotas: Quotas,
+    /// The live event stream's bounds (heartbeat, lag, streams per tenant).
+    pub feed: crate::engine::FeedSettings,
     /// The choices the profile leaves open (the reference host's own by
     /// default; a conforming variant makes another).
     pub choices: Choices,
@@ -83,6 +85,7 @@ impl Config {
             connections: ConnectionLimits::default(),
             verifiers: None,
             quotas: Quotas::default(),
+            feed: crate::engine::FeedSettings::default(),
             choices: Choices::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
@@ -241,6 +244,20 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_SHUTDOWN_DEADLINE_SECS", default_value = "10", value_parser = parse_seconds)]
     pub shutdown_deadline_secs: Duration,
 
+    /// Seconds between heartbeat comments on an idle event stream
+    /// (`GET {base}/events`).
+    #[arg(long, env = "GOALPOST_HOST_EVENTS_HEARTBEAT_SECS", default_value = "15", value_parser = parse_seconds)]
+    pub events_heartbeat_secs: Duration,
+
+    /// Events one stream subscriber may fall behind before it is dropped
+    /// (it gets a final `stream.dropped` message and may resume).
+    #[arg(long, env = "GOALPOST_HOST_EVENTS_BUFFER", default_value_t = crate::engine::DEFAULT_SUBSCRIBER_BUFFER as u64, value_parser = parse_limit)]
+    pub events_buffer: u64,
+
+    /// Event streams one tenant may hold open at once; one more is 429.
+    #[arg(long, env = "GOALPOST_HOST_MAX_STREAMS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_SUBSCRIBERS_PER_TENANT as u64, value_parser = parse_limit)]
+    pub max_streams_per_tenant: u64,
+
     /// JSON file of criteria verifiers to register at start:
     /// {"verifiers": [{"tenant", "name", "criteria"}]}.
     #[arg(long, env = "GOALPOST_HOST_VERIFIERS")]
@@ -286,6 +303,12 @@ impl Args {
             quotas: Quotas {
                 goals_per_tenant: self.max_goals_per_tenant,
                 active_arms_per_tenant: self.max_active_arms_per_tenant,
+            },
+            feed: crate::engine::FeedSettings {
+                buffer: usize::try_from(self.events_buffer).unwrap_or(usize::MAX),
+                max_subscribers_per_tenant: usize::try_from(self.max_streams_per_tenant)
+                    .unwrap_or(usize::MAX),
+                heartbeat: self.events_heartbeat_secs,
             },
             #[cfg(feature = "mutants")]
             mutant: self.mutant,

@@ -91,6 +91,7 @@ impl RunningHost {
             egress: EgressPolicy::new(config.webhook_allow.clone()),
             quotas: config.quotas,
             choices: config.choices,
+            feed: config.feed.clone(),
             // The suite's 20 ms intervals need no limit in conformance mode.
             outbound_per_tenant_per_sec: (!config.conformance_seams)
                 .then_some(crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC),
@@ -184,6 +185,7 @@ impl RunningHost {
     /// the scheduler and waits for both.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
+        self.feed.close();
         match self.server.await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => tracing::error!(%error, "server failed"),

@@ -30,6 +30,9 @@ pub const DEFAULT_MAX_SUBSCRIBERS_PER_TENANT: usize = 32;
 /// How often an idle stream sends a comment, so proxies and clients see
 /// the connection is alive.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
+/// The most lag a subscriber may be allowed, whatever the operator asks:
+/// the ring holds this many events per tenant.
+pub const MAX_SUBSCRIBER_BUFFER: usize = 65_536;
 /// Stored events a subscription reads per page while it catches up.
 const BACKFILL_PAGE: usize = 500;
 
@@ -86,7 +89,7 @@ impl Feed {
     /// already holds its most subscriptions.
     fn listen(&self, tenant: &Tenant) -> Result<broadcast::Receiver<Arc<Event>>, EngineError> {
         let mut tenants = self.tenants();
-        let buffer = self.settings.buffer.max(1);
+        let buffer = self.settings.buffer.clamp(1, MAX_SUBSCRIBER_BUFFER);
         let sender = tenants
             .entry(tenant.clone())
             .or_insert_with(|| broadcast::channel(buffer).0);
@@ -95,6 +98,12 @@ impl Feed {
             return Err(EngineError::TooManyStreams(cap));
         }
         Ok(sender.subscribe())
+    }
+
+    /// Ends every subscription (at shutdown: an open stream would
+    /// otherwise hold the shutdown for its whole deadline).
+    pub fn close(&self) {
+        self.tenants().clear();
     }
 
     /// Open subscriptions of the tenant (for tests and the benchmark).
