@@ -205,8 +205,8 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_MAX_ACTIVE_ARMS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, value_parser = parse_limit)]
     pub max_active_arms_per_tenant: u64,
 
-    /// Serve the conformance seams (continue, events, fixtures) and advertise
-    /// them in discovery; webhook calls may then also reach 127.0.0.1 and ::1
+    /// Serve the conformance seams (continue, fixtures) and advertise them
+    /// (and the events, served either way) in discovery; webhook calls may then also reach 127.0.0.1 and ::1
     /// (where the suite's mock listens).
     #[arg(long, env = "GOALPOST_HOST_CONFORMANCE_SEAMS")]
     pub conformance_seams: bool,

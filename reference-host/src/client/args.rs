@@ -91,6 +91,10 @@ pub enum GoalsCommand {
     Resume {
         /// The goal id.
         id: String,
+        /// How the escalation was resolved; the next run's worker gets it
+        /// (at most 2048 characters).
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
     },
     /// Close a goal as abandoned (needs --yes).
     Abandon {

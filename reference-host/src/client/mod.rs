@@ -148,10 +148,15 @@ impl Command<'_> {
                 let goal = self.client.post(&self.advertised.base, Some(&body)).await?;
                 self.show(&goal, Some("created"), out).await
             }
-            GoalsCommand::Pause { id } => self.transition(&id, "pause", "paused", out).await,
-            GoalsCommand::Resume { id } => self.transition(&id, "resume", "resumed", out).await,
+            GoalsCommand::Pause { id } => self.transition(&id, "pause", None, "paused", out).await,
+            GoalsCommand::Resume { id, note } => {
+                let body = note.map(|note| json!({ "note": note }));
+                self.transition(&id, "resume", body.as_ref(), "resumed", out)
+                    .await
+            }
             GoalsCommand::Abandon { id, .. } => {
-                self.transition(&id, "abandon", "abandoned", out).await
+                self.transition(&id, "abandon", None, "abandoned", out)
+                    .await
             }
             GoalsCommand::Watch {
                 id,
@@ -232,11 +237,12 @@ impl Command<'_> {
         &self,
         id: &str,
         verb: &str,
+        body: Option<&Value>,
         done: &str,
         out: &mut dyn Write,
     ) -> Result<u8, Failure> {
         let path = format!("{}/{verb}", self.goal_path(id));
-        let goal = self.client.post(&path, None).await?;
+        let goal = self.client.post(&path, body).await?;
         self.show(&goal, Some(done), out).await
     }
 

@@ -187,12 +187,30 @@ impl Watch<'_> {
                 {
                     let goal = self.client.get(&self.goal_path()).await?;
                     let state = goal.get("state").and_then(Value::as_str);
-                    if !exit::is_running(state) {
+                    // A replayed close (an escalation resumed since) is
+                    // history: the watch ends only at the goal's last event.
+                    if !exit::is_running(state) && self.is_last(&event).await {
                         return Ok(exit::for_state(state));
                     }
                 }
             }
             tokio::time::sleep(self.interval.min(Duration::from_millis(200))).await;
+        }
+    }
+
+    /// Whether `event` is the goal's last one (asked of the goal's event
+    /// list; a host that cannot say is taken at its word).
+    async fn is_last(&self, event: &Value) -> bool {
+        let Some(sequence) = event.get("sequence").and_then(Value::as_u64) else {
+            return true;
+        };
+        let path = format!("{}/events?after={sequence}", self.goal_path());
+        match self.client.get(&path).await {
+            Ok(list) => list
+                .get("events")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty),
+            Err(_) => true,
         }
     }
 
