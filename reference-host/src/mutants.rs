@@ -308,6 +308,8 @@ registry! {
             "behavior.events.closed-once",
             "behavior.patch.refs-take-effect",
             "observed.escalation.no-verdict",
+            "observed.escalation.reason-shown",
+            "observed.escalation.resolution-note",
         ]
     EscalationJudged "escalation-judged"
         "An escalated run still gets a (failed) verdict: an evaluation and a goal.evaluated event."
@@ -335,11 +337,17 @@ registry! {
             "behavior.patch.refs-take-effect",
             "observed.escalation.halts-dispatch",
             "observed.escalation.no-verdict",
+            "observed.escalation.reason-shown",
+            "observed.escalation.resolution-note",
         ]
     ResumeResetsProgress "resume-resets-progress"
         "Resume of an escalated goal starts it over: progress and spent cost go back to zero."
         breaks ["behavior.escalation.resume-keeps-progress"]
-        collateral ["behavior.patch.refs-take-effect"]
+        collateral [
+            "behavior.patch.refs-take-effect",
+            "observed.escalation.reason-shown",
+            "observed.escalation.resolution-note",
+        ]
     EscalatedAbandonRefused "escalated-abandon-refused"
         "Abandon of an escalated goal is refused with 409 goal_escalated."
         breaks ["behavior.escalation.abandon"]
@@ -578,6 +586,7 @@ registry! {
             "core.tenancy.goal-404",
             "hardening.tenancy.goal-endpoints",
             "hardening.tenancy.seams",
+            "observed.escalation.reason-shown",
         ]
         collateral ["hardening.idempotency.tenant-scoped", "strict.errors.not-found-code"]
     EtagMissingOnTransitions "etag-missing-on-transitions"

@@ -208,8 +208,9 @@ enum Route {
     Elsewhere,
 }
 
-const ACTIONS: [&str; 7] = [
+const ACTIONS: [&str; 8] = [
     "attention",
+    "escalation",
     "pause",
     "resume",
     "abandon",
