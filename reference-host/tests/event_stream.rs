@@ -401,3 +401,22 @@ async fn a_slow_subscriber_is_dropped_with_a_final_message_and_resumes_without_g
     let unique: std::collections::BTreeSet<&String> = delivered.iter().collect();
     assert_eq!(unique.len(), 7, "{delivered:?}");
 }
+
+/// A subscriber far behind catches up across more than one stored page
+/// (the stream reads 500 stored events at a time), then goes on live.
+#[tokio::test]
+async fn catching_up_pages_through_the_stored_events() {
+    let host = host(FeedSettings::default());
+    let id = goal(&host, 600).await;
+    for _ in 0..510 {
+        run(&host, &id).await;
+    }
+    let mut stream = open(&host, A, "", None).await.expect("opens");
+    for expected in 1..=510 {
+        let (_, _, goal, sequence) = fields(&stream.event().await.expect("a stored event"));
+        assert_eq!((goal.as_str(), sequence), (id.as_str(), expected));
+    }
+    run(&host, &id).await;
+    let (_, _, _, sequence) = fields(&stream.event().await.expect("the live event"));
+    assert_eq!(sequence, 511);
+}

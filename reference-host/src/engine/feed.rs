@@ -305,6 +305,25 @@ mod tests {
         ));
     }
 
+    #[tokio::test]
+    async fn the_lag_allowed_is_bounded_whatever_is_asked() {
+        let feed = Feed::new(FeedSettings {
+            buffer: usize::MAX,
+            ..FeedSettings::default()
+        });
+        let tenant = Tenant::parse("a").expect("a tenant");
+        let goal = GoalId::generate();
+        let mut listener = feed.listen(&tenant).expect("listens");
+        let events: Vec<Event> = (1..=MAX_SUBSCRIBER_BUFFER as u64 + 1)
+            .map(|cursor| event(cursor, &goal))
+            .collect();
+        feed.committed(&tenant, &events);
+        assert!(matches!(
+            listener.recv().await,
+            Err(broadcast::error::RecvError::Lagged(1))
+        ));
+    }
+
     #[test]
     fn a_tenant_without_listeners_keeps_no_ring() {
         let feed = Feed::new(FeedSettings::default());

@@ -1141,6 +1141,86 @@ mod tests {
 mod plan_tests {
     use super::*;
 
+    /// A resume reads one range of the tenant's feed, in cursor order,
+    /// however many tenants and goals there are.
+    #[test]
+    fn the_tenant_feed_is_read_from_its_index_in_order() {
+        let text = crate::storage::query_plan(goal_log::TENANT_EVENTS_AFTER, params!["t", 0, 10]);
+        assert!(
+            text.contains("SEARCH feed USING PRIMARY KEY (tenant=? AND cursor>?)"),
+            "{text}"
+        );
+        assert!(!text.contains("TEMP B-TREE"), "sorts: {text}");
+    }
+
+    /// The tenant's events after a cursor: in commit order across goals,
+    /// at most `limit`, one goal's when asked, never another tenant's, and
+    /// each with the cursor the write reported.
+    #[tokio::test]
+    async fn tenant_events_follow_the_cursor() {
+        use crate::domain::fixture::{at, goal, unsatisfied};
+        use crate::domain::transition::record_run;
+        use crate::domain::{CostReading, FinishedRun, MicroUsd};
+        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
+        let (mut first, mut second) = (goal(Some(10), None, None), goal(Some(10), None, None));
+        let mut other = goal(Some(10), None, None);
+        let stranger = Tenant::parse("other").expect("a tenant");
+        other.owner = stranger.clone();
+        store
+            .insert_goals(&[first.clone(), second.clone(), other.clone()])
+            .expect("stored");
+        let mut written = Vec::new();
+        for round in 0..3 {
+            for current in [&mut first, &mut other, &mut second] {
+                let finished = FinishedRun {
+                    run_id: RunId::generate(),
+                    cost: MicroUsd::ZERO,
+                    outcome: unsatisfied(),
+                };
+                let now = at(round * 10);
+                let change =
+                    record_run(current, &finished, now, CostReading::Budget).expect("a change");
+                let Written::Done(events) = store
+                    .apply(&change, current.version, None, now)
+                    .await
+                    .expect("applies")
+                else {
+                    panic!("no conflict here");
+                };
+                if current.owner != stranger {
+                    written.extend(events);
+                }
+                *current = change.goal;
+            }
+        }
+        let tenant = first.owner.clone();
+        let all = store
+            .tenant_events_after(&tenant, None, 0, 100)
+            .expect("reads");
+        assert_eq!(all, written, "the tenant's, in commit order, as written");
+        assert!(all.windows(2).all(|pair| pair[0].cursor < pair[1].cursor));
+        let page = store
+            .tenant_events_after(&tenant, None, all[1].cursor, 2)
+            .expect("reads");
+        assert_eq!(page, all[2..4].to_vec());
+        let mine = store
+            .tenant_events_after(&tenant, Some(&second.id), all[0].cursor, 100)
+            .expect("reads");
+        let expected: Vec<Event> = all
+            .iter()
+            .filter(|event| {
+                matches!(&event.payload, crate::domain::EventPayload::Evaluated { goal_id, .. } if *goal_id == second.id)
+            })
+            .cloned()
+            .collect();
+        assert_eq!(mine, expected);
+        let last = all.last().expect("some").cursor;
+        assert!(store
+            .tenant_events_after(&tenant, None, last, 100)
+            .expect("reads")
+            .is_empty());
+    }
+
     #[test]
     fn the_due_listing_reads_only_its_index_in_order() {
         let text = crate::storage::query_plan(due_sql(), params![0, 10]);
