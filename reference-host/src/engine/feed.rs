@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 
 use super::{Engine, EngineError};
-use crate::domain::{Event, EventPayload, GoalId, Tenant};
+use crate::domain::{wire, Event, EventPayload, GoalId, Tenant};
 use crate::storage::EventSink;
 
 /// How many events a subscriber may fall behind before it is dropped.
@@ -57,12 +57,31 @@ impl Default for FeedSettings {
     }
 }
 
+/// An event as the feed hands it out: with its wire JSON rendered once,
+/// when it is published, not once per subscriber (with a thousand
+/// subscribers, rendering per subscriber was most of the fan-out's cost).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedEvent {
+    pub event: Event,
+    /// `wire::event(&event)` as text.
+    pub json: Arc<str>,
+}
+
+impl FeedEvent {
+    fn new(event: Event) -> FeedEvent {
+        let json = wire::event(&event).to_string().into();
+        FeedEvent { event, json }
+    }
+}
+
+type Ring = broadcast::Sender<Arc<FeedEvent>>;
+
 /// The tenants' broadcast rings. A tenant has one only while somebody
 /// listens.
 #[derive(Debug)]
 pub struct Feed {
     settings: FeedSettings,
-    tenants: Mutex<HashMap<Tenant, broadcast::Sender<Arc<Event>>>>,
+    tenants: Mutex<HashMap<Tenant, Ring>>,
 }
 
 impl Feed {
@@ -77,7 +96,7 @@ impl Feed {
         &self.settings
     }
 
-    fn tenants(&self) -> std::sync::MutexGuard<'_, HashMap<Tenant, broadcast::Sender<Arc<Event>>>> {
+    fn tenants(&self) -> std::sync::MutexGuard<'_, HashMap<Tenant, Ring>> {
         // Nothing under this lock can panic half-way through a change.
         match self.tenants.lock() {
             Ok(guard) => guard,
@@ -87,7 +106,7 @@ impl Feed {
 
     /// A receiver of the tenant's events from now on, unless the tenant
     /// already holds its most subscriptions.
-    fn listen(&self, tenant: &Tenant) -> Result<broadcast::Receiver<Arc<Event>>, EngineError> {
+    fn listen(&self, tenant: &Tenant) -> Result<broadcast::Receiver<Arc<FeedEvent>>, EngineError> {
         let mut tenants = self.tenants();
         let buffer = self.settings.buffer.clamp(1, MAX_SUBSCRIBER_BUFFER);
         let sender = tenants
@@ -121,7 +140,10 @@ impl EventSink for Feed {
             return;
         };
         for event in events {
-            if sender.send(Arc::new(event.clone())).is_err() {
+            if sender
+                .send(Arc::new(FeedEvent::new(event.clone())))
+                .is_err()
+            {
                 // Nobody listens any more: forget the ring.
                 tenants.remove(tenant);
                 return;
@@ -133,7 +155,7 @@ impl EventSink for Feed {
 /// What a subscription yields.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FeedItem {
-    Event(Event),
+    Event(Arc<FeedEvent>),
     /// The subscriber fell too far behind and is dropped; it resumes after
     /// `last` (the cursor it last received) with no gap.
     Dropped {
@@ -147,7 +169,7 @@ pub struct Subscription {
     engine: Arc<Engine>,
     tenant: Tenant,
     goal: Option<GoalId>,
-    live: broadcast::Receiver<Arc<Event>>,
+    live: broadcast::Receiver<Arc<FeedEvent>>,
     /// The cursor last delivered: nothing at or below it is delivered again.
     last: u64,
     /// Still reading stored events after `last`.
@@ -172,7 +194,7 @@ impl Subscription {
             }
             if let Some(event) = self.backlog.pop_front() {
                 self.last = event.cursor;
-                return Ok(Some(FeedItem::Event(event)));
+                return Ok(Some(FeedItem::Event(Arc::new(FeedEvent::new(event)))));
             }
             if self.catching_up {
                 let (tenant, goal, after) = (self.tenant.clone(), self.goal.clone(), self.last);
@@ -187,17 +209,18 @@ impl Subscription {
                 continue;
             }
             match self.live.recv().await {
-                Ok(event) => {
+                Ok(published) => {
+                    let event = &published.event;
                     if event.cursor <= self.last
                         || self
                             .goal
                             .as_ref()
-                            .is_some_and(|goal| goal_of(&event) != goal)
+                            .is_some_and(|goal| goal_of(event) != goal)
                     {
                         continue;
                     }
                     self.last = event.cursor;
-                    return Ok(Some(FeedItem::Event(Event::clone(&event))));
+                    return Ok(Some(FeedItem::Event(published)));
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     self.dropped = true;

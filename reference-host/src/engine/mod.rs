@@ -30,7 +30,7 @@ use crate::webhook::{SharedEgress, Signing, WebhookClient, WebhookSecret, DEFAUL
 pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
 pub use feed::{
-    Feed, FeedItem, FeedSettings, Subscription, DEFAULT_HEARTBEAT,
+    Feed, FeedEvent, FeedItem, FeedSettings, Subscription, DEFAULT_HEARTBEAT,
     DEFAULT_MAX_SUBSCRIBERS_PER_TENANT, DEFAULT_SUBSCRIBER_BUFFER,
 };
 pub use goals::{Created, Replay};

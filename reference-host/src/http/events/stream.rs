@@ -22,7 +22,6 @@ use super::super::auth::Caller;
 use super::super::error::ApiError;
 use super::super::{goal_id, AppState};
 use super::whole_number;
-use crate::domain::wire;
 use crate::engine::{FeedItem, Subscription};
 
 /// The stream's path: `{base}/events` (a goal id never reads `events`).
@@ -72,11 +71,12 @@ fn messages(subscription: Subscription) -> impl Stream<Item = Result<SseEvent, I
     futures_util::stream::unfold(Some(subscription), |subscription| async move {
         let mut subscription = subscription?;
         match subscription.next().await {
-            Ok(Some(FeedItem::Event(event))) => {
+            Ok(Some(FeedItem::Event(published))) => {
+                let event = &published.event;
                 let message = SseEvent::default()
                     .id(event.cursor.to_string())
                     .event(event.payload.kind())
-                    .data(wire::event(&event).to_string());
+                    .data(published.json.as_ref());
                 Some((Ok(message), Some(subscription)))
             }
             Ok(Some(FeedItem::Dropped { last })) => {
