@@ -97,3 +97,15 @@ fn messages(subscription: Subscription) -> impl Stream<Item = Result<SseEvent, I
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::GOALS_BASE;
+
+    /// The stream lives under the goals collection, where clients look.
+    #[test]
+    fn the_stream_is_the_collections_events() {
+        assert_eq!(EVENTS_STREAM_PATH, format!("{GOALS_BASE}/events"));
+    }
+}
