@@ -9,7 +9,9 @@
 #
 # Schemathesis is installed into a virtualenv under target/ (override with
 # SCHEMATHESIS_VENV); the host is the debug binary, on an in-memory database
-# with the conformance seams on, stopped when the script ends.
+# with the conformance seams on, stopped when the script ends. The live
+# event stream (`streamEvents`) is left out: its answer never ends, so every
+# example would time out; tests/event_stream.rs covers it.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -51,6 +53,7 @@ done
 set +e
 "$venv/bin/schemathesis" run "$base/openapi.json" \
     --header "Authorization: Bearer $token" \
+    --exclude-operation-id streamEvents \
     --checks "$checks" \
     --max-examples "$examples" \
     --seed "$seed" \

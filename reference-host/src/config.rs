@@ -46,6 +46,8 @@ pub struct Config {
     /// How long closed goals are kept before the scheduler forgets them;
     /// `None` keeps them forever.
     pub retain_closed: Option<Duration>,
+    /// The live event stream's bounds (heartbeat, lag, streams per tenant).
+    pub feed: crate::engine::FeedSettings,
     /// The choices the profile leaves open (the reference host's own by
     /// default; a conforming variant makes another).
     pub choices: Choices,
@@ -92,6 +94,7 @@ impl Config {
             verifiers: None,
             quotas: Quotas::default(),
             retain_closed: Some(DEFAULT_RETAIN_CLOSED),
+            feed: crate::engine::FeedSettings::default(),
             choices: Choices::default(),
             mutants: crate::mutants::Selection::default(),
         }
@@ -252,8 +255,8 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_RETAIN_CLOSED", default_value = "30d", value_parser = parse_retention)]
     pub retain_closed: Retention,
 
-    /// Serve the conformance seams (continue, events, fixtures) and advertise
-    /// them in discovery; webhook calls may then also reach 127.0.0.1 and ::1
+    /// Serve the conformance seams (continue, fixtures) and advertise them
+    /// (and the events, served either way) in discovery; webhook calls may then also reach 127.0.0.1 and ::1
     /// (where the suite's mock listens).
     #[arg(long, env = "GOALPOST_HOST_CONFORMANCE_SEAMS")]
     pub conformance_seams: bool,
@@ -295,6 +298,20 @@ pub struct Args {
     /// before every connection is dropped.
     #[arg(long, env = "GOALPOST_HOST_SHUTDOWN_DEADLINE_SECS", default_value = "10", value_parser = parse_seconds)]
     pub shutdown_deadline_secs: Duration,
+
+    /// Seconds between heartbeat comments on an idle event stream
+    /// (`GET {base}/events`).
+    #[arg(long, env = "GOALPOST_HOST_EVENTS_HEARTBEAT_SECS", default_value = "15", value_parser = parse_seconds)]
+    pub events_heartbeat_secs: Duration,
+
+    /// Events one stream subscriber may fall behind before it is dropped
+    /// (it gets a final `stream.dropped` message and may resume).
+    #[arg(long, env = "GOALPOST_HOST_EVENTS_BUFFER", default_value_t = crate::engine::DEFAULT_SUBSCRIBER_BUFFER as u64, value_parser = parse_limit)]
+    pub events_buffer: u64,
+
+    /// Event streams one tenant may hold open at once; one more is 429.
+    #[arg(long, env = "GOALPOST_HOST_MAX_STREAMS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_SUBSCRIBERS_PER_TENANT as u64, value_parser = parse_limit)]
+    pub max_streams_per_tenant: u64,
 
     /// JSON file of criteria verifiers to register at start:
     /// {"verifiers": [{"tenant", "name", "criteria"}]}.
@@ -349,6 +366,12 @@ impl Args {
                 stored_goals_per_tenant: self.max_stored_goals_per_tenant,
             },
             retain_closed: self.retain_closed.0,
+            feed: crate::engine::FeedSettings {
+                buffer: usize::try_from(self.events_buffer).unwrap_or(usize::MAX),
+                max_subscribers_per_tenant: usize::try_from(self.max_streams_per_tenant)
+                    .unwrap_or(usize::MAX),
+                heartbeat: self.events_heartbeat_secs,
+            },
             mutants: self.mutants,
         }
     }

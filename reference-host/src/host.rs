@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{read_tokens_file, Config, TokensFileError};
 use crate::domain::egress::{AllowEntry, EgressPolicy};
-use crate::engine::{Engine, EngineError, EngineSettings, VerifierFileError};
+use crate::engine::{Engine, EngineError, EngineSettings, Feed, VerifierFileError};
 use crate::http::{app, AppState, TokenError, Tokens};
 use crate::scheduler::Scheduler;
 use crate::storage::{SqliteStore, Store, StoreError};
@@ -53,6 +53,7 @@ pub struct RunningHost {
     server: JoinHandle<std::io::Result<()>>,
     scheduler: JoinHandle<()>,
     egress: SharedEgress,
+    feed: Arc<Feed>,
 }
 
 impl std::fmt::Debug for RunningHost {
@@ -104,6 +105,7 @@ impl RunningHost {
             quotas: config.quotas,
             retain_closed: config.retain_closed,
             choices: config.choices,
+            feed: config.feed.clone(),
             // The suite's 20 ms intervals need no limit in conformance mode.
             outbound_per_tenant_per_sec: (!config.conformance_seams)
                 .then_some(crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC),
@@ -149,6 +151,7 @@ impl RunningHost {
 
         let (shutdown, signal) = watch::channel(false);
         let egress = engine.egress().clone();
+        let feed = Arc::clone(engine.feed());
         let router = app(AppState::new(Arc::clone(&engine), tokens).with_faults(faults.routes));
         let server = tokio::spawn(crate::serve::serve(
             listener,
@@ -165,6 +168,7 @@ impl RunningHost {
             server,
             scheduler,
             egress,
+            feed,
         })
     }
 
@@ -179,6 +183,11 @@ impl RunningHost {
         self.egress.allow(entry);
     }
 
+    /// The live event feed (how many streams a tenant holds open).
+    pub fn feed(&self) -> &Arc<Feed> {
+        &self.feed
+    }
+
     /// `http://IP:PORT`, without a trailing slash.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
@@ -188,6 +197,7 @@ impl RunningHost {
     /// the scheduler and waits for both.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
+        self.feed.close();
         match self.server.await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => tracing::error!(%error, "server failed"),

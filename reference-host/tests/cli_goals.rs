@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use axum::routing::get;
 use axum::{Json, Router};
+use goalpost_host::domain::Tenant;
 use goalpost_host::{Config, RunningHost};
 use serde_json::{json, Value};
 use tokio::runtime::Runtime;
@@ -398,17 +399,15 @@ fn watch_json_prints_one_event_per_line() {
 }
 
 #[test]
-fn without_the_events_seam_watch_polls_the_goal() {
+fn without_the_seams_watch_follows_the_goal_over_the_event_stream() {
     let host = Host::start(false);
     let url = host.url.as_str();
     let id = create(url, &["--max-iterations", "2"]);
-    let mut child = goals_command(url, &["watch", &id, "--interval-ms", "20"])
+    let mut child = goals_command(url, &["watch", "--goal", &id, "--interval-ms", "20"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("runs");
-    // Read the watch's lines as they come, so the test knows it is following
-    // the goal before closing it.
     let stdout = child.stdout.take().expect("piped");
     let (lines, received) = mpsc::channel();
     let reader = std::thread::spawn(move || {
@@ -419,18 +418,32 @@ fn without_the_events_seam_watch_polls_the_goal() {
             }
         }
     });
-    let first = received
-        .recv_timeout(WATCH_LIMIT)
-        .expect("the watch prints the goal it follows");
-    assert_eq!(first, format!("{id} state=active iterations=0/2"));
-
+    // The watch is connected once the host counts its stream: poll for it
+    // with a deadline rather than sleeping.
+    let deadline = Instant::now() + WATCH_LIMIT;
+    loop {
+        let subscribers = host
+            .host
+            .as_ref()
+            .expect("running")
+            .feed()
+            .subscribers(&Tenant::parse("acme").expect("a tenant"));
+        if subscribers > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the watch never connected");
+        std::thread::yield_now();
+    }
     assert_eq!(goals(url, &["abandon", &id, "--yes"]).code, 1);
     let watched = finish(child);
     assert_eq!(watched.code, 1, "{}", watched.stderr);
-    let last = received
+    let closed = received
         .recv_timeout(WATCH_LIMIT)
-        .expect("the watch prints the change");
-    assert_eq!(last, format!("{id} state=abandoned iterations=0/2"));
+        .expect("the watch prints the close");
+    assert!(
+        closed.starts_with("#1 ") && closed.ends_with(" goal.closed finalState=abandoned"),
+        "{closed}"
+    );
     reader.join().expect("the reader ends with the watch");
     assert!(received.try_recv().is_err(), "nothing after the close");
 }

@@ -21,7 +21,8 @@ async fn discovery_advertises_goals_and_seams() {
             "protocol": "openwop",
             "host": { "name": "goalpost-host", "version": env!("CARGO_PKG_VERSION"),
                 "goalsList": { "paging": ["limit", "after"], "maxLimit": 1000 },
-                "reportedRuns": { "path": format!("{BASE}/{{id}}/runs"), "continuation": ["manual"] } },
+                "reportedRuns": { "path": format!("{BASE}/{{id}}/runs"), "continuation": ["manual"] },
+                "events": { "goalList": true, "stream": format!("{BASE}/events") } },
             "agents": { "goals": { "judge": "verifier", "continuation": ["manual", "schedule", "heartbeat", "commitment"], "requiresBounds": true } },
             "webhookEgress": { "internal": "denied" },
             "conformanceSeams": { "goals": { "basePath": BASE,
@@ -31,7 +32,7 @@ async fn discovery_advertises_goals_and_seams() {
 }
 
 #[tokio::test]
-async fn without_seams_nothing_is_advertised_and_seam_routes_are_404() {
+async fn without_seams_no_seam_is_advertised_and_seam_routes_are_404() {
     let host = Harness::new(false);
     let reply = host
         .call(Method::GET, "/.well-known/openwop", None, None)
@@ -43,12 +44,25 @@ async fn without_seams_nothing_is_advertised_and_seam_routes_are_404() {
     host.continue_once(&id)
         .await
         .refused(StatusCode::NOT_FOUND, "not_found");
-    host.get(&format!("{BASE}/{id}/events"))
-        .await
-        .refused(StatusCode::NOT_FOUND, "not_found");
-    host.get(&format!("{BASE}/{id}/evaluations"))
-        .await
-        .refused(StatusCode::NOT_FOUND, "not_found");
+    // Events and evaluations are host API, not seams: they answer.
+    assert_eq!(
+        *host
+            .get(&format!("{BASE}/{id}/events"))
+            .await
+            .expect(StatusCode::OK, "event-list"),
+        json!({ "events": [] })
+    );
+    assert_eq!(
+        *host
+            .get(&format!("{BASE}/{id}/evaluations"))
+            .await
+            .expect(StatusCode::OK, "evaluation-list"),
+        json!({ "evaluations": [] })
+    );
+    assert_eq!(
+        document["host"]["events"],
+        json!({ "goalList": true, "stream": format!("{BASE}/events") })
+    );
     let fixture = goal_body(
         "conformance:verifier?satisfyOn=1",
         None,

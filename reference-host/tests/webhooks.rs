@@ -395,7 +395,7 @@ async fn an_escalation_from_the_arm_halts_the_goal_without_a_verdict() {
     let receiver = Receiver::start(|call, _| {
         if call.path == ARM && call.body["iteration"] == 2 {
             Answer::Json(json!({ "output": null, "costUsd": 0.1,
-                "escalate": { "kind": "confidence", "reason": "unsure about the release" } }))
+                "escalate": { "kind": "clarification", "reason": "unsure about the release" } }))
         } else if call.path == ARM {
             Answer::Json(json!({ "output": null, "costUsd": 0.1, "escalate": null }))
         } else {
@@ -436,7 +436,7 @@ async fn a_schedule_arm_dispatches_nothing_after_an_escalation() {
     let receiver = Receiver::start(|call, _| {
         if call.path == ARM && call.body["iteration"] == 2 {
             Answer::Json(json!({ "output": null,
-                "escalate": { "kind": "confidence", "reason": "stuck" } }))
+                "escalate": { "kind": "approval", "reason": "stuck" } }))
         } else if call.path == ARM {
             run(call)
         } else {

@@ -416,6 +416,38 @@ fn webhook_requests_are_the_documented_projections() {
         &with(&arm, "/state", json!("active")),
         "",
     );
+    // The previous outcome and a resolution are optional host additions,
+    // closed themselves: flags and ids, never a verdict's text.
+    let previous =
+        json!({ "satisfied": false, "failingCriteria": ["c2"], "failureClass": "logical" });
+    assert_valid(
+        "webhook-arm-request",
+        &with(&arm, "/previous", previous.clone()),
+    );
+    assert_valid("webhook-arm-request", &with(&arm, "/previous", Value::Null));
+    assert_invalid_at(
+        "webhook-arm-request",
+        &with(
+            &with(&arm, "/previous", previous),
+            "/previous/reason",
+            json!("text"),
+        ),
+        "/previous",
+    );
+    let resolution = json!({ "kind": "approval", "note": "approved by ops" });
+    assert_valid(
+        "webhook-arm-request",
+        &with(&arm, "/resolution", resolution),
+    );
+    assert_invalid_at(
+        "webhook-arm-request",
+        &with(
+            &arm,
+            "/resolution",
+            json!({ "kind": "approval", "note": "n".repeat(2049) }),
+        ),
+        "/resolution/note",
+    );
 
     let verifier = json!({ "goalId": "goal-1", "runId": "run-1", "iteration": 1,
                            "output": { "done": true } });

@@ -33,7 +33,8 @@ impl Worker for FixtureArm {
             }
             let escalation =
                 (self.script.escalate_on == Some(request.iteration)).then(|| Escalation {
-                    kind: "confidence".to_string(),
+                    kind: crate::domain::EscalationKind::parse("clarification")
+                        .expect("a known kind"),
                     reason: format!("scripted escalation on run {}", request.iteration),
                 });
             Ok(RunReport {
@@ -76,6 +77,8 @@ mod tests {
                 cost: None,
                 deadline: None,
             },
+            previous: None,
+            resolution: None,
         }
     }
 
@@ -87,8 +90,8 @@ mod tests {
         assert_eq!(first.escalation, None);
         let second = arm.run(request(2)).await.expect("runs");
         assert_eq!(
-            second.escalation.map(|e| e.kind),
-            Some("confidence".to_string())
+            second.escalation.map(|e| e.kind.as_str().to_string()),
+            Some("clarification".to_string())
         );
         assert!(arm.run(request(3)).await.is_err());
     }

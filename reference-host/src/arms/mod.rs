@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::domain::{ArmRef, ArmSpec, GoalId, MicroUsd, Objective, RunId, Tenant};
+use crate::domain::{
+    ArmRef, ArmSpec, Feedback, GoalId, MicroUsd, Objective, Resolution, RunId, Tenant,
+};
 use crate::future::BoxFuture;
 use crate::webhook::WebhookClient;
 
@@ -25,6 +27,10 @@ pub struct RunRequest {
     pub iteration: u64,
     pub objective: Objective,
     pub remaining: Remaining,
+    /// How the previous verdict went (none before the first).
+    pub previous: Option<Feedback>,
+    /// How a person resolved the escalation this run follows, if it does.
+    pub resolution: Option<Resolution>,
 }
 
 /// What is left of the goal's bounds when the run starts.
@@ -41,12 +47,8 @@ pub struct ProbeRequest {
     pub number: u64,
 }
 
-/// An RFC 0044 confidence-escalation interrupt raised by a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Escalation {
-    pub kind: String,
-    pub reason: String,
-}
+/// An RFC 0044 interrupt raised by a run, its kind and reason checked.
+pub use crate::domain::Escalation;
 
 /// How a run finished when it finished at all.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::{Escalation, ProbeRequest, Remaining, RunError, RunReport, RunRequest, Worker};
-use crate::domain::{MicroUsd, Tenant};
+use crate::domain::{Feedback, MicroUsd, Tenant};
 use crate::future::BoxFuture;
 use crate::webhook::{Caller, WebhookClient};
 
@@ -37,15 +37,38 @@ fn remaining(remaining: &Remaining) -> Value {
     })
 }
 
-/// The attention projection (schema `webhook-arm-request`).
+/// The previous verdict's outcome as the worker reads it: flags and ids
+/// only. `null` before the first verdict.
+fn previous(feedback: Option<&Feedback>) -> Value {
+    feedback.map_or(Value::Null, |feedback| {
+        json!({
+            "satisfied": feedback.satisfied,
+            "failingCriteria": feedback.failing_criteria,
+            "failureClass": feedback.failure_class.map(|class| class.as_str()),
+        })
+    })
+}
+
+/// The attention projection (schema `webhook-arm-request`). `previous`
+/// and `resolution` are this host's additions, which the schema allows:
+/// how the last verdict went, and how a person resolved the escalation
+/// this run follows (present only then).
 pub fn arm_request(request: &RunRequest) -> Value {
-    json!({
+    let mut body = json!({
         "goalId": request.goal_id.as_str(),
         "runId": request.run_id.as_str(),
         "iteration": request.iteration,
         "objective": request.objective.as_str(),
         "remaining": remaining(&request.remaining),
-    })
+        "previous": previous(request.previous.as_ref()),
+    });
+    if let (Some(resolution), Some(object)) = (&request.resolution, body.as_object_mut()) {
+        object.insert(
+            "resolution".into(),
+            json!({ "kind": resolution.kind.as_str(), "note": resolution.note }),
+        );
+    }
+    body
 }
 
 /// The heartbeat probe (schema `webhook-heartbeat-request`).
@@ -70,10 +93,10 @@ fn report(answer: Value) -> Result<RunReport, RunError> {
     };
     let escalation = match answer.get("escalate") {
         None | Some(Value::Null) => None,
-        Some(escalate) => Some(Escalation {
-            kind: text(escalate, "kind")?,
-            reason: text(escalate, "reason")?,
-        }),
+        Some(escalate) => Some(
+            Escalation::parse(&text(escalate, "kind")?, &text(escalate, "reason")?)
+                .map_err(RunError)?,
+        ),
     };
     let commitment_ms = match answer.get("commitment") {
         None | Some(Value::Null) => None,
@@ -174,9 +197,17 @@ mod tests {
                 cost: Some(MicroUsd::from_micros(700_000)),
                 deadline: Timestamp::from_unix_ms(1_781_308_805_000),
             },
+            previous: None,
+            resolution: None,
         };
         let body = arm_request(&request);
         assert_eq!(body["objective"], "ship it");
+        assert_eq!(
+            body["previous"],
+            Value::Null,
+            "no verdict before the first run"
+        );
+        assert!(body.get("resolution").is_none());
         assert_eq!(body["iteration"], 2);
         assert_eq!(
             body["remaining"],
@@ -203,7 +234,7 @@ mod tests {
             report(json!({ "output": 1, "costUsd": 0.25, "escalate": null })).expect("valid");
         assert_eq!(costly.cost, MicroUsd::from_micros(250_000));
         let escalated = report(json!({ "output": null,
-            "escalate": { "kind": "confidence", "reason": "unsure" } }))
+            "escalate": { "kind": "approval", "reason": "unsure" } }))
         .expect("valid");
         let committed =
             report(json!({ "output": 1, "commitment": { "afterMs": 1000 } })).expect("valid");
@@ -218,10 +249,28 @@ mod tests {
         }
         assert_eq!(
             escalated.escalation,
-            Some(Escalation {
-                kind: "confidence".into(),
-                reason: "unsure".into()
-            })
+            Some(Escalation::parse("approval", "unsure").expect("valid"))
         );
+        // Any kind escalates (the seam contract), RFC 0044's or not; one
+        // that cannot be shown to a person, or an overlong reason, is a
+        // malformed answer: the run fails environmentally.
+        let other = report(json!({ "output": null,
+            "escalate": { "kind": "confidence", "reason": "unsure" } }))
+        .expect("valid");
+        assert_eq!(
+            other.escalation.map(|e| e.kind.as_str().to_string()),
+            Some("confidence".into())
+        );
+        for (kind, reason) in [
+            ("bell\u{7}", "unsure".to_string()),
+            (
+                "approval",
+                "r".repeat(crate::domain::notes::MAX_ESCALATION_REASON_CHARS + 1),
+            ),
+        ] {
+            let answer =
+                report(json!({ "output": null, "escalate": { "kind": kind, "reason": reason } }));
+            assert!(answer.is_err(), "{kind}");
+        }
     }
 }

@@ -91,6 +91,10 @@ pub enum GoalsCommand {
     Resume {
         /// The goal id.
         id: String,
+        /// How the escalation was resolved; the next run's worker gets it
+        /// (at most 2048 characters).
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
     },
     /// Close a goal as abandoned (needs --yes).
     Abandon {
@@ -100,11 +104,16 @@ pub enum GoalsCommand {
         #[arg(long)]
         yes: bool,
     },
-    /// Follow a goal's events until it closes or escalates (exit code from
-    /// its final state).
+    /// Print events as they come: the tenant's, until interrupted, or one
+    /// goal's until it closes or escalates (exit code from its final
+    /// state). Over the host's live stream when it has one, reconnecting
+    /// where it left off; else by polling.
     Watch {
-        /// The goal id.
-        id: String,
+        /// The goal id (or --goal).
+        id: Option<String>,
+        /// Only this goal's events; stop when it stops running.
+        #[arg(long = "goal", value_name = "ID")]
+        goal: Option<String>,
         /// Poll every this many milliseconds.
         #[arg(
             long,

@@ -20,6 +20,9 @@ pub struct Advertised {
     pub base: String,
     /// Whether `GET {base}/{id}/events` is offered (seam `events`).
     pub events: bool,
+    /// Where the host streams its events live (`host.events.stream`, a
+    /// goalpost-host extension), when it says so.
+    pub stream: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +73,16 @@ pub fn read(document: &Value) -> Option<Advertised> {
         events: seams
             .and_then(|seams| seams.get("events"))
             .and_then(Value::as_bool)
-            .unwrap_or(false),
+            .unwrap_or(false)
+            || document
+                .pointer("/host/events/goalList")
+                .and_then(Value::as_bool)
+                == Some(true),
+        stream: document
+            .pointer("/host/events/stream")
+            .and_then(Value::as_str)
+            .filter(|path| path.starts_with('/') && !path.contains(['?', '#']))
+            .map(str::to_string),
     })
 }
 
@@ -93,6 +105,7 @@ mod tests {
                 judge: Some("verifier".into()),
                 base: "/g".into(),
                 events: true,
+                stream: None,
             }
         );
     }
@@ -103,6 +116,24 @@ mod tests {
             read(&json!({ "agents": { "goals": { "judge": "host" } } })).expect("advertised");
         assert_eq!(advertised.base, GOALS_BASE);
         assert!(!advertised.events);
+        assert_eq!(advertised.stream, None);
+    }
+
+    #[test]
+    fn host_events_are_read_without_seams() {
+        let advertised = read(&json!({
+            "agents": { "goals": { "judge": "verifier" } },
+            "host": { "events": { "goalList": true, "stream": "/g/events" } },
+        }))
+        .expect("advertised");
+        assert!(advertised.events);
+        assert_eq!(advertised.stream.as_deref(), Some("/g/events"));
+        let odd = read(&json!({
+            "agents": { "goals": {} },
+            "host": { "events": { "stream": "http://elsewhere/events" } },
+        }))
+        .expect("advertised");
+        assert_eq!(odd.stream, None, "only a path on this host");
     }
 
     #[test]

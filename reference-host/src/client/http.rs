@@ -275,6 +275,58 @@ impl HostClient {
     }
 }
 
+impl HostClient {
+    /// Opens `path` as a Server-Sent Events stream, resuming after
+    /// `last_event_id` when given. The stream has no overall deadline (it
+    /// is meant to stay open); a read that waits longer than `idle` (no
+    /// event, no heartbeat) fails it.
+    pub async fn open_stream(
+        &self,
+        path: &str,
+        last_event_id: Option<&str>,
+        idle: Duration,
+    ) -> Result<reqwest::Response, ClientError> {
+        let url = self.url(path);
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(idle)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|error| ClientError::Transport {
+                url: url.clone(),
+                message: format!("cannot build the HTTP client: {error}"),
+            })?;
+        let mut request = http
+            .get(&url)
+            .header(reqwest::header::ACCEPT, "text/event-stream");
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(id) = last_event_id {
+            request = request.header("Last-Event-ID", id);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|error| transport(&url, &error))?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        // A refusal: read its envelope like any other answer.
+        let status = response.status().as_u16();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|error| transport(&url, &error))?;
+        let body = serde_json::from_slice(&bytes).ok();
+        Err(refused(Answer {
+            status,
+            body,
+            next: None,
+        }))
+    }
+}
+
 fn transport(url: &str, error: &reqwest::Error) -> ClientError {
     // reqwest's Display is terse; the source chain says why.
     let mut message = error.to_string();

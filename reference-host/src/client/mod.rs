@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod exit;
 pub mod http;
 pub mod render;
+pub mod stream;
 pub mod watch;
 
 use std::io::Write;
@@ -51,6 +52,16 @@ pub async fn run(args: GoalsArgs, output: &mut Output<'_>) -> u8 {
     let Some(token) = connection.token.clone() else {
         return output.usage("--token TOKEN (or GOALPOST_TOKEN) is required");
     };
+    if let GoalsCommand::Watch {
+        id: Some(id),
+        goal: Some(goal),
+        ..
+    } = &args.command
+    {
+        if id != goal {
+            return output.usage("watch: give the goal id once (ID or --goal ID)");
+        }
+    }
     if let GoalsCommand::Abandon { id, yes: false } = &args.command {
         return output.usage(&format!(
             "refusing to abandon goal {} without --yes (abandoning cannot be undone)",
@@ -137,16 +148,25 @@ impl Command<'_> {
                 let goal = self.client.post(&self.advertised.base, Some(&body)).await?;
                 self.show(&goal, Some("created"), out).await
             }
-            GoalsCommand::Pause { id } => self.transition(&id, "pause", "paused", out).await,
-            GoalsCommand::Resume { id } => self.transition(&id, "resume", "resumed", out).await,
-            GoalsCommand::Abandon { id, .. } => {
-                self.transition(&id, "abandon", "abandoned", out).await
+            GoalsCommand::Pause { id } => self.transition(&id, "pause", None, "paused", out).await,
+            GoalsCommand::Resume { id, note } => {
+                let body = note.map(|note| json!({ "note": note }));
+                self.transition(&id, "resume", body.as_ref(), "resumed", out)
+                    .await
             }
-            GoalsCommand::Watch { id, interval_ms } => {
+            GoalsCommand::Abandon { id, .. } => {
+                self.transition(&id, "abandon", None, "abandoned", out)
+                    .await
+            }
+            GoalsCommand::Watch {
+                id,
+                goal,
+                interval_ms,
+            } => {
                 let watch = watch::Watch {
                     client: self.client,
                     advertised: self.advertised,
-                    id: &id,
+                    id: id.as_deref().or(goal.as_deref()),
                     interval: interval_ms,
                     json: self.json,
                 };
@@ -217,11 +237,12 @@ impl Command<'_> {
         &self,
         id: &str,
         verb: &str,
+        body: Option<&Value>,
         done: &str,
         out: &mut dyn Write,
     ) -> Result<u8, Failure> {
         let path = format!("{}/{verb}", self.goal_path(id));
-        let goal = self.client.post(&path, None).await?;
+        let goal = self.client.post(&path, body).await?;
         self.show(&goal, Some(done), out).await
     }
 
@@ -325,6 +346,7 @@ mod tests {
             judge: judge.map(str::to_string),
             base: "/b".into(),
             events: false,
+            stream: None,
         }
     }
 

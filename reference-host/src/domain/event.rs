@@ -33,6 +33,11 @@ impl EventPayload {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub sequence: u64,
+    /// The event's place among all of its tenant's events, increasing in
+    /// commit order: the live stream's `id:`, so a reconnect resumes after
+    /// it with no gap and no repeat. Never shown in the per-goal list
+    /// (its shape is the profile's).
+    pub cursor: u64,
     pub at: Timestamp,
     pub payload: EventPayload,
 }

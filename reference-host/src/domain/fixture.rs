@@ -47,6 +47,7 @@ pub fn goal(iterations: Option<u64>, timeout_ms: Option<u64>, cost: Option<f64>)
         spent: MicroUsd::ZERO,
         next_fire_at: None,
         version: 1,
+        notes: crate::domain::Notes::default(),
     }
 }
 

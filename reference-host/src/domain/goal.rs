@@ -187,6 +187,8 @@ pub struct Goal {
     pub next_fire_at: Option<Timestamp>,
     /// Grows by one on every stored change; the `ETag`.
     pub version: u64,
+    /// Escalation, resolution and last outcome: never on the wire goal.
+    pub notes: super::notes::Notes,
 }
 
 /// What is left of a goal's bounds; `None` = unbounded.

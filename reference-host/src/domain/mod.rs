@@ -10,6 +10,7 @@ pub mod event;
 pub mod goal;
 pub mod ids;
 pub mod money;
+pub mod notes;
 pub mod refs;
 pub mod request;
 pub mod run_ids;
@@ -36,6 +37,7 @@ pub use goal::{
 };
 pub use ids::{GoalId, Objective, RunId, Tenant};
 pub use money::MicroUsd;
+pub use notes::{Escalation, EscalationKind, Feedback, Notes, OpenEscalation, Resolution};
 pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec, Webhook};
 pub use request::{
     parse_create, parse_patch, parse_run_report, parse_verifier, GoalPatch, NewGoal, NewVerifier,

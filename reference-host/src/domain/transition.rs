@@ -8,6 +8,7 @@ use super::event::EventPayload;
 use super::goal::{Goal, GoalState, Mode};
 use super::ids::RunId;
 use super::money::MicroUsd;
+use super::notes::{Escalation, Feedback, OpenEscalation, Resolution};
 use super::request::GoalPatch;
 use super::timestamp::Timestamp;
 use super::verdict::{Evaluation, LastVerdict, RunOutcome};
@@ -127,6 +128,35 @@ pub fn resume(
     Ok(Some(draft.finish(now)))
 }
 
+/// Completes a `resume`'s change: the goal's escalation is resolved, and
+/// when it was escalated, its next run is told how (the escalation's kind
+/// and the person's note, if any). A resume of a paused goal keeps no note.
+pub fn resolve(goal: &Goal, change: &mut Change, note: Option<String>) {
+    change.goal.notes.escalation = None;
+    if goal.state == GoalState::Escalated {
+        change.goal.notes.resolution = goal.notes.escalation.as_ref().map(|open| Resolution {
+            kind: open.escalation.kind.clone(),
+            note,
+        });
+    }
+}
+
+/// Keeps why a run escalated the goal, on the change that records it.
+pub fn note_escalation(
+    change: &mut Change,
+    escalation: &Escalation,
+    run_id: &RunId,
+    at: Timestamp,
+) {
+    if change.goal.state == GoalState::Escalated {
+        change.goal.notes.escalation = Some(OpenEscalation {
+            escalation: escalation.clone(),
+            run_id: run_id.clone(),
+            at,
+        });
+    }
+}
+
 /// Closes an active or escalated goal as `abandoned`.
 pub fn abandon(goal: &Goal, now: Timestamp) -> Result<Change, TransitionError> {
     refuse_terminal(goal)?;
@@ -198,7 +228,10 @@ pub fn record_run(
     progress.contributing_run_ids.push(run.run_id.clone());
     let iterations = progress.iterations;
     draft.goal.spent = draft.goal.spent.saturating_add(run.cost);
+    // The resolution note was for this run; it has had it.
+    draft.goal.notes.resolution = None;
     if let RunOutcome::Judged(verdict) = &run.outcome {
+        draft.goal.notes.feedback = Some(Feedback::of(verdict));
         draft.goal.completion.last_verdict = Some(LastVerdict {
             satisfied: verdict.satisfied(),
             confidence: verdict.confidence(),

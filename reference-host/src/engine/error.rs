@@ -33,6 +33,9 @@ pub enum EngineError {
     /// A per-tenant quota is used up.
     #[error("quota {} ({limit}) reached", quota.as_str())]
     QuotaExceeded { quota: super::Quota, limit: u64 },
+    /// The tenant holds as many live event streams as it may.
+    #[error("the tenant already holds {0} event streams")]
+    TooManyStreams(usize),
     #[error(transparent)]
     Request(#[from] RequestError),
     #[error(transparent)]

@@ -11,7 +11,9 @@ use serde_json::Value;
 use super::{EngineError, EngineSettings};
 use crate::arms::Worker;
 use crate::domain::transition::{Change, FinishedRun};
-use crate::domain::{Event, Goal, GoalId, GoalState, Judgement, Mode, RequestContext, Timestamp};
+use crate::domain::{
+    Event, Goal, GoalId, GoalState, Judgement, Mode, OpenEscalation, RequestContext, Timestamp,
+};
 use crate::judge::Verifier;
 use crate::webhook::CallFaults;
 
@@ -164,6 +166,16 @@ pub trait Faults: Send + Sync {
     /// they are written.
     fn checks_egress(&self) -> bool {
         true
+    }
+
+    /// Whether the escalation view skips the owner check.
+    fn shows_escalations_across_tenants(&self) -> bool {
+        false
+    }
+
+    /// An open escalation as the escalation view answers it.
+    fn shown_escalation(&self, open: OpenEscalation) -> OpenEscalation {
+        open
     }
 
     /// The continuation mode the reported-run check sees.

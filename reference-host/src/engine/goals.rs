@@ -325,19 +325,46 @@ impl Engine {
         .await
     }
 
+    /// Re-arms a paused goal or reactivates an escalated one; `note` is a
+    /// person's resolution of the escalation, which the next run receives.
     pub async fn resume(
         &self,
         tenant: &Tenant,
         id: &GoalId,
         if_match: Option<&IfMatch>,
+        note: Option<String>,
     ) -> Result<Goal, EngineError> {
         self.transition(tenant, id, if_match, |goal, now| {
             if let Some(change) = self.faults.resume(goal, now) {
                 return Ok(Some(change));
             }
-            Ok(transition::resume(goal, now, self.choices().cost_reading)?)
+            let change = transition::resume(goal, now, self.choices().cost_reading)?;
+            Ok(change.map(|mut change| {
+                transition::resolve(goal, &mut change, note.clone());
+                change
+            }))
         })
         .await
+    }
+
+    /// Why the caller's goal is escalated; `None` when it is not.
+    pub async fn escalation(
+        &self,
+        tenant: &Tenant,
+        id: &GoalId,
+    ) -> Result<Option<crate::domain::OpenEscalation>, EngineError> {
+        let goal = if self.faults.shows_escalations_across_tenants() {
+            self.load(id).await?.ok_or(EngineError::NotFound)?
+        } else {
+            self.load_owned(tenant, id).await?
+        };
+        Ok(match goal.state {
+            crate::domain::GoalState::Escalated => goal
+                .notes
+                .escalation
+                .map(|open| self.faults.shown_escalation(open)),
+            _ => None,
+        })
     }
 
     /// Answers at once, even with a slow run in flight: the close is written

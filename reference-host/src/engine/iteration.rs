@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use super::goals::MAX_ATTEMPTS;
 use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
-use crate::arms::{RunReport, RunRequest};
+use crate::arms::{Escalation, RunReport, RunRequest};
 use crate::choices::EscalatedContinue;
 use crate::domain::commitment::commitment_due;
-use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
+use crate::domain::transition::{close_if_exhausted, note_escalation, record_run, FinishedRun};
 use crate::domain::{
     may_dispatch, run_outcome, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId,
     RunOutcome, Tenant, Timestamp, Verdict, VerifierSpec,
@@ -216,7 +216,7 @@ impl Engine {
                 outcome: RunOutcome::Judged(Verdict::environmental()),
                 commitment_ms: None,
             };
-            self.record(&run.goal_id, &finished, None).await?;
+            self.record(&run.goal_id, &finished, None, None).await?;
         }
         Ok(count)
     }
@@ -243,25 +243,32 @@ impl Engine {
             Reserved::Run(goal, reservation) => {
                 // Biased: a close that came before the first poll stops the
                 // run before any byte of it is sent.
-                let finished = tokio::select! {
+                let (finished, escalation) = tokio::select! {
                     biased;
                     () = cancel.cancelled() => {
                         tracing::info!(goal = %id, run = %reservation.run_id, "the goal closed under its run; the run is dropped");
-                        environmental(&reservation.run_id, MicroUsd::ZERO)
+                        (environmental(&reservation.run_id, MicroUsd::ZERO), None)
                     }
                     finished = async {
                         match trigger {
                             Trigger::Report(reported) => {
-                                self.judge(&goal, &reservation, reported.report.clone()).await
+                                let report = reported.report.clone();
+                                let escalation = report.escalation.clone();
+                                (self.judge(&goal, &reservation, report).await, escalation)
                             }
                             _ => self.dispatch(&goal, &reservation).await,
                         }
                     } => finished,
                 };
+                // The goal keeps the interrupt only of a run that escalated
+                // it, for the person who resolves it.
+                let escalation =
+                    escalation.filter(|_| matches!(finished.outcome, RunOutcome::Escalated));
                 // A faulty host may have dispatched from an altered view of
                 // the goal; its record starts from the stored goal instead.
                 let reserved = self.faults.records_on_reserved().then_some(*goal);
-                self.record(id, &finished, reserved).await
+                self.record(id, &finished, reserved, escalation.as_ref())
+                    .await
             }
             Reserved::Closed => Ok(Iteration::Closed),
             Reserved::Skip => Ok(Iteration::Skipped),
@@ -329,8 +336,13 @@ impl Engine {
     }
 
     /// Runs the worker, then the judge. Never fails: every failure is an
-    /// environmental verdict for this run.
-    async fn dispatch(&self, goal: &Goal, reservation: &RunReservation) -> FinishedRun {
+    /// environmental verdict for this run. An escalated run comes back with
+    /// its interrupt, which the goal keeps for the person who resolves it.
+    async fn dispatch(
+        &self,
+        goal: &Goal,
+        reservation: &RunReservation,
+    ) -> (FinishedRun, Option<Escalation>) {
         let goal = &*self.faults.dispatched(goal);
         let worker = self
             .arms
@@ -342,8 +354,10 @@ impl Engine {
             iteration: reservation.iteration,
             objective: goal.objective.clone(),
             remaining: goal.remaining(),
+            previous: goal.notes.feedback.clone(),
+            resolution: goal.notes.resolution.clone(),
         };
-        let environmental = |cost| environmental(&reservation.run_id, cost);
+        let environmental = |cost| (environmental(&reservation.run_id, cost), None);
         let report = match tokio::time::timeout(self.settings.run_limit, worker.run(request)).await
         {
             Ok(Ok(report)) => report,
@@ -356,7 +370,8 @@ impl Engine {
                 return environmental(MicroUsd::ZERO);
             }
         };
-        self.judge(goal, reservation, report).await
+        let escalation = report.escalation.clone();
+        (self.judge(goal, reservation, report).await, escalation)
     }
 
     /// Judges a finished run's report: an escalation has no verdict; any
@@ -455,6 +470,7 @@ impl Engine {
         id: &GoalId,
         finished: &FinishedRun,
         mut reserved: Option<Goal>,
+        escalation: Option<&Escalation>,
     ) -> Result<Iteration, EngineError> {
         for _ in 0..MAX_ATTEMPTS {
             let now = self.clock.now();
@@ -471,6 +487,9 @@ impl Engine {
                 self.store.discard_run(&finished.run_id, now).await?;
                 return Ok(Iteration::Discarded);
             };
+            if let Some(escalation) = escalation {
+                note_escalation(&mut change, escalation, &finished.run_id, now);
+            }
             self.hold_armless_schedule(&mut change.goal);
             let written = self
                 .store

@@ -5,6 +5,7 @@ mod cancel;
 mod egress;
 mod error;
 mod faults;
+mod feed;
 mod goals;
 mod heartbeat;
 mod idempotency;
@@ -33,6 +34,10 @@ use crate::webhook::{
 pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
 pub use faults::{Decision, Faults, NoFaults};
+pub use feed::{
+    Feed, FeedEvent, FeedItem, FeedSettings, Subscription, DEFAULT_HEARTBEAT,
+    DEFAULT_MAX_SUBSCRIBERS_PER_TENANT, DEFAULT_SUBSCRIBER_BUFFER,
+};
 pub use goals::{Created, Replay};
 pub use heartbeat::Heartbeat;
 pub use idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS, MAX_KEY_CHARS};
@@ -80,6 +85,8 @@ pub struct EngineSettings {
     pub retain_closed: Option<Duration>,
     /// The choices the profile leaves open, as this host makes them.
     pub choices: Choices,
+    /// The live event stream's bounds.
+    pub feed: FeedSettings,
     /// Fires and heartbeat probes the scheduler starts per second for one
     /// tenant; `None`: no limit (conformance runs and benchmarks). A
     /// served host without the seams sets
@@ -102,6 +109,7 @@ impl Default for EngineSettings {
             quotas: Quotas::default(),
             retain_closed: Some(crate::config::DEFAULT_RETAIN_CLOSED),
             choices: Choices::default(),
+            feed: FeedSettings::default(),
             outbound_per_tenant_per_sec: None,
         }
     }
@@ -129,6 +137,8 @@ pub struct Engine {
     /// Wakes the scheduler when a write arms a goal earlier than it knew.
     wake: SchedulerWake,
     egress: SharedEgress,
+    /// Committed events, fanned out to live streams.
+    feed: Arc<Feed>,
     settings: EngineSettings,
     /// The bug this host runs with, if any ([`NoFaults`]: none).
     faults: Arc<dyn Faults>,
@@ -175,6 +185,8 @@ impl Engine {
             client = client.with_faults(calls);
         }
         let webhooks = Arc::new(client);
+        let feed = Arc::new(Feed::new(settings.feed.clone()));
+        store.set_event_sink(Arc::clone(&feed) as Arc<dyn crate::storage::EventSink>);
         Engine {
             store,
             clock,
@@ -186,6 +198,7 @@ impl Engine {
             cancels: Cancels::default(),
             wake: SchedulerWake::default(),
             egress,
+            feed,
             settings,
             faults,
         }

@@ -57,10 +57,13 @@ impl Engine {
             report: RunReport {
                 output: report.output,
                 cost: report.cost,
-                escalation: report.escalation.map(|escalation| Escalation {
-                    kind: escalation.kind,
-                    reason: escalation.reason,
-                }),
+                escalation: report
+                    .escalation
+                    .map(|escalation| Escalation::parse(&escalation.kind, &escalation.reason))
+                    .transpose()
+                    .map_err(|message| {
+                        EngineError::Internal(format!("a parsed escalation was refused: {message}"))
+                    })?,
                 // Only manual goals take reported runs: nothing to commit.
                 commitment_ms: None,
             },

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::goals::MAX_PAGE;
 use super::json::json;
-use super::{AppState, GOALS_BASE};
+use super::{AppState, EVENTS_STREAM_PATH, GOALS_BASE};
 use crate::choices::Choices;
 use crate::engine::TAKES_REPORTED_RUNS;
 
@@ -48,6 +48,11 @@ pub fn document(seams: bool, choices: &Choices) -> Value {
                 "path": format!("{GOALS_BASE}/{{id}}/runs"),
                 "continuation": reported_modes,
             },
+            // Events are this host's API, seams or not: a goal's list and
+            // evaluations (`{base}/{id}/events`, `/evaluations`) and the
+            // tenant's live stream (Server-Sent Events). Other hosts may
+            // offer them only as the `events` seam.
+            "events": { "goalList": true, "stream": EVENTS_STREAM_PATH },
         },
         "agents": { "goals": { "judge": judge, "continuation": modes, "requiresBounds": true } },
         // Webhook refs into internal addresses are refused unless the

@@ -292,6 +292,12 @@ impl From<EngineError> for ApiError {
                 format!("the tenant's {} quota ({limit}) is used up", quota.as_str()),
             )
             .with_details(json!({ "quota": quota.as_str(), "limit": limit })),
+            EngineError::TooManyStreams(limit) => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "quota_exceeded",
+                format!("the tenant already holds {limit} event streams; close one first"),
+            )
+            .with_details(json!({ "quota": "streams", "limit": limit })),
             EngineError::Request(error) => error.into(),
             EngineError::Store(error) => {
                 tracing::error!(%error, "storage failed");

@@ -5,6 +5,8 @@ mod auth;
 mod discovery;
 mod envelope;
 mod error;
+mod escalation;
+mod events;
 mod faults;
 mod goals;
 mod json;
@@ -33,6 +35,7 @@ use crate::engine::{Engine, IfMatch};
 pub use auth::{TokenError, Tokens};
 pub use discovery::document as discovery_document;
 pub use error::ApiError;
+pub use events::EVENTS_STREAM_PATH;
 pub use faults::{NoRouteFaults, RouteFaults};
 pub use openapi::{document as openapi_document, OPENAPI_PATH};
 pub use verifiers::VERIFIERS_BASE;
@@ -105,6 +108,8 @@ pub fn app(state: AppState) -> Router {
     let mut routes = Router::new()
         .merge(discovery::routes())
         .merge(openapi::routes())
+        .merge(escalation::routes())
+        .merge(events::routes())
         .merge(goals::routes())
         .merge(transitions::routes())
         .merge(runs::routes())

@@ -15,7 +15,8 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use super::{AppState, GOALS_BASE, VERIFIERS_BASE};
+use super::{AppState, EVENTS_STREAM_PATH, GOALS_BASE, VERIFIERS_BASE};
+use crate::domain::notes::{MAX_ESCALATION_REASON_CHARS, MAX_RESOLUTION_NOTE_CHARS};
 
 /// Where the description is served.
 pub const OPENAPI_PATH: &str = "/openapi.json";
@@ -84,13 +85,15 @@ pub fn document(seams: bool) -> Value {
     }
     paths.insert(VERIFIERS_BASE.into(), verifiers_path());
     paths.insert(format!("{VERIFIERS_BASE}/{{name}}"), verifier_path());
+    paths.insert(format!("{GOALS_BASE}/{{id}}/events"), events_path());
+    paths.insert(
+        format!("{GOALS_BASE}/{{id}}/evaluations"),
+        evaluations_path(),
+    );
+    paths.insert(format!("{GOALS_BASE}/{{id}}/escalation"), escalation_path());
+    paths.insert(EVENTS_STREAM_PATH.into(), stream_path());
     if seams {
         paths.insert(format!("{GOALS_BASE}/{{id}}/continue"), continue_path());
-        paths.insert(format!("{GOALS_BASE}/{{id}}/events"), events_path());
-        paths.insert(
-            format!("{GOALS_BASE}/{{id}}/evaluations"),
-            evaluations_path(),
-        );
     }
     json!({
         "openapi": "3.1.0",
@@ -99,7 +102,7 @@ pub fn document(seams: bool) -> Value {
             "title": "goalpost-host",
             "version": env!("CARGO_PKG_VERSION"),
             "summary": "Reference host for RFC 0097 standing goals",
-            "description": "Standing goals keep an agent working across runs until a judge says the goal is met, a bound is crossed, or the agent escalates. Only the judge completes a goal: no request body can set `state`, `progress` or `completion.lastVerdict`. Every 4xx/5xx answer is an error envelope `{error, message, details?}`. The conformance seams (`continue`, `events`, `evaluations`, fixture refs) are served and described only when the host runs with `--conformance-seams`.",
+            "description": "Standing goals keep an agent working across runs until a judge says the goal is met, a bound is crossed, or the agent escalates. Only the judge completes a goal: no request body can set `state`, `progress` or `completion.lastVerdict`. Every 4xx/5xx answer is an error envelope `{error, message, details?}`. The conformance seams (`continue`, fixture refs) are served and described only when the host runs with `--conformance-seams`; a goal's events and evaluations, its escalation and the live event stream are served either way.",
             "license": { "name": "Apache-2.0", "identifier": "Apache-2.0" },
         },
         "security": [{ "bearer": [] }],
@@ -225,9 +228,12 @@ fn goal_links(seams: bool) -> Value {
         "pauseGoal",
         "resumeGoal",
         "abandonGoal",
+        "listEvents",
+        "listEvaluations",
+        "getEscalation",
     ];
     if seams {
-        operations.extend(["continueGoal", "listEvents", "listEvaluations"]);
+        operations.push("continueGoal");
     }
     let links: Map<String, Value> = operations
         .into_iter()
@@ -333,13 +339,77 @@ fn attention_path() -> Value {
 }
 
 fn transition_path(verb: &str, effect: &str) -> Value {
-    json!({
+    let mut path = json!({
         "parameters": [goal_id_parameter()],
         "post": {
             "operationId": format!("{verb}Goal"),
             "summary": effect,
             "parameters": [if_match_parameter()],
             "responses": responses(&[(200, goal_response("The goal after the transition.", "goal"))], &[400, 401, 404, 409, 412]),
+        },
+    });
+    if verb == "resume" {
+        path["post"]["requestBody"] = json!({
+            "required": false,
+            "description": "Optional. A JSON object's `note` is the person's resolution of the goal's escalation: the next run's arm request carries it (`resolution`). Any other body is ignored; a `note` that is not a string, or longer than 2048 characters, is 400.",
+            "content": json_content(json!({
+                "type": "object",
+                "properties": { "note": { "type": ["string", "null"], "maxLength": MAX_RESOLUTION_NOTE_CHARS } },
+            })),
+        });
+    }
+    path
+}
+
+fn escalation_path() -> Value {
+    json!({
+        "parameters": [goal_id_parameter()],
+        "get": {
+            "operationId": "getEscalation",
+            "summary": "Why the goal is escalated: the interrupt's kind and reason, for the person who resolves it",
+            "description": "404 when the goal is not escalated (or is another tenant's). The reason is the arm's text; it appears in no event.",
+            "responses": responses(&[(200, json!({
+                "description": "The open escalation.",
+                "content": json_content(json!({
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["goalId", "kind", "reason", "runId", "at"],
+                    "properties": {
+                        "goalId": { "type": "string" },
+                        "kind": { "type": "string", "description": "`clarification`, `approval` or `x-host-…` (RFC 0044)." },
+                        "reason": { "type": "string", "maxLength": MAX_ESCALATION_REASON_CHARS },
+                        "runId": { "type": "string", "description": "The run that escalated." },
+                        "at": { "type": "string", "format": "date-time" },
+                    },
+                })),
+            }))], &[401, 404]),
+        },
+    })
+}
+
+fn stream_path() -> Value {
+    json!({
+        "get": {
+            "operationId": "streamEvents",
+            "summary": "The tenant's events as they commit (Server-Sent Events)",
+            "description": "Each message: `id:` the event's tenant-wide cursor, `event:` its type, `data:` the event envelope the per-goal list shows. Events stored after the cursor (`Last-Event-ID`, else `after`, else from the first) come first, then live ones, each once. An idle stream sends a `:heartbeat` comment. A subscriber that falls too far behind gets a final `stream.dropped` message `{reason, resumeAfter}` and the stream ends; reconnecting with `Last-Event-ID: <resumeAfter>` loses nothing. A tenant holds a bounded number of streams (429 `quota_exceeded` beyond).",
+            "parameters": [{
+                "name": "goal", "in": "query", "required": false,
+                "description": "Only this goal's events (another tenant's goal is 404).",
+                "schema": { "type": "string", "pattern": "^goal-" },
+            }, {
+                "name": "after", "in": "query", "required": false,
+                "description": "Resume after this cursor (digits; anything else is 400).",
+                "schema": { "type": "integer", "minimum": 0 },
+            }, {
+                "name": "Last-Event-ID", "in": "header", "required": false,
+                "description": "Resume after this cursor; wins over `after`.",
+                "schema": { "type": "string", "pattern": "^[0-9]+$" },
+            }],
+            "responses": responses(&[(200, json!({
+                "description": "An endless `text/event-stream`.",
+                "content": { "text/event-stream": { "schema": { "type": "string" } } },
+            }))], &[400, 401, 404, 429]),
         },
     })
 }
@@ -409,7 +479,7 @@ fn events_path() -> Value {
         "parameters": [goal_id_parameter()],
         "get": {
             "operationId": "listEvents",
-            "summary": "Conformance seam: the goal's events, oldest first",
+            "summary": "The goal's events, oldest first (content-free)",
             "parameters": [{
                 "name": "after", "in": "query", "required": false,
                 "description": "Only events with a larger sequence.",
@@ -425,7 +495,7 @@ fn evaluations_path() -> Value {
         "parameters": [goal_id_parameter()],
         "get": {
             "operationId": "listEvaluations",
-            "summary": "Conformance seam: every recorded verdict, in iteration order",
+            "summary": "Every recorded verdict, in iteration order",
             "responses": responses(&[(200, body_response("The evaluations.", "evaluation-list"))], &[401, 404]),
         },
     })
@@ -596,7 +666,7 @@ mod tests {
             let links = document["paths"][GOALS_BASE]["post"]["responses"]["201"]["links"]
                 .as_object()
                 .expect("links");
-            assert_eq!(links.len(), if seams { 9 } else { 6 });
+            assert_eq!(links.len(), if seams { 10 } else { 9 });
             for link in links.values() {
                 let target = link["operationId"].as_str().expect("operationId");
                 assert!(operations.contains(target), "{target} is not described");
@@ -609,5 +679,14 @@ mod tests {
         let continue_path = format!("{GOALS_BASE}/{{id}}/continue");
         assert!(document(true)["paths"].get(&continue_path).is_some());
         assert!(document(false)["paths"].get(&continue_path).is_none());
+        // Events, evaluations, the escalation and the stream are host API.
+        for path in [
+            format!("{GOALS_BASE}/{{id}}/events"),
+            format!("{GOALS_BASE}/{{id}}/evaluations"),
+            format!("{GOALS_BASE}/{{id}}/escalation"),
+            EVENTS_STREAM_PATH.to_string(),
+        ] {
+            assert!(document(false)["paths"].get(&path).is_some(), "{path}");
+        }
     }
 }

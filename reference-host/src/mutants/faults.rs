@@ -9,10 +9,12 @@ use std::sync::Arc;
 use axum::Router;
 use serde_json::Value;
 
-use super::{engine, http, webhook, Switch};
+use super::{engine, http, notes, webhook, Switch};
 use crate::arms::Worker;
 use crate::domain::transition::{Change, FinishedRun};
-use crate::domain::{Event, Goal, GoalId, GoalState, Judgement, Mode, RequestContext, Timestamp};
+use crate::domain::{
+    Event, Goal, GoalId, GoalState, Judgement, Mode, OpenEscalation, RequestContext, Timestamp,
+};
 use crate::engine::{Decision, EngineError, EngineSettings, Faults};
 use crate::http::{AppState, RouteFaults};
 use crate::judge::Verifier;
@@ -151,6 +153,14 @@ impl Faults for MutantFaults {
 
     fn checks_egress(&self) -> bool {
         !self.switch.is(super::Mutant::EgressRefsAccepted)
+    }
+
+    fn shows_escalations_across_tenants(&self) -> bool {
+        self.switch.is(super::Mutant::EscalationOtherTenant)
+    }
+
+    fn shown_escalation(&self, open: OpenEscalation) -> OpenEscalation {
+        notes::shown_escalation(&self.switch, open)
     }
 
     fn reported_mode(&self, mode: Mode) -> Mode {

@@ -229,9 +229,10 @@ enum Route {
     Elsewhere,
 }
 
-const ACTIONS: [&str; 8] = [
+const ACTIONS: [&str; 9] = [
     "runs",
     "attention",
+    "escalation",
     "pause",
     "resume",
     "abandon",

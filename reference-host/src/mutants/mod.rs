@@ -28,6 +28,8 @@ mod engine;
 mod faults;
 #[cfg(feature = "mutants")]
 mod http;
+#[cfg(feature = "mutants")]
+mod notes;
 mod registry;
 #[cfg(feature = "mutants")]
 mod switch;

@@ -297,6 +297,14 @@ registry! {
         "A commitment goal whose run committed to nothing is fired again a second later, as if on a schedule."
     ReportedRunLenient "reported-run-lenient"
         "The reported-run parser drops unknown fields instead of refusing them, so a bad report is judged and recorded."
+    ArmFeedbackMissing "arm-feedback-missing"
+        "The arm request never says how the previous verdict went: `previous` is always null."
+    EscalationReasonDropped "escalation-reason-dropped"
+        "GET {base}/{id}/escalation answers the interrupt's kind with an empty reason."
+    EscalationOtherTenant "escalation-other-tenant"
+        "GET {base}/{id}/escalation forgets the owner check: another tenant reads the reason."
+    ResolutionNoteDropped "resolution-note-dropped"
+        "The run after a resume is not told how the escalation was resolved: the arm request has no `resolution`."
 }
 
 impl Mutant {

@@ -9,6 +9,12 @@ use crate::domain::Timestamp;
 /// The body actually sent.
 pub(crate) fn request_body(mutant: Option<Mutant>, body: &Value) -> Value {
     let mut body = body.clone();
+    if let (Some(Mutant::ArmFeedbackMissing), Some(previous)) = (mutant, body.get_mut("previous")) {
+        *previous = Value::Null;
+    }
+    if let (Some(Mutant::ResolutionNoteDropped), Some(object)) = (mutant, body.as_object_mut()) {
+        object.remove("resolution");
+    }
     if mutant == Some(Mutant::DeadlineAsEpoch) {
         if let Some(deadline) = body.pointer_mut("/remaining/deadline") {
             if let Some(at) = deadline.as_str().and_then(Timestamp::parse) {

@@ -30,11 +30,27 @@ macro_rules! run_pairs {
 }
 pub(super) use run_pairs;
 
-/// A goal's events after a sequence: `sequence, at_ms, record`.
-pub(super) const EVENTS_AFTER: &str = "SELECT log.events, log.at_ms, records.record
+/// A goal's events after a sequence: `sequence, at_ms, record, cursor`.
+pub(super) const EVENTS_AFTER: &str = "SELECT log.events, log.at_ms, records.record, log.record_id
      FROM goal_log AS log JOIN log_records AS records ON records.id = log.record_id
      WHERE log.goal_id = CAST(?1 AS TEXT) AND log.kind = 'event' AND log.events > ?2
      ORDER BY log.entry";
+
+/// A tenant's events after a cursor, oldest first, at most `?3`:
+/// `sequence, at_ms, record, cursor`. One range of `tenant_feed`'s key.
+pub(super) const TENANT_EVENTS_AFTER: &str =
+    "SELECT feed.sequence, feed.at_ms, records.record, feed.cursor
+     FROM tenant_feed AS feed JOIN log_records AS records ON records.id = feed.cursor
+     WHERE feed.tenant = CAST(?1 AS TEXT) AND feed.cursor > ?2
+     ORDER BY feed.cursor LIMIT ?3";
+
+/// One goal's events after a cursor, oldest first, at most `?3`: the same
+/// columns, from the goal's own log (its record ids grow with its entries).
+pub(super) const GOAL_EVENTS_AFTER_CURSOR: &str =
+    "SELECT log.events, log.at_ms, records.record, log.record_id
+     FROM goal_log AS log JOIN log_records AS records ON records.id = log.record_id
+     WHERE log.goal_id = CAST(?1 AS TEXT) AND log.kind = 'event' AND log.record_id > ?2
+     ORDER BY log.entry LIMIT ?3";
 
 /// A goal's evaluations, by iteration: `record`.
 pub(super) const EVALUATIONS: &str = "SELECT records.record
@@ -107,14 +123,15 @@ impl Tail {
         Ok(())
     }
 
-    /// Appends an event, numbered one past the goal's last.
+    /// Appends an event, numbered one past the goal's last; returns the id
+    /// of its record (the tenant-wide cursor, see migration 10).
     pub(super) fn event(
         &mut self,
         connection: &Connection,
         goal: &str,
         at_ms: i64,
         record: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<i64, StoreError> {
         let record_id = insert_record(connection, record)?;
         self.entry += 1;
         self.events += 1;
@@ -131,7 +148,7 @@ impl Tail {
                 at_ms,
                 record_id
             ])?;
-        Ok(())
+        Ok(record_id)
     }
 
     /// Appends an evaluation.

@@ -323,6 +323,26 @@ ALTER TABLE runs ADD COLUMN report TEXT;
 CREATE INDEX goals_committed ON goals (state, paused, next_fire_ms, created_ms, id)
     WHERE mode = 'commitment' AND next_fire_ms IS NOT NULL;
 ",
+    // The live event stream (`GET {base}/events`) resumes a tenant's
+    // events after a cursor: the id of the event's record, which grows in
+    // commit order across goals. This index of the tenant's events by
+    // cursor answers a resume with one range read, however many other
+    // tenants there are; events already stored are indexed too, so a
+    // stream can resume from before the upgrade.
+    r"
+CREATE TABLE tenant_feed (
+    tenant   TEXT NOT NULL,
+    cursor   INTEGER NOT NULL,
+    goal_id  TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    at_ms    INTEGER NOT NULL,
+    PRIMARY KEY (tenant, cursor)
+) WITHOUT ROWID;
+INSERT INTO tenant_feed (tenant, cursor, goal_id, sequence, at_ms)
+    SELECT goals.tenant, log.record_id, log.goal_id, log.events, log.at_ms
+    FROM goal_log AS log JOIN goals ON goals.id = log.goal_id
+    WHERE log.kind = 'event';
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {

@@ -162,6 +162,13 @@ pub enum Inserted {
     TooManyStored,
 }
 
+/// Told about every write's events once it committed, in commit order
+/// (so in cursor order for each tenant), on the thread that committed it,
+/// before the writer is answered: it must not block or do I/O.
+pub trait EventSink: Send + Sync {
+    fn committed(&self, tenant: &Tenant, events: &[Event]);
+}
+
 /// Reads answer at once (they are short, and never wait for a writer on a
 /// file database). Writes that the engine makes while serving are
 /// [`Pending`]: futures that resolve once the write committed, so a task
@@ -223,6 +230,22 @@ pub trait Store: Send + Sync {
 
     /// A goal's events with a sequence greater than `after`, in order.
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError>;
+
+    /// Whom to tell about committed events (the live stream); replaces any
+    /// sink set before.
+    fn set_event_sink(&self, sink: std::sync::Arc<dyn EventSink>);
+
+    /// At most `limit` of a tenant's events whose cursor
+    /// ([`Event::cursor`]) is greater than `after`, in cursor order (the
+    /// order they committed in); only `goal`'s when given (the caller
+    /// checked it is the tenant's). What the live stream backfills from.
+    fn tenant_events_after(
+        &self,
+        tenant: &Tenant,
+        goal: Option<&GoalId>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
 
     /// A goal's evaluations in iteration order.
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError>;

@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::StoreError;
 use crate::domain::{
-    ArmRef, Bounds, Check, Completion, Continuation, CostCap, Criterion, Evaluation, EventPayload,
-    FailureClass, Goal, GoalId, GoalState, LastVerdict, MicroUsd, Mode, Objective, Progress, RunId,
+    ArmRef, Bounds, Check, Completion, Continuation, CostCap, Criterion, Escalation,
+    EscalationKind, Evaluation, EventPayload, FailureClass, Feedback, Goal, GoalId, GoalState,
+    LastVerdict, MicroUsd, Mode, Notes, Objective, OpenEscalation, Progress, Resolution, RunId,
     Tenant, Timestamp, Verdict, VerifierRef,
 };
 
@@ -69,6 +70,111 @@ pub(super) struct GoalRecord {
     spent_micros: u64,
     next_fire_ms: Option<i64>,
     version: u64,
+    // A goal's notes (escalation, resolution, last outcome); absent in
+    // records written before they existed, and left out while empty so a
+    // plain goal's record does not grow.
+    #[serde(default, skip_serializing_if = "NotesRecord::is_empty")]
+    notes: NotesRecord,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct NotesRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    escalation: Option<EscalationRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resolution: Option<ResolutionRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    feedback: Option<FeedbackRecord>,
+}
+
+impl NotesRecord {
+    fn is_empty(&self) -> bool {
+        self.escalation.is_none() && self.resolution.is_none() && self.feedback.is_none()
+    }
+
+    fn from_notes(notes: &Notes) -> NotesRecord {
+        NotesRecord {
+            escalation: notes.escalation.as_ref().map(|open| EscalationRecord {
+                kind: open.escalation.kind.as_str().to_string(),
+                reason: open.escalation.reason.clone(),
+                run_id: open.run_id.as_str().to_string(),
+                at_ms: open.at.unix_ms(),
+            }),
+            resolution: notes
+                .resolution
+                .as_ref()
+                .map(|resolution| ResolutionRecord {
+                    kind: resolution.kind.as_str().to_string(),
+                    note: resolution.note.clone(),
+                }),
+            feedback: notes.feedback.as_ref().map(|feedback| FeedbackRecord {
+                satisfied: feedback.satisfied,
+                failing_criteria: feedback.failing_criteria.clone(),
+                failure_class: feedback
+                    .failure_class
+                    .map(|class| class.as_str().to_string()),
+            }),
+        }
+    }
+
+    fn into_notes(self) -> Result<Notes, StoreError> {
+        let kind = |text: &str| EscalationKind::parse(text).map_err(corrupt);
+        Ok(Notes {
+            escalation: self
+                .escalation
+                .map(|record| -> Result<OpenEscalation, StoreError> {
+                    Ok(OpenEscalation {
+                        escalation: Escalation {
+                            kind: kind(&record.kind)?,
+                            reason: record.reason,
+                        },
+                        run_id: run_id(&record.run_id)?,
+                        at: timestamp(record.at_ms)?,
+                    })
+                })
+                .transpose()?,
+            resolution: self
+                .resolution
+                .map(|record| -> Result<Resolution, StoreError> {
+                    Ok(Resolution {
+                        kind: kind(&record.kind)?,
+                        note: record.note,
+                    })
+                })
+                .transpose()?,
+            feedback: self
+                .feedback
+                .map(|record| -> Result<Feedback, StoreError> {
+                    Ok(Feedback {
+                        satisfied: record.satisfied,
+                        failing_criteria: record.failing_criteria,
+                        failure_class: failure_class(record.failure_class.as_deref())?,
+                    })
+                })
+                .transpose()?,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct EscalationRecord {
+    kind: String,
+    reason: String,
+    run_id: String,
+    at_ms: i64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ResolutionRecord {
+    kind: String,
+    note: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct FeedbackRecord {
+    satisfied: bool,
+    failing_criteria: Vec<String>,
+    failure_class: Option<String>,
 }
 
 impl GoalRecord {
@@ -109,6 +215,7 @@ impl GoalRecord {
             spent_micros: goal.spent.micros(),
             next_fire_ms: goal.next_fire_at.map(Timestamp::unix_ms),
             version: goal.version,
+            notes: NotesRecord::from_notes(&goal.notes),
         }
     }
 
@@ -166,6 +273,7 @@ impl GoalRecord {
             spent: MicroUsd::from_micros(self.spent_micros),
             next_fire_at: self.next_fire_ms.map(timestamp).transpose()?,
             version: self.version,
+            notes: self.notes.into_notes()?,
         })
     }
 }

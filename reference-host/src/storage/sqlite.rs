@@ -17,12 +17,12 @@ use super::migrations::migrate;
 use super::readers::Readers;
 use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
-    CreateGuard, DbLocation, Inserted, RunEnd, RunReservation, Store, StoreError, StoredKey,
-    StoredRun, Written,
+    CreateGuard, DbLocation, EventSink, Inserted, RunEnd, RunReservation, Store, StoreError,
+    StoredKey, StoredRun, Written,
 };
 use crate::domain::{
-    parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, Goal, GoalId, GoalState,
-    Mode, RunId, RunIds, Tenant, Timestamp, VerifierName,
+    parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
+    GoalState, Mode, RunId, RunIds, Tenant, Timestamp, VerifierName,
 };
 
 /// More than the distinct statements this store runs.
@@ -53,6 +53,8 @@ pub struct SqliteStore {
     readers: Option<Readers>,
     /// WAL checkpoints, for a file database in WAL mode.
     _checkpointer: Option<Checkpointer>,
+    /// Told about committed events, in commit order.
+    sink: Arc<std::sync::RwLock<Option<Arc<dyn EventSink>>>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -124,6 +126,7 @@ impl SqliteStore {
             writer: Arc::new(GroupCommit::new(connection)),
             cache: Arc::new(GoalCache::new(GOAL_CACHE_BYTES)),
             readers,
+            sink: Arc::default(),
             _checkpointer: checkpointer,
         })
     }
@@ -577,14 +580,26 @@ impl Store for SqliteStore {
         let run = run.map(|run| run.as_str().to_string());
         let at_ms = at.unix_ms();
         let payloads = change.events.clone();
+        let tenant = change.goal.owner.clone();
         let (cache, goal, record_len) = (
             Arc::clone(&self.cache),
             change.goal.clone(),
             row.record.len(),
         );
-        let on_commit = Box::new(move |written: &Option<i64>| {
-            if written.is_some() {
-                cache.committed(goal, record_len);
+        let sink = Arc::clone(&self.sink);
+        // Runs on the writer thread once the group committed, hooks in
+        // commit order: so the sink sees a tenant's events in cursor order
+        // (the live stream's resume depends on it), before any writer of
+        // the group is answered.
+        let on_commit = Box::new(move |written: &Option<Result<Vec<Event>, String>>| {
+            let Some(events) = written else {
+                return;
+            };
+            cache.committed(goal, record_len);
+            if let (Ok(events), Some(sink)) = (events, read_sink(&sink).as_ref()) {
+                if !events.is_empty() {
+                    sink.committed(&tenant, events);
+                }
             }
         });
         let write = self.writer.submit_then(move |connection| {
@@ -594,8 +609,16 @@ impl Store for SqliteStore {
             let mut tail = goal_log::Tail::read(connection, &row.id)?;
             tail.runs(connection, &row.id, &row.run_ids)?;
             let last = tail.events;
+            let mut cursors = Vec::with_capacity(records.len());
             for record in &records {
-                tail.event(connection, &row.id, at_ms, record)?;
+                let cursor = tail.event(connection, &row.id, at_ms, record)?;
+                connection
+                    .prepare_cached(
+                        "INSERT INTO tenant_feed (tenant, cursor, goal_id, sequence, at_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                    )?
+                    .execute(params![row.tenant, cursor, row.id, tail.events, at_ms])?;
+                cursors.push(cursor);
             }
             if let Some((run_id, iteration, record)) = &evaluation {
                 tail.evaluation(connection, &row.id, run_id, *iteration, record)?;
@@ -607,25 +630,16 @@ impl Store for SqliteStore {
                     )?
                     .execute(params![run, at_ms])?;
             }
-            Ok(Some(last))
+            // A numbering that cannot be read back is reported after the
+            // commit rather than failing a write that is already whole.
+            Ok(Some(numbered(&payloads, last, &cursors, at).map_err(|error| error.to_string())))
         }, Some(on_commit));
         Box::pin(async move {
-            let Some(last) = write.await? else {
-                return Ok(Written::Conflict);
-            };
-            let mut sequence = unsigned(last)?;
-            let events = payloads
-                .into_iter()
-                .map(|payload| {
-                    sequence += 1;
-                    Event {
-                        sequence,
-                        at,
-                        payload,
-                    }
-                })
-                .collect();
-            Ok(Written::Done(events))
+            match write.await? {
+                None => Ok(Written::Conflict),
+                Some(Ok(events)) => Ok(Written::Done(events)),
+                Some(Err(error)) => Err(StoreError::Corrupt(error)),
+            }
         })
     }
 
@@ -735,26 +749,46 @@ impl Store for SqliteStore {
 
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
         self.read(|connection| {
-            let mut statement = connection.prepare_cached(goal_log::EVENTS_AFTER)?;
             // Sequences past i64 cannot exist, so clamping keeps the meaning.
             let after = i64::try_from(after).unwrap_or(i64::MAX);
-            let rows = statement.query_map(params![goal.as_str(), after], |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, i64>(1)?,
-                    row.get::<_, String>(2)?,
-                ))
-            })?;
-            rows.map(|row| {
-                let (sequence, at_ms, record) = row?;
-                Ok(Event {
-                    sequence: unsigned(sequence)?,
-                    at: Timestamp::from_unix_ms(at_ms)
-                        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {at_ms}")))?,
-                    payload: from_json::<EventRecord>(&record)?.into_payload()?,
-                })
-            })
-            .collect()
+            event_rows(
+                connection,
+                goal_log::EVENTS_AFTER,
+                params![goal.as_str(), after],
+            )
+        })
+    }
+
+    fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
+        let mut slot = match self.sink.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *slot = Some(sink);
+    }
+
+    fn tenant_events_after(
+        &self,
+        tenant: &Tenant,
+        goal: Option<&GoalId>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        // Cursors past i64 cannot exist, so clamping keeps the meaning.
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|connection| match goal {
+            // The caller checked the goal is the tenant's.
+            Some(goal) => event_rows(
+                connection,
+                goal_log::GOAL_EVENTS_AFTER_CURSOR,
+                params![goal.as_str(), after, limit],
+            ),
+            None => event_rows(
+                connection,
+                goal_log::TENANT_EVENTS_AFTER,
+                params![tenant.as_str(), after, limit],
+            ),
         })
     }
 
@@ -998,6 +1032,13 @@ impl Store for SqliteStore {
                 for id in &purged {
                     let id = id.as_str();
                     for sql in [
+                        // The tenant's event feed names the goal's events by
+                        // their record ids: read through its primary key.
+                        "DELETE FROM tenant_feed
+                         WHERE tenant = (SELECT tenant FROM goals WHERE id = ?1)
+                           AND cursor IN (SELECT record_id FROM goal_log
+                                          WHERE goal_id = CAST(?1 AS TEXT)
+                                            AND kind = 'event' AND record_id IS NOT NULL)",
                         "DELETE FROM log_records WHERE id IN
                              (SELECT record_id FROM goal_log
                               WHERE goal_id = CAST(?1 AS TEXT) AND record_id IS NOT NULL)",
@@ -1018,6 +1059,67 @@ impl Store for SqliteStore {
     fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError> {
         self.read(|connection| super::next_due::next_due_after(connection, after))
     }
+}
+
+/// The events of one write: sequences on from the goal's `last`, cursors
+/// as their records were numbered.
+fn numbered(
+    payloads: &[EventPayload],
+    last: i64,
+    cursors: &[i64],
+    at: Timestamp,
+) -> Result<Vec<Event>, StoreError> {
+    let mut sequence = unsigned(last)?;
+    payloads
+        .iter()
+        .zip(cursors)
+        .map(|(payload, cursor)| {
+            sequence += 1;
+            Ok(Event {
+                sequence,
+                cursor: unsigned(*cursor)?,
+                at,
+                payload: payload.clone(),
+            })
+        })
+        .collect()
+}
+
+fn read_sink(sink: &std::sync::RwLock<Option<Arc<dyn EventSink>>>) -> Option<Arc<dyn EventSink>> {
+    // A poisoned lock still holds a usable sink: setting it cannot panic
+    // half-way.
+    match sink.read() {
+        Ok(guard) => guard.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+/// Events from a query answering `sequence, at_ms, record, cursor`.
+fn event_rows(
+    connection: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<Event>, StoreError> {
+    let mut statement = connection.prepare_cached(sql)?;
+    let rows = statement.query_map(params, |row| {
+        Ok((
+            row.get::<_, i64>(0)?,
+            row.get::<_, i64>(1)?,
+            row.get::<_, String>(2)?,
+            row.get::<_, i64>(3)?,
+        ))
+    })?;
+    rows.map(|row| {
+        let (sequence, at_ms, record, cursor) = row?;
+        Ok(Event {
+            sequence: unsigned(sequence)?,
+            cursor: unsigned(cursor)?,
+            at: Timestamp::from_unix_ms(at_ms)
+                .ok_or_else(|| StoreError::Corrupt(format!("timestamp {at_ms}")))?,
+            payload: from_json::<EventRecord>(&record)?.into_payload()?,
+        })
+    })
+    .collect()
 }
 
 #[cfg(test)]
@@ -1179,6 +1281,87 @@ mod tests {
 #[cfg(test)]
 mod plan_tests {
     use super::*;
+
+    /// A resume reads one range of the tenant's feed, in cursor order,
+    /// however many tenants and goals there are.
+    #[test]
+    fn the_tenant_feed_is_read_from_its_index_in_order() {
+        let text = crate::storage::query_plan(goal_log::TENANT_EVENTS_AFTER, params!["t", 0, 10]);
+        assert!(
+            text.contains("SEARCH feed USING PRIMARY KEY (tenant=? AND cursor>?)"),
+            "{text}"
+        );
+        assert!(!text.contains("TEMP B-TREE"), "sorts: {text}");
+    }
+
+    /// The tenant's events after a cursor: in commit order across goals,
+    /// at most `limit`, one goal's when asked, never another tenant's, and
+    /// each with the cursor the write reported.
+    #[tokio::test]
+    async fn tenant_events_follow_the_cursor() {
+        use crate::domain::fixture::{at, goal, unsatisfied};
+        use crate::domain::transition::record_run;
+        use crate::domain::{CostReading, FinishedRun, MicroUsd};
+        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
+        let (mut first, mut second) = (goal(Some(10), None, None), goal(Some(10), None, None));
+        let mut other = goal(Some(10), None, None);
+        let stranger = Tenant::parse("other").expect("a tenant");
+        other.owner = stranger.clone();
+        store
+            .insert_goals(&[first.clone(), second.clone(), other.clone()])
+            .expect("stored");
+        let mut written = Vec::new();
+        for round in 0..3 {
+            for current in [&mut first, &mut other, &mut second] {
+                let finished = FinishedRun {
+                    run_id: RunId::generate(),
+                    cost: MicroUsd::ZERO,
+                    outcome: unsatisfied(),
+                    commitment_ms: None,
+                };
+                let now = at(round * 10);
+                let change =
+                    record_run(current, &finished, now, CostReading::Budget).expect("a change");
+                let Written::Done(events) = store
+                    .apply(&change, current.version, None, now)
+                    .await
+                    .expect("applies")
+                else {
+                    panic!("no conflict here");
+                };
+                if current.owner != stranger {
+                    written.extend(events);
+                }
+                *current = change.goal;
+            }
+        }
+        let tenant = first.owner.clone();
+        let all = store
+            .tenant_events_after(&tenant, None, 0, 100)
+            .expect("reads");
+        assert_eq!(all, written, "the tenant's, in commit order, as written");
+        assert!(all.windows(2).all(|pair| pair[0].cursor < pair[1].cursor));
+        let page = store
+            .tenant_events_after(&tenant, None, all[1].cursor, 2)
+            .expect("reads");
+        assert_eq!(page, all[2..4].to_vec());
+        let mine = store
+            .tenant_events_after(&tenant, Some(&second.id), all[0].cursor, 100)
+            .expect("reads");
+        let expected: Vec<Event> = all
+            .iter()
+            .filter(|event| {
+                matches!(&event.payload, crate::domain::EventPayload::Evaluated { goal_id, .. } if *goal_id == second.id)
+            })
+            .cloned()
+            .collect();
+        assert_eq!(mine, expected);
+        let last = all.last().expect("some").cursor;
+        assert!(store
+            .tenant_events_after(&tenant, None, last, 100)
+            .expect("reads")
+            .is_empty());
+    }
 
     #[test]
     fn the_due_listing_reads_only_its_index_in_order() {

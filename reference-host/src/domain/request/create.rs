@@ -48,6 +48,7 @@ impl NewGoal {
             progress: Progress::default(),
             paused: false,
             spent: MicroUsd::ZERO,
+            notes: crate::domain::Notes::default(),
             // A commitment goal asks its agent at once for the first
             // check-in; after that only what a run commits to is armed.
             next_fire_at: (self.mode == Mode::Commitment).then_some(now),

@@ -12,8 +12,7 @@ pub const MAX_RUN_KEY_CHARS: usize = 128;
 /// The longest escalation kind and reason: what an arm may answer
 /// (schema `webhook-arm-response`), so a reported run escalates as a
 /// dispatched one can.
-pub const MAX_ESCALATION_KIND_CHARS: usize = 256;
-pub const MAX_ESCALATION_REASON_CHARS: usize = 4096;
+pub use crate::domain::notes::{MAX_ESCALATION_KIND_CHARS, MAX_ESCALATION_REASON_CHARS};
 
 const TOP: [&str; 4] = ["runId", "output", "costUsd", "escalate"];
 const ESCALATE: [&str; 2] = ["kind", "reason"];
@@ -95,8 +94,13 @@ pub fn parse_run_report(body: &Value) -> Result<ReportedRun, RequestError> {
         Some(value) => {
             let map = object(value, "/escalate")?;
             only_keys(map, "/escalate", &ESCALATE)?;
+            let kind = bounded_text(map, "kind", 1, MAX_ESCALATION_KIND_CHARS)?;
+            // The same rule as an arm's interrupt (printable text), so a
+            // reported run escalates exactly as a dispatched one can.
+            crate::domain::notes::EscalationKind::parse(&kind)
+                .map_err(|message| invalid("/escalate/kind", message))?;
             Some(ReportedEscalation {
-                kind: bounded_text(map, "kind", 1, MAX_ESCALATION_KIND_CHARS)?,
+                kind,
                 reason: bounded_text(map, "reason", 0, MAX_ESCALATION_REASON_CHARS)?,
             })
         }

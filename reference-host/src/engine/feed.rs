@@ -1,0 +1,362 @@
+//! The live event feed behind `GET {base}/events`: every committed event,
+//! fanned out to the tenant's subscribers.
+//!
+//! The store tells the feed about events on its writer thread, in commit
+//! order, once they committed ([`EventSink`]). Publishing is one send into
+//! a tenant's bounded broadcast ring: it never waits for a subscriber, so a
+//! slow or stuck reader cannot hold up a write. A subscriber that falls
+//! more than the ring's length behind is dropped (it learns so and may
+//! resume from its last cursor) instead of slowing anybody down.
+//!
+//! A subscription starts by listening, then reads what is stored after the
+//! caller's cursor, then follows the live events, skipping any it already
+//! delivered from storage: an event committed while it connected is in one
+//! of the two, and is delivered once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use super::{Engine, EngineError};
+use crate::domain::{wire, Event, EventPayload, GoalId, Tenant};
+use crate::storage::EventSink;
+
+/// How many events a subscriber may fall behind before it is dropped.
+pub const DEFAULT_SUBSCRIBER_BUFFER: usize = 1024;
+/// Streams one tenant may hold open at once.
+pub const DEFAULT_MAX_SUBSCRIBERS_PER_TENANT: usize = 32;
+/// How often an idle stream sends a comment, so proxies and clients see
+/// the connection is alive.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
+/// The most lag a subscriber may be allowed, whatever the operator asks:
+/// the ring holds this many events per tenant.
+pub const MAX_SUBSCRIBER_BUFFER: usize = 65_536;
+/// Stored events a subscription reads per page while it catches up.
+const BACKFILL_PAGE: usize = 500;
+
+/// The feed's bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedSettings {
+    /// Events a subscriber may lag behind before it is dropped; ≥ 1.
+    pub buffer: usize,
+    /// Open subscriptions per tenant; a further one is refused.
+    pub max_subscribers_per_tenant: usize,
+    /// Interval between heartbeat comments on an idle stream.
+    pub heartbeat: Duration,
+}
+
+impl Default for FeedSettings {
+    fn default() -> FeedSettings {
+        FeedSettings {
+            buffer: DEFAULT_SUBSCRIBER_BUFFER,
+            max_subscribers_per_tenant: DEFAULT_MAX_SUBSCRIBERS_PER_TENANT,
+            heartbeat: DEFAULT_HEARTBEAT,
+        }
+    }
+}
+
+/// An event as the feed hands it out: with its wire JSON rendered once,
+/// when it is published, not once per subscriber (with a thousand
+/// subscribers, rendering per subscriber was most of the fan-out's cost).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedEvent {
+    pub event: Event,
+    /// `wire::event(&event)` as text.
+    pub json: Arc<str>,
+}
+
+impl FeedEvent {
+    fn new(event: Event) -> FeedEvent {
+        let json = wire::event(&event).to_string().into();
+        FeedEvent { event, json }
+    }
+}
+
+type Ring = broadcast::Sender<Arc<FeedEvent>>;
+
+/// The tenants' broadcast rings. A tenant has one only while somebody
+/// listens.
+#[derive(Debug)]
+pub struct Feed {
+    settings: FeedSettings,
+    tenants: Mutex<HashMap<Tenant, Ring>>,
+}
+
+impl Feed {
+    pub fn new(settings: FeedSettings) -> Feed {
+        Feed {
+            settings,
+            tenants: Mutex::default(),
+        }
+    }
+
+    pub fn settings(&self) -> &FeedSettings {
+        &self.settings
+    }
+
+    fn tenants(&self) -> std::sync::MutexGuard<'_, HashMap<Tenant, Ring>> {
+        // Nothing under this lock can panic half-way through a change.
+        match self.tenants.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// A receiver of the tenant's events from now on, unless the tenant
+    /// already holds its most subscriptions.
+    fn listen(&self, tenant: &Tenant) -> Result<broadcast::Receiver<Arc<FeedEvent>>, EngineError> {
+        let mut tenants = self.tenants();
+        let buffer = self.settings.buffer.clamp(1, MAX_SUBSCRIBER_BUFFER);
+        let sender = tenants
+            .entry(tenant.clone())
+            .or_insert_with(|| broadcast::channel(buffer).0);
+        let cap = self.settings.max_subscribers_per_tenant;
+        if sender.receiver_count() >= cap {
+            return Err(EngineError::TooManyStreams(cap));
+        }
+        Ok(sender.subscribe())
+    }
+
+    /// Ends every subscription (at shutdown: an open stream would
+    /// otherwise hold the shutdown for its whole deadline).
+    pub fn close(&self) {
+        self.tenants().clear();
+    }
+
+    /// Open subscriptions of the tenant (for tests and the benchmark).
+    pub fn subscribers(&self, tenant: &Tenant) -> usize {
+        self.tenants()
+            .get(tenant)
+            .map_or(0, broadcast::Sender::receiver_count)
+    }
+}
+
+impl EventSink for Feed {
+    fn committed(&self, tenant: &Tenant, events: &[Event]) {
+        let mut tenants = self.tenants();
+        let Some(sender) = tenants.get(tenant) else {
+            return;
+        };
+        for event in events {
+            if sender
+                .send(Arc::new(FeedEvent::new(event.clone())))
+                .is_err()
+            {
+                // Nobody listens any more: forget the ring.
+                tenants.remove(tenant);
+                return;
+            }
+        }
+    }
+}
+
+/// What a subscription yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FeedItem {
+    Event(Arc<FeedEvent>),
+    /// The subscriber fell too far behind and is dropped; it resumes after
+    /// `last` (the cursor it last received) with no gap.
+    Dropped {
+        last: u64,
+    },
+}
+
+/// One subscriber's view of the feed.
+#[derive(Debug)]
+pub struct Subscription {
+    engine: Arc<Engine>,
+    tenant: Tenant,
+    goal: Option<GoalId>,
+    live: broadcast::Receiver<Arc<FeedEvent>>,
+    /// The cursor last delivered: nothing at or below it is delivered again.
+    last: u64,
+    /// Still reading stored events after `last`.
+    catching_up: bool,
+    backlog: std::collections::VecDeque<Event>,
+    dropped: bool,
+}
+
+fn goal_of(event: &Event) -> &GoalId {
+    match &event.payload {
+        EventPayload::Evaluated { goal_id, .. } | EventPayload::Closed { goal_id, .. } => goal_id,
+    }
+}
+
+impl Subscription {
+    /// The next event, or `None` once the subscription ended (dropped, or
+    /// the host shut down).
+    pub async fn next(&mut self) -> Result<Option<FeedItem>, EngineError> {
+        loop {
+            if self.dropped {
+                return Ok(None);
+            }
+            if let Some(event) = self.backlog.pop_front() {
+                self.last = event.cursor;
+                return Ok(Some(FeedItem::Event(Arc::new(FeedEvent::new(event)))));
+            }
+            if self.catching_up {
+                let (tenant, goal, after) = (self.tenant.clone(), self.goal.clone(), self.last);
+                let page = self
+                    .engine
+                    .db(move |store| {
+                        store.tenant_events_after(&tenant, goal.as_ref(), after, BACKFILL_PAGE)
+                    })
+                    .await?;
+                self.catching_up = page.len() == BACKFILL_PAGE;
+                self.backlog.extend(page);
+                continue;
+            }
+            match self.live.recv().await {
+                Ok(published) => {
+                    let event = &published.event;
+                    if event.cursor <= self.last
+                        || self
+                            .goal
+                            .as_ref()
+                            .is_some_and(|goal| goal_of(event) != goal)
+                    {
+                        continue;
+                    }
+                    self.last = event.cursor;
+                    return Ok(Some(FeedItem::Event(published)));
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    self.dropped = true;
+                    return Ok(Some(FeedItem::Dropped { last: self.last }));
+                }
+                Err(broadcast::error::RecvError::Closed) => return Ok(None),
+            }
+        }
+    }
+
+    /// The cursor last delivered.
+    pub fn last(&self) -> u64 {
+        self.last
+    }
+}
+
+impl Engine {
+    /// Subscribes the tenant to its events after `after` (0: from the
+    /// first), only `goal`'s when given. A goal of another tenant does not
+    /// exist for it.
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        tenant: &Tenant,
+        goal: Option<&GoalId>,
+        after: u64,
+    ) -> Result<Subscription, EngineError> {
+        if let Some(goal) = goal {
+            self.load_owned(tenant, goal).await?;
+        }
+        // Listen before reading what is stored, so nothing committed in
+        // between is missed.
+        let live = self.feed.listen(tenant)?;
+        Ok(Subscription {
+            engine: Arc::clone(self),
+            tenant: tenant.clone(),
+            goal: goal.cloned(),
+            live,
+            last: after,
+            catching_up: true,
+            backlog: std::collections::VecDeque::new(),
+            dropped: false,
+        })
+    }
+
+    /// The live feed (its bounds, its subscriber counts).
+    pub fn feed(&self) -> &Arc<Feed> {
+        &self.feed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{GoalState, Timestamp};
+
+    fn event(cursor: u64, goal: &GoalId) -> Event {
+        Event {
+            sequence: cursor,
+            cursor,
+            at: Timestamp::from_unix_ms(0).expect("epoch"),
+            payload: EventPayload::Closed {
+                goal_id: goal.clone(),
+                final_state: GoalState::Abandoned,
+            },
+        }
+    }
+
+    #[test]
+    fn the_cap_refuses_one_more_subscriber_and_a_dropped_one_frees_its_place() {
+        let feed = Feed::new(FeedSettings {
+            max_subscribers_per_tenant: 2,
+            ..FeedSettings::default()
+        });
+        let (a, b) = (
+            Tenant::parse("a").expect("a tenant"),
+            Tenant::parse("b").expect("b tenant"),
+        );
+        let first = feed.listen(&a).expect("one");
+        let _second = feed.listen(&a).expect("two");
+        assert!(matches!(
+            feed.listen(&a),
+            Err(EngineError::TooManyStreams(2))
+        ));
+        // Another tenant has its own places.
+        let _other = feed.listen(&b).expect("b's first");
+        drop(first);
+        feed.listen(&a).expect("a freed place");
+    }
+
+    #[tokio::test]
+    async fn publishing_never_waits_for_a_full_subscriber() {
+        let feed = Feed::new(FeedSettings {
+            buffer: 2,
+            ..FeedSettings::default()
+        });
+        let tenant = Tenant::parse("a").expect("a tenant");
+        let goal = GoalId::generate();
+        let mut slow = feed.listen(&tenant).expect("listens");
+        let events: Vec<Event> = (1..=5).map(|cursor| event(cursor, &goal)).collect();
+        // Five events into a ring of two return at once.
+        feed.committed(&tenant, &events);
+        assert!(matches!(
+            slow.recv().await,
+            Err(broadcast::error::RecvError::Lagged(3))
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_lag_allowed_is_bounded_whatever_is_asked() {
+        let feed = Feed::new(FeedSettings {
+            buffer: usize::MAX,
+            ..FeedSettings::default()
+        });
+        let tenant = Tenant::parse("a").expect("a tenant");
+        let goal = GoalId::generate();
+        let mut listener = feed.listen(&tenant).expect("listens");
+        let events: Vec<Event> = (1..=MAX_SUBSCRIBER_BUFFER as u64 + 1)
+            .map(|cursor| event(cursor, &goal))
+            .collect();
+        feed.committed(&tenant, &events);
+        assert!(matches!(
+            listener.recv().await,
+            Err(broadcast::error::RecvError::Lagged(1))
+        ));
+    }
+
+    #[test]
+    fn a_tenant_without_listeners_keeps_no_ring() {
+        let feed = Feed::new(FeedSettings::default());
+        let tenant = Tenant::parse("a").expect("a tenant");
+        let goal = GoalId::generate();
+        feed.committed(&tenant, &[event(1, &goal)]);
+        assert_eq!(feed.subscribers(&tenant), 0);
+        let listener = feed.listen(&tenant).expect("listens");
+        drop(listener);
+        feed.committed(&tenant, &[event(2, &goal)]);
+        assert!(feed.tenants().is_empty());
+    }
+}
