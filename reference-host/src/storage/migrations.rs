@@ -267,6 +267,13 @@ DROP INDEX goals_open_by_tenant;
 CREATE INDEX goals_by_tenant_id ON goals (tenant, id);
 CREATE INDEX goals_by_tenant_state_id ON goals (tenant, state, id);
 ",
+    // One run per (goal, iteration), as the PostgreSQL schema has it: the
+    // per-goal lock already serialises a process's iterations, and the
+    // database now refuses a second reservation of an iteration whatever
+    // the process believes.
+    r"
+CREATE UNIQUE INDEX runs_one_per_iteration ON runs (goal_id, iteration);
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
