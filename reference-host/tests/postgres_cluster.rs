@@ -52,13 +52,11 @@ fn replicas(location: &DbLocation, count: usize, quotas: Quotas) -> Vec<Arc<Harn
         .collect()
 }
 
-/// Each goal gets 12 continues at once, four on each of three replicas,
-/// against an arm that takes 20 ms: only `maxLoopIterations` of them run.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_continues_on_three_replicas_never_exceed_the_bound() {
-    let Some(server) = pg::server() else { return };
-    let schema = pg::Schema::fresh(&server).await;
-    let location = DbLocation::Postgres(schema.url.clone());
+/// What concurrent continues broke: each entry one violated invariant.
+/// Each of `goals` goals gets 12 continues at once, four on each of the
+/// three replicas, against an arm that takes 20 ms: only
+/// `maxLoopIterations` of them may run.
+async fn continue_storm(hosts: &[Arc<Harness>], goals: usize) -> Vec<String> {
     let receiver = Receiver::start(|call, _| {
         if call.path == ARM {
             Answer::Delayed(
@@ -70,7 +68,6 @@ async fn concurrent_continues_on_three_replicas_never_exceed_the_bound() {
         }
     })
     .await;
-    let hosts = replicas(&location, 3, Quotas::default());
     const BOUND: u64 = 3;
     let body = json!({
         "objective": "ship the release checklist",
@@ -79,8 +76,8 @@ async fn concurrent_continues_on_three_replicas_never_exceed_the_bound() {
         "bounds": { "maxLoopIterations": BOUND },
     });
     let mut ids = Vec::new();
-    for n in 0..3 {
-        ids.push(id_of(&hosts[n].create(body.clone()).await));
+    for n in 0..goals {
+        ids.push(id_of(&hosts[n % 3].create(body.clone()).await));
     }
     let mut continues = tokio::task::JoinSet::new();
     for id in &ids {
@@ -92,17 +89,18 @@ async fn concurrent_continues_on_three_replicas_never_exceed_the_bound() {
             });
         }
     }
+    let mut violations = Vec::new();
     let mut ran = std::collections::HashMap::<String, u64>::new();
     while let Some(joined) = continues.join_next().await {
         let (id, status) = joined.expect("the continue task");
         match status {
             StatusCode::OK => *ran.entry(id).or_default() += 1,
             StatusCode::CONFLICT => {}
-            other => panic!("a continue answered {other}"),
+            other => violations.push(format!("a continue of {id} answered {other}")),
         }
     }
-    let arm_calls = receiver.calls_to(ARM);
-    let dispatched: Vec<(String, u64)> = arm_calls
+    let dispatched: Vec<(String, u64)> = receiver
+        .calls_to(ARM)
         .iter()
         .map(|call| {
             (
@@ -112,35 +110,147 @@ async fn concurrent_continues_on_three_replicas_never_exceed_the_bound() {
         })
         .collect();
     let distinct: HashSet<&(String, u64)> = dispatched.iter().collect();
-    assert_eq!(
-        distinct.len(),
-        dispatched.len(),
-        "an iteration reached the arm twice: {dispatched:?}"
-    );
+    if distinct.len() != dispatched.len() {
+        violations.push(format!(
+            "an iteration reached the arm twice: {dispatched:?}"
+        ));
+    }
     for (n, id) in ids.iter().enumerate() {
-        assert_eq!(ran.get(id), Some(&BOUND), "continues that ran for {id}");
+        if ran.get(id) != Some(&BOUND) {
+            violations.push(format!("{:?} continues ran for {id}", ran.get(id)));
+        }
         // Read on another replica than the one that created it.
         let reader = &hosts[(n + 1) % 3];
         let goal = reader.goal(id).await;
-        assert_eq!(goal["progress"]["iterations"], BOUND);
-        assert_eq!(goal["state"], "bound-exceeded");
+        if goal["progress"]["iterations"] != BOUND || goal["state"] != "bound-exceeded" {
+            violations.push(format!("{id} ended as {goal}"));
+        }
         let evaluations = reader.evaluations(id).await;
         let runs: HashSet<&str> = evaluations
             .iter()
             .map(|evaluation| evaluation["runId"].as_str().expect("runId"))
             .collect();
-        assert_eq!(evaluations.len() as u64, BOUND, "one verdict per run");
-        assert_eq!(runs.len() as u64, BOUND);
+        if evaluations.len() as u64 != BOUND || runs.len() as u64 != BOUND {
+            violations.push(format!(
+                "{id} has {} verdicts for {} runs",
+                evaluations.len(),
+                runs.len()
+            ));
+        }
         let closes = reader
             .events(id)
             .await
             .iter()
             .filter(|event| event["type"] == "goal.closed")
             .count();
-        assert_eq!(closes, 1, "goal.closed once for {id}");
+        if closes != 1 {
+            violations.push(format!("goal.closed {closes} times for {id}"));
+        }
         let calls = dispatched.iter().filter(|(goal, _)| goal == id).count() as u64;
-        assert_eq!(calls, BOUND, "arm calls for {id}");
+        if calls != BOUND {
+            violations.push(format!("{calls} arm calls for {id}"));
+        }
     }
+    violations
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_continues_on_three_replicas_never_exceed_the_bound() {
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let hosts = replicas(&location, 3, Quotas::default());
+    let violations = continue_storm(&hosts, 3).await;
+    assert!(violations.is_empty(), "{violations:#?}");
+    drop(hosts);
+    schema.drop().await;
+}
+
+/// Replicas whose stores trust their in-memory locks: the same storm
+/// breaks the invariants (the guard in the reservation is needed).
+#[cfg(feature = "mutants")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_in_memory_lock_only_mutant_is_killed() {
+    use goalpost_host::storage::{PostgresStore, Store, StoreMutant};
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let clock = Arc::new(ManualClock::fixed());
+    let hosts: Vec<Arc<Harness>> = (0..3)
+        .map(|_| {
+            let store = PostgresStore::open_mutant(&schema.url, StoreMutant::InMemoryLockOnly)
+                .expect("the store opens");
+            Arc::new(Harness::with_store(
+                Arc::new(store) as Arc<dyn Store>,
+                settings(Quotas::default()),
+                Arc::clone(&clock),
+            ))
+        })
+        .collect();
+    let violations = continue_storm(&hosts, 6).await;
+    assert!(!violations.is_empty(), "the mutant survived the storm");
+    eprintln!("killed: {}", violations[0]);
+    drop(hosts);
+    schema.drop().await;
+}
+
+/// Ten schedule goals due at once, listed by two replicas' schedulers:
+/// how many distinct goals were listed, and how many by both.
+async fn claims_overlap(a: &Harness, b: &Harness) -> (usize, usize) {
+    let body = json!({
+        "objective": "keep the mirror in sync",
+        "completion": { "check": "verifier", "verifierRef": "conformance:verifier?satisfyOn=1000" },
+        "continuation": { "mode": "schedule", "armRef": "conformance:arm" },
+        "bounds": { "maxLoopIterations": 3 },
+    });
+    for _ in 0..10 {
+        a.create(body.clone()).await;
+    }
+    let now = goalpost_host::clock::Clock::now(a.clock.as_ref());
+    let listed_a = a.store.due_schedule_goals(now, 100).expect("lists");
+    let listed_b = b.store.due_schedule_goals(now, 100).expect("lists");
+    let first: HashSet<_> = listed_a.iter().collect();
+    let both = listed_b.iter().filter(|id| first.contains(id)).count();
+    (listed_a.len() + listed_b.len() - both, both)
+}
+
+/// Due goals are claimed by one replica's scheduler or the other's, never
+/// both: the schedulers share the work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn due_goals_are_claimed_by_one_replica_each() {
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let hosts = replicas(&location, 2, Quotas::default());
+    let (all, both) = claims_overlap(&hosts[0], &hosts[1]).await;
+    assert_eq!((all, both), (10, 0), "claimed by both replicas");
+    drop(hosts);
+    schema.drop().await;
+}
+
+#[cfg(feature = "mutants")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_claim_without_skip_locked_mutant_is_killed() {
+    use goalpost_host::storage::{PostgresStore, Store, StoreMutant};
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let clock = Arc::new(ManualClock::fixed());
+    let hosts: Vec<Harness> = (0..2)
+        .map(|_| {
+            let store =
+                PostgresStore::open_mutant(&schema.url, StoreMutant::ClaimWithoutSkipLocked)
+                    .expect("the store opens");
+            Harness::with_store(
+                Arc::new(store) as Arc<dyn Store>,
+                settings(Quotas::default()),
+                Arc::clone(&clock),
+            )
+        })
+        .collect();
+    let (_, both) = claims_overlap(&hosts[0], &hosts[1]).await;
+    assert!(
+        both > 0,
+        "the mutant's replicas never listed one goal twice"
+    );
     drop(hosts);
     schema.drop().await;
 }

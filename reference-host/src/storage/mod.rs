@@ -25,6 +25,8 @@ use crate::domain::{
 };
 
 pub use group_commit::Pending;
+#[cfg(feature = "mutants")]
+pub use postgres::StoreMutant;
 pub use postgres::{PostgresStore, REPLICA_LEASE};
 pub use sqlite::SqliteStore;
 

@@ -86,6 +86,15 @@ impl Harness {
         // SQLite for `:memory:` and files, PostgreSQL for a URL.
         let store: Arc<dyn Store> =
             goalpost_host::storage::open(location).expect("the store opens");
+        Harness::with_store(store, settings, clock)
+    }
+
+    /// A host over a store the test opened itself.
+    pub fn with_store(
+        store: Arc<dyn Store>,
+        settings: EngineSettings,
+        clock: Arc<ManualClock>,
+    ) -> Harness {
         let engine = Arc::new(Engine::new(
             Arc::clone(&store),
             Arc::clone(&clock) as Arc<dyn Clock>,

@@ -233,6 +233,24 @@ pub struct PostgresStore {
     runtime: Option<tokio::runtime::Runtime>,
     /// This replica's name in `replicas` and on its runs and claims.
     replica: String,
+    #[cfg(feature = "mutants")]
+    mutant: Option<StoreMutant>,
+}
+
+/// Deliberate flaws of this store, each removing one guard the cluster
+/// needs, for the tests that show the guard is needed
+/// (`tests/postgres_cluster.rs` kills each). The suite's kill matrix
+/// cannot reach them: it talks to one endpoint.
+#[cfg(feature = "mutants")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreMutant {
+    /// A reservation trusts the replica's in-memory lock: the goal's
+    /// version is read without a row lock, another replica's run in flight
+    /// is not looked for, and `(goal_id, iteration)` is not unique.
+    InMemoryLockOnly,
+    /// Due goals are listed without being claimed (no `FOR UPDATE SKIP
+    /// LOCKED`, no claim column): every replica takes every due goal.
+    ClaimWithoutSkipLocked,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -284,6 +302,8 @@ impl PostgresStore {
             pool,
             runtime: Some(runtime),
             replica: uuid::Uuid::now_v7().to_string(),
+            #[cfg(feature = "mutants")]
+            mutant: None,
         };
         let (pool, replica) = (store.pool.clone(), store.replica.clone());
         let location = super::redact(url);
@@ -310,6 +330,33 @@ impl PostgresStore {
             }
         });
         Ok(store)
+    }
+
+    /// [`PostgresStore::open`] with a deliberate flaw. The flaw of
+    /// [`StoreMutant::InMemoryLockOnly`] drops the uniqueness of
+    /// `(goal_id, iteration)` from the schema: use a schema of its own.
+    #[cfg(feature = "mutants")]
+    pub fn open_mutant(url: &str, mutant: StoreMutant) -> Result<PostgresStore, StoreError> {
+        let mut store = PostgresStore::open(url)?;
+        store.mutant = Some(mutant);
+        if mutant == StoreMutant::InMemoryLockOnly {
+            let pool = store.pool.clone();
+            store.block(async move {
+                let client = pool.get().await.map_err(pool_error)?;
+                client
+                    .batch_execute(
+                        "ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_goal_id_iteration_key",
+                    )
+                    .await?;
+                Ok(())
+            })?;
+        }
+        Ok(store)
+    }
+
+    #[cfg(feature = "mutants")]
+    fn is(&self, mutant: StoreMutant) -> bool {
+        self.mutant == Some(mutant)
     }
 
     fn runtime(&self) -> &tokio::runtime::Runtime {
@@ -594,6 +641,26 @@ impl Store for PostgresStore {
             (Err(error), _) | (_, Err(error)) => return Box::pin(std::future::ready(Err(error))),
         };
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
+        #[cfg(feature = "mutants")]
+        if self.is(StoreMutant::InMemoryLockOnly) {
+            return self.pending(async move {
+                let client = pool.get().await.map_err(pool_error)?;
+                let current = client
+                    .query_opt("SELECT version FROM goals WHERE id = $1", &[&goal])
+                    .await?;
+                if current.map(|row| row.get::<_, i64>(0)) != Some(expected_version) {
+                    return Ok(Written::Conflict);
+                }
+                client
+                    .execute(
+                        "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica)
+                         VALUES ($1, $2, $3, 'in-flight', $4, $5)",
+                        &[&run_id, &goal, &iteration, &started_ms, &replica],
+                    )
+                    .await?;
+                Ok(Written::Done(()))
+            });
+        }
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = client.transaction().await?;
@@ -692,6 +759,17 @@ impl Store for PostgresStore {
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
         let now_ms = now.unix_ms();
         let claim = ms(CLAIM);
+        #[cfg(feature = "mutants")]
+        if self.is(StoreMutant::ClaimWithoutSkipLocked) {
+            return self.rows(
+                "SELECT id FROM goals
+                 WHERE mode = 'schedule' AND state = 'active' AND NOT paused
+                   AND COALESCE(next_fire_ms, 0) <= $1
+                 ORDER BY COALESCE(next_fire_ms, 0), created_ms LIMIT $2",
+                vec![Box::new(now_ms), Box::new(limit)],
+                ids,
+            );
+        }
         self.block(async move {
             let client = pool.get().await.map_err(pool_error)?;
             let rows = client
