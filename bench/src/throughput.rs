@@ -156,7 +156,7 @@ async fn hello_server() -> Result<(String, oneshot::Sender<()>, tokio::task::Joi
     Ok((format!("http://{addr}"), stop, server))
 }
 
-async fn hello(client: &reqwest::Client, requests: Option<u64>) -> Result<Outcome> {
+pub(crate) async fn hello(client: &reqwest::Client, requests: Option<u64>) -> Result<Outcome> {
     let (base, stop, server) = hello_server().await?;
     let url = format!("{base}/hello");
     let make: MakeRequest = Arc::new(move |client, _, _| client.get(&url));

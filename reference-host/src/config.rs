@@ -33,12 +33,18 @@ pub struct Config {
     /// Internal addresses webhook calls may reach anyway (everything
     /// public is allowed).
     pub webhook_allow: Vec<AllowEntry>,
+    /// A PEM file of certificate authorities `https` webhooks may chain
+    /// to besides the system's roots, read at start.
+    pub webhook_ca: Option<PathBuf>,
     /// Client connection limits and the shutdown deadline.
     pub connections: ConnectionLimits,
     /// A JSON file of criteria verifiers to register at start.
     pub verifiers: Option<PathBuf>,
     /// Per-tenant limits (429 `quota_exceeded` beyond them).
     pub quotas: Quotas,
+    /// How long closed goals are kept before the scheduler forgets them;
+    /// `None` keeps them forever.
+    pub retain_closed: Option<Duration>,
     /// The choices the profile leaves open (the reference host's own by
     /// default; a conforming variant makes another).
     pub choices: Choices,
@@ -54,6 +60,10 @@ pub struct Config {
 pub const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
 pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
+/// How long a closed goal stays readable: long enough for a client to see
+/// how it ended and read its events, short enough that a tenant's history
+/// does not fill its stored-goals quota.
+pub const DEFAULT_RETAIN_CLOSED: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// What a host running for conformance may call besides public addresses:
 /// 127.0.0.1 and ::1, where the suite's mock (and in-process test
@@ -80,9 +90,11 @@ impl Config {
             tick: DEFAULT_TICK,
             webhook_secret: None,
             webhook_allow: conformance_egress(),
+            webhook_ca: None,
             connections: ConnectionLimits::default(),
             verifiers: None,
             quotas: Quotas::default(),
+            retain_closed: Some(DEFAULT_RETAIN_CLOSED),
             choices: Choices::default(),
             #[cfg(feature = "mutants")]
             mutant: None,
@@ -160,6 +172,33 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// A retention period: a whole number with a unit (`30d`, `12h`, `90m`,
+/// `45s`), or `0` to keep closed goals forever.
+fn parse_retention(text: &str) -> Result<Retention, String> {
+    if text == "0" {
+        return Ok(Retention(None));
+    }
+    let invalid = || format!("expected a number with d, h, m or s (e.g. 30d), or 0, got {text:?}");
+    let split = text.len().checked_sub(1).ok_or_else(invalid)?;
+    let (number, unit) = text.split_at_checked(split).ok_or_else(invalid)?;
+    let number: u64 = number.parse().map_err(|_| invalid())?;
+    let seconds = match unit {
+        "d" => number.checked_mul(24 * 3600),
+        "h" => number.checked_mul(3600),
+        "m" => number.checked_mul(60),
+        "s" => Some(number),
+        _ => None,
+    }
+    .filter(|seconds| *seconds >= 1)
+    .ok_or_else(invalid)?;
+    Ok(Retention(Some(Duration::from_secs(seconds))))
+}
+
+/// A parsed `--retain-closed` (its own type: clap reads an `Option` field
+/// as a flag that may be missing, not as a value that may be "forever").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention(pub Option<Duration>);
+
 fn parse_tick(text: &str) -> Result<Duration, String> {
     match text.parse::<u64>() {
         Ok(ms) if ms >= 1 => Ok(Duration::from_millis(ms)),
@@ -203,6 +242,18 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_MAX_ACTIVE_ARMS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, value_parser = parse_limit)]
     pub max_active_arms_per_tenant: u64,
 
+    /// Most goals in any state, closed ones included, one tenant may hold;
+    /// a create beyond it is 429 quota_exceeded. Retention
+    /// (--retain-closed) frees places by forgetting old closed goals.
+    #[arg(long, env = "GOALPOST_HOST_MAX_STORED_GOALS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_STORED_GOALS_PER_TENANT, value_parser = parse_limit)]
+    pub max_stored_goals_per_tenant: u64,
+
+    /// How long closed goals (with their events, evaluations, runs and
+    /// idempotency keys) are kept before the scheduler forgets them, in
+    /// batches: 30d, 12h, 90m, 45s; 0 keeps them forever.
+    #[arg(long, env = "GOALPOST_HOST_RETAIN_CLOSED", default_value = "30d", value_parser = parse_retention)]
+    pub retain_closed: Retention,
+
     /// Serve the conformance seams (continue, events, fixtures) and advertise
     /// them in discovery; webhook calls may then also reach 127.0.0.1 and ::1
     /// (where the suite's mock listens).
@@ -227,6 +278,11 @@ pub struct Args {
     /// comma-separated list.
     #[arg(long = "webhook-allow", env = "GOALPOST_HOST_WEBHOOK_ALLOW", value_delimiter = ',', value_parser = AllowEntry::parse)]
     pub webhook_allow: Vec<AllowEntry>,
+
+    /// A PEM file of certificate authorities that `https` webhooks may
+    /// chain to besides the system's trusted roots (for a private CA).
+    #[arg(long, env = "GOALPOST_HOST_WEBHOOK_CA", value_name = "FILE")]
+    pub webhook_ca: Option<PathBuf>,
 
     /// Most client connections open at once; more are closed on arrival.
     #[arg(long, env = "GOALPOST_HOST_MAX_CONNECTIONS", default_value_t = crate::serve::DEFAULT_MAX_CONNECTIONS as u64, value_parser = parse_limit)]
@@ -277,6 +333,7 @@ impl Args {
             } else {
                 self.webhook_allow
             },
+            webhook_ca: self.webhook_ca,
             connections: ConnectionLimits {
                 max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
                 header_read_timeout: self.header_timeout_secs,
@@ -287,7 +344,9 @@ impl Args {
             quotas: Quotas {
                 goals_per_tenant: self.max_goals_per_tenant,
                 active_arms_per_tenant: self.max_active_arms_per_tenant,
+                stored_goals_per_tenant: self.max_stored_goals_per_tenant,
             },
+            retain_closed: self.retain_closed.0,
             #[cfg(feature = "mutants")]
             mutant: self.mutant,
             #[cfg(feature = "mutants")]
@@ -317,6 +376,33 @@ mod tests {
         assert_eq!(config.quotas, Quotas::default());
         assert_eq!(config.quotas.goals_per_tenant, 10_000);
         assert_eq!(config.quotas.active_arms_per_tenant, 1_000);
+        assert_eq!(config.quotas.stored_goals_per_tenant, 100_000);
+        assert_eq!(config.retain_closed, Some(DEFAULT_RETAIN_CLOSED));
+    }
+
+    #[test]
+    fn retention_takes_a_unit_or_zero() {
+        let retain = |text: &str| parse(&["--retain-closed", text]).map(|c| c.retain_closed);
+        assert_eq!(retain("0").ok(), Some(None));
+        assert_eq!(retain("45s").ok(), Some(Some(Duration::from_secs(45))));
+        assert_eq!(retain("90m").ok(), Some(Some(Duration::from_secs(5_400))));
+        assert_eq!(retain("12h").ok(), Some(Some(Duration::from_secs(43_200))));
+        assert_eq!(
+            retain("30d").ok(),
+            Some(Some(Duration::from_secs(2_592_000)))
+        );
+        for bad in [
+            "",
+            "d",
+            "30",
+            "0d",
+            "-1d",
+            "1w",
+            "1.5h",
+            "99999999999999999d",
+        ] {
+            assert!(retain(bad).is_err(), "{bad:?} was accepted");
+        }
     }
 
     #[test]
@@ -328,6 +414,8 @@ mod tests {
             "5",
             "--max-active-arms-per-tenant",
             "2",
+            "--max-stored-goals-per-tenant",
+            "7",
         ])
         .expect("valid");
         assert_eq!(config.tokens_file, Some(PathBuf::from("tokens.txt")));
@@ -335,11 +423,13 @@ mod tests {
             config.quotas,
             Quotas {
                 goals_per_tenant: 5,
-                active_arms_per_tenant: 2
+                active_arms_per_tenant: 2,
+                stored_goals_per_tenant: 7,
             }
         );
         assert!(parse(&["--max-goals-per-tenant", "0"]).is_err());
         assert!(parse(&["--max-active-arms-per-tenant", "-1"]).is_err());
+        assert!(parse(&["--max-stored-goals-per-tenant", "0"]).is_err());
     }
 
     #[test]

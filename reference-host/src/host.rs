@@ -16,7 +16,7 @@ use crate::engine::{Engine, EngineError, EngineSettings, VerifierFileError};
 use crate::http::{app, AppState, TokenError, Tokens};
 use crate::scheduler::Scheduler;
 use crate::storage::{Store, StoreError};
-use crate::webhook::{SharedEgress, WebhookSecret};
+use crate::webhook::{SharedEgress, WebhookCa, WebhookSecret};
 
 /// How long shutdown waits for scheduled runs in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -43,6 +43,8 @@ pub enum HostError {
     WebhookSecret,
     #[error("cannot load the verifiers file: {0}")]
     Verifiers(#[from] VerifierFileError),
+    #[error("cannot use --webhook-ca {path}: {reason}")]
+    WebhookCa { path: String, reason: String },
 }
 
 pub struct RunningHost {
@@ -88,7 +90,19 @@ impl RunningHost {
             conformance_seams: config.conformance_seams,
             webhook_secret,
             egress: EgressPolicy::new(config.webhook_allow.clone()),
+            webhook_ca: match &config.webhook_ca {
+                None => WebhookCa::none(),
+                Some(path) => {
+                    let failed = |reason: String| HostError::WebhookCa {
+                        path: path.display().to_string(),
+                        reason,
+                    };
+                    let pem = std::fs::read(path).map_err(|error| failed(error.to_string()))?;
+                    WebhookCa::from_pem(&pem).map_err(failed)?
+                }
+            },
             quotas: config.quotas,
+            retain_closed: config.retain_closed,
             choices: config.choices,
             // The suite's 20 ms intervals need no limit in conformance mode.
             outbound_per_tenant_per_sec: (!config.conformance_seams)

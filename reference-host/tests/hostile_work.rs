@@ -229,6 +229,7 @@ async fn racing_patches_cannot_arm_past_the_quota() {
         quotas: Quotas {
             goals_per_tenant: 1_000,
             active_arms_per_tenant: 5,
+            ..Quotas::default()
         },
         ..EngineSettings::default()
     };

@@ -20,6 +20,7 @@ fn with_quotas(goals: u64, arms: u64) -> Harness {
         quotas: Quotas {
             goals_per_tenant: goals,
             active_arms_per_tenant: arms,
+            ..Quotas::default()
         },
         ..EngineSettings::default()
     };

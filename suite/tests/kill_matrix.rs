@@ -76,6 +76,16 @@ struct Dispositions {
     messages: BTreeMap<String, String>,
 }
 
+/// A free port on 127.0.0.1 for the suite's callback, chosen before the
+/// host starts so the host may call that port and no other loopback one
+/// (as `goalpost`'s bundled host does). The probe socket is closed at
+/// once; the mock binds the port moments later.
+fn callback_listen() -> Result<std::net::SocketAddr, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|probe| probe.local_addr())
+        .map_err(|error| format!("cannot find a callback port: {error}"))
+}
+
 /// One run of the suite against a host running `mutant` (`None`: the clean
 /// host), on `profiles`.
 fn run_suite(mutant: Option<Mutant>, profiles: &BTreeSet<String>) -> Result<Dispositions, String> {
@@ -90,6 +100,10 @@ fn run_suite(mutant: Option<Mutant>, profiles: &BTreeSet<String>) -> Result<Disp
         (DEFAULT_TOKEN_B.to_string(), TENANT_B.to_string()),
     ]);
     config.webhook_secret = Some(SECRET.to_string());
+    let callback = callback_listen()?;
+    config.webhook_allow = vec![goalpost_host::domain::egress::AllowEntry::parse(
+        &callback.to_string(),
+    )?];
     config.mutant = mutant;
     let host = runtime
         .block_on(goalpost_host::RunningHost::start(config))
@@ -104,6 +118,7 @@ fn run_suite(mutant: Option<Mutant>, profiles: &BTreeSet<String>) -> Result<Disp
     run.token_a = DEFAULT_TOKEN_A.to_string();
     run.token_b = Some(DEFAULT_TOKEN_B.to_string());
     run.callback.secret = Some(SECRET.to_string());
+    run.callback.listen = Some(callback);
     run.profiles = Some(profiles.clone());
     run.harness.logfile = Some(
         reports

@@ -123,6 +123,16 @@ struct Run {
     certified: BTreeMap<String, bool>,
 }
 
+/// A free port on 127.0.0.1 for the suite's callback, chosen before the
+/// host starts so the host may call that port and no other loopback one
+/// (as `goalpost`'s bundled host does). The probe socket is closed at
+/// once; the mock binds the port moments later.
+fn callback_listen() -> Result<std::net::SocketAddr, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|probe| probe.local_addr())
+        .map_err(|error| format!("cannot find a callback port: {error}"))
+}
+
 fn run_suite(variant: Variant) -> Result<Run, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -135,6 +145,10 @@ fn run_suite(variant: Variant) -> Result<Run, String> {
         (DEFAULT_TOKEN_B.to_string(), TENANT_B.to_string()),
     ]);
     config.webhook_secret = Some(SECRET.to_string());
+    let callback = callback_listen()?;
+    config.webhook_allow = vec![goalpost_host::domain::egress::AllowEntry::parse(
+        &callback.to_string(),
+    )?];
     let config = variant.apply(config);
     let host = runtime
         .block_on(goalpost_host::RunningHost::start(config))
@@ -149,6 +163,7 @@ fn run_suite(variant: Variant) -> Result<Run, String> {
     run.token_a = DEFAULT_TOKEN_A.to_string();
     run.token_b = Some(DEFAULT_TOKEN_B.to_string());
     run.callback.secret = Some(SECRET.to_string());
+    run.callback.listen = Some(callback);
     run.profiles = None;
     run.strict = true;
     run.harness.logfile = Some(

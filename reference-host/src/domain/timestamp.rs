@@ -49,6 +49,12 @@ impl Timestamp {
         self.checked_add(Duration::from_millis(ms))
     }
 
+    /// `by` earlier; `None` before the representable range.
+    pub fn checked_sub(self, by: Duration) -> Option<Timestamp> {
+        let by = time::Duration::try_from(by).ok()?;
+        self.0.checked_sub(by).map(Timestamp)
+    }
+
     /// Like [`Timestamp::checked_add_ms`], but stays at the last
     /// representable millisecond instead of failing.
     pub fn saturating_add_ms(self, ms: u64) -> Timestamp {

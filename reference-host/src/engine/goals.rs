@@ -102,6 +102,7 @@ impl Engine {
         let guard = CreateGuard {
             max_open_goals: quotas.goals_per_tenant,
             max_open_armed: quotas.active_arms_per_tenant,
+            max_stored_goals: quotas.stored_goals_per_tenant,
             key: key.clone(),
             keys_expire_at_or_before: expired,
         };
@@ -121,6 +122,10 @@ impl Engine {
             Inserted::TooManyArmed => Err(EngineError::QuotaExceeded {
                 quota: Quota::ActiveArmsPerTenant,
                 limit: quotas.active_arms_per_tenant,
+            }),
+            Inserted::TooManyStored => Err(EngineError::QuotaExceeded {
+                quota: Quota::StoredGoalsPerTenant,
+                limit: quotas.stored_goals_per_tenant,
             }),
         }
     }
@@ -148,6 +153,20 @@ impl Engine {
     pub async fn purge_idempotency_keys(&self) -> Result<usize, EngineError> {
         let expired = keys_expire_at_or_before(self.clock.now());
         Ok(self.store.purge_idempotency_keys(expired).await?)
+    }
+
+    /// Retention: forgets at most `limit` goals closed longer than
+    /// `retain_closed` ago, with their events, evaluations, runs and keys;
+    /// none when closed goals are kept forever.
+    pub async fn purge_closed_goals(&self, limit: usize) -> Result<Vec<GoalId>, EngineError> {
+        let Some(retain) = self.settings.retain_closed else {
+            return Ok(Vec::new());
+        };
+        let Some(before) = self.clock.now().checked_sub(retain) else {
+            // Nothing closed that long ago yet.
+            return Ok(Vec::new());
+        };
+        Ok(self.store.purge_closed_goals(before, limit).await?)
     }
 
     /// Any goal, whoever owns it (for the scheduler and the engine itself).

@@ -24,7 +24,9 @@ use crate::domain::egress::EgressPolicy;
 use crate::domain::{Evaluation, Goal, RequestContext};
 use crate::judge::Judges;
 use crate::storage::{Store, StoreError};
-use crate::webhook::{SharedEgress, Signing, WebhookClient, WebhookSecret, DEFAULT_TIMEOUT};
+use crate::webhook::{
+    SharedEgress, Signing, WebhookCa, WebhookClient, WebhookSecret, DEFAULT_TIMEOUT,
+};
 
 pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
@@ -36,7 +38,7 @@ pub use locks::{GoalLocks, TenantLocks};
 pub use precondition::IfMatch;
 pub use quota::{
     Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT,
-    MAX_VERIFIERS_PER_TENANT,
+    DEFAULT_MAX_STORED_GOALS_PER_TENANT, MAX_VERIFIERS_PER_TENANT,
 };
 pub use verifiers::VerifierFileError;
 pub use wake::SchedulerWake;
@@ -65,8 +67,13 @@ pub struct EngineSettings {
     pub webhook_tenant_secrets: Vec<(String, WebhookSecret)>,
     /// Where webhook calls may go (internal addresses only when allowed).
     pub egress: EgressPolicy,
-    /// Per-tenant limits on open and armed goals.
+    /// Authorities `https` webhooks may chain to besides the system's.
+    pub webhook_ca: WebhookCa,
+    /// Per-tenant limits on open, armed and stored goals.
     pub quotas: Quotas,
+    /// How long closed goals are kept before the scheduler forgets them;
+    /// `None` keeps them forever.
+    pub retain_closed: Option<Duration>,
     /// The choices the profile leaves open, as this host makes them.
     pub choices: Choices,
     /// Fires and heartbeat probes the scheduler starts per second for one
@@ -93,7 +100,9 @@ impl Default for EngineSettings {
             webhook_secret: WebhookSecret::generate(),
             webhook_tenant_secrets: Vec::new(),
             egress: EgressPolicy::default(),
+            webhook_ca: WebhookCa::none(),
             quotas: Quotas::default(),
+            retain_closed: Some(crate::config::DEFAULT_RETAIN_CLOSED),
             choices: Choices::default(),
             outbound_per_tenant_per_sec: None,
             #[cfg(feature = "mutants")]
@@ -153,7 +162,12 @@ impl Engine {
             WebhookSigning::Unsigned => None,
         };
         let egress = SharedEgress::new(settings.egress.clone());
-        let client = WebhookClient::new(signing, egress.clone(), settings.webhook_timeout);
+        let client = WebhookClient::with_ca(
+            signing,
+            egress.clone(),
+            settings.webhook_timeout,
+            &settings.webhook_ca,
+        );
         #[cfg(feature = "mutants")]
         let client = client.with_mutant(settings.mutant);
         let webhooks = Arc::new(client);

@@ -1,11 +1,17 @@
-//! Per-tenant limits: how many open goals, and how many of them on an arm
-//! the scheduler drives, one tenant may hold. Beyond them a create (or a
-//! PATCH into such a mode) is 429 `quota_exceeded`.
+//! Per-tenant limits: how many open goals, how many of them on an arm the
+//! scheduler drives, and how many goals in any state one tenant may hold.
+//! Beyond them a create (or a PATCH into such a mode) is 429
+//! `quota_exceeded`.
 
 use crate::domain::{GoalState, Mode};
 
 pub const DEFAULT_MAX_GOALS_PER_TENANT: u64 = 10_000;
 pub const DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT: u64 = 1_000;
+/// Goals in any state, closed ones included. Only open goals counted
+/// before, so create and abandon in a loop grew storage without bound; ten
+/// times the open quota leaves room for a tenant's history until retention
+/// (`--retain-closed`) forgets the oldest closed goals.
+pub const DEFAULT_MAX_STORED_GOALS_PER_TENANT: u64 = 100_000;
 /// Criteria verifiers one tenant may register. Each holds up to 64 KiB of
 /// criteria, and unlimited, 1,000 of them were registered in 0.77 s.
 pub const MAX_VERIFIERS_PER_TENANT: u64 = 100;
@@ -17,6 +23,9 @@ pub struct Quotas {
     /// Open goals whose mode is `schedule` or `heartbeat`: the ones the
     /// scheduler spends work on without a client asking.
     pub active_arms_per_tenant: u64,
+    /// Goals in any state, closed ones included, until retention forgets
+    /// them.
+    pub stored_goals_per_tenant: u64,
 }
 
 impl Default for Quotas {
@@ -24,6 +33,7 @@ impl Default for Quotas {
         Quotas {
             goals_per_tenant: DEFAULT_MAX_GOALS_PER_TENANT,
             active_arms_per_tenant: DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT,
+            stored_goals_per_tenant: DEFAULT_MAX_STORED_GOALS_PER_TENANT,
         }
     }
 }
@@ -33,6 +43,7 @@ impl Default for Quotas {
 pub enum Quota {
     GoalsPerTenant,
     ActiveArmsPerTenant,
+    StoredGoalsPerTenant,
     VerifiersPerTenant,
 }
 
@@ -41,6 +52,7 @@ impl Quota {
         match self {
             Quota::GoalsPerTenant => "goalsPerTenant",
             Quota::ActiveArmsPerTenant => "activeArmsPerTenant",
+            Quota::StoredGoalsPerTenant => "storedGoalsPerTenant",
             Quota::VerifiersPerTenant => "verifiersPerTenant",
         }
     }

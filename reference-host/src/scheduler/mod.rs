@@ -82,6 +82,16 @@ pub const MIN_SLEEP: Duration = Duration::from_millis(10);
 /// start, a host that ran for months kept every key it ever saw.
 pub const PURGE_EVERY_MS: u64 = 3_600_000;
 
+/// How often a tick looks for closed goals past retention when the last
+/// look found no backlog.
+pub const RETAIN_EVERY_MS: u64 = 60_000;
+
+/// Most closed goals one tick forgets, in one transaction: the writer is
+/// shared with every create and iteration, so a backlog (a host started
+/// with a shorter retention, or after a long stop) is worked off a batch
+/// per tick instead of in one long write.
+pub const RETENTION_BATCH: usize = 256;
+
 /// What one tick did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tick {
@@ -92,6 +102,9 @@ pub struct Tick {
     pub fired: Vec<GoalId>,
     /// Heartbeat goals whose probe was started.
     pub probed: Vec<GoalId>,
+    /// Closed goals forgotten because they closed longer than the
+    /// retention period ago.
+    pub forgotten: Vec<GoalId>,
 }
 
 /// A heartbeat goal's probes, kept in memory: a goal that stops being
@@ -158,6 +171,9 @@ pub struct Scheduler {
     /// When the last tick looked for runs dead replicas left in flight
     /// (wall time: leases lapse on the database's clock, not the host's).
     swept_at: Mutex<Option<std::time::Instant>>,
+    /// When the next tick looks for closed goals past retention: at the
+    /// first, at once after a full batch, else [`RETAIN_EVERY_MS`] later.
+    retain_at: Mutex<Option<Timestamp>>,
     /// Fires and probes a tenant may start per second, when limited.
     outbound: Option<Arc<Mutex<OutboundLimit>>>,
 }
@@ -198,6 +214,7 @@ impl Scheduler {
             refill: Arc::new(Notify::new()),
             purged_at: Mutex::new(None),
             swept_at: Mutex::new(None),
+            retain_at: Mutex::new(None),
             outbound: engine
                 .settings()
                 .outbound_per_tenant_per_sec
@@ -228,6 +245,7 @@ impl Scheduler {
 
         self.purge_if_due(now).await;
         self.sweep_orphans_if_due().await;
+        tick.forgotten = self.retain_if_due(now).await;
         for id in self.engine.goals_past_deadline(now).await? {
             if self.engine.close_if_past_deadline(&id).await? {
                 tick.closed.push(id);
@@ -319,6 +337,46 @@ impl Scheduler {
                 }
             }
         }
+    }
+
+    /// Forgets one batch of closed goals past retention when due; a
+    /// failure is logged and tried again next tick.
+    async fn retain_if_due(&self, now: Timestamp) -> Vec<GoalId> {
+        {
+            let retain_at = self
+                .retain_at
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if retain_at.is_some_and(|at| now < at) {
+                return Vec::new();
+            }
+        }
+        let (forgotten, next) = match self.engine.purge_closed_goals(RETENTION_BATCH).await {
+            Ok(forgotten) => {
+                if !forgotten.is_empty() {
+                    tracing::info!(
+                        forgotten = forgotten.len(),
+                        "closed goals past retention forgotten"
+                    );
+                }
+                // A full batch may mean a backlog: the next tick goes on.
+                let next = if forgotten.len() >= RETENTION_BATCH {
+                    now
+                } else {
+                    now.saturating_add_ms(RETAIN_EVERY_MS)
+                };
+                (forgotten, next)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "forgetting closed goals past retention failed");
+                (Vec::new(), now)
+            }
+        };
+        *self
+            .retain_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(next);
+        forgotten
     }
 
     /// Queues due goals and starts a fire task per free slot (at most

@@ -138,6 +138,25 @@ impl GoalCache {
         self.insert(shard, Arc::new(goal), weight, written);
     }
 
+    /// Drops a goal just deleted (retention), as a write: a read that
+    /// began before the delete cannot put it back.
+    pub(super) fn forgotten(&self, id: &GoalId) {
+        let mut guard = self.shard(id);
+        let shard = &mut *guard;
+        shard.generation += 1;
+        shard.hidden = shard.generation;
+        if let Some(entry) = shard.goals.remove(id) {
+            shard.bytes -= entry.weight;
+        }
+        // Its id stays in `order` (eviction skips ids no longer held)
+        // until forgotten ids are most of it: compacting now and then
+        // keeps a purge O(1) per goal and `order` bounded.
+        if shard.order.len() > 2 * shard.goals.len() + 64 {
+            let Shard { goals, order, .. } = shard;
+            order.retain(|kept| goals.contains_key(kept));
+        }
+    }
+
     fn insert(&self, shard: &mut Shard, goal: Arc<Goal>, weight: usize, written: u64) {
         if weight > self.bytes_per_shard {
             shard.hidden = shard.hidden.max(written);
@@ -239,6 +258,41 @@ mod tests {
         let fresh = cache.ticket(&before.id);
         cache.fill(fresh, with_version(&before, 2), RECORD);
         assert_eq!(cache.get(&before.id).map(|g| g.version), Some(2));
+    }
+
+    /// A forgotten goal is gone from memory, and a read of the database
+    /// that began before it was deleted cannot put it back; many forgotten
+    /// goals leave the eviction order no longer than what is held.
+    #[test]
+    fn a_forgotten_goal_stays_forgotten() {
+        let cache = GoalCache::new(1 << 20);
+        let stored = goal(3);
+        cache.committed(stored.clone(), RECORD);
+        let ticket = cache.ticket(&stored.id);
+        cache.forgotten(&stored.id);
+        assert!(cache.get(&stored.id).is_none());
+        cache.fill(ticket, stored.clone(), RECORD);
+        assert!(
+            cache.get(&stored.id).is_none(),
+            "a stale fill brought it back"
+        );
+        let kept = goal(1);
+        cache.committed(kept.clone(), RECORD);
+        for _ in 0..2_000 {
+            let gone = goal(1);
+            cache.committed(gone.clone(), RECORD);
+            cache.forgotten(&gone.id);
+        }
+        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.get(&kept.id).map(|g| g.version), Some(1));
+        let longest = cache
+            .shards
+            .iter()
+            .map(|shard| shard.lock().expect("unpoisoned").order.len())
+            .max()
+            .unwrap_or(0);
+        // Compacted past twice what is held (one goal) plus 64.
+        assert!(longest <= 67, "order grew to {longest}");
     }
 
     /// Evicts everything `id`'s shard holds.

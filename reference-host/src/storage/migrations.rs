@@ -267,6 +267,47 @@ DROP INDEX goals_open_by_tenant;
 CREATE INDEX goals_by_tenant_id ON goals (tenant, id);
 CREATE INDEX goals_by_tenant_state_id ON goals (tenant, state, id);
 ",
+    // Every goal a tenant holds, closed ones included, kept like the open
+    // counts: the quota on stored goals reads it, so create and abandon
+    // in a loop can no longer grow storage without bound (3,000 cycles in
+    // 2 s were all kept), and the check costs one row however many goals
+    // the tenant has. A column added with a default, then counted once.
+    r"
+ALTER TABLE tenant_counts ADD COLUMN total INTEGER NOT NULL DEFAULT 0 CHECK (total >= 0);
+UPDATE tenant_counts
+SET total = (SELECT COUNT(*) FROM goals WHERE goals.tenant = tenant_counts.tenant);
+CREATE TRIGGER tenant_total_insert AFTER INSERT ON goals
+BEGIN
+    INSERT OR IGNORE INTO tenant_counts (tenant, open, armed) VALUES (NEW.tenant, 0, 0);
+    UPDATE tenant_counts SET total = total + 1 WHERE tenant = NEW.tenant;
+END;
+CREATE TRIGGER tenant_total_update AFTER UPDATE OF tenant ON goals
+WHEN OLD.tenant IS NOT NEW.tenant
+BEGIN
+    UPDATE tenant_counts SET total = total - 1 WHERE tenant = OLD.tenant;
+    INSERT OR IGNORE INTO tenant_counts (tenant, open, armed) VALUES (NEW.tenant, 0, 0);
+    UPDATE tenant_counts SET total = total + 1 WHERE tenant = NEW.tenant;
+END;
+CREATE TRIGGER tenant_total_delete AFTER DELETE ON goals
+BEGIN
+    UPDATE tenant_counts SET total = total - 1 WHERE tenant = OLD.tenant;
+END;
+",
+    // Retention: when a goal closed, so the oldest closed goals can be
+    // found from an index and forgotten in bounded batches. A closed goal
+    // never changes again, so its last update is when it closed. The
+    // indexes on `goal_id` let a goal's runs and keys be deleted without
+    // a scan, and with foreign keys on, deleting a goal looks for rows
+    // that still name it: without them, each purged goal read all of
+    // `runs`.
+    r"
+ALTER TABLE goals ADD COLUMN closed_ms INTEGER;
+UPDATE goals SET closed_ms = json_extract(record, '$.updated_ms')
+WHERE state = 'satisfied' OR state = 'abandoned' OR state = 'bound-exceeded';
+CREATE INDEX goals_closed ON goals (closed_ms) WHERE closed_ms IS NOT NULL;
+CREATE INDEX runs_by_goal ON runs (goal_id);
+CREATE INDEX idempotency_keys_by_goal ON idempotency_keys (goal_id);
+",
     // One run per (goal, iteration), as the PostgreSQL schema has it: the
     // per-goal lock already serialises a process's iterations, and the
     // database now refuses a second reservation of an iteration whatever
@@ -444,6 +485,85 @@ mod tests {
                 ("a".to_string(), 2, 2),
                 ("b".to_string(), 0, 0),
                 ("c".to_string(), 1, 1)
+            ]
+        );
+    }
+
+    /// Migration 10 counts every goal each tenant already holds, closed
+    /// ones too, and its triggers keep the count through inserts, moves
+    /// and deletes.
+    #[test]
+    fn the_total_counts_start_from_the_stored_goals() {
+        let mut connection = at_version(9);
+        connection
+            .execute_batch(
+                "INSERT INTO goals (id, tenant, state, paused, mode, created_ms, version, record)
+                 VALUES ('g1', 'a', 'active', 0, 'manual', 0, 1, '{}'),
+                        ('g2', 'a', 'abandoned', 0, 'manual', 0, 1, '{}'),
+                        ('g3', 'b', 'satisfied', 0, 'manual', 0, 1, '{}');",
+            )
+            .expect("old rows");
+        migrate(&mut connection).expect("migrates");
+        let totals = |connection: &Connection| -> Vec<(String, i64)> {
+            connection
+                .prepare("SELECT tenant, total FROM tenant_counts ORDER BY tenant")
+                .expect("prepares")
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .expect("queries")
+                .collect::<Result<_, _>>()
+                .expect("reads")
+        };
+        assert_eq!(
+            totals(&connection),
+            vec![("a".to_string(), 2), ("b".to_string(), 1)]
+        );
+        connection
+            .execute_batch(
+                "DELETE FROM goals WHERE id = 'g2';
+                 UPDATE goals SET tenant = 'c' WHERE id = 'g3';
+                 INSERT INTO goals (id, tenant, state, paused, mode, created_ms, version, record)
+                 VALUES ('g4', 'a', 'satisfied', 0, 'manual', 0, 1, '{}');",
+            )
+            .expect("writes");
+        assert_eq!(
+            totals(&connection),
+            vec![
+                ("a".to_string(), 2),
+                ("b".to_string(), 0),
+                ("c".to_string(), 1)
+            ]
+        );
+    }
+
+    /// Migration 11 dates the goals that were already closed by their
+    /// last update, and leaves open ones undated.
+    #[test]
+    fn closed_goals_are_dated_by_their_last_update() {
+        let mut connection = at_version(10);
+        connection
+            .execute_batch(
+                r#"INSERT INTO goals (id, tenant, state, paused, mode, created_ms, version, record)
+                 VALUES ('g1', 'a', 'active', 0, 'manual', 0, 1, '{"updated_ms": 5}'),
+                        ('g2', 'a', 'abandoned', 0, 'manual', 0, 1, '{"updated_ms": 7}'),
+                        ('g3', 'a', 'bound-exceeded', 0, 'manual', 0, 1, '{"updated_ms": 9}'),
+                        ('g4', 'a', 'satisfied', 0, 'manual', 0, 1, '{"updated_ms": 11}');"#,
+            )
+            .expect("old rows");
+        migrate(&mut connection).expect("migrates");
+        let dated: Vec<(String, Option<i64>)> = connection
+            .prepare("SELECT id, closed_ms FROM goals ORDER BY id")
+            .expect("prepares")
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .expect("queries")
+            .collect::<Result<_, _>>()
+            .expect("reads");
+        assert_eq!(
+            dated,
+            vec![
+                ("g1".to_string(), None),
+                ("g2".to_string(), Some(7)),
+                ("g3".to_string(), Some(9)),
+                ("g4".to_string(), Some(11)),
             ]
         );
     }

@@ -174,6 +174,9 @@ pub struct CreateGuard {
     /// Most open `schedule`/`heartbeat` goals the owner may have, this one
     /// included; checked only when the new goal is in such a mode.
     pub max_open_armed: u64,
+    /// Most goals the owner may hold in any state, closed ones included,
+    /// this one included.
+    pub max_stored_goals: u64,
     /// The key to remember with the goal.
     pub key: Option<(String, String)>,
     /// Keys stored at or before this have expired and are replaced.
@@ -190,6 +193,8 @@ pub enum Inserted {
     TooManyGoals,
     /// The owner holds `max_open_armed` open armed goals already.
     TooManyArmed,
+    /// The owner holds `max_stored_goals` goals already, open or closed.
+    TooManyStored,
 }
 
 /// Reads answer at once (they are short, and never wait for a writer on a
@@ -314,6 +319,18 @@ pub trait Store: Send + Sync {
 
     /// The tenant's open goals in `schedule` or `heartbeat` mode.
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError>;
+
+    /// Retention: forgets at most `limit` goals that closed at or before
+    /// `closed_at_or_before`, longest closed first, with everything that
+    /// names them (log entries and their records, runs, idempotency keys),
+    /// in one transaction; their tenants' counts drop with them. Returns
+    /// the forgotten ids. Bounded, so a backlog is worked off a batch at a
+    /// time without holding the writer long.
+    fn purge_closed_goals(
+        &self,
+        closed_at_or_before: Timestamp,
+        limit: usize,
+    ) -> Pending<Vec<GoalId>>;
 }
 
 /// `EXPLAIN QUERY PLAN` of `sql` on a freshly migrated in-memory database,

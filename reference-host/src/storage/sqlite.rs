@@ -162,6 +162,9 @@ struct GoalRow {
     deadline_ms: Option<i64>,
     next_fire_ms: Option<i64>,
     created_ms: i64,
+    /// When a closed goal closed (its last update: it never changes
+    /// again); `None` while open. Retention reads it.
+    closed_ms: Option<i64>,
     version: i64,
     record: String,
     run_ids: RunIds,
@@ -178,6 +181,7 @@ impl GoalRow {
             deadline_ms: goal.deadline().map(Timestamp::unix_ms),
             next_fire_ms: goal.next_fire_at.map(Timestamp::unix_ms),
             created_ms: goal.created_at.unix_ms(),
+            closed_ms: goal.state.is_terminal().then(|| goal.updated_at.unix_ms()),
             version: int(goal.version)?,
             record: to_json(&GoalRecord::from_goal(goal))?,
             // Shares the goal's ids: copying them grew with the goal's age.
@@ -230,7 +234,7 @@ fn write_goal_columns(
         connection
             .prepare_cached(
                 "UPDATE goals SET state = ?2, paused = ?3, mode = ?4, deadline_ms = ?5,
-                                  next_fire_ms = ?6, version = ?7, record = ?8
+                                  next_fire_ms = ?6, version = ?7, record = ?8, closed_ms = ?9
                  WHERE id = ?1",
             )?
             .execute(params![
@@ -242,6 +246,7 @@ fn write_goal_columns(
                 row.next_fire_ms,
                 row.version,
                 row.record,
+                row.closed_ms,
             ])?
     };
     if updated != 1 {
@@ -301,29 +306,32 @@ fn verifier_from_row(record: &str, created_ms: i64) -> Result<CriteriaVerifier, 
         .map_err(|error| StoreError::Corrupt(format!("verifier: {error}")))
 }
 
-/// What a tenant holds open, all of it and on an arm (the quota
-/// definitions of `engine::quota`): kept by migration 9's triggers in the
+/// What a tenant holds open, all of it and on an arm, and what it holds
+/// at all, closed goals included (the quota definitions of
+/// `engine::quota`): kept by migration 9's and 10's triggers in the
 /// transaction of every goal write, so reading it is one row however many
 /// goals the tenant has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Held {
     open: u64,
     armed: u64,
+    total: u64,
 }
 
 fn held(connection: &Connection, tenant: &Tenant) -> Result<Held, StoreError> {
-    let row: Option<(i64, i64)> = connection
-        .prepare_cached("SELECT open, armed FROM tenant_counts WHERE tenant = ?1")?
+    let row: Option<(i64, i64, i64)> = connection
+        .prepare_cached("SELECT open, armed, total FROM tenant_counts WHERE tenant = ?1")?
         .query_row(params![tenant.as_str()], |row| {
-            Ok((row.get(0)?, row.get(1)?))
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
         })
         .optional()?;
-    let Some((open, armed)) = row else {
+    let Some((open, armed, total)) = row else {
         return Ok(Held::default());
     };
     Ok(Held {
         open: unsigned(open)?,
         armed: unsigned(armed)?,
+        total: unsigned(total)?,
     })
 }
 
@@ -358,8 +366,8 @@ fn stored_key(
 fn insert_goal_row(connection: &Connection, row: &GoalRow) -> Result<(), StoreError> {
     connection
         .prepare_cached(
-            "INSERT INTO goals (id, tenant, state, paused, mode, deadline_ms, next_fire_ms, created_ms, version, record)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO goals (id, tenant, state, paused, mode, deadline_ms, next_fire_ms, created_ms, version, record, closed_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )?
         .execute(params![
             row.id,
@@ -372,6 +380,7 @@ fn insert_goal_row(connection: &Connection, row: &GoalRow) -> Result<(), StoreEr
             row.created_ms,
             row.version,
             row.record,
+            row.closed_ms,
         ])?;
     goal_log::Tail::default().runs(connection, &row.id, &row.run_ids)
 }
@@ -839,6 +848,9 @@ impl Store for SqliteStore {
             if held.open >= guard.max_open_goals {
                 return Ok(Inserted::TooManyGoals);
             }
+            if held.total >= guard.max_stored_goals {
+                return Ok(Inserted::TooManyStored);
+            }
             if armed && held.armed >= guard.max_open_armed {
                 return Ok(Inserted::TooManyArmed);
             }
@@ -887,6 +899,49 @@ impl Store for SqliteStore {
 
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError> {
         self.read(|connection| Ok(held(connection, tenant)?.armed))
+    }
+
+    fn purge_closed_goals(
+        &self,
+        closed_at_or_before: Timestamp,
+        limit: usize,
+    ) -> Pending<Vec<GoalId>> {
+        let at_ms = closed_at_or_before.unix_ms();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let cache = Arc::clone(&self.cache);
+        let on_commit = Box::new(move |purged: &Vec<GoalId>| {
+            for id in purged {
+                cache.forgotten(id);
+            }
+        });
+        self.writer.submit_then(
+            move |connection| {
+                let purged = ids(
+                    connection,
+                    "SELECT id FROM goals WHERE closed_ms <= ?1 ORDER BY closed_ms LIMIT ?2",
+                    params![at_ms, limit],
+                )?;
+                // Children first: with foreign keys on, a goal that rows
+                // still name cannot go. The goal's delete trigger takes it
+                // off its tenant's total.
+                for id in &purged {
+                    let id = id.as_str();
+                    for sql in [
+                        "DELETE FROM log_records WHERE id IN
+                             (SELECT record_id FROM goal_log
+                              WHERE goal_id = CAST(?1 AS TEXT) AND record_id IS NOT NULL)",
+                        "DELETE FROM goal_log WHERE goal_id = CAST(?1 AS TEXT)",
+                        "DELETE FROM runs WHERE goal_id = ?1",
+                        "DELETE FROM idempotency_keys WHERE goal_id = ?1",
+                        "DELETE FROM goals WHERE id = ?1",
+                    ] {
+                        connection.prepare_cached(sql)?.execute(params![id])?;
+                    }
+                }
+                Ok(purged)
+            },
+            Some(on_commit),
+        )
     }
 
     fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError> {
@@ -946,6 +1001,7 @@ mod tests {
             let guard = CreateGuard {
                 max_open_goals: 10,
                 max_open_armed: 10,
+                max_stored_goals: 10,
                 key: Some((format!("key-{n}"), format!("print-{n}"))),
                 keys_expire_at_or_before: at(-1),
             };
@@ -1211,27 +1267,35 @@ mod count_tests {
     use crate::domain::fixture::{at, goal};
 
     /// What the tenants hold, counted from the goals themselves.
-    fn recount(connection: &Connection) -> Vec<(String, i64, i64)> {
+    fn recount(connection: &Connection) -> Vec<Counts> {
         connection
             .prepare(
                 "SELECT tenant,
                         SUM(state = 'active' OR state = 'escalated'),
                         SUM((state = 'active' OR state = 'escalated')
-                            AND (mode = 'schedule' OR mode = 'heartbeat'))
+                            AND (mode = 'schedule' OR mode = 'heartbeat')),
+                        COUNT(*)
                  FROM goals GROUP BY tenant ORDER BY tenant",
             )
             .expect("prepares")
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .query_map([], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })
             .expect("queries")
             .collect::<Result<_, _>>()
             .expect("reads")
     }
 
-    fn kept(connection: &Connection) -> Vec<(String, i64, i64)> {
+    /// A tenant's open, armed and total counts.
+    pub(super) type Counts = (String, i64, i64, i64);
+
+    fn kept(connection: &Connection) -> Vec<Counts> {
         connection
-            .prepare("SELECT tenant, open, armed FROM tenant_counts ORDER BY tenant")
+            .prepare("SELECT tenant, open, armed, total FROM tenant_counts ORDER BY tenant")
             .expect("prepares")
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .query_map([], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })
             .expect("queries")
             .collect::<Result<_, _>>()
             .expect("reads")
@@ -1281,6 +1345,7 @@ mod count_tests {
                 let guard = CreateGuard {
                     max_open_goals: 100,
                     max_open_armed: 100,
+                    max_stored_goals: 100,
                     key: None,
                     keys_expire_at_or_before: at(-1),
                 };
@@ -1315,7 +1380,8 @@ mod count_tests {
         assert!(
             before
                 .iter()
-                .any(|(_, open, armed)| *open > 0 && *armed > 0),
+                .any(|(_, open, armed, _)| *open > 0 && *armed > 0)
+                && before.iter().any(|(_, open, _, total)| total > open),
             "the mix leaves something counted: {before:?}"
         );
         drop(store);
@@ -1332,7 +1398,7 @@ mod count_tests {
     #[test]
     fn the_quota_check_reads_one_row() {
         let text = crate::storage::query_plan(
-            "SELECT open, armed FROM tenant_counts WHERE tenant = ?1",
+            "SELECT open, armed, total FROM tenant_counts WHERE tenant = ?1",
             params!["acme"],
         );
         assert!(
@@ -1349,6 +1415,7 @@ mod count_tests {
         let guard = CreateGuard {
             max_open_goals: 2,
             max_open_armed: 1,
+            max_stored_goals: 100,
             key: None,
             keys_expire_at_or_before: at(-1),
         };
@@ -1371,6 +1438,177 @@ mod count_tests {
         change(&store, &mut closing, |g| g.state = GoalState::Abandoned).await;
         let inserted = store.insert_goal_guarded(&armed, &guard).await;
         assert_eq!(inserted.expect("inserts"), Inserted::Done);
+    }
+
+    /// The stored-goals quota counts closed goals too: closing one frees
+    /// no place, and only forgetting it does.
+    #[tokio::test]
+    async fn closed_goals_keep_their_place_in_the_stored_quota() {
+        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
+        let guard = CreateGuard {
+            max_open_goals: 10,
+            max_open_armed: 10,
+            max_stored_goals: 2,
+            key: None,
+            keys_expire_at_or_before: at(-1),
+        };
+        let mut first = goal(Some(10), None, None);
+        for created in [&first, &goal(Some(10), None, None)] {
+            let inserted = store.insert_goal_guarded(created, &guard).await;
+            assert_eq!(inserted.expect("inserts"), Inserted::Done);
+        }
+        let inserted = store
+            .insert_goal_guarded(&goal(Some(10), None, None), &guard)
+            .await;
+        assert_eq!(inserted.expect("inserts"), Inserted::TooManyStored);
+        change(&store, &mut first, |g| g.state = GoalState::Abandoned).await;
+        let inserted = store
+            .insert_goal_guarded(&goal(Some(10), None, None), &guard)
+            .await;
+        assert_eq!(
+            inserted.expect("inserts"),
+            Inserted::TooManyStored,
+            "a closed goal still takes its place"
+        );
+        let connection = store.writer.connection();
+        assert_eq!(kept(&connection), recount(&connection));
+    }
+}
+
+#[cfg(test)]
+mod retention_tests {
+    use super::*;
+    use crate::domain::fixture::{at, goal, unsatisfied, usd};
+    use crate::domain::transition::record_run;
+    use crate::domain::{CostReading, FinishedRun};
+
+    fn count(connection: &Connection, sql: &str) -> i64 {
+        connection
+            .query_row(sql, [], |row| row.get(0))
+            .expect("counts")
+    }
+
+    /// Retention forgets the longest closed goals first, a bounded batch
+    /// at a time, with every row that names them (log entries and their
+    /// records, runs recorded or discarded, idempotency keys); what is
+    /// left, the kept counts and memory all agree.
+    #[tokio::test]
+    async fn closed_goals_go_with_everything_that_names_them() {
+        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
+        let mut goals = Vec::new();
+        for n in 0..4 {
+            let created = goal(Some(10), None, None);
+            let guard = CreateGuard {
+                max_open_goals: 10,
+                max_open_armed: 10,
+                max_stored_goals: 10,
+                key: Some((format!("key-{n}"), format!("print-{n}"))),
+                keys_expire_at_or_before: at(-1),
+            };
+            let inserted = store.insert_goal_guarded(&created, &guard).await;
+            assert_eq!(inserted.expect("inserts"), Inserted::Done);
+            let mut current = created;
+            // One recorded run (a run id, an event, an evaluation) and one
+            // discarded.
+            for recorded in [true, false] {
+                let reservation = RunReservation {
+                    run_id: RunId::generate(),
+                    goal_id: current.id.clone(),
+                    iteration: current.progress.iterations + 1,
+                    started_at: at(1),
+                };
+                let reserved = store.reserve_run(&reservation, current.version).await;
+                assert_eq!(reserved.expect("reserves"), Written::Done(()));
+                if recorded {
+                    let finished = FinishedRun {
+                        run_id: reservation.run_id.clone(),
+                        cost: usd(0.01),
+                        outcome: unsatisfied(),
+                    };
+                    let change = record_run(&current, &finished, at(2), CostReading::Budget)
+                        .expect("a change");
+                    let written = store
+                        .apply(&change, current.version, Some(&reservation.run_id), at(2))
+                        .await;
+                    assert!(matches!(written.expect("applies"), Written::Done(_)));
+                    current = change.goal;
+                } else {
+                    store
+                        .discard_run(&reservation.run_id, at(3))
+                        .await
+                        .expect("discards");
+                }
+            }
+            goals.push(current);
+        }
+        // Goals 0, 1 and 2 close at 10, 20 and 30; goal 3 stays open.
+        for (n, current) in goals.iter_mut().take(3).enumerate() {
+            let mut closed = current.clone();
+            closed.state = GoalState::Abandoned;
+            closed.updated_at = at(10 * (i64::try_from(n).expect("small") + 1));
+            closed.version += 1;
+            let change = Change {
+                goal: closed.clone(),
+                events: Vec::new(),
+                evaluation: None,
+            };
+            let written = store.apply(&change, current.version, None, at(5)).await;
+            assert!(matches!(written.expect("applies"), Written::Done(_)));
+            *current = closed;
+        }
+        let forgotten = store.purge_closed_goals(at(20), 1).await.expect("purges");
+        assert_eq!(forgotten, vec![goals[0].id.clone()], "longest closed first");
+        let forgotten = store.purge_closed_goals(at(20), 10).await.expect("purges");
+        assert_eq!(
+            forgotten,
+            vec![goals[1].id.clone()],
+            "only up to the cutoff"
+        );
+        for (n, current) in goals.iter().enumerate() {
+            let read = store.goal(&current.id).expect("reads");
+            assert_eq!(read.is_some(), n >= 2, "goal {n}");
+        }
+        let connection = store.writer.connection();
+        let remaining = |table_sql: &str| count(&connection, table_sql);
+        assert_eq!(remaining("SELECT COUNT(*) FROM goals"), 2);
+        assert_eq!(remaining("SELECT COUNT(DISTINCT goal_id) FROM goal_log"), 2);
+        assert_eq!(remaining("SELECT COUNT(DISTINCT goal_id) FROM runs"), 2);
+        assert_eq!(remaining("SELECT COUNT(*) FROM runs"), 4);
+        assert_eq!(remaining("SELECT COUNT(*) FROM idempotency_keys"), 2);
+        assert_eq!(
+            remaining(
+                "SELECT COUNT(*) FROM log_records
+                 WHERE id NOT IN (SELECT record_id FROM goal_log WHERE record_id IS NOT NULL)"
+            ),
+            0,
+            "no record is left without its entry"
+        );
+        assert!(remaining("SELECT COUNT(*) FROM log_records") > 0);
+        assert_eq!(
+            connection
+                .query_row(
+                    "SELECT open, total FROM tenant_counts WHERE tenant = ?1",
+                    params![goals[0].owner.as_str()],
+                    |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)),
+                )
+                .expect("counted"),
+            (1, 2)
+        );
+    }
+
+    /// The batch is found from the partial index on `closed_ms`, oldest
+    /// first, without reading open goals or sorting.
+    #[test]
+    fn the_batch_seeks_the_closed_index() {
+        let text = crate::storage::query_plan(
+            "SELECT id FROM goals WHERE closed_ms <= ?1 ORDER BY closed_ms LIMIT ?2",
+            params![0, 10],
+        );
+        assert!(
+            text.contains("USING INDEX goals_closed (closed_ms<?)"),
+            "{text}"
+        );
+        assert!(!text.contains("TEMP B-TREE"), "{text}");
     }
 }
 

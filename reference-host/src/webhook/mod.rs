@@ -1,11 +1,13 @@
 //! The one way the host calls out over HTTP (DESIGN "Webhooks"): a JSON
 //! `POST` signed for the goal's tenant, only to addresses the egress policy
-//! allows, one timeout for the whole exchange, no retries, no redirects, no
-//! proxy from the environment, the answer read with a size cap and
+//! allows, over TLS when the ref is `https` (roots: `roots.rs`), one
+//! timeout for the whole exchange, no retries, no redirects, no proxy from
+//! the environment, the answer read with a size cap and
 //! validated against its schema. Any failure is a [`WebhookError`], which
 //! the arms and judges turn into an environmental failure of the iteration.
 
 mod resolver;
+mod roots;
 pub mod signature;
 
 use std::collections::HashMap;
@@ -19,6 +21,7 @@ use serde_json::Value;
 use crate::domain::egress::EgressDenied;
 
 pub use resolver::SharedEgress;
+pub use roots::WebhookCa;
 pub use signature::{GOAL_HEADER, SIGNATURE_HEADER, TENANT_HEADER};
 /// Answers longer than this are refused.
 pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
@@ -148,18 +151,36 @@ impl fmt::Debug for WebhookClient {
 
 impl WebhookClient {
     /// A client that signs every call with `signing`'s key for the caller's
-    /// tenant (when there is one) and connects only where `egress` allows.
+    /// tenant (when there is one) and connects only where `egress` allows;
+    /// `https` servers must chain to the system's roots.
     pub fn new(signing: Option<Signing>, egress: SharedEgress, timeout: Duration) -> WebhookClient {
+        WebhookClient::with_ca(signing, egress, timeout, &WebhookCa::none())
+    }
+
+    /// [`WebhookClient::new`], also trusting the authorities of `ca`.
+    pub fn with_ca(
+        signing: Option<Signing>,
+        egress: SharedEgress,
+        timeout: Duration,
+        ca: &WebhookCa,
+    ) -> WebhookClient {
         // A proxy from the environment would connect on the host's behalf to
-        // addresses the resolver never sees.
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .dns_resolver(Arc::new(resolver::EgressResolver {
-                egress: egress.clone(),
-            }))
-            .build()
-            .map_err(|error| error.to_string());
+        // addresses the resolver never sees. `https` connects through the
+        // same resolver, so TLS changes nothing of where a call may go.
+        let http = ca.certificates().and_then(|certificates| {
+            certificates
+                .into_iter()
+                .fold(reqwest::Client::builder(), |builder, certificate| {
+                    builder.add_root_certificate(certificate)
+                })
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .dns_resolver(Arc::new(resolver::EgressResolver {
+                    egress: egress.clone(),
+                }))
+                .build()
+                .map_err(|error| error.to_string())
+        });
         if let Err(error) = &http {
             tracing::error!(%error, "cannot build the webhook client: every webhook call will fail");
         }

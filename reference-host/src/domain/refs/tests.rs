@@ -235,20 +235,18 @@ fn names_and_other_refs() {
             "{text:?}"
         );
     }
-    for text in [
-        "vf-1",
-        "ftp://example.test",
-        "https://example.test/arm",
-        " http://example.test/",
-    ] {
+    for text in ["vf-1", "ftp://example.test", " http://example.test/"] {
         assert!(
             matches!(ArmRef::parse(text, true), Err(RefError::Unknown(_))),
             "{text:?}"
         );
     }
-    // No TLS client in this build: refused up front, not failed per run.
-    assert!(matches!(
-        VerifierRef::parse("https://example.test/verify", true),
-        Err(RefError::Unknown(_))
-    ));
+    // Called over TLS.
+    let verifier = VerifierRef::parse("https://example.test/verify", false).expect("valid");
+    assert!(
+        matches!(verifier.spec(), VerifierSpec::Webhook(hook) if hook.url() == "https://example.test/verify")
+    );
+    let arm = ArmRef::parse("https://example.test/arm#intervalMs=1000", false).expect("valid");
+    assert_eq!(webhook(arm.spec()).url(), "https://example.test/arm");
+    assert!(ArmRef::parse("https:example.test/arm", false).is_err());
 }

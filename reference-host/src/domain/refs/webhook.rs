@@ -32,10 +32,7 @@ pub(super) fn is_url(text: &str) -> bool {
 
 impl Webhook {
     /// Parses a URL ref whose fragment may set only the `allowed` keys.
-    ///
-    /// `https` is refused as unknown: this build carries no TLS client, and
-    /// accepting a ref that can only ever fail would hide that until the
-    /// first run.
+    /// `https` refs are called over TLS (`webhook/roots.rs`).
     pub(super) fn parse(text: &str, allowed: &[&str]) -> Result<Webhook, RefError> {
         if text.len() > MAX_URL_LEN {
             return Err(malformed(format!(
@@ -53,16 +50,16 @@ impl Webhook {
         };
         let url = Url::parse(base).map_err(|error| malformed(format!("bad URL: {error}")))?;
         match url.scheme() {
-            "http" => {}
-            "https" => return Err(RefError::Unknown(text.to_string())),
-            other => return Err(malformed(format!("scheme {other:?} is not http"))),
+            "http" | "https" => {}
+            other => return Err(malformed(format!("scheme {other:?} is not http(s)"))),
         }
-        if !base
-            .get(..7)
-            .is_some_and(|head| head.eq_ignore_ascii_case("http://"))
-        {
+        let absolute = ["http://", "https://"].iter().any(|prefix| {
+            base.get(..prefix.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+        });
+        if !absolute {
             return Err(malformed(
-                "a webhook URL is absolute: http://host/...".into(),
+                "a webhook URL is absolute: http(s)://host/...".into(),
             ));
         }
         if url.host_str().is_none_or(str::is_empty) {

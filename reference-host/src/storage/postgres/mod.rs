@@ -100,6 +100,8 @@ struct GoalRow {
     version: i64,
     record: String,
     run_ids: Vec<String>,
+    /// When a closed goal closed (its last update); `None` while open.
+    closed_ms: Option<i64>,
 }
 
 impl GoalRow {
@@ -115,6 +117,7 @@ impl GoalRow {
             created_ms: goal.created_at.unix_ms(),
             version: int(goal.version)?,
             record: to_json(&GoalRecord::from_goal(goal))?,
+            closed_ms: goal.state.is_terminal().then(|| goal.updated_at.unix_ms()),
             run_ids: goal
                 .progress
                 .contributing_run_ids
@@ -141,8 +144,8 @@ async fn insert_goal_row(client: &impl GenericClient, row: &GoalRow) -> Result<(
     client
         .execute(
             "INSERT INTO goals (id, tenant, state, paused, mode, deadline_ms, next_fire_ms,
-                                created_ms, version, record)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                                created_ms, version, record, closed_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
             &[
                 &row.id,
                 &row.tenant,
@@ -154,6 +157,7 @@ async fn insert_goal_row(client: &impl GenericClient, row: &GoalRow) -> Result<(
                 &row.created_ms,
                 &row.version,
                 &row.record,
+                &row.closed_ms,
             ],
         )
         .await?;
@@ -542,7 +546,8 @@ impl Store for PostgresStore {
             let updated = transaction
                 .execute(
                     "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
-                                      next_fire_ms = $7, version = $8, record = $9
+                                      next_fire_ms = $7, version = $8, record = $9,
+                                      closed_ms = $10
                      WHERE id = $1 AND version = $2",
                     &[
                         &row.id,
@@ -554,6 +559,7 @@ impl Store for PostgresStore {
                         &row.next_fire_ms,
                         &row.version,
                         &row.record,
+                        &row.closed_ms,
                     ],
                 )
                 .await?;
@@ -930,11 +936,15 @@ impl Store for PostgresStore {
                 .await?;
             let held = transaction
                 .query_one(
-                    "SELECT open, armed FROM tenant_counts WHERE tenant = $1 FOR UPDATE",
+                    "SELECT open, armed, total FROM tenant_counts WHERE tenant = $1 FOR UPDATE",
                     &[&row.tenant],
                 )
                 .await?;
-            let (open, held_armed) = (unsigned(held.try_get(0)?)?, unsigned(held.try_get(1)?)?);
+            let (open, held_armed, total) = (
+                unsigned(held.try_get(0)?)?,
+                unsigned(held.try_get(1)?)?,
+                unsigned(held.try_get(2)?)?,
+            );
             if let Some((key, _)) = &guard.key {
                 let expired = guard.keys_expire_at_or_before.unix_ms();
                 if let Some(stored) = stored_key(&*transaction, &row.tenant, key, expired).await? {
@@ -943,6 +953,9 @@ impl Store for PostgresStore {
             }
             if open >= guard.max_open_goals {
                 return Ok(Inserted::TooManyGoals);
+            }
+            if total >= guard.max_stored_goals {
+                return Ok(Inserted::TooManyStored);
             }
             if armed && held_armed >= guard.max_open_armed {
                 return Ok(Inserted::TooManyArmed);
@@ -1001,6 +1014,47 @@ impl Store for PostgresStore {
                 )
                 .await?;
             Ok(usize::try_from(purged).unwrap_or(usize::MAX))
+        })
+    }
+
+    /// Rows another replica is purging at this moment are skipped, not
+    /// waited for: replicas purge side by side.
+    fn purge_closed_goals(
+        &self,
+        closed_at_or_before: Timestamp,
+        limit: usize,
+    ) -> Pending<Vec<GoalId>> {
+        let at_ms = closed_at_or_before.unix_ms();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let pool = self.pool.clone();
+        self.pending(async move {
+            let mut client = pool.get().await.map_err(pool_error)?;
+            let transaction = client.transaction().await?;
+            let rows = transaction
+                .query(
+                    "SELECT id FROM goals WHERE closed_ms <= $1 ORDER BY closed_ms LIMIT $2
+                     FOR UPDATE SKIP LOCKED",
+                    &[&at_ms, &limit],
+                )
+                .await?;
+            let purged = rows.iter().map(ids).collect::<Result<Vec<_>, _>>()?;
+            // Children first: they name the goal. The goal's delete
+            // trigger takes it off its tenant's counts.
+            for id in &purged {
+                let id = id.as_str();
+                for sql in [
+                    "DELETE FROM goal_runs WHERE goal_id = $1",
+                    "DELETE FROM events WHERE goal_id = $1",
+                    "DELETE FROM evaluations WHERE goal_id = $1",
+                    "DELETE FROM runs WHERE goal_id = $1",
+                    "DELETE FROM idempotency_keys WHERE goal_id = $1",
+                    "DELETE FROM goals WHERE id = $1",
+                ] {
+                    transaction.execute(sql, &[&id]).await?;
+                }
+            }
+            transaction.commit().await?;
+            Ok(purged)
         })
     }
 
