@@ -14,6 +14,7 @@ mod fairness;
 mod growth;
 mod load;
 mod overhead;
+mod postgres;
 mod scale;
 mod seed;
 mod startup;
@@ -31,7 +32,7 @@ use clap::{Parser, Subcommand};
 
 use crate::table::Row;
 
-const NAMES: [&str; 7] = [
+const NAMES: [&str; 8] = [
     "certify",
     "overhead",
     "throughput",
@@ -39,6 +40,7 @@ const NAMES: [&str; 7] = [
     "fairness",
     "startup",
     "growth",
+    "postgres",
 ];
 
 #[derive(Debug, Parser)]
@@ -51,7 +53,7 @@ struct Args {
     #[arg(long)]
     full: bool,
     /// Run only these measurements (repeatable): certify, overhead,
-    /// throughput, scheduler, fairness, startup, growth.
+    /// throughput, scheduler, fairness, startup, growth, postgres.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(NAMES))]
     only: Vec<String>,
     /// For profiling: only these phases of `throughput` (hello, get,
@@ -111,6 +113,7 @@ fn measure(name: &str, args: &Args) -> Result<Vec<Row>> {
         "fairness" => fairness::measure(),
         "startup" => startup::measure(full),
         "growth" => growth::measure(),
+        "postgres" => postgres::measure(),
         _ => Ok(Vec::new()),
     }
 }
