@@ -122,6 +122,22 @@ async fn the_store_contract_holds_on_sqlite_and_postgres() {
     let Some(server) = pg::server() else { return };
     let schema = pg::Schema::fresh(&server).await;
     contract(&DbLocation::Postgres(schema.url.clone())).await;
+    // The counts the trigger keeps are what a recount of the goals finds.
+    let kept = schema
+        .query("SELECT tenant, open, armed, total FROM tenant_counts ORDER BY tenant")
+        .await;
+    let recounted = schema
+        .query(
+            "SELECT tenant,
+                    COUNT(*) FILTER (WHERE state IN ('active', 'escalated')),
+                    COUNT(*) FILTER (WHERE state IN ('active', 'escalated')
+                                       AND mode IN ('schedule', 'heartbeat')),
+                    COUNT(*)
+             FROM goals GROUP BY tenant ORDER BY tenant",
+        )
+        .await;
+    assert_eq!(kept, recounted);
+    assert!(!kept.is_empty());
     schema.drop().await;
 }
 
