@@ -15,6 +15,7 @@ mod fanout;
 mod growth;
 mod load;
 mod overhead;
+mod postgres;
 mod scale;
 mod seed;
 mod startup;
@@ -32,7 +33,7 @@ use clap::{Parser, Subcommand};
 
 use crate::table::Row;
 
-const NAMES: [&str; 8] = [
+const NAMES: [&str; 9] = [
     "certify",
     "overhead",
     "throughput",
@@ -41,6 +42,7 @@ const NAMES: [&str; 8] = [
     "startup",
     "growth",
     "fanout",
+    "postgres",
 ];
 
 #[derive(Debug, Parser)]
@@ -53,7 +55,7 @@ struct Args {
     #[arg(long)]
     full: bool,
     /// Run only these measurements (repeatable): certify, overhead,
-    /// throughput, scheduler, fairness, startup, growth, fanout.
+    /// throughput, scheduler, fairness, startup, growth, fanout, postgres.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(NAMES))]
     only: Vec<String>,
     /// For profiling: only these phases of `throughput` (hello, get,
@@ -114,6 +116,7 @@ fn measure(name: &str, args: &Args) -> Result<Vec<Row>> {
         "startup" => startup::measure(full),
         "growth" => growth::measure(),
         "fanout" => fanout::measure(),
+        "postgres" => postgres::measure(),
         _ => Ok(Vec::new()),
     }
 }

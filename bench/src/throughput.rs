@@ -23,7 +23,7 @@ use crate::seed;
 use crate::stats::duration;
 use crate::table::{thousands, Row};
 
-const GOALS: &str = "/v1/host/sample/goals";
+pub(crate) const GOALS: &str = "/v1/host/sample/goals";
 /// Keep-alive connections, one tenant each.
 pub const CONCURRENCY: usize = 64;
 /// `continue` moves a connection to its next goal after this many runs.
@@ -46,15 +46,15 @@ const GET_RATIO: f64 = 0.5;
 const WRITE_RATE: f64 = 10_000.0;
 const WRITE_P99: Duration = Duration::from_millis(20);
 
-fn token(worker: usize) -> String {
+pub(crate) fn token(worker: usize) -> String {
     format!("bench-token-{worker}")
 }
 
-fn tenant(worker: usize) -> String {
+pub(crate) fn tenant(worker: usize) -> String {
     format!("tenant-{worker}")
 }
 
-fn spec(requests: Option<u64>) -> Spec {
+pub(crate) fn spec(requests: Option<u64>) -> Spec {
     match requests {
         None => Spec {
             concurrency: CONCURRENCY,
@@ -81,7 +81,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start a runtime")
 }
 
-fn goal_body(objective: &str, manual_fixture: bool) -> Value {
+pub(crate) fn goal_body(objective: &str, manual_fixture: bool) -> Value {
     let (verifier, arm) = if manual_fixture {
         (json!("conformance:verifier"), json!("conformance:arm"))
     } else {
@@ -95,7 +95,7 @@ fn goal_body(objective: &str, manual_fixture: bool) -> Value {
     })
 }
 
-async fn create_goal(
+pub(crate) async fn create_goal(
     client: &reqwest::Client,
     base: &str,
     worker: usize,
@@ -166,7 +166,7 @@ pub(crate) async fn hello(client: &reqwest::Client, requests: Option<u64>) -> Re
     Ok(outcome)
 }
 
-fn describe(outcome: &mut Outcome) -> String {
+pub(crate) fn describe(outcome: &mut Outcome) -> String {
     let p50 = outcome.latencies.percentile(50.0).unwrap_or_default();
     let p99 = outcome.latencies.percentile(99.0).unwrap_or_default();
     let mut text = format!(

@@ -218,7 +218,8 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_LISTEN", default_value_t = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
 
-    /// SQLite database file, or `:memory:`.
+    /// SQLite database file, `:memory:`, or a PostgreSQL URL
+    /// (`postgres://user:password@host/db`) that several replicas share.
     #[arg(long, env = "GOALPOST_HOST_DB", default_value = "goalpost-host.db")]
     pub db: String,
 

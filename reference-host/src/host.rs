@@ -15,7 +15,7 @@ use crate::domain::egress::{AllowEntry, EgressPolicy};
 use crate::engine::{Engine, EngineError, EngineSettings, Feed, VerifierFileError};
 use crate::http::{app, AppState, TokenError, Tokens};
 use crate::scheduler::Scheduler;
-use crate::storage::{SqliteStore, Store, StoreError};
+use crate::storage::{Store, StoreError};
 use crate::webhook::{SharedEgress, WebhookCa, WebhookSecret};
 
 /// How long shutdown waits for scheduled runs in flight.
@@ -82,10 +82,10 @@ impl RunningHost {
             tracing::warn!("no tokens configured: every goal endpoint will answer 401");
         }
         let location = config.db.clone();
-        let store = tokio::task::spawn_blocking(move || SqliteStore::open(&location))
-            .await
-            .map_err(|error| HostError::Task(error.to_string()))??;
-        let store: Arc<dyn Store> = Arc::new(store);
+        let store: Arc<dyn Store> =
+            tokio::task::spawn_blocking(move || crate::storage::open(&location))
+                .await
+                .map_err(|error| HostError::Task(error.to_string()))??;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let settings = EngineSettings {
             conformance_seams: config.conformance_seams,

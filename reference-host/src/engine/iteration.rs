@@ -5,6 +5,7 @@
 //! the deadline cancels the dispatch; nothing is recorded for it then.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::goals::MAX_ATTEMPTS;
 use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
@@ -17,7 +18,11 @@ use crate::domain::{
     RunOutcome, Tenant, Timestamp, Verdict, VerifierSpec,
 };
 use crate::judge::{CriteriaJudge, Verifier, VerifyRequest};
-use crate::storage::{RunReservation, Written};
+use crate::storage::{RunReservation, StoreError, Written};
+
+/// How often the scheduler looks for runs that dead replicas left in
+/// flight ([`Engine::recover_orphans`]).
+pub const ORPHAN_SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// What a scheduled fire did.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,7 +212,53 @@ impl Engine {
     /// or discards it when its goal closed meanwhile. Call once at start.
     pub async fn recover(&self) -> Result<usize, EngineError> {
         let runs = self.db(|store| store.runs_in_flight()).await?;
-        let count = runs.len();
+        self.close_runs(runs).await
+    }
+
+    /// Whether the goal is still at `version`: after a refused
+    /// reservation, that it is held by a run of another replica.
+    async fn held_elsewhere(&self, id: &GoalId, version: u64) -> Result<bool, EngineError> {
+        Ok(self
+            .load(id)
+            .await?
+            .is_some_and(|goal| goal.version == version))
+    }
+
+    /// Waits until the goal moves past `version` (the other replica's run
+    /// was recorded, or its lease lapsed and a replica closed it), polling
+    /// the database: there is no signal across replicas. Bounded by the
+    /// longest a run can hold a goal: its run and judge limits, or the
+    /// replica lease and the orphan sweep after a crash.
+    async fn wait_while_held(&self, id: &GoalId, version: u64) -> Result<(), EngineError> {
+        let longest = self.settings.run_limit
+            + self.settings.judge_limit
+            + crate::storage::REPLICA_LEASE
+            + ORPHAN_SWEEP_EVERY * 2;
+        let deadline = tokio::time::Instant::now() + longest;
+        let mut pause = Duration::from_millis(5);
+        while self.held_elsewhere(id, version).await? {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(EngineError::Internal(format!(
+                    "goal {id} stayed held by a run elsewhere for {longest:?}"
+                )));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(100));
+        }
+        Ok(())
+    }
+
+    /// Records the runs that replicas which died left in flight (their
+    /// lease lapsed), each by the restart rule of [`Engine::recover`].
+    /// Any replica may sweep at any time: a run another replica closed
+    /// first is left alone. Returns how many this one closed.
+    pub async fn recover_orphans(&self) -> Result<usize, EngineError> {
+        let runs = self.db(|store| store.runs_orphaned()).await?;
+        self.close_runs(runs).await
+    }
+
+    async fn close_runs(&self, runs: Vec<RunReservation>) -> Result<usize, EngineError> {
+        let mut closed = 0;
         for run in runs {
             let _guard = self.locks.lock(&run.goal_id).await;
             let finished = FinishedRun {
@@ -216,9 +267,13 @@ impl Engine {
                 outcome: RunOutcome::Judged(Verdict::environmental()),
                 commitment_ms: None,
             };
-            self.record(&run.goal_id, &finished, None, None).await?;
+            match self.record(&run.goal_id, &finished, None, None).await {
+                Ok(_) => closed += 1,
+                Err(EngineError::Store(StoreError::RunEnded(_))) => {}
+                Err(error) => return Err(error),
+            }
         }
-        Ok(count)
+        Ok(closed)
     }
 
     async fn iterate(&self, id: &GoalId, trigger: Trigger) -> Result<Iteration, EngineError> {
@@ -327,7 +382,20 @@ impl Engine {
             };
             match self.store.reserve_run(&reservation, goal.version).await? {
                 Written::Done(()) => return Ok(Reserved::Run(Box::new(goal), reservation)),
-                Written::Conflict => continue,
+                Written::Conflict => {}
+            }
+            // A refused reservation of a goal whose version did not move
+            // means a run is in flight for it elsewhere: another replica
+            // on a shared database holds the goal. A fire leaves it to
+            // that run; a continue waits for it, as it waits for the lock
+            // in one process.
+            if self.held_elsewhere(id, goal.version).await? {
+                match trigger {
+                    Trigger::Schedule | Trigger::Heartbeat => return Ok(Reserved::Skip),
+                    Trigger::Continue(_) | Trigger::Report(_) => {
+                        self.wait_while_held(id, goal.version).await?
+                    }
+                }
             }
         }
         Err(EngineError::Internal(format!(

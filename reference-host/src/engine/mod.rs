@@ -41,7 +41,7 @@ pub use feed::{
 pub use goals::{Created, Replay};
 pub use heartbeat::Heartbeat;
 pub use idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS, MAX_KEY_CHARS};
-pub use iteration::FireOutcome;
+pub use iteration::{FireOutcome, ORPHAN_SWEEP_EVERY};
 pub use locks::{GoalLocks, TenantLocks};
 pub use precondition::IfMatch;
 pub use quota::{

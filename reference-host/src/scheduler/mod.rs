@@ -30,7 +30,7 @@ use tokio::time::Instant;
 use crate::clock::Clock;
 use crate::domain::goal::DEFAULT_HEARTBEAT_MS;
 use crate::domain::{GoalId, Tenant, Timestamp};
-use crate::engine::{Engine, EngineError, FireOutcome};
+use crate::engine::{Engine, EngineError, FireOutcome, ORPHAN_SWEEP_EVERY};
 
 /// Most heartbeat probes one tenant has in flight at once; its due goals
 /// beyond that are probed at a later tick.
@@ -168,6 +168,9 @@ pub struct Scheduler {
     refill: Arc<Notify>,
     /// When the last tick purged expired idempotency keys.
     purged_at: Mutex<Option<Timestamp>>,
+    /// When the last tick looked for runs dead replicas left in flight
+    /// (wall time: leases lapse on the database's clock, not the host's).
+    swept_at: Mutex<Option<std::time::Instant>>,
     /// When the next tick looks for closed goals past retention: at the
     /// first, at once after a full batch, else [`RETAIN_EVERY_MS`] later.
     retain_at: Mutex<Option<Timestamp>>,
@@ -210,6 +213,7 @@ impl Scheduler {
             awaiting_refill: Arc::new(AtomicBool::new(false)),
             refill: Arc::new(Notify::new()),
             purged_at: Mutex::new(None),
+            swept_at: Mutex::new(None),
             retain_at: Mutex::new(None),
             outbound: engine
                 .settings()
@@ -240,6 +244,7 @@ impl Scheduler {
         while fires.try_join_next().is_some() {}
 
         self.purge_if_due(now).await;
+        self.sweep_orphans_if_due().await;
         tick.forgotten = self.retain_if_due(now).await;
         for id in self.engine.goals_past_deadline(now).await? {
             if self.engine.close_if_past_deadline(&id).await? {
@@ -282,6 +287,27 @@ impl Scheduler {
         self.queue_fires(owned, &mut fires);
         self.probe_heartbeats(now, &mut fires, &mut tick).await?;
         Ok(tick)
+    }
+
+    /// Every [`ORPHAN_SWEEP_EVERY`], closes the runs that replicas which
+    /// died left in flight (none on a store one process owns); a failure
+    /// is logged and tried again at the next sweep.
+    async fn sweep_orphans_if_due(&self) {
+        {
+            let mut swept_at = self.swept_at.lock().unwrap_or_else(PoisonError::into_inner);
+            if swept_at.is_some_and(|at| at.elapsed() < ORPHAN_SWEEP_EVERY) {
+                return;
+            }
+            *swept_at = Some(std::time::Instant::now());
+        }
+        match self.engine.recover_orphans().await {
+            Ok(0) => {}
+            Ok(closed) => tracing::warn!(
+                closed,
+                "runs left in flight by a replica that died were recorded as environmental failures"
+            ),
+            Err(error) => tracing::warn!(%error, "closing runs of replicas that died failed"),
+        }
     }
 
     /// Forgets expired idempotency keys at the first tick and then every

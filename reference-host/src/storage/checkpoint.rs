@@ -111,7 +111,7 @@ impl Checkpointer {
         )
         .map_err(|source| StoreError::Open {
             location: path.display().to_string(),
-            source,
+            source: Box::new(source),
         })?;
         connection.busy_timeout(Duration::from_secs(5))?;
         // A connection knows the database is in WAL mode only once it has

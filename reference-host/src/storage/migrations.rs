@@ -343,6 +343,13 @@ INSERT INTO tenant_feed (tenant, cursor, goal_id, sequence, at_ms)
     FROM goal_log AS log JOIN goals ON goals.id = log.goal_id
     WHERE log.kind = 'event';
 ",
+    // One run per (goal, iteration), as the PostgreSQL schema has it: the
+    // per-goal lock already serialises a process's iterations, and the
+    // database now refuses a second reservation of an iteration whatever
+    // the process believes.
+    r"
+CREATE UNIQUE INDEX runs_one_per_iteration ON runs (goal_id, iteration);
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {

@@ -11,6 +11,7 @@ mod goal_log;
 mod group_commit;
 mod migrations;
 mod next_due;
+mod postgres;
 mod readers;
 mod record;
 mod sqlite;
@@ -24,19 +25,26 @@ use crate::domain::{
 };
 
 pub use group_commit::Pending;
+#[cfg(feature = "mutants")]
+pub use postgres::StoreMutant;
+pub use postgres::{PostgresStore, REPLICA_LEASE};
 pub use sqlite::SqliteStore;
 
-/// Where the database lives: `:memory:` or a file.
+/// Where the database lives: `:memory:`, a file, or a PostgreSQL server
+/// (`postgres://…`) that several replicas may share.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DbLocation {
     Memory,
     File(PathBuf),
+    Postgres(String),
 }
 
 impl DbLocation {
     pub fn parse(text: &str) -> DbLocation {
         if text == ":memory:" {
             DbLocation::Memory
+        } else if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            DbLocation::Postgres(text.to_string())
         } else {
             DbLocation::File(PathBuf::from(text))
         }
@@ -54,8 +62,32 @@ impl fmt::Display for DbLocation {
         match self {
             DbLocation::Memory => f.write_str(":memory:"),
             DbLocation::File(path) => write!(f, "{}", path.display()),
+            DbLocation::Postgres(url) => f.write_str(&redact(url)),
         }
     }
+}
+
+/// A database URL fit for logs and errors: without its password.
+pub(crate) fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            if parsed.password().is_some() {
+                let _ = parsed.set_password(Some("***"));
+            }
+            parsed.to_string()
+        }
+        Err(_) => "postgres://(unreadable URL)".to_string(),
+    }
+}
+
+/// Opens the store `location` names: SQLite for `:memory:` and files,
+/// PostgreSQL for a `postgres://` URL. Blocks (call it off the async
+/// workers).
+pub fn open(location: &DbLocation) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    Ok(match location {
+        DbLocation::Postgres(url) => std::sync::Arc::new(PostgresStore::open(url)?),
+        other => std::sync::Arc::new(SqliteStore::open(other)?),
+    })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,8 +106,25 @@ pub enum StoreError {
     Open {
         location: String,
         #[source]
-        source: rusqlite::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// PostgreSQL refused a statement or could not be reached.
+    #[error("database error: {0}")]
+    Postgres(String),
+    /// The run's verdict was to be recorded, but the run had already ended:
+    /// another replica closed it when this one's lease lapsed. Nothing of
+    /// the write was kept, so the run has one verdict.
+    #[error("run {0} had already ended")]
+    RunEnded(String),
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(error: tokio_postgres::Error) -> StoreError {
+        match error.as_db_error() {
+            Some(db) => StoreError::Postgres(format!("{}: {}", db.code().code(), db.message())),
+            None => StoreError::Postgres(error.to_string()),
+        }
+    }
 }
 
 /// Whether a versioned write happened.
@@ -226,7 +275,17 @@ pub trait Store: Send + Sync {
     fn run(&self, run: &RunId) -> Result<Option<StoredRun>, StoreError>;
 
     /// Runs reserved but never ended (a crash or shutdown in flight).
+    /// On a database several replicas share: only those of replicas that
+    /// are gone.
     fn runs_in_flight(&self) -> Result<Vec<RunReservation>, StoreError>;
+
+    /// Runs a replica reserved and left in flight when it died, found
+    /// while this one runs (its lease lapsed). A store only one process
+    /// uses has none: that process finds its own at start
+    /// ([`Store::runs_in_flight`]).
+    fn runs_orphaned(&self) -> Result<Vec<RunReservation>, StoreError> {
+        Ok(Vec::new())
+    }
 
     /// A goal's events with a sequence greater than `after`, in order.
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError>;

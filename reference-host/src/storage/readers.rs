@@ -37,7 +37,7 @@ impl Readers {
         )
         .map_err(|source| StoreError::Open {
             location: self.path.display().to_string(),
-            source,
+            source: Box::new(source),
         })?;
         connection.busy_timeout(Duration::from_secs(5))?;
         connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);

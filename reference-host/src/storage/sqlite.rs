@@ -84,10 +84,16 @@ impl SqliteStore {
         let opened = match location {
             DbLocation::Memory => Connection::open_in_memory(),
             DbLocation::File(path) => Connection::open(path),
+            DbLocation::Postgres(url) => {
+                return Err(StoreError::Open {
+                    location: super::redact(url),
+                    source: "a PostgreSQL URL is opened by the PostgreSQL store".into(),
+                })
+            }
         };
         let mut connection = opened.map_err(|source| StoreError::Open {
             location: location.to_string(),
-            source,
+            source: Box::new(source),
         })?;
         connection.busy_timeout(Duration::from_secs(5))?;
         // Every statement below is prepared once and reused: parsing SQL on

@@ -15,7 +15,7 @@ use axum::Router;
 use goalpost_host::clock::{Clock, ManualClock};
 use goalpost_host::engine::{Engine, EngineSettings};
 use goalpost_host::scheduler::Scheduler;
-use goalpost_host::storage::{DbLocation, SqliteStore, Store};
+use goalpost_host::storage::{DbLocation, Store};
 use goalpost_host::webhook::WebhookSecret;
 use goalpost_host::{app, AppState, Tokens};
 use goalpost_schemas::Schemas;
@@ -83,7 +83,18 @@ impl Harness {
         settings: EngineSettings,
         clock: Arc<ManualClock>,
     ) -> Harness {
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(location).expect("the store opens"));
+        // SQLite for `:memory:` and files, PostgreSQL for a URL.
+        let store: Arc<dyn Store> =
+            goalpost_host::storage::open(location).expect("the store opens");
+        Harness::with_store(store, settings, clock)
+    }
+
+    /// A host over a store the test opened itself.
+    pub fn with_store(
+        store: Arc<dyn Store>,
+        settings: EngineSettings,
+        clock: Arc<ManualClock>,
+    ) -> Harness {
         let engine = Arc::new(Engine::new(
             Arc::clone(&store),
             Arc::clone(&clock) as Arc<dyn Clock>,

@@ -1,0 +1,1193 @@
+//! The PostgreSQL [`Store`]: several replicas of the host on one database.
+//!
+//! Nothing that decides correctness lives in memory here (no goal cache):
+//! each replica's per-goal lock only orders its own iterations, and what
+//! holds across replicas comes from the database.
+//! - A run is reserved in the transaction that re-reads the goal under a
+//!   row lock (fail closed: the goal must still be active at the version
+//!   the dispatch was decided on, with no run of another replica in
+//!   flight), and `UNIQUE (goal_id, iteration)` makes a second reservation
+//!   of one iteration impossible.
+//! - A verdict is recorded only for a run still in flight, in the same
+//!   transaction: one verdict per run.
+//! - Due schedule goals are claimed with `FOR UPDATE SKIP LOCKED` and a
+//!   short claim, so the replicas' schedulers share the due goals.
+//! - Each replica keeps a lease row alive; the runs in flight of a replica
+//!   whose lease lapsed (it crashed) are orphans, which any replica records
+//!   as environmental failures (the SQLite restart rule).
+//!
+//! The engine calls the store synchronously for reads (on an async worker
+//! or the blocking pool) and awaits [`Pending`] writes. tokio-postgres is
+//! async, so the store runs its own small runtime: a read sends its query
+//! there and waits on a channel (never a nested runtime), a write returns
+//! the task's handle as its `Pending`.
+
+mod migrations;
+
+use std::future::Future;
+use std::str::FromStr;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{GenericClient, NoTls, Row};
+
+use super::group_commit::Pending;
+use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
+use super::{
+    CreateGuard, EventSink, Inserted, RunEnd, RunReservation, Store, StoreError, StoredKey,
+    StoredRun, Written,
+};
+use crate::domain::{
+    parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, Goal, GoalId, GoalState,
+    Mode, RunId, Tenant, Timestamp, VerifierName,
+};
+
+/// How long a replica stays alive without renewing its lease: its runs in
+/// flight are orphaned this long after it dies. Long enough that a busy
+/// machine renews in time (every [`RENEW_EVERY`]), short enough that a
+/// crashed replica's goals wait seconds, not the run limit.
+pub const REPLICA_LEASE: Duration = Duration::from_secs(5);
+
+/// How often a replica renews its lease.
+const RENEW_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a scheduler's claim on a due goal keeps the others away. The
+/// claim only shares work: a goal whose claim lapsed while it was firing
+/// is refused a second run by its reservation.
+const CLAIM: Duration = Duration::from_secs(5);
+
+/// Most due goals one replica holds claimed: the rest are left to the
+/// other replicas' schedulers.
+const MOST_CLAIMED: i64 = 256;
+
+/// Connections per replica. Each iteration holds one only for a
+/// statement or a short transaction, never across a webhook call.
+const POOL_SIZE: usize = 16;
+
+fn ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn int(value: u64) -> Result<i64, StoreError> {
+    i64::try_from(value).map_err(|_| StoreError::Corrupt(format!("{value} does not fit bigint")))
+}
+
+fn unsigned(value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative count {value}")))
+}
+
+fn timestamp(ms: i64) -> Result<Timestamp, StoreError> {
+    Timestamp::from_unix_ms(ms).ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms}")))
+}
+
+fn goal_id(text: &str) -> Result<GoalId, StoreError> {
+    GoalId::parse(text).ok_or_else(|| StoreError::Corrupt(format!("goal id {text:?}")))
+}
+
+fn pool_error(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Postgres(format!("no database connection: {error}"))
+}
+
+/// A goal's columns, computed before the write.
+struct GoalRow {
+    id: String,
+    tenant: String,
+    state: &'static str,
+    paused: bool,
+    mode: &'static str,
+    deadline_ms: Option<i64>,
+    next_fire_ms: Option<i64>,
+    created_ms: i64,
+    version: i64,
+    record: String,
+    run_ids: Vec<String>,
+    /// When a closed goal closed (its last update); `None` while open.
+    closed_ms: Option<i64>,
+}
+
+impl GoalRow {
+    fn new(goal: &Goal) -> Result<GoalRow, StoreError> {
+        Ok(GoalRow {
+            id: goal.id.as_str().to_string(),
+            tenant: goal.owner.as_str().to_string(),
+            state: goal.state.as_str(),
+            paused: goal.paused,
+            mode: goal.continuation.mode.as_str(),
+            deadline_ms: goal.deadline().map(Timestamp::unix_ms),
+            next_fire_ms: goal.next_fire_at.map(Timestamp::unix_ms),
+            created_ms: goal.created_at.unix_ms(),
+            version: int(goal.version)?,
+            record: to_json(&GoalRecord::from_goal(goal))?,
+            closed_ms: goal.state.is_terminal().then(|| goal.updated_at.unix_ms()),
+            run_ids: goal
+                .progress
+                .contributing_run_ids
+                .iter()
+                .map(|run| run.as_str().to_string())
+                .collect(),
+        })
+    }
+}
+
+/// A goal's record and its run ids in order, read in one statement.
+const SELECT_GOALS: &str = "SELECT g.record,
+        COALESCE((SELECT array_agg(r.run_id ORDER BY r.position) FROM goal_runs r
+                  WHERE r.goal_id = g.id), '{}')
+     FROM goals g ";
+
+fn into_goal(row: &Row) -> Result<Goal, StoreError> {
+    let record: String = row.try_get(0)?;
+    let run_ids: Vec<String> = row.try_get(1)?;
+    from_json::<GoalRecord>(&record)?.into_goal(&run_ids)
+}
+
+async fn insert_goal_row(client: &impl GenericClient, row: &GoalRow) -> Result<(), StoreError> {
+    client
+        .execute(
+            "INSERT INTO goals (id, tenant, state, paused, mode, deadline_ms, next_fire_ms,
+                                created_ms, version, record, closed_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            &[
+                &row.id,
+                &row.tenant,
+                &row.state,
+                &row.paused,
+                &row.mode,
+                &row.deadline_ms,
+                &row.next_fire_ms,
+                &row.created_ms,
+                &row.version,
+                &row.record,
+                &row.closed_ms,
+            ],
+        )
+        .await?;
+    append_runs(client, &row.id, &row.run_ids, 0).await
+}
+
+/// Stores the run ids from position `from` on.
+async fn append_runs(
+    client: &impl GenericClient,
+    goal: &str,
+    run_ids: &[String],
+    from: usize,
+) -> Result<(), StoreError> {
+    for (position, run_id) in run_ids.iter().enumerate().skip(from) {
+        let position = int(position as u64)?;
+        client
+            .execute(
+                "INSERT INTO goal_runs (goal_id, position, run_id) VALUES ($1, $2, $3)",
+                &[&goal, &position, run_id],
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+async fn stored_key(
+    client: &impl GenericClient,
+    tenant: &str,
+    key: &str,
+    expired_at_or_before: i64,
+) -> Result<Option<StoredKey>, StoreError> {
+    let row = client
+        .query_opt(
+            "SELECT goal_id, fingerprint, answer, etag FROM idempotency_keys
+             WHERE tenant = $1 AND key = $2 AND created_ms > $3",
+            &[&tenant, &key, &expired_at_or_before],
+        )
+        .await?;
+    row.map(|row| {
+        let goal: String = row.try_get(0)?;
+        let answer: String = row.try_get(2)?;
+        Ok(StoredKey {
+            goal_id: goal_id(&goal)?,
+            fingerprint: row.try_get(1)?,
+            answer: from_json(&answer)?,
+            etag: row.try_get(3)?,
+        })
+    })
+    .transpose()
+}
+
+fn verifier_from_row(row: &Row) -> Result<CriteriaVerifier, StoreError> {
+    let record: String = row.try_get(0)?;
+    let created_ms: i64 = row.try_get(1)?;
+    let value: serde_json::Value = from_json(&record)?;
+    let created_at = timestamp(created_ms)?;
+    parse_verifier(&value)
+        .map(|new| new.into_verifier(created_at))
+        .map_err(|error| StoreError::Corrupt(format!("verifier: {error}")))
+}
+
+fn reservation_from_row(row: &Row) -> Result<RunReservation, StoreError> {
+    let run_id: String = row.try_get(0)?;
+    let goal: String = row.try_get(1)?;
+    Ok(RunReservation {
+        run_id: RunId::parse(&run_id)
+            .ok_or_else(|| StoreError::Corrupt(format!("run id {run_id:?}")))?,
+        goal_id: goal_id(&goal)?,
+        iteration: unsigned(row.try_get(2)?)?,
+        started_at: timestamp(row.try_get(3)?)?,
+        // Runs found in flight are closed by the restart rule, which never
+        // reads what was reported.
+        report: None,
+    })
+}
+
+/// An event row: `sequence, at_ms, record, cursor`.
+fn event_from_row(row: &Row) -> Result<Event, StoreError> {
+    let record: String = row.try_get(2)?;
+    Ok(Event {
+        sequence: unsigned(row.try_get(0)?)?,
+        at: timestamp(row.try_get(1)?)?,
+        payload: from_json::<EventRecord>(&record)?.into_payload()?,
+        cursor: unsigned(row.try_get(3)?)?,
+    })
+}
+
+pub struct PostgresStore {
+    pool: Pool,
+    /// `None` only while dropping (see `Drop`).
+    runtime: Option<tokio::runtime::Runtime>,
+    /// This replica's name in `replicas` and on its runs and claims.
+    replica: String,
+    /// Whom this replica tells about the events it commits (the live
+    /// stream of its own subscribers; other replicas' events reach a
+    /// stream through its backfill on reconnect).
+    sink: Arc<std::sync::RwLock<Option<Arc<dyn EventSink>>>>,
+    #[cfg(feature = "mutants")]
+    mutant: Option<StoreMutant>,
+}
+
+/// Deliberate flaws of this store, each removing one guard the cluster
+/// needs, for the tests that show the guard is needed
+/// (`tests/postgres_cluster.rs` kills each). The suite's kill matrix
+/// cannot reach them: it talks to one endpoint.
+#[cfg(feature = "mutants")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreMutant {
+    /// A reservation trusts the replica's in-memory lock: the goal's
+    /// version is read without a row lock, another replica's run in flight
+    /// is not looked for, and `(goal_id, iteration)` is not unique.
+    InMemoryLockOnly,
+    /// Due goals are listed without being claimed (no `FOR UPDATE SKIP
+    /// LOCKED`, no claim column): every replica takes every due goal.
+    ClaimWithoutSkipLocked,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("replica", &self.replica)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PostgresStore {
+    /// A runtime may not be dropped on an async worker (the engine is
+    /// often dropped on one): its threads are let go in the background.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl PostgresStore {
+    /// Connects, migrates, and registers this process as a live replica
+    /// whose lease a background task renews. `url` is a libpq-style
+    /// `postgres://` URL (`options=-c search_path=…` picks a schema).
+    pub fn open(url: &str) -> Result<PostgresStore, StoreError> {
+        let config = tokio_postgres::Config::from_str(url).map_err(|error| StoreError::Open {
+            location: super::redact(url),
+            source: Box::new(error),
+        })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("goalpost-postgres")
+            .enable_all()
+            .build()
+            .map_err(|error| StoreError::Postgres(format!("cannot start its runtime: {error}")))?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(pool_error)?;
+        let store = PostgresStore {
+            pool,
+            runtime: Some(runtime),
+            replica: uuid::Uuid::now_v7().to_string(),
+            sink: Arc::default(),
+            #[cfg(feature = "mutants")]
+            mutant: None,
+        };
+        let (pool, replica) = (store.pool.clone(), store.replica.clone());
+        let location = super::redact(url);
+        store.block(async move {
+            let mut client = pool.get().await.map_err(|error| StoreError::Open {
+                location,
+                source: Box::new(error),
+            })?;
+            migrations::migrate(&mut client).await?;
+            renew(&**client, &replica).await
+        })?;
+        let (pool, replica) = (store.pool.clone(), store.replica.clone());
+        store.runtime().spawn(async move {
+            let mut every = tokio::time::interval(RENEW_EVERY);
+            loop {
+                every.tick().await;
+                let renewed = match pool.get().await {
+                    Ok(client) => renew(&**client, &replica).await,
+                    Err(error) => Err(pool_error(error)),
+                };
+                if let Err(error) = renewed {
+                    tracing::warn!(%error, "cannot renew this replica's lease");
+                }
+            }
+        });
+        Ok(store)
+    }
+
+    /// [`PostgresStore::open`] with a deliberate flaw. The flaw of
+    /// [`StoreMutant::InMemoryLockOnly`] drops the uniqueness of
+    /// `(goal_id, iteration)` from the schema: use a schema of its own.
+    #[cfg(feature = "mutants")]
+    pub fn open_mutant(url: &str, mutant: StoreMutant) -> Result<PostgresStore, StoreError> {
+        let mut store = PostgresStore::open(url)?;
+        store.mutant = Some(mutant);
+        if mutant == StoreMutant::InMemoryLockOnly {
+            let pool = store.pool.clone();
+            store.block(async move {
+                let client = pool.get().await.map_err(pool_error)?;
+                client
+                    .batch_execute(
+                        "ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_goal_id_iteration_key",
+                    )
+                    .await?;
+                Ok(())
+            })?;
+        }
+        Ok(store)
+    }
+
+    #[cfg(feature = "mutants")]
+    fn is(&self, mutant: StoreMutant) -> bool {
+        self.mutant == Some(mutant)
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.as_ref().expect("the runtime lives until drop")
+    }
+
+    /// Runs `work` on the store's runtime and waits for it on this thread
+    /// (a channel, not `block_on`: the caller may be an async worker).
+    fn block<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (sender, receiver) = mpsc::sync_channel(1);
+        self.runtime().spawn(async move {
+            let _ = sender.send(work.await);
+        });
+        receiver
+            .recv()
+            .map_err(|_| StoreError::Postgres("the database task ended".to_string()))?
+    }
+
+    /// Runs `work` on the store's runtime; the answer is its outcome.
+    fn pending<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Pending<T> {
+        let task = self.runtime().spawn(work);
+        Box::pin(async move {
+            task.await.map_err(|error| {
+                StoreError::Postgres(format!("the database task failed: {error}"))
+            })?
+        })
+    }
+
+    /// A read of rows on a pooled connection.
+    fn rows<T: Send + 'static>(
+        &self,
+        sql: &'static str,
+        params: Vec<Box<dyn ToSql + Send + Sync>>,
+        each: fn(&Row) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let pool = self.pool.clone();
+        self.block(async move {
+            let client = pool.get().await.map_err(pool_error)?;
+            let params: Vec<&(dyn ToSql + Sync)> = params
+                .iter()
+                .map(|param| param.as_ref() as &(dyn ToSql + Sync))
+                .collect();
+            let rows = client.query(sql, &params).await?;
+            rows.iter().map(each).collect()
+        })
+    }
+
+    /// This replica's name (tests tell replicas apart by it).
+    pub fn replica(&self) -> &str {
+        &self.replica
+    }
+}
+
+async fn renew(client: &impl GenericClient, replica: &str) -> Result<(), StoreError> {
+    let lease = ms(REPLICA_LEASE);
+    client
+        .execute(
+            "INSERT INTO replicas (id, alive_until_ms) VALUES ($1, goalpost_now_ms() + $2)
+             ON CONFLICT (id) DO UPDATE SET alive_until_ms = EXCLUDED.alive_until_ms",
+            &[&replica, &lease],
+        )
+        .await?;
+    Ok(())
+}
+
+fn ids(row: &Row) -> Result<GoalId, StoreError> {
+    goal_id(&row.try_get::<_, String>(0)?)
+}
+
+/// In-flight runs of replicas whose lease lapsed.
+const ORPHANED_RUNS: &str = "SELECT run_id, goal_id, iteration, started_ms FROM runs r
+     WHERE status = 'in-flight'
+       AND NOT EXISTS (SELECT 1 FROM replicas p
+                       WHERE p.id = r.replica AND p.alive_until_ms > goalpost_now_ms())
+     ORDER BY started_ms";
+
+impl Store for PostgresStore {
+    fn insert_goals(&self, goals: &[Goal]) -> Result<(), StoreError> {
+        let rows = goals
+            .iter()
+            .map(GoalRow::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        let pool = self.pool.clone();
+        self.block(async move {
+            let mut client = pool.get().await.map_err(pool_error)?;
+            let transaction = client.transaction().await?;
+            for row in &rows {
+                insert_goal_row(&*transaction, row).await?;
+            }
+            transaction.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn goal(&self, id: &GoalId) -> Result<Option<Goal>, StoreError> {
+        let id = id.as_str().to_string();
+        let mut found = self.rows(const_format_goal_by_id(), vec![Box::new(id)], into_goal)?;
+        Ok(found.pop())
+    }
+
+    /// Nothing is kept in memory: every replica reads the database.
+    fn warm(&self, _ids: &[GoalId]) -> Result<usize, StoreError> {
+        Ok(0)
+    }
+
+    fn goals_page(
+        &self,
+        tenant: &Tenant,
+        state: Option<GoalState>,
+        after: Option<&GoalId>,
+        limit: usize,
+    ) -> Result<Vec<Goal>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let after = after.map_or(String::new(), |id| id.as_str().to_string());
+        let tenant = tenant.as_str().to_string();
+        match state {
+            None => self.rows(
+                goals_page_sql(false),
+                vec![Box::new(tenant), Box::new(after), Box::new(limit)],
+                into_goal,
+            ),
+            Some(state) => self.rows(
+                goals_page_sql(true),
+                vec![
+                    Box::new(tenant),
+                    Box::new(after),
+                    Box::new(limit),
+                    Box::new(state.as_str()),
+                ],
+                into_goal,
+            ),
+        }
+    }
+
+    fn apply(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        run: Option<&RunId>,
+        at: Timestamp,
+    ) -> Pending<Written<Vec<Event>>> {
+        let prepared = (|| -> Result<_, StoreError> {
+            let records = change
+                .events
+                .iter()
+                .map(|payload| to_json(&EventRecord::from_payload(payload)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let evaluation = change
+                .evaluation
+                .as_ref()
+                .map(|evaluation| -> Result<_, StoreError> {
+                    Ok((
+                        evaluation.run_id.as_str().to_string(),
+                        int(evaluation.iteration)?,
+                        to_json(&EvaluationRecord::from_evaluation(evaluation))?,
+                    ))
+                })
+                .transpose()?;
+            Ok((
+                GoalRow::new(&change.goal)?,
+                int(expected_version)?,
+                records,
+                evaluation,
+            ))
+        })();
+        let (row, expected_version, records, evaluation) = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
+        let run = run.map(|run| run.as_str().to_string());
+        let at_ms = at.unix_ms();
+        let payloads = change.events.clone();
+        let tenant = change.goal.owner.clone();
+        let sink = Arc::clone(&self.sink);
+        let pool = self.pool.clone();
+        self.pending(async move {
+            let mut client = pool.get().await.map_err(pool_error)?;
+            let transaction = client.transaction().await?;
+            let updated = transaction
+                .execute(
+                    "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
+                                      next_fire_ms = $7, version = $8, record = $9,
+                                      closed_ms = $10
+                     WHERE id = $1 AND version = $2",
+                    &[
+                        &row.id,
+                        &expected_version,
+                        &row.state,
+                        &row.paused,
+                        &row.mode,
+                        &row.deadline_ms,
+                        &row.next_fire_ms,
+                        &row.version,
+                        &row.record,
+                        &row.closed_ms,
+                    ],
+                )
+                .await?;
+            if updated != 1 {
+                return Ok(Written::Conflict);
+            }
+            if let Some(run) = &run {
+                // One verdict per run: a run another replica already
+                // closed (its lease lapsed) gets none from here, and
+                // nothing of this change is written.
+                let ended = transaction
+                    .execute(
+                        "UPDATE runs SET status = 'recorded', ended_ms = $2
+                         WHERE run_id = $1 AND status = 'in-flight'",
+                        &[run, &at_ms],
+                    )
+                    .await?;
+                if ended != 1 {
+                    return Err(StoreError::RunEnded(run.clone()));
+                }
+            }
+            let stored: i64 = transaction
+                .query_one(
+                    "SELECT COUNT(*) FROM goal_runs WHERE goal_id = $1",
+                    &[&row.id],
+                )
+                .await?
+                .try_get(0)?;
+            let stored = usize::try_from(stored).unwrap_or(0);
+            append_runs(&*transaction, &row.id, &row.run_ids, stored).await?;
+            let last: i64 = transaction
+                .query_one(
+                    "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE goal_id = $1",
+                    &[&row.id],
+                )
+                .await?
+                .try_get(0)?;
+            let mut cursors = Vec::with_capacity(records.len());
+            for (offset, record) in records.iter().enumerate() {
+                let sequence = last + int(offset as u64)? + 1;
+                let inserted = transaction
+                    .query_one(
+                        "INSERT INTO events (goal_id, sequence, at_ms, record, tenant)
+                         VALUES ($1, $2, $3, $4, $5) RETURNING cursor",
+                        &[&row.id, &sequence, &at_ms, record, &row.tenant],
+                    )
+                    .await?;
+                cursors.push(unsigned(inserted.try_get(0)?)?);
+            }
+            if let Some((run_id, iteration, record)) = &evaluation {
+                transaction
+                    .execute(
+                        "INSERT INTO evaluations (goal_id, run_id, iteration, record)
+                         VALUES ($1, $2, $3, $4)",
+                        &[&row.id, run_id, iteration, record],
+                    )
+                    .await?;
+            }
+            transaction.commit().await?;
+            let mut sequence = unsigned(last)?;
+            let events: Vec<Event> = payloads
+                .into_iter()
+                .zip(cursors)
+                .map(|(payload, cursor)| {
+                    sequence += 1;
+                    Event {
+                        sequence,
+                        cursor,
+                        at,
+                        payload,
+                    }
+                })
+                .collect();
+            let sink = match sink.read() {
+                Ok(guard) => guard.clone(),
+                Err(poisoned) => poisoned.into_inner().clone(),
+            };
+            if let Some(sink) = sink {
+                if !events.is_empty() {
+                    sink.committed(&tenant, &events);
+                }
+            }
+            Ok(Written::Done(events))
+        })
+    }
+
+    /// The fail-closed re-read and the reservation in one transaction: the
+    /// goal's row is locked, must be active at `expected_version`, and
+    /// must have no run in flight (another replica's); the insert cannot
+    /// take an iteration twice (`UNIQUE (goal_id, iteration)`). Any of
+    /// these failing is a conflict: the engine re-reads, and a goal whose
+    /// version did not move is held by a run elsewhere.
+    fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>> {
+        let run_id = run.run_id.as_str().to_string();
+        let goal = run.goal_id.as_str().to_string();
+        let report = run.report.clone();
+        let started_ms = run.started_at.unix_ms();
+        let (iteration, expected_version) = match (int(run.iteration), int(expected_version)) {
+            (Ok(iteration), Ok(expected)) => (iteration, expected),
+            (Err(error), _) | (_, Err(error)) => return Box::pin(std::future::ready(Err(error))),
+        };
+        let (pool, replica) = (self.pool.clone(), self.replica.clone());
+        #[cfg(feature = "mutants")]
+        if self.is(StoreMutant::InMemoryLockOnly) {
+            return self.pending(async move {
+                let client = pool.get().await.map_err(pool_error)?;
+                let current = client
+                    .query_opt("SELECT version FROM goals WHERE id = $1", &[&goal])
+                    .await?;
+                if current.map(|row| row.get::<_, i64>(0)) != Some(expected_version) {
+                    return Ok(Written::Conflict);
+                }
+                client
+                    .execute(
+                        "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica, report)
+                         VALUES ($1, $2, $3, 'in-flight', $4, $5, $6)",
+                        &[&run_id, &goal, &iteration, &started_ms, &replica, &report],
+                    )
+                    .await?;
+                Ok(Written::Done(()))
+            });
+        }
+        self.pending(async move {
+            let mut client = pool.get().await.map_err(pool_error)?;
+            let transaction = client.transaction().await?;
+            let current = transaction
+                .query_opt(
+                    "SELECT version FROM goals WHERE id = $1 AND state = 'active' FOR UPDATE",
+                    &[&goal],
+                )
+                .await?;
+            if current.map(|row| row.get::<_, i64>(0)) != Some(expected_version) {
+                return Ok(Written::Conflict);
+            }
+            let busy = transaction
+                .query_opt(
+                    "SELECT 1 FROM runs WHERE goal_id = $1 AND status = 'in-flight' LIMIT 1",
+                    &[&goal],
+                )
+                .await?;
+            if busy.is_some() {
+                return Ok(Written::Conflict);
+            }
+            let inserted = transaction
+                .execute(
+                    "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica, report)
+                     VALUES ($1, $2, $3, 'in-flight', $4, $5, $6)
+                     ON CONFLICT (goal_id, iteration) DO NOTHING",
+                    &[&run_id, &goal, &iteration, &started_ms, &replica, &report],
+                )
+                .await?;
+            if inserted != 1 {
+                return Ok(Written::Conflict);
+            }
+            transaction.commit().await?;
+            Ok(Written::Done(()))
+        })
+    }
+
+    fn discard_run(&self, run: &RunId, at: Timestamp) -> Pending<()> {
+        let run = run.as_str().to_string();
+        let at_ms = at.unix_ms();
+        let pool = self.pool.clone();
+        self.pending(async move {
+            let client = pool.get().await.map_err(pool_error)?;
+            client
+                .execute(
+                    "UPDATE runs SET status = 'discarded', ended_ms = $2
+                     WHERE run_id = $1 AND status = 'in-flight'",
+                    &[&run, &at_ms],
+                )
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// Only the runs of replicas that are gone: another live replica's
+    /// runs in flight are its own to finish.
+    fn runs_in_flight(&self) -> Result<Vec<RunReservation>, StoreError> {
+        self.rows(ORPHANED_RUNS, Vec::new(), reservation_from_row)
+    }
+
+    fn runs_orphaned(&self) -> Result<Vec<RunReservation>, StoreError> {
+        self.rows(ORPHANED_RUNS, Vec::new(), reservation_from_row)
+    }
+
+    fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        self.rows(
+            "SELECT sequence, at_ms, record, cursor FROM events
+             WHERE goal_id = $1 AND sequence > $2 ORDER BY sequence",
+            vec![Box::new(goal.as_str().to_string()), Box::new(after)],
+            event_from_row,
+        )
+    }
+
+    fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
+        let mut slot = match self.sink.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *slot = Some(sink);
+    }
+
+    /// In cursor order. Cursors come from one sequence, so two replicas'
+    /// concurrent transactions may commit them out of order: a stream that
+    /// resumes after a cursor can miss an event whose transaction held a
+    /// lower cursor and committed later (DESIGN "Clustered hosts").
+    fn tenant_events_after(
+        &self,
+        tenant: &Tenant,
+        goal: Option<&GoalId>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        match goal {
+            Some(goal) => self.rows(
+                "SELECT sequence, at_ms, record, cursor FROM events
+                 WHERE tenant = $1 AND goal_id = $2 AND cursor > $3 ORDER BY cursor LIMIT $4",
+                vec![
+                    Box::new(tenant.as_str().to_string()),
+                    Box::new(goal.as_str().to_string()),
+                    Box::new(after),
+                    Box::new(limit),
+                ],
+                event_from_row,
+            ),
+            None => self.rows(
+                "SELECT sequence, at_ms, record, cursor FROM events
+                 WHERE tenant = $1 AND cursor > $2 ORDER BY cursor LIMIT $3",
+                vec![
+                    Box::new(tenant.as_str().to_string()),
+                    Box::new(after),
+                    Box::new(limit),
+                ],
+                event_from_row,
+            ),
+        }
+    }
+
+    fn run(&self, run: &RunId) -> Result<Option<StoredRun>, StoreError> {
+        let found = self.rows(
+            "SELECT goal_id, iteration, status, report FROM runs WHERE run_id = $1",
+            vec![Box::new(run.as_str().to_string())],
+            |row| {
+                let status: String = row.try_get(2)?;
+                let end = match status.as_str() {
+                    "in-flight" => None,
+                    "recorded" => Some(RunEnd::Recorded),
+                    "discarded" => Some(RunEnd::Discarded),
+                    other => return Err(StoreError::Corrupt(format!("run status {other:?}"))),
+                };
+                Ok(StoredRun {
+                    goal_id: goal_id(&row.try_get::<_, String>(0)?)?,
+                    iteration: unsigned(row.try_get(1)?)?,
+                    end,
+                    report: row.try_get(3)?,
+                })
+            },
+        )?;
+        Ok(found.into_iter().next())
+    }
+
+    fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError> {
+        self.rows(
+            "SELECT record FROM evaluations WHERE goal_id = $1 ORDER BY iteration, run_id",
+            vec![Box::new(goal.as_str().to_string())],
+            |row| from_json::<EvaluationRecord>(&row.try_get::<_, String>(0)?)?.into_evaluation(),
+        )
+    }
+
+    /// Claims the due goals: this replica's own unexpired claims are
+    /// renewed, and unclaimed (or lapsed) ones are taken, skipping rows
+    /// another replica is claiming at this moment, up to
+    /// [`MOST_CLAIMED`]. Longest due first.
+    fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX).min(MOST_CLAIMED);
+        let (pool, replica) = (self.pool.clone(), self.replica.clone());
+        let now_ms = now.unix_ms();
+        let claim = ms(CLAIM);
+        #[cfg(feature = "mutants")]
+        if self.is(StoreMutant::ClaimWithoutSkipLocked) {
+            return self.rows(
+                "SELECT id FROM goals
+                 WHERE (mode = 'schedule' OR (mode = 'commitment' AND next_fire_ms IS NOT NULL))
+                   AND state = 'active' AND NOT paused
+                   AND COALESCE(next_fire_ms, 0) <= $1
+                 ORDER BY COALESCE(next_fire_ms, 0), created_ms LIMIT $2",
+                vec![Box::new(now_ms), Box::new(limit)],
+                ids,
+            );
+        }
+        self.block(async move {
+            let client = pool.get().await.map_err(pool_error)?;
+            let rows = client
+                .query(
+                    "WITH due AS (
+                         SELECT id FROM goals
+                         WHERE (mode = 'schedule' OR (mode = 'commitment' AND next_fire_ms IS NOT NULL))
+                   AND state = 'active' AND NOT paused
+                           AND COALESCE(next_fire_ms, 0) <= $1
+                           AND (claimed_by IS NULL OR claimed_by = $3
+                                OR claim_until_ms <= goalpost_now_ms())
+                         ORDER BY COALESCE(next_fire_ms, 0), created_ms
+                         LIMIT $2
+                         FOR UPDATE SKIP LOCKED
+                     )
+                     UPDATE goals SET claimed_by = $3, claim_until_ms = goalpost_now_ms() + $4
+                     FROM due WHERE goals.id = due.id
+                     RETURNING goals.id, COALESCE(goals.next_fire_ms, 0), goals.created_ms",
+                    &[&now_ms, &limit, &replica, &claim],
+                )
+                .await?;
+            let mut due = rows
+                .iter()
+                .map(|row| -> Result<_, StoreError> {
+                    Ok((
+                        row.try_get::<_, i64>(1)?,
+                        row.try_get::<_, i64>(2)?,
+                        ids(row)?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            due.sort_by_key(|(fire, created, _)| (*fire, *created));
+            Ok(due.into_iter().map(|(_, _, id)| id).collect())
+        })
+    }
+
+    fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
+        self.rows(
+            "SELECT id FROM goals WHERE state = 'active' AND deadline_ms IS NOT NULL
+               AND deadline_ms <= $1 ORDER BY deadline_ms",
+            vec![Box::new(now.unix_ms())],
+            ids,
+        )
+    }
+
+    fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        let found = self.rows(
+            "SELECT LEAST(
+                 (SELECT MIN(COALESCE(next_fire_ms, 0)) FROM goals
+                  WHERE (mode = 'schedule' OR (mode = 'commitment' AND next_fire_ms IS NOT NULL))
+                   AND state = 'active' AND NOT paused
+                    AND COALESCE(next_fire_ms, 0) > $1),
+                 (SELECT MIN(deadline_ms) FROM goals
+                  WHERE state = 'active' AND deadline_ms IS NOT NULL AND deadline_ms > $1))",
+            vec![Box::new(after.unix_ms())],
+            |row| row.try_get::<_, Option<i64>>(0).map_err(StoreError::from),
+        )?;
+        found
+            .into_iter()
+            .flatten()
+            .next()
+            .map(timestamp)
+            .transpose()
+    }
+
+    fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError> {
+        self.rows(
+            "SELECT id FROM goals WHERE mode = 'heartbeat' AND state = 'active' AND NOT paused
+             ORDER BY created_ms, id",
+            Vec::new(),
+            ids,
+        )
+    }
+
+    fn put_verifier(
+        &self,
+        tenant: &Tenant,
+        verifier: &CriteriaVerifier,
+        replace: bool,
+    ) -> Pending<Written<()>> {
+        let record = match to_json(&wire::verifier_registration(verifier)) {
+            Ok(record) => record,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
+        let sql = if replace {
+            "INSERT INTO verifiers (tenant, name, created_ms, record) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (tenant, name) DO UPDATE SET created_ms = $3, record = $4"
+        } else {
+            "INSERT INTO verifiers (tenant, name, created_ms, record) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (tenant, name) DO NOTHING"
+        };
+        let tenant = tenant.as_str().to_string();
+        let name = verifier.name.as_str().to_string();
+        let created_ms = verifier.created_at.unix_ms();
+        let pool = self.pool.clone();
+        self.pending(async move {
+            let client = pool.get().await.map_err(pool_error)?;
+            let written = client
+                .execute(sql, &[&tenant, &name, &created_ms, &record])
+                .await?;
+            Ok(if written == 1 {
+                Written::Done(())
+            } else {
+                Written::Conflict
+            })
+        })
+    }
+
+    fn verifier(
+        &self,
+        tenant: &Tenant,
+        name: &VerifierName,
+    ) -> Result<Option<CriteriaVerifier>, StoreError> {
+        let mut found = self.rows(
+            "SELECT record, created_ms FROM verifiers WHERE tenant = $1 AND name = $2",
+            vec![
+                Box::new(tenant.as_str().to_string()),
+                Box::new(name.as_str().to_string()),
+            ],
+            verifier_from_row,
+        )?;
+        Ok(found.pop())
+    }
+
+    fn verifiers(&self, tenant: &Tenant) -> Result<Vec<CriteriaVerifier>, StoreError> {
+        self.rows(
+            "SELECT record, created_ms FROM verifiers WHERE tenant = $1 ORDER BY name",
+            vec![Box::new(tenant.as_str().to_string())],
+            verifier_from_row,
+        )
+    }
+
+    /// The tenant's count row is locked first: creates of one tenant queue
+    /// on it whichever replica serves them, so neither a key nor a quota
+    /// can be taken twice.
+    fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted> {
+        let prepared = (|| -> Result<_, StoreError> {
+            let remembered = match &guard.key {
+                Some(_) => Some((to_json(&wire::goal(goal))?, goal.etag())),
+                None => None,
+            };
+            Ok((GoalRow::new(goal)?, remembered))
+        })();
+        let (row, remembered) = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
+        let armed = matches!(goal.continuation.mode, Mode::Schedule | Mode::Heartbeat);
+        let guard = guard.clone();
+        let pool = self.pool.clone();
+        self.pending(async move {
+            let mut client = pool.get().await.map_err(pool_error)?;
+            let transaction = client.transaction().await?;
+            transaction
+                .execute(
+                    "INSERT INTO tenant_counts (tenant, open, armed) VALUES ($1, 0, 0)
+                     ON CONFLICT (tenant) DO NOTHING",
+                    &[&row.tenant],
+                )
+                .await?;
+            let held = transaction
+                .query_one(
+                    "SELECT open, armed, total FROM tenant_counts WHERE tenant = $1 FOR UPDATE",
+                    &[&row.tenant],
+                )
+                .await?;
+            let (open, held_armed, total) = (
+                unsigned(held.try_get(0)?)?,
+                unsigned(held.try_get(1)?)?,
+                unsigned(held.try_get(2)?)?,
+            );
+            if let Some((key, _)) = &guard.key {
+                let expired = guard.keys_expire_at_or_before.unix_ms();
+                if let Some(stored) = stored_key(&*transaction, &row.tenant, key, expired).await? {
+                    return Ok(Inserted::KeyTaken(stored));
+                }
+            }
+            if open >= guard.max_open_goals {
+                return Ok(Inserted::TooManyGoals);
+            }
+            if total >= guard.max_stored_goals {
+                return Ok(Inserted::TooManyStored);
+            }
+            if armed && held_armed >= guard.max_open_armed {
+                return Ok(Inserted::TooManyArmed);
+            }
+            insert_goal_row(&*transaction, &row).await?;
+            if let (Some((key, fingerprint)), Some((answer, etag))) = (&guard.key, &remembered) {
+                transaction
+                    .execute(
+                        "INSERT INTO idempotency_keys
+                             (tenant, key, fingerprint, goal_id, answer, etag, created_ms)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)
+                         ON CONFLICT (tenant, key) DO UPDATE
+                         SET fingerprint = $3, goal_id = $4, answer = $5, etag = $6,
+                             created_ms = $7",
+                        &[
+                            &row.tenant,
+                            key,
+                            fingerprint,
+                            &row.id,
+                            answer,
+                            etag,
+                            &row.created_ms,
+                        ],
+                    )
+                    .await?;
+            }
+            transaction.commit().await?;
+            Ok(Inserted::Done)
+        })
+    }
+
+    fn idempotency_key(
+        &self,
+        tenant: &Tenant,
+        key: &str,
+        expired_at_or_before: Timestamp,
+    ) -> Result<Option<StoredKey>, StoreError> {
+        let (tenant, key) = (tenant.as_str().to_string(), key.to_string());
+        let expired = expired_at_or_before.unix_ms();
+        let pool = self.pool.clone();
+        self.block(async move {
+            let client = pool.get().await.map_err(pool_error)?;
+            stored_key(&**client, &tenant, &key, expired).await
+        })
+    }
+
+    fn purge_idempotency_keys(&self, at: Timestamp) -> Pending<usize> {
+        let at_ms = at.unix_ms();
+        let pool = self.pool.clone();
+        self.pending(async move {
+            let client = pool.get().await.map_err(pool_error)?;
+            let purged = client
+                .execute(
+                    "DELETE FROM idempotency_keys WHERE created_ms <= $1",
+                    &[&at_ms],
+                )
+                .await?;
+            Ok(usize::try_from(purged).unwrap_or(usize::MAX))
+        })
+    }
+
+    /// Rows another replica is purging at this moment are skipped, not
+    /// waited for: replicas purge side by side.
+    fn purge_closed_goals(
+        &self,
+        closed_at_or_before: Timestamp,
+        limit: usize,
+    ) -> Pending<Vec<GoalId>> {
+        let at_ms = closed_at_or_before.unix_ms();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let pool = self.pool.clone();
+        self.pending(async move {
+            let mut client = pool.get().await.map_err(pool_error)?;
+            let transaction = client.transaction().await?;
+            let rows = transaction
+                .query(
+                    "SELECT id FROM goals WHERE closed_ms <= $1 ORDER BY closed_ms LIMIT $2
+                     FOR UPDATE SKIP LOCKED",
+                    &[&at_ms, &limit],
+                )
+                .await?;
+            let purged = rows.iter().map(ids).collect::<Result<Vec<_>, _>>()?;
+            // Children first: they name the goal. The goal's delete
+            // trigger takes it off its tenant's counts.
+            for id in &purged {
+                let id = id.as_str();
+                for sql in [
+                    "DELETE FROM goal_runs WHERE goal_id = $1",
+                    "DELETE FROM events WHERE goal_id = $1",
+                    "DELETE FROM evaluations WHERE goal_id = $1",
+                    "DELETE FROM runs WHERE goal_id = $1",
+                    "DELETE FROM idempotency_keys WHERE goal_id = $1",
+                    "DELETE FROM goals WHERE id = $1",
+                ] {
+                    transaction.execute(sql, &[&id]).await?;
+                }
+            }
+            transaction.commit().await?;
+            Ok(purged)
+        })
+    }
+
+    fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError> {
+        let found = self.rows(
+            "SELECT armed FROM tenant_counts WHERE tenant = $1",
+            vec![Box::new(tenant.as_str().to_string())],
+            |row| unsigned(row.try_get(0)?),
+        )?;
+        Ok(found.into_iter().next().unwrap_or(0))
+    }
+}
+
+fn const_format_goal_by_id() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| format!("{SELECT_GOALS} WHERE g.id = $1"))
+}
+
+/// A page of a tenant's goals after an id, optionally of one state.
+fn goals_page_sql(with_state: bool) -> &'static str {
+    static ALL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    static ONE_STATE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    if with_state {
+        ONE_STATE.get_or_init(|| {
+            format!("{SELECT_GOALS} WHERE g.tenant = $1 AND g.id > $2 AND g.state = $4 ORDER BY g.id LIMIT $3")
+        })
+    } else {
+        ALL.get_or_init(|| {
+            format!("{SELECT_GOALS} WHERE g.tenant = $1 AND g.id > $2 ORDER BY g.id LIMIT $3")
+        })
+    }
+}
