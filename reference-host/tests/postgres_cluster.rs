@@ -171,14 +171,15 @@ async fn concurrent_continues_on_three_replicas_never_exceed_the_bound() {
 #[cfg(feature = "mutants")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_in_memory_lock_only_mutant_is_killed() {
-    use goalpost_host::storage::{PostgresStore, Store, StoreMutant};
+    use goalpost_host::mutants::{open_postgres, StoreMutant};
+    use goalpost_host::storage::Store;
     let Some(server) = pg::server() else { return };
     let schema = pg::Schema::fresh(&server).await;
     let clock = Arc::new(ManualClock::fixed());
     let hosts: Vec<Arc<Harness>> = (0..3)
         .map(|_| {
-            let store = PostgresStore::open_mutant(&schema.url, StoreMutant::InMemoryLockOnly)
-                .expect("the store opens");
+            let store =
+                open_postgres(&schema.url, StoreMutant::InMemoryLockOnly).expect("the store opens");
             Arc::new(Harness::with_store(
                 Arc::new(store) as Arc<dyn Store>,
                 settings(Quotas::default()),
@@ -230,15 +231,15 @@ async fn due_goals_are_claimed_by_one_replica_each() {
 #[cfg(feature = "mutants")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_claim_without_skip_locked_mutant_is_killed() {
-    use goalpost_host::storage::{PostgresStore, Store, StoreMutant};
+    use goalpost_host::mutants::{open_postgres, StoreMutant};
+    use goalpost_host::storage::Store;
     let Some(server) = pg::server() else { return };
     let schema = pg::Schema::fresh(&server).await;
     let clock = Arc::new(ManualClock::fixed());
     let hosts: Vec<Harness> = (0..2)
         .map(|_| {
-            let store =
-                PostgresStore::open_mutant(&schema.url, StoreMutant::ClaimWithoutSkipLocked)
-                    .expect("the store opens");
+            let store = open_postgres(&schema.url, StoreMutant::ClaimWithoutSkipLocked)
+                .expect("the store opens");
             Harness::with_store(
                 Arc::new(store) as Arc<dyn Store>,
                 settings(Quotas::default()),

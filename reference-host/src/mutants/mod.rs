@@ -30,6 +30,8 @@ mod faults;
 mod http;
 #[cfg(feature = "mutants")]
 mod notes;
+#[cfg(feature = "mutants")]
+mod postgres;
 mod registry;
 #[cfg(feature = "mutants")]
 mod switch;
@@ -41,6 +43,8 @@ use std::sync::Arc;
 use crate::engine::{Faults, NoFaults};
 use crate::http::{NoRouteFaults, RouteFaults};
 
+#[cfg(feature = "mutants")]
+pub use postgres::{open_postgres, StoreMutant};
 pub use registry::{parse_arg, Mutant, MutantInfo, REGISTRY};
 #[cfg(feature = "mutants")]
 pub use switch::Switch;

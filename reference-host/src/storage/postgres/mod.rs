@@ -258,24 +258,23 @@ pub struct PostgresStore {
     /// stream of its own subscribers; other replicas' events reach a
     /// stream through its backfill on reconnect).
     sink: Arc<std::sync::RwLock<Option<Arc<dyn EventSink>>>>,
-    #[cfg(feature = "mutants")]
-    mutant: Option<StoreMutant>,
+    /// The guards this store keeps: all of them, unless a deliberately
+    /// broken build (`crate::mutants`) switched one off.
+    faults: StoreFaults,
 }
 
-/// Deliberate flaws of this store, each removing one guard the cluster
-/// needs, for the tests that show the guard is needed
-/// (`tests/postgres_cluster.rs` kills each). The suite's kill matrix
-/// cannot reach them: it talks to one endpoint.
-#[cfg(feature = "mutants")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreMutant {
+/// Guards of this store a deliberately broken build may switch off, each
+/// one the cluster needs (`tests/postgres_cluster.rs` shows each is): set
+/// only by `crate::mutants`, all kept by default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreFaults {
     /// A reservation trusts the replica's in-memory lock: the goal's
-    /// version is read without a row lock, another replica's run in flight
-    /// is not looked for, and `(goal_id, iteration)` is not unique.
-    InMemoryLockOnly,
-    /// Due goals are listed without being claimed (no `FOR UPDATE SKIP
-    /// LOCKED`, no claim column): every replica takes every due goal.
-    ClaimWithoutSkipLocked,
+    /// version is read without a row lock and another replica's run in
+    /// flight is not looked for.
+    pub(crate) reserves_without_row_lock: bool,
+    /// Due goals are listed without being claimed: every replica takes
+    /// every due goal.
+    pub(crate) lists_due_without_claim: bool,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -328,8 +327,7 @@ impl PostgresStore {
             runtime: Some(runtime),
             replica: uuid::Uuid::now_v7().to_string(),
             sink: Arc::default(),
-            #[cfg(feature = "mutants")]
-            mutant: None,
+            faults: StoreFaults::default(),
         };
         let (pool, replica) = (store.pool.clone(), store.replica.clone());
         let location = super::redact(url);
@@ -358,31 +356,20 @@ impl PostgresStore {
         Ok(store)
     }
 
-    /// [`PostgresStore::open`] with a deliberate flaw. The flaw of
-    /// [`StoreMutant::InMemoryLockOnly`] drops the uniqueness of
-    /// `(goal_id, iteration)` from the schema: use a schema of its own.
-    #[cfg(feature = "mutants")]
-    pub fn open_mutant(url: &str, mutant: StoreMutant) -> Result<PostgresStore, StoreError> {
-        let mut store = PostgresStore::open(url)?;
-        store.mutant = Some(mutant);
-        if mutant == StoreMutant::InMemoryLockOnly {
-            let pool = store.pool.clone();
-            store.block(async move {
-                let client = pool.get().await.map_err(pool_error)?;
-                client
-                    .batch_execute(
-                        "ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_goal_id_iteration_key",
-                    )
-                    .await?;
-                Ok(())
-            })?;
-        }
-        Ok(store)
+    /// This store with some of its guards off (`crate::mutants` only).
+    pub fn with_faults(mut self, faults: StoreFaults) -> PostgresStore {
+        self.faults = faults;
+        self
     }
 
-    #[cfg(feature = "mutants")]
-    fn is(&self, mutant: StoreMutant) -> bool {
-        self.mutant == Some(mutant)
+    /// Runs `sql` (statements without parameters) on the database.
+    pub fn batch(&self, sql: &'static str) -> Result<(), StoreError> {
+        let pool = self.pool.clone();
+        self.block(async move {
+            let client = pool.get().await.map_err(pool_error)?;
+            client.batch_execute(sql).await?;
+            Ok(())
+        })
     }
 
     fn runtime(&self) -> &tokio::runtime::Runtime {
@@ -686,8 +673,7 @@ impl Store for PostgresStore {
             (Err(error), _) | (_, Err(error)) => return Box::pin(std::future::ready(Err(error))),
         };
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
-        #[cfg(feature = "mutants")]
-        if self.is(StoreMutant::InMemoryLockOnly) {
+        if self.faults.reserves_without_row_lock {
             return self.pending(async move {
                 let client = pool.get().await.map_err(pool_error)?;
                 let current = client
@@ -866,8 +852,7 @@ impl Store for PostgresStore {
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
         let now_ms = now.unix_ms();
         let claim = ms(CLAIM);
-        #[cfg(feature = "mutants")]
-        if self.is(StoreMutant::ClaimWithoutSkipLocked) {
+        if self.faults.lists_due_without_claim {
             return self.rows(
                 "SELECT id FROM goals
                  WHERE (mode = 'schedule' OR (mode = 'commitment' AND next_fire_ms IS NOT NULL))
