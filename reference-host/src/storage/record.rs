@@ -426,6 +426,39 @@ impl EvaluationRecord {
     }
 }
 
+/// What a change writes beside its goal row, serialised the same for every
+/// store: its events' records, and its evaluation as (run id, iteration,
+/// record).
+pub(super) struct ChangeRecords {
+    pub events: Vec<String>,
+    pub evaluation: Option<(String, i64, String)>,
+}
+
+impl ChangeRecords {
+    pub(super) fn of(change: &crate::domain::Change) -> Result<ChangeRecords, StoreError> {
+        let events = change
+            .events
+            .iter()
+            .map(|payload| to_json(&EventRecord::from_payload(payload)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let evaluation = change
+            .evaluation
+            .as_ref()
+            .map(|evaluation| -> Result<_, StoreError> {
+                let iteration = i64::try_from(evaluation.iteration).map_err(|_| {
+                    corrupt(format!("iteration {} too large", evaluation.iteration))
+                })?;
+                Ok((
+                    evaluation.run_id.as_str().to_string(),
+                    iteration,
+                    to_json(&EvaluationRecord::from_evaluation(evaluation))?,
+                ))
+            })
+            .transpose()?;
+        Ok(ChangeRecords { events, evaluation })
+    }
+}
+
 pub(super) fn to_json<T: Serialize>(value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|error| corrupt(error.to_string()))
 }

@@ -34,7 +34,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, NoTls, Row};
 
 use super::group_commit::Pending;
-use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
+use super::record::{from_json, to_json, ChangeRecords, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
     CreateGuard, EventSink, Inserted, RunEnd, RunReservation, Store, StoreError, StoredKey,
     StoredRun, Written,
@@ -518,26 +518,11 @@ impl Store for PostgresStore {
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>> {
         let prepared = (|| -> Result<_, StoreError> {
-            let records = change
-                .events
-                .iter()
-                .map(|payload| to_json(&EventRecord::from_payload(payload)))
-                .collect::<Result<Vec<_>, _>>()?;
-            let evaluation = change
-                .evaluation
-                .as_ref()
-                .map(|evaluation| -> Result<_, StoreError> {
-                    Ok((
-                        evaluation.run_id.as_str().to_string(),
-                        int(evaluation.iteration)?,
-                        to_json(&EvaluationRecord::from_evaluation(evaluation))?,
-                    ))
-                })
-                .transpose()?;
+            let ChangeRecords { events, evaluation } = ChangeRecords::of(change)?;
             Ok((
                 GoalRow::new(&change.goal)?,
                 int(expected_version)?,
-                records,
+                events,
                 evaluation,
             ))
         })();
