@@ -232,9 +232,11 @@ did; 2 the run could not start.";
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
     /// Base URL of the host under test; without it the bundled reference
-    /// host is started in-process.
-    #[arg(long, env = "GOALPOST_HOST", value_name = "URL")]
-    pub host: Option<String>,
+    /// host is started in-process. Given again (or comma-separated in the
+    /// environment), the endpoints of one deployment: discovery is read
+    /// from the first, and each request goes to the next in turn.
+    #[arg(long, env = "GOALPOST_HOST", value_name = "URL", value_delimiter = ',')]
+    pub host: Vec<String>,
     /// Bearer token of tenant A (required with --host).
     #[arg(long, env = "GOALPOST_TOKEN", value_name = "T", hide_env_values = true)]
     pub token: Option<String>,

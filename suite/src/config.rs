@@ -47,6 +47,10 @@ pub struct RunConfig {
     pub timeout_scale: f64,
     /// `--base-path`: the goals collection path, over what discovery says.
     pub base_path: Option<String>,
+    /// More endpoints of the same deployment (`--host` given again): each
+    /// request goes to the next of the host and these in turn, so a goal
+    /// made on one replica is read, run and closed on the others.
+    pub replicas: Vec<String>,
     pub harness: libtest_mimic::Arguments,
     /// Wall clock for the report's timestamps.
     pub now: fn() -> OffsetDateTime,
@@ -118,6 +122,7 @@ impl RunConfig {
             report_dir,
             timeout_scale: 1.0,
             base_path: None,
+            replicas: Vec::new(),
             harness: with_default_threads(harness),
             now: OffsetDateTime::now_utc,
             callback: Callback {
@@ -150,10 +155,16 @@ impl RunConfig {
         harness: libtest_mimic::Arguments,
         cwd: &Path,
     ) -> Result<RunConfig, StartError> {
-        let host = match args.host {
-            Some(url) => HostChoice::Remote(check_url(&url, "--host")?),
+        let host = match args.host.first() {
+            Some(url) => HostChoice::Remote(check_url(url, "--host")?),
             None => HostChoice::Bundled,
         };
+        let replicas = args
+            .host
+            .iter()
+            .skip(1)
+            .map(|url| check_url(url, "--host"))
+            .collect::<Result<Vec<_>, _>>()?;
         let (token_a, token_b) = match (&host, args.token) {
             (HostChoice::Remote(_), None) => {
                 return Err(StartError::Config(
@@ -213,6 +224,7 @@ impl RunConfig {
             report_dir,
             timeout_scale: args.timeout_scale,
             base_path: args.base_path,
+            replicas,
             harness: with_default_threads(harness),
             now: OffsetDateTime::now_utc,
             callback,
@@ -352,7 +364,7 @@ mod tests {
     fn a_remote_host_needs_a_token_and_an_http_url() {
         let remote = |host: &str, token: Option<&str>| {
             resolve(RunArgs {
-                host: Some(host.to_string()),
+                host: vec![host.to_string()],
                 token: token.map(str::to_string),
                 ..RunArgs::default()
             })
@@ -363,6 +375,23 @@ mod tests {
         assert!(remote("http://h", None).is_err());
         assert!(remote("h:8080", Some("t")).is_err());
         assert!(remote("http://", Some("t")).is_err());
+    }
+
+    #[test]
+    fn more_hosts_are_endpoints_of_the_same_deployment() {
+        let hosts = |hosts: &[&str]| {
+            resolve(RunArgs {
+                host: hosts.iter().map(|host| host.to_string()).collect(),
+                token: Some("t".to_string()),
+                ..RunArgs::default()
+            })
+        };
+        let config = hosts(&["http://a:1", "http://b:2/", "http://c:3"]).unwrap();
+        assert_eq!(config.host, HostChoice::Remote("http://a:1".to_string()));
+        assert_eq!(config.replicas, ["http://b:2", "http://c:3"]);
+        assert!(hosts(&["http://a:1"]).unwrap().replicas.is_empty());
+        // Every endpoint is checked, not only the first.
+        assert!(hosts(&["http://a:1", "b:2"]).is_err());
     }
 
     #[test]
@@ -396,7 +425,7 @@ mod tests {
         let other = resolve(RunArgs::default()).unwrap();
         assert_ne!(bundled.callback.secret, other.callback.secret);
         let remote = resolve(RunArgs {
-            host: Some("http://h".to_string()),
+            host: vec!["http://h".to_string()],
             token: Some("t".to_string()),
             callback: Box::new(CallbackArgs {
                 callback_listen: Some("0.0.0.0:9000".parse().unwrap()),
@@ -413,7 +442,7 @@ mod tests {
         assert_eq!(remote.callback.secret.as_deref(), Some("s"));
         assert_eq!(remote.callback.mock_config().listen.port(), 9000);
         let unknown = resolve(RunArgs {
-            host: Some("http://h".to_string()),
+            host: vec!["http://h".to_string()],
             token: Some("t".to_string()),
             ..RunArgs::default()
         })

@@ -170,7 +170,8 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         token_a: Some(config.token_a.clone()),
         token_b: config.token_b.clone(),
     });
-    let mut driver = Driver::new(http, target, plan.schemas.clone(), config.timeout_scale);
+    let mut driver = Driver::new(http, target, plan.schemas.clone(), config.timeout_scale)
+        .with_replicas(&config.replicas);
     let options = config.options_given();
     let mock = if !config.harness.list
         && needs_mock(&plan, &discovery, config.token_b.is_some(), &options)

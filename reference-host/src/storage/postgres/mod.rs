@@ -913,13 +913,40 @@ impl Store for PostgresStore {
             .transpose()
     }
 
+    /// The heartbeat goals this replica probes: its own unexpired claims,
+    /// renewed, and unclaimed (or lapsed) ones, taken as due goals are.
+    /// Each replica keeps its own probe cadence, so without the claim every
+    /// replica probed every goal and fired a run on each answer (the
+    /// suite's `observed.heartbeat.fires-on-probe`, run against three
+    /// replicas, saw the extra runs). A replica that dies leaves its goals
+    /// to the others once its claims lapse.
     fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError> {
-        self.rows(
-            "SELECT id FROM goals WHERE mode = 'heartbeat' AND state = 'active' AND NOT paused
-             ORDER BY created_ms, id",
-            Vec::new(),
-            ids,
-        )
+        let (pool, replica) = (self.pool.clone(), self.replica.clone());
+        let claim = ms(CLAIM);
+        self.block(async move {
+            let client = pool.get().await.map_err(pool_error)?;
+            let rows = client
+                .query(
+                    "WITH mine AS (
+                         SELECT id FROM goals
+                         WHERE mode = 'heartbeat' AND state = 'active' AND NOT paused
+                           AND (claimed_by IS NULL OR claimed_by = $1
+                                OR claim_until_ms <= goalpost_now_ms())
+                         FOR UPDATE SKIP LOCKED
+                     )
+                     UPDATE goals SET claimed_by = $1, claim_until_ms = goalpost_now_ms() + $2
+                     FROM mine WHERE goals.id = mine.id
+                     RETURNING goals.id, goals.created_ms",
+                    &[&replica, &claim],
+                )
+                .await?;
+            let mut mine = rows
+                .iter()
+                .map(|row| -> Result<_, StoreError> { Ok((row.try_get::<_, i64>(1)?, ids(row)?)) })
+                .collect::<Result<Vec<_>, _>>()?;
+            mine.sort_by(|a, b| (a.0, a.1.as_str()).cmp(&(b.0, b.1.as_str())));
+            Ok(mine.into_iter().map(|(_, id)| id).collect())
+        })
     }
 
     fn put_verifier(

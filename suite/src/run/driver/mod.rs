@@ -54,6 +54,10 @@ pub struct Driver {
     mock: Option<Arc<MockServer>>,
     /// Wall clock for `clock: "rfc3339"` captures.
     wall: fn() -> OffsetDateTime,
+    /// The deployment's endpoints when there are several (the host's base
+    /// URL first); empty for one. Requests take them in turn.
+    endpoints: Arc<[String]>,
+    next_endpoint: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Where in the scenario a step runs, for messages.
@@ -223,7 +227,32 @@ impl Driver {
             redactor,
             mock: None,
             wall: OffsetDateTime::now_utc,
+            endpoints: Arc::from(Vec::new()),
+            next_endpoint: Arc::default(),
         }
+    }
+
+    /// Spreads requests over the host and `replicas` (base URLs of the same
+    /// deployment), one after the other; each request's URL is in its
+    /// recorded exchange.
+    pub fn with_replicas(mut self, replicas: &[String]) -> Self {
+        if !replicas.is_empty() {
+            let mut endpoints = vec![self.host.base_url.clone()];
+            endpoints.extend(replicas.iter().cloned());
+            self.endpoints = Arc::from(endpoints);
+        }
+        self
+    }
+
+    /// The base URL the next request goes to.
+    fn endpoint(&self) -> &str {
+        if self.endpoints.is_empty() {
+            return &self.host.base_url;
+        }
+        let turn = self
+            .next_endpoint
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &self.endpoints[turn % self.endpoints.len()]
     }
 
     pub fn host(&self) -> &HostTarget {
@@ -436,7 +465,7 @@ impl Driver {
         let req = &request.request;
         let path = vars.render_str(&req.path).map_err(scenario_error)?;
         let separator = if path.starts_with('/') { "" } else { "/" };
-        let url = format!("{}{separator}{path}", self.host.base_url);
+        let url = format!("{}{separator}{path}", self.endpoint());
         let mut headers = Vec::new();
         let token = match req.principal {
             Principal::A => self.host.token_a.as_deref(),
