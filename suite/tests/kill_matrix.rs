@@ -22,8 +22,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use goalpost_host::mutants::Mutant;
@@ -209,35 +208,7 @@ fn selected(info: &Declared) -> bool {
 }
 
 fn jobs() -> usize {
-    std::env::var("GOALPOST_KILL_MATRIX_JOBS")
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .filter(|jobs| *jobs >= 1)
-        .unwrap_or(DEFAULT_JOBS)
-}
-
-/// Runs `work` on `jobs` threads, each taking the next item.
-fn in_parallel<T: Send, R: Send>(
-    items: Vec<T>,
-    jobs: usize,
-    work: impl Fn(T) -> R + Sync,
-) -> Vec<R> {
-    let queue = Mutex::new(items.into_iter().collect::<VecDeque<T>>());
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
-                let Some(item) = next else { break };
-                let result = work(item);
-                results
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(result);
-            });
-        }
-    });
-    results.into_inner().unwrap_or_else(|p| p.into_inner())
+    common::jobs("GOALPOST_KILL_MATRIX_JOBS", DEFAULT_JOBS)
 }
 
 #[test]
@@ -315,7 +286,7 @@ fn every_mutant_is_killed_and_changes_nothing_it_does_not_declare() {
     let mut work: Vec<Option<&Declared>> = vec![None];
     work.extend(declared.iter().filter(|info| selected(info)).map(Some));
     let jobs = jobs();
-    let results = in_parallel(work, jobs, |info| {
+    let results = common::in_parallel(work, jobs, |info| {
         let began = Instant::now();
         let run = run_suite(info.map(|info| info.mutant), &profiles);
         (info, run, began.elapsed())
@@ -370,7 +341,7 @@ fn every_mutant_is_killed_and_changes_nothing_it_does_not_declare() {
             first.join("\n  ")
         );
     }
-    let rechecked = in_parallel(suspects, RECHECK_JOBS, |(info, first)| {
+    let rechecked = common::in_parallel(suspects, RECHECK_JOBS, |(info, first)| {
         let run = run_suite(Some(info.mutant), &profiles);
         (info, first, verdict(info, &run, &clean, &levels))
     });

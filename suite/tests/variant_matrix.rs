@@ -26,9 +26,8 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use goalpost_host::variants::{Variant, REGISTRY};
@@ -225,35 +224,7 @@ fn verdict(expected: &Expectation, run: &Result<Run, String>) -> Vec<String> {
 }
 
 fn jobs() -> usize {
-    std::env::var("GOALPOST_VARIANT_MATRIX_JOBS")
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .filter(|jobs| *jobs >= 1)
-        .unwrap_or(DEFAULT_JOBS)
-}
-
-/// Runs `work` on `jobs` threads, each taking the next item.
-fn in_parallel<T: Send, R: Send>(
-    items: Vec<T>,
-    jobs: usize,
-    work: impl Fn(T) -> R + Sync,
-) -> Vec<R> {
-    let queue = Mutex::new(items.into_iter().collect::<VecDeque<T>>());
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
-                let Some(item) = next else { break };
-                let result = work(item);
-                results
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(result);
-            });
-        }
-    });
-    results.into_inner().unwrap_or_else(|p| p.into_inner())
+    common::jobs("GOALPOST_VARIANT_MATRIX_JOBS", DEFAULT_JOBS)
 }
 
 /// The expectation for every registered variant, in registry order.
@@ -330,7 +301,7 @@ fn every_variant_is_declared_once_with_known_requirements_and_sections() {
 fn every_variant_is_certified_where_its_choice_is_legal_and_fails_only_its_pins() {
     let started = Instant::now();
     let jobs = jobs();
-    let results = in_parallel(paired(), jobs, |(variant, expected)| {
+    let results = common::in_parallel(paired(), jobs, |(variant, expected)| {
         let began = Instant::now();
         let run = run_suite(variant);
         (variant, expected, run, began.elapsed())
@@ -372,7 +343,7 @@ fn every_variant_is_certified_where_its_choice_is_legal_and_fails_only_its_pins(
     // A variant that looked wrong under the matrix's load runs again with
     // little else going on; what it gets wrong then is what the suite gets
     // wrong about it.
-    let rechecked = in_parallel(suspects, RECHECK_JOBS, |(variant, expected, first)| {
+    let rechecked = common::in_parallel(suspects, RECHECK_JOBS, |(variant, expected, first)| {
         let run = run_suite(variant);
         let again = match (verdict(&expected, &run), &run) {
             (found, Ok(run)) if found.is_empty() => published_differences(variant, run),

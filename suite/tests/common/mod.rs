@@ -93,3 +93,37 @@ pub fn run_suite(
         .report
         .ok_or_else(|| "the run wrote no report".to_string())
 }
+
+/// The worker count in `variable` when it is a whole number of at least
+/// one, else `default`.
+pub fn jobs(variable: &str, default: usize) -> usize {
+    std::env::var(variable)
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .filter(|jobs| *jobs >= 1)
+        .unwrap_or(default)
+}
+
+/// Runs `work` on `jobs` threads, each taking the next item.
+pub fn in_parallel<T: Send, R: Send>(
+    items: Vec<T>,
+    jobs: usize,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let queue = std::sync::Mutex::new(items.into_iter().collect::<std::collections::VecDeque<T>>());
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                let Some(item) = next else { break };
+                let result = work(item);
+                results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(result);
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|p| p.into_inner())
+}
