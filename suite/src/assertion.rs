@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 
 use crate::error::RunError;
 use crate::http::Exchange;
+use crate::mock::round_us;
 use crate::model::{Assertion, CompareOp, LengthOp, Predicate, Target};
 use crate::template::Vars;
 
@@ -341,6 +342,25 @@ fn within_ms(
         (None, Some(max)) => format!("at most {max} ms after"),
         (None, None) => "any time relative to".to_string(),
     };
+    // Or both are numbers on the mock log's clock (ms since the scenario
+    // started): a call's `atMs` against a captured `answeredMs`.
+    if let Some(reference) = vars.get(of).and_then(Value::as_f64) {
+        let expected = format!("a time on the mock log's clock {range} {of} ({reference} ms)");
+        let Some(at) = actual.and_then(Value::as_f64) else {
+            return Err(mismatch(expected, actual));
+        };
+        let delta = round_us(at - reference);
+        let ok =
+            min.is_none_or(|min| delta >= min as f64) && max.is_none_or(|max| delta <= max as f64);
+        return if ok {
+            Ok(())
+        } else {
+            Err(Mismatch {
+                expected,
+                actual: format!("{} ({delta} ms after)", render(actual)),
+            })
+        };
+    }
     // `of` is a timestamp, or the bare name of a variable holding one.
     let reference =
         parse_time(of).or_else(|| vars.get(of).and_then(Value::as_str).and_then(parse_time));
@@ -378,6 +398,7 @@ mod tests {
         vars.set("goalId", json!("goal-1"));
         vars.set("three", json!(3));
         vars.set("created", json!("2026-06-13T00:00:00.000Z"));
+        vars.set("answeredMs", json!(100.5));
         vars
     }
 
@@ -566,6 +587,25 @@ mod tests {
             Some(json!("2026-06-13T00:00:00Z")),
         );
         assert!(bad.expected.contains("not an RFC 3339"), "{bad:?}");
+    }
+
+    #[test]
+    fn within_ms_measures_on_the_mock_clock_when_both_are_numbers() {
+        let within = |min: Option<i64>, max: Option<i64>| Predicate::WithinMs {
+            of: "answeredMs".to_string(),
+            min: min.map(Value::from),
+            max: max.map(Value::from),
+        };
+        // answeredMs is 100.5: 1100.5 is exactly 1000 ms after it.
+        pass(within(Some(1000), Some(1250)), json!(1100.5));
+        pass(within(None, Some(1250)), json!(50));
+        let early = fail(within(Some(1000), None), Some(json!(1100.25)));
+        assert!(early.actual.contains("999.75 ms after"), "{early:?}");
+        assert!(early.expected.contains("mock log's clock"), "{early:?}");
+        fail(within(None, Some(1250)), Some(json!(1350.75)));
+        // A timestamp is no time on that clock.
+        fail(within(None, None), Some(json!("2026-06-13T00:00:00Z")));
+        fail(within(None, None), None);
     }
 
     #[test]

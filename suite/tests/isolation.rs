@@ -7,42 +7,26 @@
 //! whose objective carries `goalpost {nonce}`), so a goal it did not create
 //! can fail nothing.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+mod common;
 
-use goalpost::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B, TENANT_A, TENANT_B};
-use goalpost::{HostChoice, RunConfig};
+use std::collections::BTreeMap;
+
+use goalpost::bundled::{DEFAULT_TOKEN_A, TENANT_A};
 use serde_json::Value;
 
 const SECRET: &str = "goalpost-isolation-secret";
 
-fn scenarios() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
-}
-
 /// Requirement id → (disposition, message).
 type Dispositions = BTreeMap<String, (String, String)>;
 
-fn config(foreign_invalid_goal: bool) -> goalpost_host::Config {
-    let mut config = goalpost_host::Config::conformance_in_memory(vec![
-        (DEFAULT_TOKEN_A.to_string(), TENANT_A.to_string()),
-        (DEFAULT_TOKEN_B.to_string(), TENANT_B.to_string()),
-    ]);
-    config.webhook_secret = Some(SECRET.to_string());
-    if foreign_invalid_goal {
-        config.mutants.foreign_invalid_goal = Some(TENANT_A.to_string());
-    }
-    config
-}
-
 /// Tenant A's list as the host serves it.
-async fn list_of_a(base: &str) -> Value {
+async fn list_of_a(base: &str) -> Result<Value, String> {
     let discovery: Value = reqwest::get(format!("{base}/.well-known/openwop"))
         .await
-        .expect("discovery answers")
+        .map_err(|error| format!("discovery does not answer: {error}"))?
         .json()
         .await
-        .expect("discovery is JSON");
+        .map_err(|error| format!("discovery is not JSON: {error}"))?;
     let path = discovery
         .pointer("/conformanceSeams/goals/basePath")
         .and_then(Value::as_str)
@@ -53,63 +37,47 @@ async fn list_of_a(base: &str) -> Value {
         .bearer_auth(DEFAULT_TOKEN_A)
         .send()
         .await
-        .expect("the list answers")
+        .map_err(|error| format!("the list does not answer: {error}"))?
         .json()
         .await
-        .expect("the list is JSON")
+        .map_err(|error| format!("the list is not JSON: {error}"))
 }
 
 /// The whole suite against a fresh host; with `foreign_invalid_goal`, first
 /// checks that the host really serves the foreign goal, so this test cannot
 /// pass by poisoning nothing.
 fn run_suite(foreign_invalid_goal: bool) -> Dispositions {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let host = runtime
-        .block_on(goalpost_host::RunningHost::start(config(
-            foreign_invalid_goal,
-        )))
-        .expect("the host starts");
+    let callback = common::callback_listen().expect("a callback port");
+    let mut config = common::host_config(SECRET, callback).expect("the host's configuration");
     if foreign_invalid_goal {
-        let list = runtime.block_on(list_of_a(&host.base_url()));
-        assert_eq!(
-            list.pointer("/goals/0/id").and_then(Value::as_str),
-            Some("goal-foreign-invalid"),
-            "the poisoned host does not serve its foreign goal: {list}"
-        );
+        config.mutants.foreign_invalid_goal = Some(TENANT_A.to_string());
     }
-    let reports = tempfile::tempdir().expect("a temporary folder");
-    let harness = {
-        use clap::Parser;
-        libtest_mimic::Arguments::try_parse_from(["goalpost"]).expect("harness arguments")
+    let poisoned = |runtime: &tokio::runtime::Runtime, base: &str| {
+        if !foreign_invalid_goal {
+            return Ok(());
+        }
+        let list = runtime.block_on(list_of_a(base))?;
+        match list.pointer("/goals/0/id").and_then(Value::as_str) {
+            Some("goal-foreign-invalid") => Ok(()),
+            _ => Err(format!(
+                "the poisoned host does not serve its foreign goal: {list}"
+            )),
+        }
     };
-    let mut run = RunConfig::bundled(scenarios(), reports.path().to_path_buf(), harness);
-    run.host = HostChoice::Remote(host.base_url());
-    run.token_a = DEFAULT_TOKEN_A.to_string();
-    run.token_b = Some(DEFAULT_TOKEN_B.to_string());
-    run.callback.secret = Some(SECRET.to_string());
-    run.profiles = Some(
-        ["core", "behavior", "observed", "hardening", "strict"]
-            .into_iter()
-            .map(str::to_string)
-            .collect(),
-    );
-    run.harness.logfile = Some(
-        reports
-            .path()
-            .join("harness.log")
-            .to_string_lossy()
-            .into_owned(),
-    );
-    let outcome = goalpost::run(run);
-    runtime.block_on(host.shutdown());
-    let report = outcome
-        .expect("the run starts")
-        .report
-        .expect("the run writes a report");
+    let thread = if foreign_invalid_goal {
+        "isolation-poisoned"
+    } else {
+        "isolation-clean"
+    };
+    let report = common::run_suite_checked(config, SECRET, callback, thread, poisoned, |run| {
+        run.profiles = Some(
+            ["core", "behavior", "observed", "hardening", "strict"]
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+        );
+    })
+    .unwrap_or_else(|error| panic!("{error}"));
     report
         .requirements
         .into_iter()

@@ -2,16 +2,22 @@
 //! its own verifiers and discovery says `judge: "host"`. The host is built
 //! from the same command-line flags an operator passes (no `variants`
 //! feature), and the whole suite runs through the library path of
-//! `goalpost run`. Scenarios that script a verifier (`needs.judge:
-//! "verifier"`) skip as not advertised; the host-judge path of reported runs
+//! `goalpost run` (`common::run_suite`, as the kill and variant matrices
+//! run it). Scenarios that script a verifier (`needs.judge: "verifier"`)
+//! skip as not advertised; the host-judge path of reported runs
 //! (`behavior.runs.claims-not-verdicts`) runs and passes.
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use clap::Parser;
 use goalpost::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B, TENANT_A, TENANT_B};
-use goalpost::{HostChoice, RunConfig};
+
+/// The webhook secret the operator gives the host and the suite, as
+/// `common::run_suite` expects of every host it runs (no scenario of
+/// `core` or `behavior` calls a webhook, so it changes no disposition).
+const SECRET: &str = "goalpost-judge-host-secret";
 
 #[test]
 fn a_host_that_judges_itself_certifies_core() {
@@ -26,42 +32,22 @@ fn a_host_that_judges_itself_certifies_core() {
         "--listen",
         "127.0.0.1:0",
         "--conformance-seams",
+        "--webhook-secret",
+        SECRET,
         "--token",
         &token_a,
         "--token",
         &token_b,
     ])
     .expect("the flags parse");
+    // With the seams on the host may call loopback, the suite's callback
+    // among it.
     let config = args.into_config();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let host = runtime
-        .block_on(goalpost_host::RunningHost::start(config))
-        .expect("the host starts");
-    let reports = tempfile::tempdir().expect("a temporary directory");
-    let harness = libtest_mimic::Arguments::try_parse_from(["goalpost"]).expect("no arguments");
-    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let mut run = RunConfig::bundled(scenarios, reports.path().to_path_buf(), harness);
-    run.host = HostChoice::Remote(host.base_url());
-    run.token_a = DEFAULT_TOKEN_A.to_string();
-    run.token_b = Some(DEFAULT_TOKEN_B.to_string());
-    run.profiles = Some(BTreeSet::from(["core".to_string(), "behavior".to_string()]));
-    run.harness.logfile = Some(
-        reports
-            .path()
-            .join("harness.log")
-            .to_string_lossy()
-            .into_owned(),
-    );
-    let outcome = goalpost::run(run);
-    runtime.block_on(host.shutdown());
-    let report = outcome
-        .expect("the run starts")
-        .report
-        .expect("the run writes a report");
+    let callback = common::callback_listen().expect("a callback port");
+    let report = common::run_suite(config, SECRET, callback, "judge-host", |run| {
+        run.profiles = Some(BTreeSet::from(["core".to_string(), "behavior".to_string()]));
+    })
+    .unwrap_or_else(|error| panic!("{error}"));
 
     let core = &report.profiles["core"];
     let unpassed: Vec<String> = report

@@ -305,6 +305,8 @@ registry! {
         "GET {base}/{id}/escalation forgets the owner check: another tenant reads the reason."
     ResolutionNoteDropped "resolution-note-dropped"
         "The run after a resume is not told how the escalation was resolved: the arm request has no `resolution`."
+    WebhookCommitmentIgnored "webhook-commitment-ignored"
+        "A URL arm's answer is read without its `commitment`: a commitment goal whose worker is a webhook never checks in again."
 }
 
 impl Mutant {

@@ -16,6 +16,9 @@ use crate::template::{TemplateError, Vars};
 /// Longest delay a reply may ask for: beyond the host's 5 s webhook timeout
 /// with room to spare, short enough that a broken host cannot park a trial.
 pub const MAX_DELAY_MS: u64 = 30_000;
+/// The range of `commitment.afterMs` the arm answer's schema allows (1 s to
+/// 30 days): the mock never commits to what the contract refuses.
+pub const COMMIT_MS: std::ops::RangeInclusive<u64> = 1_000..=2_592_000_000;
 /// Confidence of a generated verdict when the script names none.
 pub const DEFAULT_CONFIDENCE: f64 = 0.9;
 
@@ -103,6 +106,11 @@ pub struct ArmScript {
     /// How long every run takes before it answers.
     #[serde(default)]
     pub run_ms: u64,
+    /// The runs that commit answer `commitment: {afterMs: N}` with this N
+    /// (a `commitment` goal's next check-in); no run commits when absent.
+    pub commit_after_ms: Option<u64>,
+    /// The iterations whose runs commit; every run when absent.
+    pub commit_on: Option<Vec<u64>>,
     #[serde(default)]
     pub replies: Vec<Reply>,
 }
@@ -236,6 +244,27 @@ impl MockScript {
         }
         if self.arm.run_ms > MAX_DELAY_MS {
             return Err(problem("/arm/runMs".into(), "at most 30000 ms"));
+        }
+        if self
+            .arm
+            .commit_after_ms
+            .is_some_and(|ms| !COMMIT_MS.contains(&ms))
+        {
+            return Err(problem(
+                "/arm/commitAfterMs".into(),
+                "a commitment lies in 1000..2592000000 ms",
+            ));
+        }
+        if let Some(on) = &self.arm.commit_on {
+            if self.arm.commit_after_ms.is_none() {
+                return Err(problem(
+                    "/arm/commitOn".into(),
+                    "commitOn needs commitAfterMs",
+                ));
+            }
+            if on.contains(&0) {
+                return Err(problem("/arm/commitOn".into(), "iterations count from 1"));
+            }
         }
         if self.heartbeat.fire_on.contains(&0) {
             return Err(problem("/heartbeat/fireOn".into(), "probes count from 1"));
@@ -390,6 +419,16 @@ impl MockScript {
             run["escalate"] =
                 json!({"kind": "clarification", "reason": "the goalpost mock escalates this run"});
         }
+        if let Some(after_ms) = script.commit_after_ms {
+            let commits = match (&script.commit_on, call.iteration) {
+                (None, _) => true,
+                (Some(on), Some(iteration)) => on.contains(&iteration),
+                (Some(_), None) => false,
+            };
+            if commits {
+                run["commitment"] = json!({ "afterMs": after_ms });
+            }
+        }
         run
     }
 }
@@ -472,6 +511,44 @@ mod tests {
         assert_eq!(second.status, 200);
         assert_eq!(body(&second)["escalate"]["kind"], "clarification");
         assert_eq!(body(&second)["costUsd"], 0.25);
+    }
+
+    #[test]
+    fn runs_commit_on_the_listed_iterations_or_every_run() {
+        let listed = script(json!({"arm": {"commitAfterMs": 1500, "commitOn": [1, 3]}}));
+        let committed: Vec<Option<Value>> = (1..=3)
+            .map(|n| {
+                body(&listed.answer(&call(Endpoint::Arm, Some(n), n)))
+                    .get("commitment")
+                    .cloned()
+            })
+            .collect();
+        assert_eq!(
+            committed,
+            [
+                Some(json!({"afterMs": 1500})),
+                None,
+                Some(json!({"afterMs": 1500}))
+            ]
+        );
+        // A payload without an iteration matches no listed run.
+        assert!(body(&listed.answer(&call(Endpoint::Arm, None, 4)))
+            .get("commitment")
+            .is_none());
+        let every = script(json!({"arm": {"commitAfterMs": 1000}}));
+        assert_eq!(
+            body(&every.answer(&call(Endpoint::Arm, Some(7), 7)))["commitment"],
+            json!({"afterMs": 1000})
+        );
+        // Nothing commits unless asked, and a probe never does.
+        assert!(
+            body(&script(json!({})).answer(&call(Endpoint::Arm, Some(1), 1)))
+                .get("commitment")
+                .is_none()
+        );
+        assert!(body(&every.answer(&call(Endpoint::Heartbeat, Some(1), 1)))
+            .get("commitment")
+            .is_none());
     }
 
     #[test]
@@ -562,5 +639,20 @@ mod tests {
             refused(json!({"arm": {"costUsd": -1}})).pointer,
             "/arm/costUsd"
         );
+        for (arm, pointer) in [
+            (json!({"commitAfterMs": 999}), "/arm/commitAfterMs"),
+            (
+                json!({"commitAfterMs": 2_592_000_001_u64}),
+                "/arm/commitAfterMs",
+            ),
+            (json!({"commitOn": [1]}), "/arm/commitOn"),
+            (
+                json!({"commitAfterMs": 1000, "commitOn": [0]}),
+                "/arm/commitOn",
+            ),
+        ] {
+            assert_eq!(refused(json!({ "arm": arm })).pointer, pointer);
+        }
+        assert!(MockScript::parse(&json!({"arm": {"commitAfterMs": 2_592_000_000_u64}})).is_ok());
     }
 }

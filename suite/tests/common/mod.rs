@@ -58,6 +58,21 @@ pub fn run_suite(
     thread: &str,
     choose: impl FnOnce(&mut RunConfig),
 ) -> Result<RunReport, String> {
+    run_suite_checked(config, secret, callback, thread, |_, _| Ok(()), choose)
+}
+
+/// [`run_suite`], with `check` run against the started host (its runtime
+/// and base URL) before the suite: a test whose host must be in some state
+/// first proves it is, so it cannot pass by testing a host that is not.
+/// The host is stopped whatever `check` answers.
+pub fn run_suite_checked(
+    config: goalpost_host::Config,
+    secret: &str,
+    callback: SocketAddr,
+    thread: &str,
+    check: impl FnOnce(&tokio::runtime::Runtime, &str) -> Result<(), String>,
+    choose: impl FnOnce(&mut RunConfig),
+) -> Result<RunReport, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -67,6 +82,10 @@ pub fn run_suite(
     let host = runtime
         .block_on(goalpost_host::RunningHost::start(config))
         .map_err(|error| format!("cannot start the host: {error}"))?;
+    if let Err(error) = check(&runtime, &host.base_url()) {
+        runtime.block_on(host.shutdown());
+        return Err(error);
+    }
     let reports = tempfile::tempdir().map_err(|error| error.to_string())?;
     let harness = {
         use clap::Parser;

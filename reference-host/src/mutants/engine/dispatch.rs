@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{Number, Value};
 
 use crate::arms::{ProbeRequest, RunError, RunReport, RunRequest, Worker};
+use crate::domain::refs::ArmSpec;
 use crate::domain::{exhausted, Bounds, CostCap, Goal, GoalId, GoalState, MicroUsd, Timestamp};
 use crate::future::BoxFuture;
 use crate::judge::{JudgeError, Verifier, VerifyRequest};
@@ -199,7 +200,38 @@ pub(crate) fn worker(
                 .run_timeout_ms()
                 .and_then(|ms| now.checked_add_ms(ms)),
         }),
+        Some(Mutant::WebhookCommitmentIgnored)
+            if goal
+                .continuation
+                .arm_ref
+                .as_ref()
+                .is_some_and(|arm| matches!(arm.spec(), ArmSpec::Webhook(_))) =>
+        {
+            Arc::new(CommitmentDropped { inner })
+        }
         _ => inner,
+    }
+}
+
+/// `webhook-commitment-ignored`: a URL arm's answer read as if it had no
+/// `commitment` member (a parser that predates commitments). Fixture arms
+/// keep theirs, so only a scenario whose worker is a webhook can tell.
+struct CommitmentDropped {
+    inner: Arc<dyn Worker>,
+}
+
+impl Worker for CommitmentDropped {
+    fn run(&self, request: RunRequest) -> BoxFuture<'_, Result<RunReport, RunError>> {
+        Box::pin(async move {
+            self.inner.run(request).await.map(|report| RunReport {
+                commitment_ms: None,
+                ..report
+            })
+        })
+    }
+
+    fn probe(&self, request: ProbeRequest) -> BoxFuture<'_, Result<bool, RunError>> {
+        self.inner.probe(request)
     }
 }
 
