@@ -57,8 +57,10 @@ const INTERVAL_MS: u64 = 4_000;
 const MOST_KILL_DELAY_MS: u64 = 400;
 /// Creates in flight at once (spread over the replicas).
 const CREATORS: usize = 12;
-/// How long the goals may take to close after the last kill: the killed
-/// replicas' leases (5 s) must lapse before their runs are closed.
+/// The longest the load may take to reach a kill's share of the runs, and
+/// the goals to close after the last kill (the killed replicas' leases,
+/// 5 s, must lapse before their runs are closed): deadlines of polls, far
+/// above what either takes.
 const SETTLE: Duration = Duration::from_secs(60);
 
 /// One replica: a child process on a port of its own, and the name it
