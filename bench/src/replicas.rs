@@ -51,8 +51,9 @@ const BATCH: usize = 1_000;
 const SEEDERS: usize = 4;
 /// Tenants the goals are spread over (one per seeding batch, cycling).
 const TENANTS: usize = 100;
-/// Time to seed one goal, generously (for when to make the first one due).
-const SEED_US_PER_GOAL: u64 = 150;
+/// Time to seed one goal before any was measured (for when to make the
+/// first one due); later points use 1.5 × the last measured time.
+const SEED_US_PER_GOAL: f64 = 250.0;
 /// Time for the replicas to start (connect, migrate, listen).
 const START_MS: u64 = 3_000;
 /// The schema every point makes afresh.
@@ -247,7 +248,9 @@ struct Point {
     doubles: usize,
     seed_secs: f64,
     replica_cpu: f64,
+    /// PostgreSQL's CPU seconds over `sampled_s` seconds of the run.
     postgres_cpu: f64,
+    sampled_s: f64,
     window_s: f64,
 }
 
@@ -280,12 +283,13 @@ async fn point(
     replicas: usize,
     arm_url: &str,
     calls: &Calls,
+    seed_us_per_goal: &mut f64,
 ) -> Result<Point> {
     let url = fresh_schema(server).await?;
     calls.lock().unwrap_or_else(PoisonError::into_inner).clear();
     let dir = tempfile::tempdir()?;
     let dues_file = dir.path().join("dues.txt");
-    let lead_ms = START_MS + (goals as u64 * SEED_US_PER_GOAL) / 1000;
+    let lead_ms = START_MS + (goals as f64 * *seed_us_per_goal / 1000.0) as u64;
     let first_due = now_ms() + i64::try_from(lead_ms)?;
     let seed_args = vec![
         "seed-postgres".to_string(),
@@ -305,8 +309,13 @@ async fn point(
     let seeded = tokio::task::spawn_blocking(move || crate::child::spawn(&seed_args)).await??;
     let seed_secs = seeded["secs"].as_f64().unwrap_or(0.0);
     eprintln!("  seeded {goals} goals in {seed_secs:.1} s");
-    let until = first_due + (INTERVAL_MS as f64 * INTERVALS) as i64;
+    *seed_us_per_goal = 1.5 * seed_secs * 1e6 / goals.max(1) as f64;
+    // A seed slower than planned leaves goals overdue when the replicas
+    // start (counted as such); the window is the same length anyway.
+    let until = first_due.max(now_ms() + i64::try_from(START_MS)?)
+        + (INTERVAL_MS as f64 * INTERVALS) as i64;
     let postgres_before = postgres_cpu();
+    let sampled_from = now_ms();
     let children = (0..replicas)
         .map(|_| {
             spawn_child(&[
@@ -318,6 +327,15 @@ async fn point(
             ])
         })
         .collect::<Result<Vec<_>>>()?;
+    // The server's CPU is read while the replicas still run: a backend's
+    // time leaves /proc with it when its replica disconnects.
+    let sample_at = until - 300;
+    tokio::time::sleep(Duration::from_millis(
+        u64::try_from(sample_at - now_ms()).unwrap_or(0),
+    ))
+    .await;
+    let postgres_cpu = postgres_cpu().saturating_sub(postgres_before).as_secs_f64();
+    let sampled_s = (now_ms() - sampled_from) as f64 / 1000.0;
     let answers = tokio::task::spawn_blocking(move || {
         children
             .into_iter()
@@ -325,7 +343,6 @@ async fn point(
             .collect::<Result<Vec<_>>>()
     })
     .await??;
-    let postgres_cpu = postgres_cpu().saturating_sub(postgres_before).as_secs_f64();
     let started = answers
         .iter()
         .filter_map(|answer| answer["startedMs"].as_i64())
@@ -388,6 +405,7 @@ async fn point(
         seed_secs,
         replica_cpu,
         postgres_cpu,
+        sampled_s,
         window_s: (stopped - started) as f64 / 1000.0,
     })
 }
@@ -417,11 +435,20 @@ pub fn measure() -> Result<Vec<Row>> {
             let _ = axum::serve(listener, router).await;
         });
         let mut rows = Vec::new();
+        let mut seed_us_per_goal = SEED_US_PER_GOAL;
         for goals in SIZES {
             let mut one_replica = None;
             for replicas in REPLICAS {
                 eprintln!("postgres scheduler: {goals} goals, {replicas} replicas");
-                let mut point = point(&server, goals, replicas, &arm_url, &calls).await?;
+                let mut point = point(
+                    &server,
+                    goals,
+                    replicas,
+                    &arm_url,
+                    &calls,
+                    &mut seed_us_per_goal,
+                )
+                .await?;
                 let p50 = point.lag.percentile(50.0).unwrap_or_default();
                 let p99 = point.lag.percentile(99.0).unwrap_or(Duration::MAX);
                 let label = format!(
@@ -432,11 +459,12 @@ pub fn measure() -> Result<Vec<Row>> {
                 let baseline = *one_replica.get_or_insert(point.rate);
                 let rate_row = Row::info(
                     format!(
-                        "{label}: fires/s (required {} /s; CPU s in {:.0} s: replicas {:.0}, PostgreSQL {:.0}; seeded in {:.1} s)",
+                        "{label}: fires/s (required {} /s; CPU: replicas {:.0}% of one core over {:.0} s, PostgreSQL {:.0}% over {:.0} s; seeded in {:.1} s)",
                         thousands(point.required),
+                        100.0 * point.replica_cpu / point.window_s.max(f64::EPSILON),
                         point.window_s,
-                        point.replica_cpu,
-                        point.postgres_cpu,
+                        100.0 * point.postgres_cpu / point.sampled_s.max(f64::EPSILON),
+                        point.sampled_s,
                         point.seed_secs,
                     ),
                     format!("{} /s", thousands(point.rate)),
