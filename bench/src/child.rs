@@ -43,6 +43,29 @@ pub enum ChildCommand {
         #[arg(long)]
         tick_ms: Option<u64>,
     },
+    /// Insert `goals` schedule goals with a webhook arm into PostgreSQL.
+    SeedPostgres {
+        #[arg(long)]
+        db: String,
+        #[arg(long)]
+        goals: usize,
+        #[arg(long)]
+        arm: String,
+        #[arg(long)]
+        interval_ms: u64,
+        #[arg(long)]
+        first_due_ms: i64,
+        #[arg(long)]
+        dues: PathBuf,
+    },
+    /// Run one host replica on the PostgreSQL `db` until the wall clock
+    /// reads `until_ms`.
+    PostgresReplica {
+        #[arg(long)]
+        db: String,
+        #[arg(long)]
+        until_ms: i64,
+    },
     /// Start the host on `db`, answer one request, idle `idle_ms`.
     Startup {
         #[arg(long)]
@@ -68,6 +91,15 @@ pub fn run(command: ChildCommand) -> Result<Value> {
             tick_ms,
         } => crate::scale::child(&db, until_ms, tick_ms),
         ChildCommand::Startup { db, idle_ms } => crate::startup::child(&db, idle_ms),
+        ChildCommand::SeedPostgres {
+            db,
+            goals,
+            arm,
+            interval_ms,
+            first_due_ms,
+            dues,
+        } => crate::replicas::seed(&db, goals, &arm, interval_ms, first_due_ms, &dues),
+        ChildCommand::PostgresReplica { db, until_ms } => crate::replicas::replica(&db, until_ms),
     }
 }
 

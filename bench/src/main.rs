@@ -16,6 +16,7 @@ mod growth;
 mod load;
 mod overhead;
 mod postgres;
+mod replicas;
 mod scale;
 mod seed;
 mod startup;
@@ -33,7 +34,7 @@ use clap::{Parser, Subcommand};
 
 use crate::table::Row;
 
-const NAMES: [&str; 9] = [
+const NAMES: [&str; 10] = [
     "certify",
     "overhead",
     "throughput",
@@ -43,6 +44,7 @@ const NAMES: [&str; 9] = [
     "growth",
     "fanout",
     "postgres",
+    "replicas",
 ];
 
 #[derive(Debug, Parser)]
@@ -55,7 +57,8 @@ struct Args {
     #[arg(long)]
     full: bool,
     /// Run only these measurements (repeatable): certify, overhead,
-    /// throughput, scheduler, fairness, startup, growth, fanout, postgres.
+    /// throughput, scheduler, fairness, startup, growth, fanout, postgres,
+    /// replicas.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(NAMES))]
     only: Vec<String>,
     /// For profiling: only these phases of `throughput` (hello, get,
@@ -117,6 +120,14 @@ fn measure(name: &str, args: &Args) -> Result<Vec<Row>> {
         "growth" => growth::measure(),
         "fanout" => fanout::measure(),
         "postgres" => postgres::measure(),
+        // Minutes of seeding and firing: only when asked for.
+        "replicas" if full || args.only.iter().any(|only| only == "replicas") => {
+            replicas::measure()
+        }
+        "replicas" => Ok(vec![table::Row::info(
+            "scheduler on PostgreSQL with 1, 2, 3 replicas",
+            "not measured in the default run (about 4 minutes): --only replicas, or --full",
+        )]),
         _ => Ok(Vec::new()),
     }
 }

@@ -38,7 +38,7 @@ pub fn new_goal(
 /// creation order would touch neighbouring pages of every index keyed by
 /// goal id and flatter the store; goals made at different times fire in
 /// no such order.
-fn due_slot(index: usize, n: usize) -> usize {
+pub fn due_slot(index: usize, n: usize) -> usize {
     // Multiplying by a prime that does not divide `n` permutes 0..n.
     let prime = if n.checked_rem(7919) == Some(0) {
         7907
