@@ -58,22 +58,48 @@ pub fn run_suite(
     thread: &str,
     choose: impl FnOnce(&mut RunConfig),
 ) -> Result<RunReport, String> {
+    run_suite_on(vec![config], secret, callback, thread, choose)
+}
+
+/// [`run_suite`] against a deployment of several replicas, one per config
+/// (the same database, tokens and secret): the suite is given each as an
+/// endpoint (`--host` once per replica), the first as the host.
+pub fn run_suite_on(
+    configs: Vec<goalpost_host::Config>,
+    secret: &str,
+    callback: SocketAddr,
+    thread: &str,
+    choose: impl FnOnce(&mut RunConfig),
+) -> Result<RunReport, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .thread_name(thread)
         .build()
         .map_err(|error| format!("cannot start a runtime: {error}"))?;
-    let host = runtime
-        .block_on(goalpost_host::RunningHost::start(config))
-        .map_err(|error| format!("cannot start the host: {error}"))?;
+    let mut hosts = Vec::with_capacity(configs.len());
+    for config in configs {
+        match runtime.block_on(goalpost_host::RunningHost::start(config)) {
+            Ok(host) => hosts.push(host),
+            Err(error) => {
+                for host in hosts {
+                    runtime.block_on(host.shutdown());
+                }
+                return Err(format!("cannot start the host: {error}"));
+            }
+        }
+    }
+    let Some(first) = hosts.first() else {
+        return Err("no host to run against".to_string());
+    };
     let reports = tempfile::tempdir().map_err(|error| error.to_string())?;
     let harness = {
         use clap::Parser;
         libtest_mimic::Arguments::try_parse_from(["goalpost"]).map_err(|error| error.to_string())?
     };
     let mut run = RunConfig::bundled(scenarios(), reports.path().to_path_buf(), harness);
-    run.host = HostChoice::Remote(host.base_url());
+    run.host = HostChoice::Remote(first.base_url());
+    run.replicas = hosts.iter().skip(1).map(|host| host.base_url()).collect();
     run.token_a = DEFAULT_TOKEN_A.to_string();
     run.token_b = Some(DEFAULT_TOKEN_B.to_string());
     run.callback.secret = Some(secret.to_string());
@@ -87,7 +113,9 @@ pub fn run_suite(
     );
     choose(&mut run);
     let outcome = goalpost::run(run);
-    runtime.block_on(host.shutdown());
+    for host in hosts {
+        runtime.block_on(host.shutdown());
+    }
     let outcome = outcome.map_err(|error| format!("the run did not start: {error}"))?;
     outcome
         .report
