@@ -180,8 +180,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
             config.token_b.is_some(),
             &options,
             driver.endpoint_count(),
-        )
-    {
+        ) {
         let started = runtime.block_on(MockServer::start(
             config.callback.mock_config(),
             plan.schemas.clone(),

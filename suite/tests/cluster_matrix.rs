@@ -97,7 +97,12 @@ fn levels() -> BTreeMap<String, String> {
     listed("requirements.json", "requirements")
         .iter()
         .filter(|r| r["profile"] == PROFILE)
-        .filter_map(|r| Some((r["id"].as_str()?.to_string(), r["level"].as_str()?.to_string())))
+        .filter_map(|r| {
+            Some((
+                r["id"].as_str()?.to_string(),
+                r["level"].as_str()?.to_string(),
+            ))
+        })
         .collect()
 }
 
@@ -130,7 +135,11 @@ async fn execute(url: &str, sql: &str) -> Result<(), String> {
 }
 
 impl Schema {
-    fn fresh(runtime: &tokio::runtime::Runtime, server: &str, label: &str) -> Result<Schema, String> {
+    fn fresh(
+        runtime: &tokio::runtime::Runtime,
+        server: &str,
+        label: &str,
+    ) -> Result<Schema, String> {
         let random = uuid::Uuid::new_v4().simple().to_string();
         let name = format!("cluster_{}_{}", label.replace('-', "_"), &random[..12]);
         runtime.block_on(execute(server, &format!("CREATE SCHEMA {name}")))?;
@@ -273,7 +282,10 @@ fn cluster_mutants_are_postgres_mutants_and_cover_every_cluster_must() {
     for known in goalpost_host::mutants::REGISTRY {
         if known.mutant.needs_postgres() && !declared.iter().any(|info| info.mutant == known.mutant)
         {
-            found.push(format!("{} is not marked cluster in mutants.json", known.name));
+            found.push(format!(
+                "{} is not marked cluster in mutants.json",
+                known.name
+            ));
         }
     }
     for (id, level) in &levels {
@@ -341,7 +353,12 @@ fn a_clean_cluster_certifies_and_every_postgres_mutant_is_killed() {
                 info.name,
                 wrong.join("\n  ")
             );
-            wrong = problems(info, &run_cluster(&server, Some(info.mutant)), &clean, &levels);
+            wrong = problems(
+                info,
+                &run_cluster(&server, Some(info.mutant)),
+                &clean,
+                &levels,
+            );
         }
         eprintln!(
             "cluster-matrix: {:<36} {:>5.1} s  killed {}",

@@ -131,7 +131,9 @@ enum Remember {
 type Shared<T> = Arc<Mutex<T>>;
 
 fn held<T>(shared: &Mutex<T>) -> MutexGuard<'_, T> {
-    shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    shared
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A replica that keeps part of the state in its own memory, as one
@@ -374,7 +376,9 @@ impl Store for ReplicaMemory {
         expired_at_or_before: Timestamp,
     ) -> Result<Option<StoredKey>, StoreError> {
         if self.remember != Remember::Keys {
-            return self.inner.idempotency_key(tenant, key, expired_at_or_before);
+            return self
+                .inner
+                .idempotency_key(tenant, key, expired_at_or_before);
         }
         let slot = (tenant.as_str().to_string(), key.to_string());
         Ok(held(&self.keys).get(&slot).cloned())

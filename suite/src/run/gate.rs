@@ -140,7 +140,14 @@ mod tests {
     fn runs_when_every_need_is_met() {
         let s = scenario("behavior", needs(&["continue"], &["schedule"], 2));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["behavior"]), true, &given(), 1),
+            gate(
+                &s,
+                &full_host(),
+                &selected(&["behavior"]),
+                true,
+                &given(),
+                1
+            ),
             None
         );
     }
@@ -167,7 +174,14 @@ mod tests {
         );
         let s = scenario("behavior", needs(&["continue"], &["heartbeat"], 1));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["behavior"]), true, &given(), 1),
+            gate(
+                &s,
+                &full_host(),
+                &selected(&["behavior"]),
+                true,
+                &given(),
+                1
+            ),
             Some(SkipReason::NotAdvertised)
         );
     }
@@ -197,7 +211,14 @@ mod tests {
             None
         );
         assert_eq!(
-            gate(&wants_true, &relaxed, &selected(&["core"]), true, &given(), 1),
+            gate(
+                &wants_true,
+                &relaxed,
+                &selected(&["core"]),
+                true,
+                &given(),
+                1
+            ),
             Some(SkipReason::NotAdvertised)
         );
         let wants_false = Scenario {
@@ -208,7 +229,14 @@ mod tests {
             ..scenario("core", needs(&[], &[], 1))
         };
         assert_eq!(
-            gate(&wants_false, &relaxed, &selected(&["core"]), true, &given(), 1),
+            gate(
+                &wants_false,
+                &relaxed,
+                &selected(&["core"]),
+                true,
+                &given(),
+                1
+            ),
             None
         );
         assert_eq!(
@@ -248,7 +276,14 @@ mod tests {
     fn missing_seam_is_seam_absent() {
         let s = scenario("behavior", needs(&["continue", "webhooks"], &[], 1));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["behavior"]), true, &given(), 1),
+            gate(
+                &s,
+                &full_host(),
+                &selected(&["behavior"]),
+                true,
+                &given(),
+                1
+            ),
             Some(SkipReason::SeamAbsent)
         );
     }
@@ -281,11 +316,25 @@ mod tests {
         };
         let profiles = selected(&["behavior"]);
         assert_eq!(
-            gate(&wants("verifier"), &full_host(), &profiles, true, &given(), 1),
+            gate(
+                &wants("verifier"),
+                &full_host(),
+                &profiles,
+                true,
+                &given(),
+                1
+            ),
             None
         );
         assert_eq!(
-            gate(&wants("verifier"), &host_judge, &profiles, true, &given(), 1),
+            gate(
+                &wants("verifier"),
+                &host_judge,
+                &profiles,
+                true,
+                &given(),
+                1
+            ),
             Some(SkipReason::NotAdvertised)
         );
         assert_eq!(

@@ -190,8 +190,14 @@ pub fn readiness(
         entry.scenarios += 1;
         // Doctor reads one endpoint: the cluster profile's scenarios say
         // they need more (`--host` once per replica in `goalpost run`).
-        let Some(reason) = gate(scenario, capabilities, &selected, second_tenant, &options, 1)
-        else {
+        let Some(reason) = gate(
+            scenario,
+            capabilities,
+            &selected,
+            second_tenant,
+            &options,
+            1,
+        ) else {
             entry.attemptable += 1;
             continue;
         };
@@ -527,6 +533,16 @@ pub fn write(diagnosis: &Diagnosis, mut out: impl Write) -> io::Result<()> {
             }
         )?;
         for (missing, count) in &profile.missing {
+            if *missing == Missing::Endpoints {
+                // Not the host's to add: doctor reads one endpoint.
+                writeln!(
+                    out,
+                    "    run option: {} ({count} scenarios); see: {}",
+                    missing.describe(),
+                    missing.section()
+                )?;
+                continue;
+            }
             writeln!(
                 out,
                 "    missing: {} ({count} scenarios); implement: {}",
@@ -536,8 +552,17 @@ pub fn write(diagnosis: &Diagnosis, mut out: impl Write) -> io::Result<()> {
         }
     }
     let code = diagnosis.exit_code();
+    let needs_endpoints = diagnosis
+        .profiles
+        .iter()
+        .any(|profile| profile.missing.contains_key(&Missing::Endpoints));
     writeln!(out)?;
-    if code == 0 {
+    if code == 0 && needs_endpoints {
+        writeln!(
+            out,
+            "Nothing missing: `goalpost run` can attempt every profile (cluster: with --host once per replica of the deployment)."
+        )?;
+    } else if code == 0 {
         writeln!(
             out,
             "Nothing missing: `goalpost run` can attempt every profile."
