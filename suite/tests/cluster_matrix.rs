@@ -361,15 +361,26 @@ fn a_clean_cluster_certifies_and_every_postgres_mutant_is_killed() {
             );
         }
         eprintln!(
-            "cluster-matrix: {:<36} {:>5.1} s  killed {}",
+            "cluster-matrix: {:<36} {:>5.1} s  {}",
             info.name,
             took.as_secs_f64(),
             if wrong.is_empty() {
-                info.breaks.join(", ")
+                "killed"
             } else {
-                "NOT ALL".to_string()
+                "NOT killed"
             }
         );
+        // The evidence: how each requirement it breaks ended, and why.
+        if let Ok(run) = run {
+            for id in &info.breaks {
+                let why = run.messages.get(id).map_or("", String::as_str);
+                eprintln!(
+                    "cluster-matrix:   {id}: {} {}",
+                    run.of.get(id).map_or("(absent)", String::as_str),
+                    why.lines().next().unwrap_or_default()
+                );
+            }
+        }
         found.extend(wrong);
     }
     eprintln!(
