@@ -146,6 +146,36 @@ mod tests {
         assert_eq!(preset.mutants, Selection::default());
     }
 
+    /// The PostgreSQL store's mutants are named `postgres-…` and refuse to
+    /// start on SQLite rather than run as a faithful host.
+    #[cfg(feature = "mutants")]
+    #[test]
+    fn a_postgres_mutant_needs_a_postgres_database() {
+        use super::{Mutant, Selection, StoreMutant, REGISTRY};
+        use crate::storage::DbLocation;
+        for info in REGISTRY {
+            assert_eq!(
+                info.mutant.needs_postgres(),
+                StoreMutant::of(info.mutant).is_some(),
+                "{}",
+                info.name
+            );
+        }
+        let selection = Selection {
+            mutant: Some(Mutant::PostgresKeysInReplicaMemory),
+            foreign_invalid_goal: None,
+        };
+        let refused = selection
+            .open_store(&DbLocation::Memory)
+            .err()
+            .expect("refused on SQLite");
+        assert!(
+            refused.to_string().contains("--db postgres://"),
+            "{refused}"
+        );
+        assert!(Selection::default().open_store(&DbLocation::Memory).is_ok());
+    }
+
     #[cfg(not(feature = "mutants"))]
     #[test]
     fn the_default_build_has_no_mutant_switch() {
