@@ -111,6 +111,8 @@ struct Dispositions {
     of: BTreeMap<String, String>,
     messages: BTreeMap<String, String>,
     certified: bool,
+    /// The scenarios that failed or errored, with their outcome.
+    failed: Vec<String>,
 }
 
 /// A schema made for one run, on the server of `GOALPOST_TEST_POSTGRES`.
@@ -191,6 +193,20 @@ fn run_cluster(server: &str, mutant: Option<Mutant>) -> Result<Dispositions, Str
         certified: report.profiles.get(PROFILE).is_some_and(|p| p.certified),
         ..Dispositions::default()
     };
+    for scenario in &report.scenarios {
+        if scenario.outcome.is_failure() {
+            // Which step: the message's first line names it.
+            let step = scenario
+                .message
+                .as_deref()
+                .and_then(|message| message.lines().next())
+                .and_then(|line| line.split_once(" step "))
+                .map_or(String::new(), |(_, step)| format!(" at step {step}"));
+            dispositions
+                .failed
+                .push(format!("{} ({}){step}", scenario.name, scenario.outcome));
+        }
+    }
     for requirement in report.requirements {
         if requirement.profile != PROFILE {
             continue;
@@ -372,6 +388,9 @@ fn a_clean_cluster_certifies_and_every_postgres_mutant_is_killed() {
         );
         // The evidence: how each requirement it breaks ended, and why.
         if let Ok(run) = run {
+            for failed in &run.failed {
+                eprintln!("cluster-matrix:   failed scenario {failed}");
+            }
             for id in &info.breaks {
                 let why = run.messages.get(id).map_or("", String::as_str);
                 eprintln!(

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::Mutant;
 use crate::domain::{
-    wire, Change, CriteriaVerifier, Evaluation, Event, Goal, GoalId, GoalState, RunId, Tenant,
-    Timestamp, VerifierName,
+    wire, Change, CriteriaVerifier, Evaluation, Event, Goal, GoalId, GoalState, Mode, RunId,
+    Tenant, Timestamp, VerifierName,
 };
 use crate::storage::{
     CreateGuard, EventSink, Inserted, Pending, PostgresStore, RunReservation, Store, StoreError,
@@ -41,8 +41,9 @@ pub enum StoreMutant {
     /// store, whose schedulers fire one iteration on several replicas.
     FiresUnclaimedUnlocked,
     /// The replica keeps the goals it read or wrote in memory (refreshed
-    /// only when one of its writes conflicts), and the reservation does not
-    /// re-read the goal: it trusts that copy's state and version.
+    /// only when one of its writes conflicts), its scheduler fires the ones
+    /// that copy says are due, and the reservation does not re-read the
+    /// goal: it trusts that copy's state and version.
     TrustsReplicaRead,
     /// Idempotency keys live in the replica's memory, not the database.
     KeysInReplicaMemory,
@@ -275,8 +276,25 @@ impl Store for ReplicaMemory {
         self.inner.evaluations(goal)
     }
 
+    /// Keeping goals, the replica schedules the ones it knows of (created
+    /// or read here) from its own copy, as one process with timers would.
     fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
-        self.inner.due_schedule_goals(now, limit)
+        if !self.keeps_goals() {
+            return self.inner.due_schedule_goals(now, limit);
+        }
+        // As the database's listing: a goal with no next fire yet is due.
+        let mut due: Vec<(Option<Timestamp>, GoalId)> = held(&self.goals)
+            .values()
+            .filter(|goal| {
+                goal.state == GoalState::Active
+                    && !goal.paused
+                    && goal.continuation.mode == Mode::Schedule
+                    && goal.next_fire_at.is_none_or(|at| at <= now)
+            })
+            .map(|goal| (goal.next_fire_at, goal.id.clone()))
+            .collect();
+        due.sort();
+        Ok(due.into_iter().take(limit).map(|(_, id)| id).collect())
     }
 
     fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {

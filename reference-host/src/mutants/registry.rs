@@ -312,7 +312,7 @@ registry! {
     PostgresFiresUnclaimedUnlocked "postgres-fires-unclaimed-unlocked"
         "Every replica's scheduler takes every due goal (no claim, no SKIP LOCKED) and the reservation neither locks the goal's row nor looks for a run in flight, so two replicas fire one iteration."
     PostgresTrustsReplicaRead "postgres-trusts-replica-read"
-        "Each replica keeps the goals it read or wrote in memory and reserves a run on that copy without re-reading the goal in the reservation's transaction, so a pause written by another replica goes unseen."
+        "Each replica keeps the goals it read or wrote in memory, schedules the ones that copy says are due and reserves their runs without re-reading the goal in the reservation's transaction, so a pause written by another replica goes unseen."
     PostgresKeysInReplicaMemory "postgres-keys-in-replica-memory"
         "Idempotency keys are kept in each replica's memory instead of the database, so a create retried on another replica makes a second goal."
     PostgresAppliesUnversioned "postgres-applies-unversioned"
