@@ -82,8 +82,9 @@ impl RunningHost {
             tracing::warn!("no tokens configured: every goal endpoint will answer 401");
         }
         let location = config.db.clone();
+        let mutants = config.mutants.clone();
         let store: Arc<dyn Store> =
-            tokio::task::spawn_blocking(move || crate::storage::open(&location))
+            tokio::task::spawn_blocking(move || mutants.open_store(&location))
                 .await
                 .map_err(|error| HostError::Task(error.to_string()))??;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);

@@ -7,7 +7,14 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 /// Profiles a requirement id may start with.
-pub const KNOWN_PROFILES: &[&str] = &["core", "behavior", "observed", "hardening", "strict"];
+pub const KNOWN_PROFILES: &[&str] = &[
+    "core",
+    "behavior",
+    "observed",
+    "hardening",
+    "cluster",
+    "strict",
+];
 
 /// `goalpost --version`: the suite's version and the profile it certifies.
 pub const VERSION: &str = concat!(

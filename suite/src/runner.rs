@@ -174,8 +174,13 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         .with_replicas(&config.replicas);
     let options = config.options_given();
     let mock = if !config.harness.list
-        && needs_mock(&plan, &discovery, config.token_b.is_some(), &options)
-    {
+        && needs_mock(
+            &plan,
+            &discovery,
+            config.token_b.is_some(),
+            &options,
+            driver.endpoint_count(),
+        ) {
         let started = runtime.block_on(MockServer::start(
             config.callback.mock_config(),
             plan.schemas.clone(),
@@ -393,6 +398,7 @@ fn needs_mock(
     discovery: &Discovery,
     second_tenant: bool,
     options: &BTreeSet<String>,
+    endpoints: usize,
 ) -> bool {
     plan.catalog.scenarios.iter().any(|scenario| {
         scenario.mock.is_some()
@@ -402,6 +408,7 @@ fn needs_mock(
                 &plan.selected,
                 second_tenant,
                 options,
+                endpoints,
             )
             .is_none()
     })
@@ -447,6 +454,7 @@ fn build_trials(
                 &plan.selected,
                 second_tenant,
                 options,
+                driver.endpoint_count(),
             );
             match (gated, unusable) {
                 (gated, Some(problem)) if gated != Some(SkipReason::OptedOut) => {

@@ -111,6 +111,12 @@ fn a_host_with_its_seams_is_ready_for_every_profile() {
     for profile in ["core", "behavior", "observed", "hardening"] {
         assert!(text.contains(&format!("  {profile}: ready: ")), "{text}");
     }
+    // One endpoint cannot show a cluster: a run option, not a gap.
+    assert!(
+        text.contains("    run option: one endpoint: needs two or more endpoints"),
+        "{text}"
+    );
+    assert!(text.contains("PROFILE.md#skip-needs-endpoints"), "{text}");
     assert!(!text.contains("    missing: "), "{text}");
     assert!(!text.contains("WRONG"), "{text}");
 }

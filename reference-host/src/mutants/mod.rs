@@ -42,9 +42,10 @@ use std::sync::Arc;
 
 use crate::engine::{Faults, NoFaults};
 use crate::http::{NoRouteFaults, RouteFaults};
+use crate::storage::{DbLocation, Store, StoreError};
 
 #[cfg(feature = "mutants")]
-pub use postgres::{open_postgres, StoreMutant};
+pub use postgres::{open_postgres, open_store, StoreMutant};
 pub use registry::{parse_arg, Mutant, MutantInfo, REGISTRY};
 #[cfg(feature = "mutants")]
 pub use switch::Switch;
@@ -75,6 +76,24 @@ pub struct Wiring {
 }
 
 impl Selection {
+    /// Opens the store at `location`: the broken PostgreSQL store when the
+    /// selected mutant is one of its (`postgres-…`), which needs
+    /// `--db postgres://…`; otherwise [`crate::storage::open`]. Blocks.
+    pub fn open_store(&self, location: &DbLocation) -> Result<Arc<dyn Store>, StoreError> {
+        #[cfg(feature = "mutants")]
+        if let Some(mutant) = self.mutant {
+            if let Some(broken) = StoreMutant::of(mutant) {
+                let DbLocation::Postgres(url) = location else {
+                    return Err(StoreError::Postgres(format!(
+                        "mutant {mutant} breaks the PostgreSQL store: run it with --db postgres://…"
+                    )));
+                };
+                return postgres::open_store(url, broken);
+            }
+        }
+        crate::storage::open(location)
+    }
+
     /// The one place a mutant is wired into a host. Nothing selected (and
     /// every build without the feature) gives the faithful hooks.
     pub fn wire(&self) -> Wiring {
@@ -125,6 +144,36 @@ mod tests {
         );
         let preset = crate::Config::conformance_in_memory(Vec::new());
         assert_eq!(preset.mutants, Selection::default());
+    }
+
+    /// The PostgreSQL store's mutants are named `postgres-…` and refuse to
+    /// start on SQLite rather than run as a faithful host.
+    #[cfg(feature = "mutants")]
+    #[test]
+    fn a_postgres_mutant_needs_a_postgres_database() {
+        use super::{Mutant, Selection, StoreMutant, REGISTRY};
+        use crate::storage::DbLocation;
+        for info in REGISTRY {
+            assert_eq!(
+                info.mutant.needs_postgres(),
+                StoreMutant::of(info.mutant).is_some(),
+                "{}",
+                info.name
+            );
+        }
+        let selection = Selection {
+            mutant: Some(Mutant::PostgresKeysInReplicaMemory),
+            foreign_invalid_goal: None,
+        };
+        let refused = selection
+            .open_store(&DbLocation::Memory)
+            .err()
+            .expect("refused on SQLite");
+        assert!(
+            refused.to_string().contains("--db postgres://"),
+            "{refused}"
+        );
+        assert!(Selection::default().open_store(&DbLocation::Memory).is_ok());
     }
 
     #[cfg(not(feature = "mutants"))]

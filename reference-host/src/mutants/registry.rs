@@ -307,9 +307,27 @@ registry! {
         "The run after a resume is not told how the escalation was resolved: the arm request has no `resolution`."
     WebhookCommitmentIgnored "webhook-commitment-ignored"
         "A URL arm's answer is read without its `commitment`: a commitment goal whose worker is a webhook never checks in again."
+
+    // ---- the PostgreSQL store, run as a cluster (--db postgres://…) ----
+    PostgresInMemoryLockOnly "postgres-in-memory-lock-only"
+        "Each replica's reservation trusts its in-memory per-goal lock: the goal is read without a row lock, another replica's run in flight is not looked for, and (goal, iteration) is not unique."
+    PostgresFiresUnclaimedUnlocked "postgres-fires-unclaimed-unlocked"
+        "Every replica's scheduler takes every due goal (no claim, no SKIP LOCKED) and the reservation neither locks the goal's row nor looks for a run in flight, so two replicas fire one iteration."
+    PostgresTrustsReplicaRead "postgres-trusts-replica-read"
+        "Each replica keeps the goals it read or wrote in memory, schedules the ones that copy says are due and reserves their runs without re-reading the goal in the reservation's transaction, so a pause written by another replica goes unseen."
+    PostgresKeysInReplicaMemory "postgres-keys-in-replica-memory"
+        "Idempotency keys are kept in each replica's memory instead of the database, so a create retried on another replica makes a second goal."
+    PostgresAppliesUnversioned "postgres-applies-unversioned"
+        "A change is written whatever the goal's version (last writer wins), so replicas that decided on one read of the goal all write: concurrent abandons close it twice."
 }
 
 impl Mutant {
+    /// Whether it breaks the PostgreSQL store: it needs `--db postgres://…`
+    /// and shows only with several replicas on that database.
+    pub fn needs_postgres(self) -> bool {
+        self.name().starts_with("postgres-")
+    }
+
     /// The registry entry.
     pub fn info(self) -> &'static MutantInfo {
         // Every variant has exactly one entry, in declaration order.

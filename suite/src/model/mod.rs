@@ -139,6 +139,9 @@ pub struct Needs {
     /// goals (`host.reportedRuns.continuation`; PROFILE.md "Reported
     /// runs").
     pub reported_runs: bool,
+    /// Endpoints of one deployment the run must name (`--host` once per
+    /// replica): the cluster profile's scenarios need 2 or more.
+    pub endpoints: u8,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -256,6 +259,10 @@ pub struct Request {
     /// The seam this request exercises, so a 404 from an advertised seam is
     /// reported as the seam missing rather than as a plain status mismatch.
     pub seam: Option<String>,
+    /// The endpoint of the deployment to send to (1-based, as `--host` was
+    /// given) instead of the next in turn: a scenario that must reach a
+    /// second replica names it.
+    pub endpoint: Option<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

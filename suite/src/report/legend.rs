@@ -33,6 +33,9 @@ pub fn meaning(reason: SkipReason) -> &'static str {
         SkipReason::NeedsSecondTenant => {
             "The run had no second tenant's token, so cross-tenant isolation was not checked; run again with --token-b."
         }
+        SkipReason::NeedsEndpoints => {
+            "The scenario checks a deployment of several replicas and needs two or more endpoints of one deployment, but the run named fewer; give --host once per replica (each a base URL of the same deployment) to have it checked."
+        }
         SkipReason::NotConfigured => {
             "The scenario needs a suite option this run was not given (such as --webhook-secret); run again with it."
         }

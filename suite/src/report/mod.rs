@@ -392,10 +392,27 @@ impl RunReport {
             .collect()
     }
 
-    /// Every selected profile is certified (and at least one was selected).
+    /// Every selected profile this deployment could be judged on is
+    /// certified (and at least one was selected). A profile whose every
+    /// requirement skipped `needs-endpoints` (the `cluster` profile against
+    /// one endpoint) is left out: one process is no cluster, and that says
+    /// nothing against it in the other profiles.
     pub fn all_selected_certified(&self) -> bool {
-        let mut selected = self.profiles.values().filter(|p| p.selected).peekable();
-        selected.peek().is_some() && selected.all(|p| p.certified)
+        let needs_endpoints = crate::run::outcome::SkipReason::NeedsEndpoints.as_str();
+        let judged = |name: &str| {
+            let mut own = self
+                .requirements
+                .iter()
+                .filter(|r| r.profile == name)
+                .peekable();
+            own.peek().is_none() || !own.all(|r| r.reason.as_deref() == Some(needs_endpoints))
+        };
+        let mut selected = self
+            .profiles
+            .iter()
+            .filter(|(name, p)| p.selected && judged(name))
+            .peekable();
+        selected.peek().is_some() && selected.all(|(_, p)| p.certified)
     }
 
     /// Whether any scenario failed or errored (exit code 1). Advisories
@@ -556,5 +573,48 @@ pub(crate) mod sample {
         );
         report.refresh_legend();
         report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every profile certified except one that skipped whole with `reason`.
+    fn certified_but(reason: &str) -> RunReport {
+        let mut report = sample::report();
+        for profile in report.profiles.values_mut() {
+            (profile.certified, profile.selected) = (true, true);
+        }
+        report.profiles.insert(
+            "cluster".to_string(),
+            ProfileReport {
+                selected: true,
+                skip: 1,
+                ..ProfileReport::default()
+            },
+        );
+        report.requirements.push(RequirementReport {
+            id: "cluster.continue.bound".to_string(),
+            profile: "cluster".to_string(),
+            disposition: DispositionKind::Skip,
+            reason: Some(reason.to_string()),
+            ..RequirementReport::default()
+        });
+        report
+    }
+
+    #[test]
+    fn a_profile_one_endpoint_cannot_judge_does_not_count_against_the_others() {
+        assert!(certified_but("needs-endpoints").all_selected_certified());
+        assert!(!certified_but("seam-absent").all_selected_certified());
+        let mut mixed = certified_but("needs-endpoints");
+        mixed.requirements.push(RequirementReport {
+            id: "cluster.pause.every-replica".to_string(),
+            profile: "cluster".to_string(),
+            disposition: DispositionKind::Fail,
+            ..RequirementReport::default()
+        });
+        assert!(!mixed.all_selected_certified(), "a judged profile counts");
     }
 }

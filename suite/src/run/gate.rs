@@ -19,6 +19,7 @@ pub fn gate(
     selected: &BTreeSet<String>,
     second_tenant: bool,
     options: &BTreeSet<String>,
+    endpoints: usize,
 ) -> Option<SkipReason> {
     let needs = &scenario.needs;
     if !selected.contains(&scenario.profile) {
@@ -47,6 +48,8 @@ pub fn gate(
         Some(SkipReason::SeamAbsent)
     } else if needs.tenants >= 2 && !second_tenant {
         Some(SkipReason::NeedsSecondTenant)
+    } else if usize::from(needs.endpoints) > endpoints {
+        Some(SkipReason::NeedsEndpoints)
     } else if needs.options.iter().any(|option| !options.contains(option)) {
         Some(SkipReason::NotConfigured)
     } else {
@@ -101,6 +104,7 @@ mod tests {
             options: Vec::new(),
             egress_policy: false,
             reported_runs: false,
+            endpoints: 1,
         }
     }
 
@@ -119,14 +123,14 @@ mod tests {
         wants.reported_runs = true;
         let s = scenario("behavior", wants);
         let selection = selected(&["behavior"]);
-        assert_eq!(gate(&s, &full_host(), &selection, true, &given()), None);
+        assert_eq!(gate(&s, &full_host(), &selection, true, &given(), 1), None);
         let mut schedule_only = full_host();
         schedule_only.reported_runs = ["schedule".to_string()].into();
         let mut silent = full_host();
         silent.reported_runs.clear();
         for host in [schedule_only, silent] {
             assert_eq!(
-                gate(&s, &host, &selection, true, &given()),
+                gate(&s, &host, &selection, true, &given(), 1),
                 Some(SkipReason::NotAdvertised)
             );
         }
@@ -136,7 +140,14 @@ mod tests {
     fn runs_when_every_need_is_met() {
         let s = scenario("behavior", needs(&["continue"], &["schedule"], 2));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["behavior"]), true, &given()),
+            gate(
+                &s,
+                &full_host(),
+                &selected(&["behavior"]),
+                true,
+                &given(),
+                1
+            ),
             None
         );
     }
@@ -145,7 +156,7 @@ mod tests {
     fn unselected_profiles_are_opted_out_first() {
         let s = scenario("behavior", needs(&["webhooks"], &[], 2));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["core"]), false, &given()),
+            gate(&s, &full_host(), &selected(&["core"]), false, &given(), 1),
             Some(SkipReason::OptedOut)
         );
     }
@@ -158,12 +169,19 @@ mod tests {
             ..full_host()
         };
         assert_eq!(
-            gate(&s, &bare, &selected(&["core"]), true, &given()),
+            gate(&s, &bare, &selected(&["core"]), true, &given(), 1),
             Some(SkipReason::NotAdvertised)
         );
         let s = scenario("behavior", needs(&["continue"], &["heartbeat"], 1));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["behavior"]), true, &given()),
+            gate(
+                &s,
+                &full_host(),
+                &selected(&["behavior"]),
+                true,
+                &given(),
+                1
+            ),
             Some(SkipReason::NotAdvertised)
         );
     }
@@ -187,12 +205,20 @@ mod tests {
                 &full_host(),
                 &selected(&["core"]),
                 true,
-                &given()
+                &given(),
+                1
             ),
             None
         );
         assert_eq!(
-            gate(&wants_true, &relaxed, &selected(&["core"]), true, &given()),
+            gate(
+                &wants_true,
+                &relaxed,
+                &selected(&["core"]),
+                true,
+                &given(),
+                1
+            ),
             Some(SkipReason::NotAdvertised)
         );
         let wants_false = Scenario {
@@ -203,7 +229,14 @@ mod tests {
             ..scenario("core", needs(&[], &[], 1))
         };
         assert_eq!(
-            gate(&wants_false, &relaxed, &selected(&["core"]), true, &given()),
+            gate(
+                &wants_false,
+                &relaxed,
+                &selected(&["core"]),
+                true,
+                &given(),
+                1
+            ),
             None
         );
         assert_eq!(
@@ -212,17 +245,45 @@ mod tests {
                 &full_host(),
                 &selected(&["core"]),
                 true,
-                &given()
+                &given(),
+                1
             ),
             Some(SkipReason::NotAdvertised)
         );
     }
 
     #[test]
+    fn a_cluster_scenario_needs_several_endpoints() {
+        let mut wants = needs(&[], &[], 1);
+        wants.endpoints = 2;
+        let s = scenario("cluster", wants);
+        let profiles = selected(&["cluster"]);
+        assert_eq!(
+            gate(&s, &full_host(), &profiles, true, &given(), 1),
+            Some(SkipReason::NeedsEndpoints)
+        );
+        assert_eq!(gate(&s, &full_host(), &profiles, true, &given(), 2), None);
+        assert_eq!(gate(&s, &full_host(), &profiles, true, &given(), 3), None);
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["core"]), true, &given(), 1),
+            Some(SkipReason::OptedOut),
+            "an unselected profile stays opted out"
+        );
+        assert_eq!(SkipReason::NeedsEndpoints.as_str(), "needs-endpoints");
+    }
+
+    #[test]
     fn missing_seam_is_seam_absent() {
         let s = scenario("behavior", needs(&["continue", "webhooks"], &[], 1));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["behavior"]), true, &given()),
+            gate(
+                &s,
+                &full_host(),
+                &selected(&["behavior"]),
+                true,
+                &given(),
+                1
+            ),
             Some(SkipReason::SeamAbsent)
         );
     }
@@ -231,7 +292,7 @@ mod tests {
     fn two_tenants_need_token_b() {
         let s = scenario("core", needs(&[], &[], 2));
         assert_eq!(
-            gate(&s, &full_host(), &selected(&["core"]), false, &given()),
+            gate(&s, &full_host(), &selected(&["core"]), false, &given(), 1),
             Some(SkipReason::NeedsSecondTenant)
         );
     }
@@ -255,23 +316,37 @@ mod tests {
         };
         let profiles = selected(&["behavior"]);
         assert_eq!(
-            gate(&wants("verifier"), &full_host(), &profiles, true, &given()),
+            gate(
+                &wants("verifier"),
+                &full_host(),
+                &profiles,
+                true,
+                &given(),
+                1
+            ),
             None
         );
         assert_eq!(
-            gate(&wants("verifier"), &host_judge, &profiles, true, &given()),
+            gate(
+                &wants("verifier"),
+                &host_judge,
+                &profiles,
+                true,
+                &given(),
+                1
+            ),
             Some(SkipReason::NotAdvertised)
         );
         assert_eq!(
-            gate(&wants("host"), &host_judge, &profiles, true, &given()),
+            gate(&wants("host"), &host_judge, &profiles, true, &given(), 1),
             None
         );
         assert_eq!(
-            gate(&wants("host"), &full_host(), &profiles, true, &given()),
+            gate(&wants("host"), &full_host(), &profiles, true, &given(), 1),
             Some(SkipReason::NotAdvertised)
         );
         assert_eq!(
-            gate(&wants("verifier"), &no_judge, &profiles, true, &given()),
+            gate(&wants("verifier"), &no_judge, &profiles, true, &given(), 1),
             Some(SkipReason::NotAdvertised),
             "a host naming no judge advertises neither"
         );
@@ -291,13 +366,13 @@ mod tests {
             seams: ["webhooks"].map(String::from).into(),
             ..full_host()
         };
-        assert_eq!(gate(&s, &with_webhooks, &profiles, true, &given()), None);
+        assert_eq!(gate(&s, &with_webhooks, &profiles, true, &given(), 1), None);
         assert_eq!(
-            gate(&s, &with_webhooks, &profiles, true, &BTreeSet::new()),
+            gate(&s, &with_webhooks, &profiles, true, &BTreeSet::new(), 1),
             Some(SkipReason::NotConfigured)
         );
         assert_eq!(
-            gate(&s, &full_host(), &profiles, true, &BTreeSet::new()),
+            gate(&s, &full_host(), &profiles, true, &BTreeSet::new(), 1),
             Some(SkipReason::SeamAbsent),
             "what the host lacks is reported before what the run lacks"
         );

@@ -73,17 +73,58 @@ pub fn run_suite_checked(
     check: impl FnOnce(&tokio::runtime::Runtime, &str) -> Result<(), String>,
     choose: impl FnOnce(&mut RunConfig),
 ) -> Result<RunReport, String> {
+    deploy_and_run(vec![config], secret, callback, thread, check, choose)
+}
+
+/// [`run_suite`] against a deployment of several replicas, one per config
+/// (the same database, tokens and secret): the suite is given each as an
+/// endpoint (`--host` once per replica), the first as the host.
+pub fn run_suite_on(
+    configs: Vec<goalpost_host::Config>,
+    secret: &str,
+    callback: SocketAddr,
+    thread: &str,
+    choose: impl FnOnce(&mut RunConfig),
+) -> Result<RunReport, String> {
+    deploy_and_run(configs, secret, callback, thread, |_, _| Ok(()), choose)
+}
+
+/// Starts one host per config, runs `check` against the first, then the
+/// suite against all of them; every host is stopped whatever happens.
+fn deploy_and_run(
+    configs: Vec<goalpost_host::Config>,
+    secret: &str,
+    callback: SocketAddr,
+    thread: &str,
+    check: impl FnOnce(&tokio::runtime::Runtime, &str) -> Result<(), String>,
+    choose: impl FnOnce(&mut RunConfig),
+) -> Result<RunReport, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .thread_name(thread)
         .build()
         .map_err(|error| format!("cannot start a runtime: {error}"))?;
-    let host = runtime
-        .block_on(goalpost_host::RunningHost::start(config))
-        .map_err(|error| format!("cannot start the host: {error}"))?;
-    if let Err(error) = check(&runtime, &host.base_url()) {
-        runtime.block_on(host.shutdown());
+    let mut hosts = Vec::with_capacity(configs.len());
+    let stop = |hosts: Vec<goalpost_host::RunningHost>| {
+        for host in hosts {
+            runtime.block_on(host.shutdown());
+        }
+    };
+    for config in configs {
+        match runtime.block_on(goalpost_host::RunningHost::start(config)) {
+            Ok(host) => hosts.push(host),
+            Err(error) => {
+                stop(hosts);
+                return Err(format!("cannot start the host: {error}"));
+            }
+        }
+    }
+    let Some(first) = hosts.first().map(goalpost_host::RunningHost::base_url) else {
+        return Err("no host to run against".to_string());
+    };
+    if let Err(error) = check(&runtime, &first) {
+        stop(hosts);
         return Err(error);
     }
     let reports = tempfile::tempdir().map_err(|error| error.to_string())?;
@@ -92,7 +133,8 @@ pub fn run_suite_checked(
         libtest_mimic::Arguments::try_parse_from(["goalpost"]).map_err(|error| error.to_string())?
     };
     let mut run = RunConfig::bundled(scenarios(), reports.path().to_path_buf(), harness);
-    run.host = HostChoice::Remote(host.base_url());
+    run.host = HostChoice::Remote(first);
+    run.replicas = hosts.iter().skip(1).map(|host| host.base_url()).collect();
     run.token_a = DEFAULT_TOKEN_A.to_string();
     run.token_b = Some(DEFAULT_TOKEN_B.to_string());
     run.callback.secret = Some(secret.to_string());
@@ -106,7 +148,7 @@ pub fn run_suite_checked(
     );
     choose(&mut run);
     let outcome = goalpost::run(run);
-    runtime.block_on(host.shutdown());
+    stop(hosts);
     let outcome = outcome.map_err(|error| format!("the run did not start: {error}"))?;
     outcome
         .report

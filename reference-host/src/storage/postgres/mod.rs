@@ -275,6 +275,12 @@ pub struct StoreFaults {
     /// Due goals are listed without being claimed: every replica takes
     /// every due goal.
     pub(crate) lists_due_without_claim: bool,
+    /// A reservation does not re-read the goal at all: it trusts the
+    /// version and state the replica read before (another replica's run in
+    /// flight and `(goal_id, iteration)` are still checked).
+    pub(crate) reserves_without_re_read: bool,
+    /// A change is written whatever the goal's version (last writer wins).
+    pub(crate) applies_without_version_check: bool,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -536,15 +542,21 @@ impl Store for PostgresStore {
         let tenant = change.goal.owner.clone();
         let sink = Arc::clone(&self.sink);
         let pool = self.pool.clone();
+        let update = if self.faults.applies_without_version_check {
+            "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
+                              next_fire_ms = $7, version = $8, record = $9, closed_ms = $10
+             WHERE id = $1 AND (version = $2 OR TRUE)"
+        } else {
+            "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
+                              next_fire_ms = $7, version = $8, record = $9, closed_ms = $10
+             WHERE id = $1 AND version = $2"
+        };
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = client.transaction().await?;
             let updated = transaction
                 .execute(
-                    "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
-                                      next_fire_ms = $7, version = $8, record = $9,
-                                      closed_ms = $10
-                     WHERE id = $1 AND version = $2",
+                    update,
                     &[
                         &row.id,
                         &expected_version,
@@ -658,6 +670,33 @@ impl Store for PostgresStore {
             (Err(error), _) | (_, Err(error)) => return Box::pin(std::future::ready(Err(error))),
         };
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
+        if self.faults.reserves_without_re_read {
+            return self.pending(async move {
+                let client = pool.get().await.map_err(pool_error)?;
+                let busy = client
+                    .query_opt(
+                        "SELECT 1 FROM runs WHERE goal_id = $1 AND status = 'in-flight' LIMIT 1",
+                        &[&goal],
+                    )
+                    .await?;
+                if busy.is_some() {
+                    return Ok(Written::Conflict);
+                }
+                let inserted = client
+                    .execute(
+                        "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica, report)
+                         VALUES ($1, $2, $3, 'in-flight', $4, $5, $6)
+                         ON CONFLICT (goal_id, iteration) DO NOTHING",
+                        &[&run_id, &goal, &iteration, &started_ms, &replica, &report],
+                    )
+                    .await?;
+                Ok(if inserted == 1 {
+                    Written::Done(())
+                } else {
+                    Written::Conflict
+                })
+            });
+        }
         if self.faults.reserves_without_row_lock {
             return self.pending(async move {
                 let client = pool.get().await.map_err(pool_error)?;

@@ -56,6 +56,9 @@ pub enum Missing {
     Mode(String),
     /// No `--token-b`: a run option, not the host.
     SecondTenant,
+    /// One endpoint where the scenario needs several of one deployment
+    /// (`goalpost run --host` once per replica): a run option.
+    Endpoints,
 }
 
 impl Missing {
@@ -67,6 +70,7 @@ impl Missing {
                 "continuation mode `{mode}` is not in agents.goals.continuation (a legal choice: add it only if the host offers it)"
             ),
             Missing::SecondTenant => "no --token-b (a second tenant's token)".to_string(),
+            Missing::Endpoints => "one endpoint: needs two or more endpoints of one deployment (goalpost run --host once per replica)".to_string(),
         }
     }
 
@@ -77,6 +81,7 @@ impl Missing {
             Missing::Seam(seam) => format!("seam-{seam}"),
             Missing::Mode(_) => "core.discovery.shape".to_string(),
             Missing::SecondTenant => "skip-needs-second-tenant".to_string(),
+            Missing::Endpoints => "skip-needs-endpoints".to_string(),
         };
         format!("{PROFILE_DOCUMENT}#{anchor}")
     }
@@ -156,6 +161,9 @@ fn unmet(scenario: &Scenario, capabilities: &Capabilities, second_tenant: bool) 
             missing.push(Missing::Seam(seam.clone()));
         }
     }
+    if needs.endpoints >= 2 {
+        missing.push(Missing::Endpoints);
+    }
     if needs.tenants >= 2 && !second_tenant {
         missing.push(Missing::SecondTenant);
     }
@@ -180,7 +188,16 @@ pub fn readiness(
                 ..Readiness::default()
             });
         entry.scenarios += 1;
-        let Some(reason) = gate(scenario, capabilities, &selected, second_tenant, &options) else {
+        // Doctor reads one endpoint: the cluster profile's scenarios say
+        // they need more (`--host` once per replica in `goalpost run`).
+        let Some(reason) = gate(
+            scenario,
+            capabilities,
+            &selected,
+            second_tenant,
+            &options,
+            1,
+        ) else {
             entry.attemptable += 1;
             continue;
         };
@@ -516,6 +533,16 @@ pub fn write(diagnosis: &Diagnosis, mut out: impl Write) -> io::Result<()> {
             }
         )?;
         for (missing, count) in &profile.missing {
+            if *missing == Missing::Endpoints {
+                // Not the host's to add: doctor reads one endpoint.
+                writeln!(
+                    out,
+                    "    run option: {} ({count} scenarios); see: {}",
+                    missing.describe(),
+                    missing.section()
+                )?;
+                continue;
+            }
             writeln!(
                 out,
                 "    missing: {} ({count} scenarios); implement: {}",
@@ -525,8 +552,17 @@ pub fn write(diagnosis: &Diagnosis, mut out: impl Write) -> io::Result<()> {
         }
     }
     let code = diagnosis.exit_code();
+    let needs_endpoints = diagnosis
+        .profiles
+        .iter()
+        .any(|profile| profile.missing.contains_key(&Missing::Endpoints));
     writeln!(out)?;
-    if code == 0 {
+    if code == 0 && needs_endpoints {
+        writeln!(
+            out,
+            "Nothing missing: `goalpost run` can attempt every profile (cluster: with --host once per replica of the deployment)."
+        )?;
+    } else if code == 0 {
         writeln!(
             out,
             "Nothing missing: `goalpost run` can attempt every profile."

@@ -183,6 +183,7 @@ mod tests {
                     headers: Default::default(),
                     body: Body::None,
                     content_type: None,
+                    endpoint: None,
                     seam: None,
                 },
                 expect: Expect {

@@ -244,10 +244,23 @@ impl Driver {
         self
     }
 
-    /// The base URL the next request goes to.
-    fn endpoint(&self) -> &str {
+    /// How many endpoints of the deployment requests go to (1 without
+    /// replicas): what a scenario's `needs.endpoints` is gated on.
+    pub fn endpoint_count(&self) -> usize {
+        self.endpoints.len().max(1)
+    }
+
+    /// The base URL the next request goes to: `chosen` (1-based) when the
+    /// step names one, else the next in turn.
+    fn endpoint(&self, chosen: Option<u8>) -> &str {
         if self.endpoints.is_empty() {
             return &self.host.base_url;
+        }
+        if let Some(chosen) = chosen {
+            // The gate ran the scenario only with `needs.endpoints` of
+            // them, and the loader keeps `endpoint` within that.
+            let index = usize::from(chosen.max(1)) - 1;
+            return &self.endpoints[index % self.endpoints.len()];
         }
         let turn = self
             .next_endpoint
@@ -465,7 +478,7 @@ impl Driver {
         let req = &request.request;
         let path = vars.render_str(&req.path).map_err(scenario_error)?;
         let separator = if path.starts_with('/') { "" } else { "/" };
-        let url = format!("{}{separator}{path}", self.endpoint());
+        let url = format!("{}{separator}{path}", self.endpoint(req.endpoint));
         let mut headers = Vec::new();
         let token = match req.principal {
             Principal::A => self.host.token_a.as_deref(),

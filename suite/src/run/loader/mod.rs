@@ -401,6 +401,8 @@ struct RawNeeds {
     egress_policy: bool,
     #[serde(default, rename = "reportedRuns")]
     reported_runs: bool,
+    #[serde(default)]
+    endpoints: Option<u8>,
 }
 
 #[derive(Deserialize)]
@@ -434,6 +436,7 @@ struct RawRequest {
     raw_body_base64: Option<String>,
     content_type: Option<String>,
     seam: Option<String>,
+    endpoint: Option<u8>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -587,6 +590,7 @@ fn scenario_from(
         options: raw.needs.options,
         egress_policy: raw.needs.egress_policy,
         reported_runs: raw.needs.reported_runs,
+        endpoints: raw.needs.endpoints.unwrap_or(1),
     };
     let generated = request::generate(path, raw.generate)?;
     let mock = raw
@@ -755,6 +759,18 @@ fn parse_request(
             ));
         }
     }
+    if let Some(endpoint) = raw.endpoint {
+        if endpoint == 0 || endpoint > needs.endpoints {
+            return Err(invalid(
+                path,
+                format!("{pointer}/endpoint"),
+                format!(
+                    "the request goes to endpoint {endpoint} but `needs.endpoints` is {}",
+                    needs.endpoints
+                ),
+            ));
+        }
+    }
     if matches!(raw.principal, Some(RawPrincipal::B)) && needs.tenants < 2 {
         return Err(invalid(
             path,
@@ -774,6 +790,7 @@ fn parse_request(
         body,
         content_type: raw.content_type,
         seam: raw.seam,
+        endpoint: raw.endpoint,
     })
 }
 

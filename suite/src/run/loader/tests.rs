@@ -624,3 +624,40 @@ fn the_profile_version_comes_from_requirements_json() {
     // The embedded registry is the published profile.
     assert_eq!(profile_version(None).as_deref(), Some("1.0"));
 }
+
+#[test]
+fn a_step_names_an_endpoint_only_within_needs_endpoints() {
+    let registry = requirements(&["cluster.a"]);
+    let on = |endpoint: u8, endpoints: u8| {
+        json!({
+            "title": "a cluster scenario",
+            "profile": "cluster",
+            "requirements": ["cluster.a"],
+            "needs": {"endpoints": endpoints},
+            "checks": 1,
+            "steps": [{
+                "name": "read on one replica",
+                "request": {"method": "GET", "path": "{base}", "endpoint": endpoint},
+                "expect": {"status": 200}
+            }],
+        })
+    };
+    let fits = on(2, 2);
+    let dir = folder(&[("requirements.json", &registry), ("cluster/s.json", &fits)]);
+    let catalog = load(dir.path(), &schemas()).expect("loads");
+    let scenario = &catalog.scenarios[0];
+    assert_eq!(scenario.needs.endpoints, 2);
+    let Action::Request(step) = &scenario.steps[0].action else {
+        panic!("a request step")
+    };
+    assert_eq!(step.request.endpoint, Some(2));
+    let beyond = on(3, 2);
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("cluster/s.json", &beyond),
+    ]);
+    let LoadError::Invalid { pointer, .. } = &error else {
+        panic!("expected an invalid-file error, got {error:?}")
+    };
+    assert_eq!(pointer, "/steps/0/request/endpoint", "{error}");
+}

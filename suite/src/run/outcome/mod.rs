@@ -36,6 +36,9 @@ pub enum SkipReason {
     Filtered,
     /// A suite option it needs (e.g. `--webhook-secret`) was not given.
     NotConfigured,
+    /// It needs more endpoints of one deployment (`--host` once per
+    /// replica) than the run named.
+    NeedsEndpoints,
 }
 
 impl SkipReason {
@@ -47,14 +50,16 @@ impl SkipReason {
             SkipReason::OptedOut => "opted-out",
             SkipReason::Filtered => "filtered",
             SkipReason::NotConfigured => "not-configured",
+            SkipReason::NeedsEndpoints => "needs-endpoints",
         }
     }
 
     /// Every reason, in the order the reports' legends list them.
-    pub const ALL: [SkipReason; 6] = [
+    pub const ALL: [SkipReason; 7] = [
         SkipReason::NotAdvertised,
         SkipReason::SeamAbsent,
         SkipReason::NeedsSecondTenant,
+        SkipReason::NeedsEndpoints,
         SkipReason::NotConfigured,
         SkipReason::OptedOut,
         SkipReason::Filtered,
