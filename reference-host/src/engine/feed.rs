@@ -210,16 +210,10 @@ impl Subscription {
             }
             match self.live.recv().await {
                 Ok(published) => {
-                    let event = &published.event;
-                    if event.cursor <= self.last
-                        || self
-                            .goal
-                            .as_ref()
-                            .is_some_and(|goal| goal_of(event) != goal)
-                    {
+                    if self.skips(&published.event) {
                         continue;
                     }
-                    self.last = event.cursor;
+                    self.last = published.event.cursor;
                     return Ok(Some(FeedItem::Event(published)));
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -229,6 +223,52 @@ impl Subscription {
                 Err(broadcast::error::RecvError::Closed) => return Ok(None),
             }
         }
+    }
+
+    /// The next item if one is ready now, without waiting: a stored event
+    /// already read, or a live event already in the ring. `None` when
+    /// nothing is ready (or the subscription ended; `next` says which).
+    /// With it a stream writes every event that is ready at one wake-up as
+    /// one write, instead of one wake-up and one write per event.
+    pub fn ready(&mut self) -> Option<FeedItem> {
+        loop {
+            if self.dropped {
+                return None;
+            }
+            if let Some(event) = self.backlog.pop_front() {
+                self.last = event.cursor;
+                return Some(FeedItem::Event(Arc::new(FeedEvent::new(event))));
+            }
+            if self.catching_up {
+                // The next stored page needs the store: only `next` reads it.
+                return None;
+            }
+            match self.live.try_recv() {
+                Ok(published) => {
+                    if self.skips(&published.event) {
+                        continue;
+                    }
+                    self.last = published.event.cursor;
+                    return Some(FeedItem::Event(published));
+                }
+                Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                    self.dropped = true;
+                    return Some(FeedItem::Dropped { last: self.last });
+                }
+                Err(
+                    broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed,
+                ) => return None,
+            }
+        }
+    }
+
+    /// An event delivered already (from storage), or another goal's.
+    fn skips(&self, event: &Event) -> bool {
+        event.cursor <= self.last
+            || self
+                .goal
+                .as_ref()
+                .is_some_and(|goal| goal_of(event) != goal)
     }
 
     /// The cursor last delivered.
