@@ -30,6 +30,13 @@ pub const DEFAULT_MAX_SUBSCRIBERS_PER_TENANT: usize = 32;
 /// How often an idle stream sends a comment, so proxies and clients see
 /// the connection is alive.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
+/// How long a stream that found one event ready waits for more before it
+/// writes: events of a busy tenant then go out several to a write, which
+/// is what lets one event reach many subscribers cheaply (see
+/// BENCHMARKS.md, "Live event stream fan-out").
+pub const DEFAULT_COALESCE: Duration = Duration::from_millis(10);
+/// The longest coalescing wait, whatever the operator asks.
+pub const MAX_COALESCE: Duration = Duration::from_millis(250);
 /// The most lag a subscriber may be allowed, whatever the operator asks:
 /// the ring holds this many events per tenant.
 pub const MAX_SUBSCRIBER_BUFFER: usize = 65_536;
@@ -45,6 +52,9 @@ pub struct FeedSettings {
     pub max_subscribers_per_tenant: usize,
     /// Interval between heartbeat comments on an idle stream.
     pub heartbeat: Duration,
+    /// How long a stream waits for more events after one is ready, so
+    /// they share a write; zero writes at once. At most [`MAX_COALESCE`].
+    pub coalesce: Duration,
 }
 
 impl Default for FeedSettings {
@@ -53,6 +63,7 @@ impl Default for FeedSettings {
             buffer: DEFAULT_SUBSCRIBER_BUFFER,
             max_subscribers_per_tenant: DEFAULT_MAX_SUBSCRIBERS_PER_TENANT,
             heartbeat: DEFAULT_HEARTBEAT,
+            coalesce: DEFAULT_COALESCE,
         }
     }
 }

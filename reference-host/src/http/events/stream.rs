@@ -26,7 +26,7 @@ use super::super::error::ApiError;
 use super::super::{goal_id, AppState};
 use super::frame;
 use super::whole_number;
-use crate::engine::{FeedItem, Subscription};
+use crate::engine::{FeedItem, Subscription, MAX_COALESCE};
 
 /// The stream's path: `{base}/events` (a goal id never reads `events`).
 pub const EVENTS_STREAM_PATH: &str = "/v1/host/sample/goals/events";
@@ -68,8 +68,10 @@ pub(super) async fn events_stream(
         .engine
         .subscribe(&tenant, goal.as_ref(), after)
         .await?;
-    let heartbeat = state.engine.feed().settings().heartbeat;
-    let mut response = Response::new(Body::from_stream(chunks(subscription, heartbeat)));
+    let settings = state.engine.feed().settings();
+    let coalesce = settings.coalesce.min(MAX_COALESCE);
+    let body = Body::from_stream(chunks(subscription, settings.heartbeat, coalesce));
+    let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -82,6 +84,9 @@ struct Chunks {
     heartbeat: Duration,
     /// Fires when the stream has been idle for `heartbeat`.
     idle: Pin<Box<Sleep>>,
+    coalesce: Duration,
+    /// The coalescing wait (one timer, reset for each chunk).
+    linger: Pin<Box<Sleep>>,
 }
 
 impl Chunks {
@@ -111,7 +116,8 @@ fn append(out: &mut Vec<u8>, item: FeedItem) -> bool {
 }
 
 /// The subscription as body chunks: each chunk is every message ready when
-/// the stream wakes (at most [`CHUNK_MESSAGES`] / about [`CHUNK_BYTES`]),
+/// the stream wakes, or within `coalesce` of it when only one was (at most
+/// [`CHUNK_MESSAGES`] / about [`CHUNK_BYTES`]),
 /// whole messages only; a heartbeat comment after `heartbeat` without one;
 /// the stream ends after a `stream.dropped` message.
 ///
@@ -122,11 +128,14 @@ fn append(out: &mut Vec<u8>, item: FeedItem) -> bool {
 fn chunks(
     subscription: Subscription,
     heartbeat: Duration,
+    coalesce: Duration,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> {
     let state = Chunks {
         subscription,
         heartbeat,
         idle: Box::pin(tokio::time::sleep(heartbeat)),
+        coalesce,
+        linger: Box::pin(tokio::time::sleep(coalesce)),
     };
     futures_util::stream::unfold(Some(state), |state| async move {
         let mut state = state?;
@@ -152,9 +161,19 @@ fn chunks(
             return Some((Ok(Bytes::from(out)), None));
         }
         let mut messages = 1;
+        // Waits once, and only when nothing more is ready yet: a stream
+        // catching up writes at once.
+        let mut lingered = state.coalesce.is_zero();
         while messages < CHUNK_MESSAGES && out.len() < CHUNK_BYTES {
             let Some(item) = state.subscription.ready() else {
-                break;
+                if lingered {
+                    break;
+                }
+                lingered = true;
+                let until = Instant::now() + state.coalesce;
+                state.linger.as_mut().reset(until);
+                state.linger.as_mut().await;
+                continue;
             };
             messages += 1;
             if !append(&mut out, item) {
