@@ -372,6 +372,7 @@ impl Args {
                 max_subscribers_per_tenant: usize::try_from(self.max_streams_per_tenant)
                     .unwrap_or(usize::MAX),
                 heartbeat: self.events_heartbeat_secs,
+                ..crate::engine::FeedSettings::default()
             },
             mutants: self.mutants,
         }

@@ -12,6 +12,7 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use goalpost_host::clock::ManualClock;
 use goalpost_host::engine::{EngineSettings, FeedSettings};
+use goalpost_host::http::{CHUNK_BYTES, CHUNK_MESSAGES};
 use goalpost_host::storage::DbLocation;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
@@ -90,6 +91,33 @@ impl Stream {
                 }
             }
         }
+    }
+
+    /// The messages of the next body chunk (one write of the host), each
+    /// parsed on its own; the chunk holds whole messages only.
+    async fn chunk(&mut self) -> Option<(usize, Vec<Message>)> {
+        assert!(
+            self.buffer.is_empty(),
+            "a message left over: {:?}",
+            self.buffer
+        );
+        let frame = tokio::time::timeout(LIMIT, self.body.frame())
+            .await
+            .expect("a chunk within the limit")?
+            .expect("the body reads");
+        let data = frame.into_data().expect("a data frame");
+        let text = std::str::from_utf8(&data).expect("UTF-8");
+        assert!(
+            text.ends_with("\n\n"),
+            "a chunk ends with a whole message: {text:?}"
+        );
+        let messages = text
+            .strip_suffix("\n\n")
+            .expect("ends with a blank line")
+            .split("\n\n")
+            .map(|block| parse(&format!("{block}\n\n")))
+            .collect();
+        Some((data.len(), messages))
     }
 
     /// The next message that is not a comment.
@@ -419,4 +447,91 @@ async fn catching_up_pages_through_the_stored_events() {
     run(&host, &id).await;
     let (_, _, _, sequence) = fields(&stream.event().await.expect("the live event"));
     assert_eq!(sequence, 511);
+}
+
+/// The ids of event messages, as cursors.
+fn cursors(messages: &[Message]) -> Vec<u64> {
+    messages
+        .iter()
+        .map(|message| fields(message).0.parse().expect("a cursor"))
+        .collect()
+}
+
+/// Events ready when the stream wakes go out in one chunk, each still a
+/// whole SSE message with its own id, in order; a reconnect with
+/// `Last-Event-ID` in the middle of such a chunk resumes right after it.
+#[tokio::test]
+async fn ready_events_share_one_chunk_as_whole_messages_in_order() {
+    let host = host(FeedSettings::default());
+    let id = goal(&host, 20).await;
+    for _ in 0..5 {
+        run(&host, &id).await;
+    }
+    // Opened, but not read until more has committed: the stored events
+    // and the ones after the connect are all ready at the first read.
+    let mut stream = open(&host, A, "", None).await.expect("opens");
+    for _ in 0..5 {
+        run(&host, &id).await;
+    }
+    let (_, first) = stream.chunk().await.expect("a chunk");
+    assert_eq!(first.len(), 10, "one chunk: {first:?}");
+    for _ in 0..3 {
+        run(&host, &id).await;
+    }
+    let (_, second) = stream.chunk().await.expect("a chunk");
+    assert_eq!(second.len(), 3, "the live ones in one chunk: {second:?}");
+    let all: Vec<Message> = first.into_iter().chain(second).collect();
+    let sequences: Vec<u64> = all.iter().map(|message| fields(message).3).collect();
+    assert_eq!(sequences, (1..=13).collect::<Vec<_>>());
+    let ids = cursors(&all);
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
+    drop(stream);
+
+    // Resume after the 7th: the 8th to the 13th, in one chunk, then the
+    // next commit; nothing twice, nothing missing.
+    let mut resumed = open(&host, A, "", Some(&ids[6].to_string()))
+        .await
+        .expect("opens");
+    let (_, rest) = resumed.chunk().await.expect("a chunk");
+    assert_eq!(cursors(&rest), ids[7..].to_vec());
+    run(&host, &id).await;
+    let (_, next) = resumed.chunk().await.expect("a chunk");
+    let (_, _, _, sequence) = fields(next.first().expect("the new event"));
+    assert_eq!((next.len(), sequence), (1, 14));
+    assert!(cursors(&next)[0] > ids[12]);
+}
+
+/// A subscriber with more stored events than one chunk may carry gets
+/// them in chunks within the bounds, every one once and in order.
+#[tokio::test]
+async fn a_chunk_is_bounded_in_messages_and_bytes() {
+    let host = host(FeedSettings::default());
+    let id = goal(&host, 400).await;
+    let total = 300;
+    for _ in 0..total {
+        run(&host, &id).await;
+    }
+    let mut stream = open(&host, A, "", None).await.expect("opens");
+    let mut sizes = Vec::new();
+    let mut all = Vec::new();
+    while all.len() < total {
+        let (bytes, messages) = stream.chunk().await.expect("a chunk");
+        sizes.push((bytes, messages.len()));
+        all.extend(messages);
+    }
+    assert_eq!(all.len(), total);
+    let sequences: Vec<u64> = all.iter().map(|message| fields(message).3).collect();
+    assert_eq!(sequences, (1..=total as u64).collect::<Vec<_>>());
+    let largest = 2 * 1024; // far more than one event message here
+    assert!(sizes.len() > 1, "{sizes:?}");
+    for (index, &(bytes, count)) in sizes.iter().enumerate() {
+        assert!(
+            count <= CHUNK_MESSAGES && bytes < CHUNK_BYTES + largest,
+            "{sizes:?}"
+        );
+        // Everything was ready: only a bound ends a chunk before the last.
+        if index + 1 < sizes.len() {
+            assert!(count == CHUNK_MESSAGES || bytes >= CHUNK_BYTES, "{sizes:?}");
+        }
+    }
 }

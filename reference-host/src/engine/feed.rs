@@ -30,6 +30,13 @@ pub const DEFAULT_MAX_SUBSCRIBERS_PER_TENANT: usize = 32;
 /// How often an idle stream sends a comment, so proxies and clients see
 /// the connection is alive.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
+/// How long a stream that found one event ready waits for more before it
+/// writes: events of a busy tenant then go out several to a write, which
+/// is what lets one event reach many subscribers cheaply (see
+/// BENCHMARKS.md, "Live event stream fan-out").
+pub const DEFAULT_COALESCE: Duration = Duration::from_millis(10);
+/// The longest coalescing wait, whatever the operator asks.
+pub const MAX_COALESCE: Duration = Duration::from_millis(250);
 /// The most lag a subscriber may be allowed, whatever the operator asks:
 /// the ring holds this many events per tenant.
 pub const MAX_SUBSCRIBER_BUFFER: usize = 65_536;
@@ -45,6 +52,9 @@ pub struct FeedSettings {
     pub max_subscribers_per_tenant: usize,
     /// Interval between heartbeat comments on an idle stream.
     pub heartbeat: Duration,
+    /// How long a stream waits for more events after one is ready, so
+    /// they share a write; zero writes at once. At most [`MAX_COALESCE`].
+    pub coalesce: Duration,
 }
 
 impl Default for FeedSettings {
@@ -53,6 +63,7 @@ impl Default for FeedSettings {
             buffer: DEFAULT_SUBSCRIBER_BUFFER,
             max_subscribers_per_tenant: DEFAULT_MAX_SUBSCRIBERS_PER_TENANT,
             heartbeat: DEFAULT_HEARTBEAT,
+            coalesce: DEFAULT_COALESCE,
         }
     }
 }
@@ -210,16 +221,10 @@ impl Subscription {
             }
             match self.live.recv().await {
                 Ok(published) => {
-                    let event = &published.event;
-                    if event.cursor <= self.last
-                        || self
-                            .goal
-                            .as_ref()
-                            .is_some_and(|goal| goal_of(event) != goal)
-                    {
+                    if self.skips(&published.event) {
                         continue;
                     }
-                    self.last = event.cursor;
+                    self.last = published.event.cursor;
                     return Ok(Some(FeedItem::Event(published)));
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -229,6 +234,52 @@ impl Subscription {
                 Err(broadcast::error::RecvError::Closed) => return Ok(None),
             }
         }
+    }
+
+    /// The next item if one is ready now, without waiting: a stored event
+    /// already read, or a live event already in the ring. `None` when
+    /// nothing is ready (or the subscription ended; `next` says which).
+    /// With it a stream writes every event that is ready at one wake-up as
+    /// one write, instead of one wake-up and one write per event.
+    pub fn ready(&mut self) -> Option<FeedItem> {
+        loop {
+            if self.dropped {
+                return None;
+            }
+            if let Some(event) = self.backlog.pop_front() {
+                self.last = event.cursor;
+                return Some(FeedItem::Event(Arc::new(FeedEvent::new(event))));
+            }
+            if self.catching_up {
+                // The next stored page needs the store: only `next` reads it.
+                return None;
+            }
+            match self.live.try_recv() {
+                Ok(published) => {
+                    if self.skips(&published.event) {
+                        continue;
+                    }
+                    self.last = published.event.cursor;
+                    return Some(FeedItem::Event(published));
+                }
+                Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                    self.dropped = true;
+                    return Some(FeedItem::Dropped { last: self.last });
+                }
+                Err(
+                    broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed,
+                ) => return None,
+            }
+        }
+    }
+
+    /// An event delivered already (from storage), or another goal's.
+    fn skips(&self, event: &Event) -> bool {
+        event.cursor <= self.last
+            || self
+                .goal
+                .as_ref()
+                .is_some_and(|goal| goal_of(event) != goal)
     }
 
     /// The cursor last delivered.

@@ -35,8 +35,8 @@ pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
 pub use faults::{Decision, Faults, NoFaults};
 pub use feed::{
-    Feed, FeedEvent, FeedItem, FeedSettings, Subscription, DEFAULT_HEARTBEAT,
-    DEFAULT_MAX_SUBSCRIBERS_PER_TENANT, DEFAULT_SUBSCRIBER_BUFFER,
+    Feed, FeedEvent, FeedItem, FeedSettings, Subscription, DEFAULT_COALESCE, DEFAULT_HEARTBEAT,
+    DEFAULT_MAX_SUBSCRIBERS_PER_TENANT, DEFAULT_SUBSCRIBER_BUFFER, MAX_COALESCE,
 };
 pub use goals::{Created, Replay};
 pub use heartbeat::Heartbeat;

@@ -35,7 +35,7 @@ use crate::engine::{Engine, IfMatch};
 pub use auth::{TokenError, Tokens};
 pub use discovery::document as discovery_document;
 pub use error::ApiError;
-pub use events::EVENTS_STREAM_PATH;
+pub use events::{CHUNK_BYTES, CHUNK_MESSAGES, EVENTS_STREAM_PATH};
 pub use faults::{NoRouteFaults, RouteFaults};
 pub use openapi::{document as openapi_document, OPENAPI_PATH};
 pub use verifiers::VERIFIERS_BASE;

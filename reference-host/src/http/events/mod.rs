@@ -2,6 +2,7 @@
 //! host API, served with or without the conformance seams. Every answer is
 //! the caller's own (another tenant's goal is 404) and content-free.
 
+mod frame;
 mod stream;
 
 use std::collections::HashMap;
@@ -18,7 +19,7 @@ use super::json::json;
 use super::{goal_id, AppState, GOALS_BASE};
 use crate::domain::wire;
 
-pub use stream::EVENTS_STREAM_PATH;
+pub use stream::{CHUNK_BYTES, CHUNK_MESSAGES, EVENTS_STREAM_PATH};
 
 pub fn routes() -> Router<AppState> {
     Router::new()

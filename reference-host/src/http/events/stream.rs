@@ -10,25 +10,33 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::pin::Pin;
+use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::Response;
 use futures_util::Stream;
-use serde_json::json;
+use tokio::time::{Instant, Sleep};
 
 use super::super::auth::Caller;
 use super::super::error::ApiError;
 use super::super::{goal_id, AppState};
+use super::frame;
 use super::whole_number;
-use crate::engine::{FeedItem, Subscription};
+use crate::engine::{FeedItem, Subscription, MAX_COALESCE};
 
 /// The stream's path: `{base}/events` (a goal id never reads `events`).
 pub const EVENTS_STREAM_PATH: &str = "/v1/host/sample/goals/events";
 
-/// The SSE message type of the last message to a dropped subscriber.
-pub const DROPPED: &str = "stream.dropped";
+/// The most messages one body chunk carries: what a wake-up finds ready
+/// goes out in one write, up to this many messages...
+pub const CHUNK_MESSAGES: usize = 256;
+/// ...or up to about this many bytes (the message that crosses it is the
+/// chunk's last), so a subscriber catching up writes in bounded pieces.
+pub const CHUNK_BYTES: usize = 64 * 1024;
 
 pub(super) async fn events_stream(
     State(state): State<AppState>,
@@ -60,41 +68,120 @@ pub(super) async fn events_stream(
         .engine
         .subscribe(&tenant, goal.as_ref(), after)
         .await?;
-    let heartbeat = state.engine.feed().settings().heartbeat;
-    Ok(Sse::new(messages(subscription))
-        .keep_alive(KeepAlive::new().interval(heartbeat).text("heartbeat"))
-        .into_response())
+    let settings = state.engine.feed().settings();
+    let coalesce = settings.coalesce.min(MAX_COALESCE);
+    let body = Body::from_stream(chunks(subscription, settings.heartbeat, coalesce));
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Ok(response)
 }
 
-/// The subscription as SSE messages, ending after a `stream.dropped`.
-fn messages(subscription: Subscription) -> impl Stream<Item = Result<SseEvent, Infallible>> {
-    futures_util::stream::unfold(Some(subscription), |subscription| async move {
-        let mut subscription = subscription?;
-        match subscription.next().await {
-            Ok(Some(FeedItem::Event(published))) => {
-                let event = &published.event;
-                let message = SseEvent::default()
-                    .id(event.cursor.to_string())
-                    .event(event.payload.kind())
-                    .data(published.json.as_ref());
-                Some((Ok(message), Some(subscription)))
+/// A stream's state between two chunks.
+struct Chunks {
+    subscription: Subscription,
+    heartbeat: Duration,
+    /// Fires when the stream has been idle for `heartbeat`.
+    idle: Pin<Box<Sleep>>,
+    coalesce: Duration,
+    /// The coalescing wait (one timer, reset for each chunk).
+    linger: Pin<Box<Sleep>>,
+}
+
+impl Chunks {
+    fn rearm(&mut self) {
+        self.idle.as_mut().reset(Instant::now() + self.heartbeat);
+    }
+}
+
+/// Appends `item` to `out`; `false` when the stream ends after it.
+fn append(out: &mut Vec<u8>, item: FeedItem) -> bool {
+    match item {
+        FeedItem::Event(published) => {
+            let event = &published.event;
+            frame::message(
+                out,
+                Some(event.cursor),
+                event.payload.kind(),
+                &published.json,
+            );
+            true
+        }
+        FeedItem::Dropped { last } => {
+            frame::dropped(out, last);
+            false
+        }
+    }
+}
+
+/// The subscription as body chunks: each chunk is every message ready when
+/// the stream wakes, or within `coalesce` of it when only one was (at most
+/// [`CHUNK_MESSAGES`] / about [`CHUNK_BYTES`]),
+/// whole messages only; a heartbeat comment after `heartbeat` without one;
+/// the stream ends after a `stream.dropped` message.
+///
+/// Why chunks and not one message each: with many subscribers per tenant,
+/// a wake-up and a socket write per event per subscriber was most of the
+/// fan-out's cost, and a subscriber that is behind has several events
+/// waiting whenever it runs.
+fn chunks(
+    subscription: Subscription,
+    heartbeat: Duration,
+    coalesce: Duration,
+) -> impl Stream<Item = Result<Bytes, Infallible>> {
+    let state = Chunks {
+        subscription,
+        heartbeat,
+        idle: Box::pin(tokio::time::sleep(heartbeat)),
+        coalesce,
+        linger: Box::pin(tokio::time::sleep(coalesce)),
+    };
+    futures_util::stream::unfold(Some(state), |state| async move {
+        let mut state = state?;
+        // Both are cancel-safe: `next` changes nothing until it returns.
+        let first = tokio::select! {
+            biased;
+            first = state.subscription.next() => first,
+            () = &mut state.idle => {
+                state.rearm();
+                return Some((Ok(Bytes::from_static(frame::HEARTBEAT)), Some(state)));
             }
-            Ok(Some(FeedItem::Dropped { last })) => {
-                let message = SseEvent::default().event(DROPPED).data(
-                    json!({
-                        "reason": "the subscriber fell too far behind",
-                        "resumeAfter": last.to_string(),
-                    })
-                    .to_string(),
-                );
-                Some((Ok(message), None))
-            }
-            Ok(None) => None,
+        };
+        let first = match first {
+            Ok(Some(item)) => item,
+            Ok(None) => return None,
             Err(error) => {
                 tracing::warn!(%error, "the event stream cannot read stored events");
-                None
+                return None;
+            }
+        };
+        let mut out = Vec::with_capacity(1024);
+        if !append(&mut out, first) {
+            return Some((Ok(Bytes::from(out)), None));
+        }
+        let mut messages = 1;
+        // Waits once, and only when nothing more is ready yet: a stream
+        // catching up writes at once.
+        let mut lingered = state.coalesce.is_zero();
+        while messages < CHUNK_MESSAGES && out.len() < CHUNK_BYTES {
+            let Some(item) = state.subscription.ready() else {
+                if lingered {
+                    break;
+                }
+                lingered = true;
+                let until = Instant::now() + state.coalesce;
+                state.linger.as_mut().reset(until);
+                state.linger.as_mut().await;
+                continue;
+            };
+            messages += 1;
+            if !append(&mut out, item) {
+                return Some((Ok(Bytes::from(out)), None));
             }
         }
+        state.rearm();
+        Some((Ok(Bytes::from(out)), Some(state)))
     })
 }
 
