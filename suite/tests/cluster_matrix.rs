@@ -19,6 +19,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::time::Instant;
 
 use goalpost_host::mutants::Mutant;
@@ -312,6 +313,25 @@ fn cluster_mutants_are_postgres_mutants_and_cover_every_cluster_must() {
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
+/// The `cluster` dispositions of the published cluster run.
+fn published_cluster() -> BTreeMap<String, String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/cluster/report.json");
+    let text = std::fs::read_to_string(&path).expect("reports/cluster/report.json is committed");
+    let report: Value = serde_json::from_str(&text).expect("report.json is JSON");
+    report["requirements"]
+        .as_array()
+        .expect("requirements")
+        .iter()
+        .filter(|r| r["profile"] == PROFILE)
+        .filter_map(|r| {
+            Some((
+                r["id"].as_str()?.to_string(),
+                r["disposition"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
 #[test]
 fn a_clean_cluster_certifies_and_every_postgres_mutant_is_killed() {
     let Some(server) = server() else { return };
@@ -357,6 +377,13 @@ fn a_clean_cluster_certifies_and_every_postgres_mutant_is_killed() {
         unclean.is_empty() && clean.certified && clean.of.len() == levels.len(),
         "three clean replicas must pass every {PROFILE} requirement and certify it:\n{}",
         unclean.join("\n")
+    );
+    // The published cluster run (reports/cluster) must say what a fresh
+    // clean cluster says, requirement by requirement.
+    let published = published_cluster();
+    assert_eq!(
+        published, clean.of,
+        "reports/cluster is stale: regenerate it with `OUT=reports/cluster scripts/certify-cluster.sh` (release binaries)"
     );
     runs.sort_by_key(|(info, _, _)| info.mutant);
     let mut found = Vec::new();

@@ -79,9 +79,71 @@ fn the_readme_shows_every_badge_and_links_the_report() {
             && commands[1].starts_with("cargo test --workspace"),
         "the README starts with its two commands: {commands:?}"
     );
+    let one_host_cannot_judge = needs_endpoints();
     for profile in profiles() {
-        let badge = format!("(reports/reference-host/badge-{profile}.svg)");
+        // A profile one host cannot be judged on shows the published
+        // cluster run's badge instead.
+        let folder = if one_host_cannot_judge.contains(&profile) {
+            "cluster"
+        } else {
+            "reference-host"
+        };
+        let badge = format!("(reports/{folder}/badge-{profile}.svg)");
         assert!(readme.contains(&badge), "README does not show {badge}");
     }
     assert!(readme.contains("(reports/reference-host/report.html)"));
+    assert!(readme.contains("(reports/cluster/report.html)"));
+}
+
+/// The profiles whose every requirement the one bundled host skipped for
+/// want of endpoints.
+fn needs_endpoints() -> Vec<String> {
+    let report = report();
+    let requirements = report["requirements"].as_array().expect("requirements");
+    profiles()
+        .into_iter()
+        .filter(|name| {
+            let mut of = requirements
+                .iter()
+                .filter(|r| r["profile"] == name.as_str())
+                .peekable();
+            of.peek().is_some() && of.all(|r| r["reason"] == "needs-endpoints")
+        })
+        .collect()
+}
+
+/// The cluster run (three replicas on one PostgreSQL database,
+/// `scripts/certify-cluster.sh`) is published beside the reference host's:
+/// every file, and every profile certified. That it is current is checked
+/// by `tests/cluster_matrix.rs` (its clean cluster) and by `.ci/run`
+/// (`goalpost diff` against a fresh cluster run).
+#[test]
+fn the_cluster_run_is_published_and_certified() {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/cluster");
+    let text = std::fs::read_to_string(folder.join("report.json")).expect(
+        "reports/cluster/report.json is committed (regenerate: OUT=reports/cluster scripts/certify-cluster.sh)",
+    );
+    let report: serde_json::Value = serde_json::from_str(&text).expect("report.json is JSON");
+    let profiles = report["profiles"].as_object().expect("profiles");
+    assert!(!needs_endpoints().is_empty(), "the bundled host skips cluster");
+    for name in needs_endpoints() {
+        assert_eq!(
+            profiles[&name]["certified"], true,
+            "the published cluster run certifies {name}"
+        );
+    }
+    for (name, profile) in profiles {
+        assert_eq!(
+            profile["certified"], true,
+            "the published cluster run certifies {name}: {profile}"
+        );
+        assert!(
+            folder.join(format!("badge-{name}.svg")).is_file(),
+            "reports/cluster/badge-{name}.svg"
+        );
+    }
+    for file in ["report.html", "report.md", "junit.xml"] {
+        assert!(folder.join(file).is_file(), "reports/cluster/{file}");
+    }
+    assert_eq!(report["host"]["bundled"], false);
 }
