@@ -166,6 +166,19 @@ pub enum RunEnd {
     Discarded,
 }
 
+impl RunEnd {
+    /// How a run ended, from its stored `status` (the same words in both
+    /// stores): `None` while `in-flight`.
+    pub(crate) fn from_status(status: &str) -> Result<Option<RunEnd>, StoreError> {
+        match status {
+            "in-flight" => Ok(None),
+            "recorded" => Ok(Some(RunEnd::Recorded)),
+            "discarded" => Ok(Some(RunEnd::Discarded)),
+            other => Err(StoreError::Corrupt(format!("run status {other:?}"))),
+        }
+    }
+}
+
 /// An `Idempotency-Key` as stored: what it made, the body it came with, and
 /// the answer (goal JSON and `ETag`) the create got.
 #[derive(Debug, Clone, PartialEq)]
@@ -417,4 +430,26 @@ fn opcodes(connection: &rusqlite::Connection, sql: &str) -> Vec<String> {
         program.push(row.get::<_, String>(1).expect("an opcode"));
     }
     program
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_status_reads_as_its_end_and_an_unknown_one_is_corrupt() {
+        assert_eq!(RunEnd::from_status("in-flight").expect("known"), None);
+        assert_eq!(
+            RunEnd::from_status("recorded").expect("known"),
+            Some(RunEnd::Recorded)
+        );
+        assert_eq!(
+            RunEnd::from_status("discarded").expect("known"),
+            Some(RunEnd::Discarded)
+        );
+        assert!(matches!(
+            RunEnd::from_status("Recorded"),
+            Err(StoreError::Corrupt(_))
+        ));
+    }
 }

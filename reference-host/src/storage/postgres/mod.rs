@@ -803,12 +803,7 @@ impl Store for PostgresStore {
             vec![Box::new(run.as_str().to_string())],
             |row| {
                 let status: String = row.try_get(2)?;
-                let end = match status.as_str() {
-                    "in-flight" => None,
-                    "recorded" => Some(RunEnd::Recorded),
-                    "discarded" => Some(RunEnd::Discarded),
-                    other => return Err(StoreError::Corrupt(format!("run status {other:?}"))),
-                };
+                let end = RunEnd::from_status(&status)?;
                 Ok(StoredRun {
                     goal_id: goal_id(&row.try_get::<_, String>(0)?)?,
                     iteration: unsigned(row.try_get(1)?)?,
