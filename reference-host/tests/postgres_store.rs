@@ -236,3 +236,119 @@ async fn a_run_left_by_a_dead_replica_is_closed_once_after_its_lease() {
     drop(b);
     schema.drop().await;
 }
+
+/// Polls `sql` (one count) in the schema until it answers at least `at_least`,
+/// or fails the test after ten seconds.
+async fn wait_for_count(schema: &pg::Schema, sql: &str, at_least: i64, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let rows = schema.query(sql).await;
+        let count: i64 = rows[0][0]
+            .as_deref()
+            .expect("a count")
+            .parse()
+            .expect("an integer");
+        if count >= at_least {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Cursors commit in order per tenant. Replica A's iteration is held
+/// between taking its event's cursor and committing (a trigger in the test
+/// schema waits on a lock the test holds); meanwhile replica B records an
+/// iteration of another goal of the same tenant. A reader then must not
+/// see B's event without A's: with cursors from a sequence, B committed
+/// cursor 2 while A still held 1, and a stream that resumed after 2
+/// never saw 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_never_sees_a_cursor_before_the_lower_ones_of_its_tenant() {
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let clock = Arc::new(ManualClock::fixed());
+    let a = Arc::new(Harness::open(&location, true, Arc::clone(&clock)));
+    let b = Arc::new(Harness::open(&location, true, Arc::clone(&clock)));
+    let held = id_of(&a.create(never_satisfied(5)).await);
+    let free = id_of(&b.create(never_satisfied(5)).await);
+    const LOCK: i64 = 0x7067_6665_6564;
+    schema
+        .query(&format!(
+            "CREATE FUNCTION held_event() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN PERFORM pg_advisory_xact_lock_shared({LOCK}); RETURN NULL; END $$;
+             CREATE TRIGGER held_event AFTER INSERT ON events FOR EACH ROW
+                 WHEN (NEW.goal_id = '{held}') EXECUTE FUNCTION held_event();"
+        ))
+        .await;
+    let holder = schema.client().await;
+    holder
+        .execute("SELECT pg_advisory_lock($1)", &[&LOCK])
+        .await
+        .expect("locks");
+
+    let first = tokio::spawn({
+        let (a, held) = (Arc::clone(&a), held.clone());
+        async move { a.continue_once(&held).await.status }
+    });
+    wait_for_count(
+        &schema,
+        "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        1,
+        "A's iteration reaching its held event",
+    )
+    .await;
+    let second = tokio::spawn({
+        let (b, free) = (Arc::clone(&b), free.clone());
+        async move { b.continue_once(&free).await.status }
+    });
+    // B either commits (cursors out of order) or waits for A's cursors.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if second.is_finished() {
+            break;
+        }
+        let waiting = schema
+            .query("SELECT COUNT(*) FROM pg_locks WHERE locktype <> 'advisory' AND NOT granted")
+            .await;
+        if waiting[0][0].as_deref() != Some("0") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "B's iteration neither committed nor waited within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let tenant = Tenant::parse("tenant-a").expect("tenant");
+    let cursors = |store: &Arc<dyn goalpost_host::storage::Store>| -> Vec<u64> {
+        store
+            .tenant_events_after(&tenant, None, 0, 100)
+            .expect("reads")
+            .iter()
+            .map(|event| event.cursor)
+            .collect()
+    };
+    let seen = cursors(&a.store);
+
+    holder
+        .execute("SELECT pg_advisory_unlock($1)", &[&LOCK])
+        .await
+        .expect("unlocks");
+    assert_eq!(first.await.expect("A's iteration"), StatusCode::OK);
+    assert_eq!(second.await.expect("B's iteration"), StatusCode::OK);
+    let all = cursors(&b.store);
+    assert_eq!(all.len(), 2, "{all:?}");
+    let newest_seen = seen.iter().max().copied().unwrap_or(0);
+    let below: Vec<u64> = all.iter().copied().filter(|c| *c <= newest_seen).collect();
+    assert_eq!(
+        seen, below,
+        "a reader saw cursor {newest_seen} before a lower cursor of its tenant committed"
+    );
+    drop((a, b));
+    schema.drop().await;
+}

@@ -441,6 +441,49 @@ async fn renew(client: &impl GenericClient, replica: &str) -> Result<(), StoreEr
     Ok(())
 }
 
+/// Takes the next cursors of the goal's tenant for `records` and inserts
+/// them as the goal's events after sequence `last`; returns the newest
+/// cursor. Updating the tenant's `event_cursors` row locks it until the
+/// transaction ends, so the tenant's cursors commit in the order they were
+/// taken (migration 4).
+async fn take_cursors(
+    client: &impl GenericClient,
+    row: &GoalRow,
+    last: i64,
+    at_ms: i64,
+    records: &[String],
+) -> Result<u64, StoreError> {
+    if records.is_empty() {
+        return Ok(0);
+    }
+    let count = int(records.len() as u64)?;
+    let newest: i64 = client
+        .query_one(
+            "INSERT INTO event_cursors (tenant, newest) VALUES ($1, $2)
+             ON CONFLICT (tenant) DO UPDATE SET newest = event_cursors.newest + EXCLUDED.newest
+             RETURNING newest",
+            &[&row.tenant, &count],
+        )
+        .await?
+        .try_get(0)?;
+    client
+        .execute(
+            "INSERT INTO events (goal_id, sequence, at_ms, record, tenant, cursor)
+             SELECT $1, $2 + n, $3, record, $4, $5 + n
+             FROM unnest($6::text[]) WITH ORDINALITY AS taken (record, n)",
+            &[
+                &row.id,
+                &last,
+                &at_ms,
+                &row.tenant,
+                &(newest - count),
+                &records,
+            ],
+        )
+        .await?;
+    unsigned(newest)
+}
+
 fn ids(row: &Row) -> Result<GoalId, StoreError> {
     goal_id(&row.try_get::<_, String>(0)?)
 }
@@ -593,18 +636,6 @@ impl Store for PostgresStore {
                 )
                 .await?
                 .try_get(0)?;
-            let mut cursors = Vec::with_capacity(records.len());
-            for (offset, record) in records.iter().enumerate() {
-                let sequence = last + int(offset as u64)? + 1;
-                let inserted = transaction
-                    .query_one(
-                        "INSERT INTO events (goal_id, sequence, at_ms, record, tenant)
-                         VALUES ($1, $2, $3, $4, $5) RETURNING cursor",
-                        &[&row.id, &sequence, &at_ms, record, &row.tenant],
-                    )
-                    .await?;
-                cursors.push(unsigned(inserted.try_get(0)?)?);
-            }
             if let Some((run_id, iteration, record)) = &evaluation {
                 transaction
                     .execute(
@@ -614,13 +645,16 @@ impl Store for PostgresStore {
                     )
                     .await?;
             }
+            // Last before the commit: the cursors lock the tenant's row
+            // until then, and the tenant's other event writers wait.
+            let newest = take_cursors(&*transaction, &row, last, at_ms, &records).await?;
             transaction.commit().await?;
-            let mut sequence = unsigned(last)?;
+            let (mut sequence, mut cursor) = (unsigned(last)?, newest - records.len() as u64);
             let events: Vec<Event> = payloads
                 .into_iter()
-                .zip(cursors)
-                .map(|(payload, cursor)| {
+                .map(|payload| {
                     sequence += 1;
+                    cursor += 1;
                     Event {
                         sequence,
                         cursor,
@@ -759,10 +793,8 @@ impl Store for PostgresStore {
         *slot = Some(sink);
     }
 
-    /// In cursor order. Cursors come from one sequence, so two replicas'
-    /// concurrent transactions may commit them out of order: a stream that
-    /// resumes after a cursor can miss an event whose transaction held a
-    /// lower cursor and committed later (DESIGN "Clustered hosts").
+    /// In cursor order, which is the order the tenant's events committed
+    /// in (`take_cursors`): a page never skips an event that commits later.
     fn tenant_events_after(
         &self,
         tenant: &Tenant,
