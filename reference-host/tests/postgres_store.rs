@@ -352,3 +352,208 @@ async fn a_reader_never_sees_a_cursor_before_the_lower_ones_of_its_tenant() {
     drop((a, b));
     schema.drop().await;
 }
+
+/// Collects the cursors a store hands to its sink, in order.
+#[derive(Default)]
+struct Collected {
+    cursors: std::sync::Mutex<Vec<u64>>,
+}
+
+impl goalpost_host::storage::EventSink for Collected {
+    fn committed(&self, _tenant: &Tenant, events: &[goalpost_host::domain::Event]) {
+        let mut cursors = self.cursors.lock().expect("unpoisoned");
+        cursors.extend(events.iter().map(|event| event.cursor));
+    }
+}
+
+/// Every replica's commits reach a replica's sink: once each, in cursor
+/// order, its own and another replica's interleaved. Six goals, three
+/// created on each of two replicas, are continued three times each, all
+/// at once; replica A's sink must get exactly the tenant's stored cursors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_hands_over_every_replicas_events_once_in_cursor_order() {
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let clock = Arc::new(ManualClock::fixed());
+    let a = Arc::new(Harness::open(&location, true, Arc::clone(&clock)));
+    let b = Arc::new(Harness::open(&location, true, Arc::clone(&clock)));
+    let collected = Arc::new(Collected::default());
+    a.store.set_event_sink(Arc::clone(&collected) as _);
+    let mut goals = Vec::new();
+    for n in 0..6 {
+        let host = if n % 2 == 0 { &a } else { &b };
+        goals.push((
+            Arc::clone(host),
+            id_of(&host.create(never_satisfied(3)).await),
+        ));
+    }
+    let mut runs = tokio::task::JoinSet::new();
+    for (host, id) in goals {
+        runs.spawn(async move {
+            for _ in 0..3 {
+                assert_eq!(host.continue_once(&id).await.status, StatusCode::OK);
+            }
+        });
+    }
+    while let Some(run) = runs.join_next().await {
+        run.expect("the continues succeed");
+    }
+    let tenant = Tenant::parse("tenant-a").expect("tenant");
+    let stored: Vec<u64> = b
+        .store
+        .tenant_events_after(&tenant, None, 0, 1000)
+        .expect("reads")
+        .iter()
+        .map(|event| event.cursor)
+        .collect();
+    assert!(stored.len() >= 18, "{stored:?}");
+    let newest = *stored.last().expect("events");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = collected.cursors.lock().expect("unpoisoned").clone();
+        if got.last() == Some(&newest) || Instant::now() >= deadline {
+            assert_eq!(got, stored, "handed over: {got:?}");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop((a, b));
+    schema.drop().await;
+}
+
+/// The cursor of the subscription's next event.
+async fn next_cursor(subscription: &mut goalpost_host::engine::Subscription) -> u64 {
+    use goalpost_host::engine::FeedItem;
+    let item = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("an event within 10 s")
+        .expect("the feed works")
+        .expect("the subscription goes on");
+    match item {
+        FeedItem::Event(event) => event.event.cursor,
+        FeedItem::Dropped { last } => panic!("dropped after {last}"),
+    }
+}
+
+/// A subscriber on replica A sees a goal continued on replica B live: no
+/// reconnect, no repeat, in order, between A's own events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_on_one_replica_sees_another_replicas_events_live() {
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let clock = Arc::new(ManualClock::fixed());
+    let a = Harness::open(&location, true, Arc::clone(&clock));
+    let b = Harness::open(&location, true, Arc::clone(&clock));
+    let id = id_of(&a.create(never_satisfied(10)).await);
+    let tenant = Tenant::parse("tenant-a").expect("tenant");
+    a.continue_once(&id)
+        .await
+        .expect(StatusCode::OK, "continue-response");
+    let mut subscription = a
+        .engine
+        .subscribe(&tenant, None, 0)
+        .await
+        .expect("subscribes");
+    // From storage; the subscription follows the live feed from here on.
+    assert_eq!(next_cursor(&mut subscription).await, 1);
+    let mut seen = Vec::new();
+    for host in [&b, &b, &a, &b] {
+        host.continue_once(&id)
+            .await
+            .expect(StatusCode::OK, "continue-response");
+        seen.push(next_cursor(&mut subscription).await);
+    }
+    assert_eq!(seen, vec![2, 3, 4, 5]);
+    drop((a, b));
+    schema.drop().await;
+}
+
+/// The cursor of the subscription's next event; a subscription ended
+/// meanwhile (its replica began listening again just after it was taken)
+/// is taken again after the cursor before `expected`, as a client resumes.
+async fn next_resuming(
+    host: &Harness,
+    subscription: &mut goalpost_host::engine::Subscription,
+    expected: u64,
+) -> u64 {
+    let tenant = Tenant::parse("tenant-a").expect("tenant");
+    for _ in 0..3 {
+        let item = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+            .await
+            .expect("an event within 10 s")
+            .expect("the feed works");
+        match item {
+            Some(goalpost_host::engine::FeedItem::Event(event)) => return event.event.cursor,
+            Some(dropped) => panic!("{dropped:?}"),
+            None => {
+                *subscription = host
+                    .engine
+                    .subscribe(&tenant, None, expected - 1)
+                    .await
+                    .expect("subscribes");
+            }
+        }
+    }
+    panic!("the subscription ended again and again");
+}
+
+/// When a replica's listening connection drops, its subscribers end (they
+/// may have missed another replica's events and resume from storage), and
+/// the replica listens again by itself: its subscribers see the other
+/// replica's events again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_listening_connection_ends_the_subscriptions_and_listens_again() {
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let clock = Arc::new(ManualClock::fixed());
+    let a = Harness::open(&location, true, Arc::clone(&clock));
+    let b = Harness::open(&location, true, Arc::clone(&clock));
+    let id = id_of(&a.create(never_satisfied(10)).await);
+    let tenant = Tenant::parse("tenant-a").expect("tenant");
+    let listeners = "SELECT COUNT(*) FROM pg_stat_activity
+                     WHERE query = 'LISTEN goalpost_events' AND state = 'idle'
+                       AND datname = current_database()";
+    wait_for_count(&schema, listeners, 2, "both replicas listening").await;
+    let mut subscription = a
+        .engine
+        .subscribe(&tenant, None, 0)
+        .await
+        .expect("subscribes");
+    b.continue_once(&id)
+        .await
+        .expect(StatusCode::OK, "continue-response");
+    assert_eq!(next_resuming(&a, &mut subscription, 1).await, 1);
+    // Both replicas' listening connections go (the test cannot tell which
+    // is A's); each listens again.
+    schema
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE query = 'LISTEN goalpost_events' AND datname = current_database()",
+        )
+        .await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("the subscription ends within 10 s")
+        .expect("the feed works");
+    assert_eq!(ended, None);
+    wait_for_count(&schema, listeners, 2, "both replicas listening again").await;
+    let mut subscription = a
+        .engine
+        .subscribe(&tenant, None, 1)
+        .await
+        .expect("subscribes");
+    for expected in 2..=3 {
+        b.continue_once(&id)
+            .await
+            .expect(StatusCode::OK, "continue-response");
+        assert_eq!(
+            next_resuming(&a, &mut subscription, expected).await,
+            expected
+        );
+    }
+    drop((a, b));
+    schema.drop().await;
+}

@@ -150,6 +150,16 @@ impl EventSink for Feed {
             }
         }
     }
+
+    fn listening(&self, tenant: &Tenant) -> bool {
+        self.subscribers(tenant) > 0
+    }
+
+    /// Every subscription ends (each learns its last cursor and resumes
+    /// from storage, where nothing is missing).
+    fn interrupted(&self) {
+        self.close();
+    }
 }
 
 /// What a subscription yields.

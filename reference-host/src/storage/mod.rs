@@ -227,6 +227,17 @@ pub enum Inserted {
 /// before the writer is answered: it must not block or do I/O.
 pub trait EventSink: Send + Sync {
     fn committed(&self, tenant: &Tenant, events: &[Event]);
+
+    /// Whether anybody listens to the tenant's events here: a store that
+    /// reads other replicas' events for the sink reads only those.
+    fn listening(&self, _tenant: &Tenant) -> bool {
+        true
+    }
+
+    /// Events may have committed that the sink will never be told about
+    /// (a store lost its notices of other replicas' commits): whoever
+    /// listens must catch up from storage.
+    fn interrupted(&self) {}
 }
 
 /// Reads answer at once (they are short, and never wait for a writer on a

@@ -23,6 +23,7 @@
 //! the task's handle as its `Pending`.
 
 mod migrations;
+mod relay;
 
 use std::future::Future;
 use std::str::FromStr;
@@ -254,10 +255,9 @@ pub struct PostgresStore {
     runtime: Option<tokio::runtime::Runtime>,
     /// This replica's name in `replicas` and on its runs and claims.
     replica: String,
-    /// Whom this replica tells about the events it commits (the live
-    /// stream of its own subscribers; other replicas' events reach a
-    /// stream through its backfill on reconnect).
-    sink: Arc<std::sync::RwLock<Option<Arc<dyn EventSink>>>>,
+    /// Hands every replica's committed events to this replica's live
+    /// subscribers (`relay.rs`).
+    relay: Arc<relay::Relay>,
     /// The guards this store keeps: all of them, unless a deliberately
     /// broken build (`crate::mutants`) switched one off.
     faults: StoreFaults,
@@ -311,7 +311,7 @@ impl PostgresStore {
             .build()
             .map_err(|error| StoreError::Postgres(format!("cannot start its runtime: {error}")))?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -326,7 +326,7 @@ impl PostgresStore {
             pool,
             runtime: Some(runtime),
             replica: uuid::Uuid::now_v7().to_string(),
-            sink: Arc::default(),
+            relay: Arc::default(),
             faults: StoreFaults::default(),
         };
         let (pool, replica) = (store.pool.clone(), store.replica.clone());
@@ -339,6 +339,11 @@ impl PostgresStore {
             migrations::migrate(&mut client).await?;
             renew(&**client, &replica).await
         })?;
+        store.runtime().spawn(relay::listen(
+            config,
+            store.pool.clone(),
+            Arc::clone(&store.relay),
+        ));
         let (pool, replica) = (store.pool.clone(), store.replica.clone());
         store.runtime().spawn(async move {
             let mut every = tokio::time::interval(RENEW_EVERY);
@@ -445,7 +450,8 @@ async fn renew(client: &impl GenericClient, replica: &str) -> Result<(), StoreEr
 /// them as the goal's events after sequence `last`; returns the newest
 /// cursor. Updating the tenant's `event_cursors` row locks it until the
 /// transaction ends, so the tenant's cursors commit in the order they were
-/// taken (migration 4).
+/// taken (migration 4). Every replica is notified of the cursors if the
+/// transaction commits (`relay.rs`).
 async fn take_cursors(
     client: &impl GenericClient,
     row: &GoalRow,
@@ -459,9 +465,14 @@ async fn take_cursors(
     let count = int(records.len() as u64)?;
     let newest: i64 = client
         .query_one(
-            "INSERT INTO event_cursors (tenant, newest) VALUES ($1, $2)
-             ON CONFLICT (tenant) DO UPDATE SET newest = event_cursors.newest + EXCLUDED.newest
-             RETURNING newest",
+            "WITH taken AS (
+                 INSERT INTO event_cursors (tenant, newest) VALUES ($1, $2)
+                 ON CONFLICT (tenant) DO UPDATE SET newest = event_cursors.newest + EXCLUDED.newest
+                 RETURNING newest
+             )
+             SELECT newest, pg_notify('goalpost_events',
+                                      (newest - $2 + 1)::text || ' ' || newest::text || ' ' || $1)
+             FROM taken",
             &[&row.tenant, &count],
         )
         .await?
@@ -577,7 +588,7 @@ impl Store for PostgresStore {
         let at_ms = at.unix_ms();
         let payloads = change.events.clone();
         let tenant = change.goal.owner.clone();
-        let sink = Arc::clone(&self.sink);
+        let relay = Arc::clone(&self.relay);
         let pool = self.pool.clone();
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
@@ -663,14 +674,8 @@ impl Store for PostgresStore {
                     }
                 })
                 .collect();
-            let sink = match sink.read() {
-                Ok(guard) => guard.clone(),
-                Err(poisoned) => poisoned.into_inner().clone(),
-            };
-            if let Some(sink) = sink {
-                if !events.is_empty() {
-                    sink.committed(&tenant, &events);
-                }
+            if !events.is_empty() {
+                relay.committed(&tenant, &events);
             }
             Ok(Written::Done(events))
         })
@@ -786,11 +791,7 @@ impl Store for PostgresStore {
     }
 
     fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
-        let mut slot = match self.sink.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *slot = Some(sink);
+        self.relay.set_sink(sink);
     }
 
     /// In cursor order, which is the order the tenant's events committed
