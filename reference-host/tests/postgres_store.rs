@@ -557,3 +557,83 @@ async fn a_lost_listening_connection_ends_the_subscriptions_and_listens_again() 
     drop((a, b));
     schema.drop().await;
 }
+
+/// Each heartbeat goal is probed by one replica: two replicas' listings
+/// share no goal and together hold all. A listing writes only claims
+/// near their end: listed again at once, no row is rewritten (its `xmin`
+/// stays), yet each replica lists what it holds. A claim near its end is
+/// renewed by its holder, and one that lapsed goes to the other replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeat_goals_are_claimed_by_one_replica_each_and_renewed_near_their_end() {
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let clock = Arc::new(ManualClock::fixed());
+    let a = Harness::open(&location, true, Arc::clone(&clock));
+    let b = Harness::open(&location, true, Arc::clone(&clock));
+    let body = json!({
+        "objective": "keep the build green",
+        "completion": { "check": "verifier", "verifierRef": "conformance:verifier?satisfyOn=1000" },
+        "continuation": { "mode": "heartbeat", "armRef": "conformance:arm?heartbeatMs=1000" },
+        "bounds": { "maxLoopIterations": 3 },
+    });
+    for _ in 0..10 {
+        a.create(body.clone()).await;
+    }
+    let sorted = |mut ids: Vec<GoalId>| {
+        ids.sort_by(|x, y| x.as_str().cmp(y.as_str()));
+        ids
+    };
+    let listed_a = sorted(a.store.heartbeat_goals().expect("lists"));
+    let listed_b = sorted(b.store.heartbeat_goals().expect("lists"));
+    assert_eq!(listed_a.len() + listed_b.len(), 10);
+    assert!(listed_a.iter().all(|id| !listed_b.contains(id)));
+    let rows = "SELECT id, xmin::text, claimed_by FROM goals ORDER BY id";
+    let written = schema.query(rows).await;
+    assert_eq!(sorted(a.store.heartbeat_goals().expect("lists")), listed_a);
+    assert_eq!(sorted(b.store.heartbeat_goals().expect("lists")), listed_b);
+    assert_eq!(
+        schema.query(rows).await,
+        written,
+        "claims far from their end were rewritten"
+    );
+
+    // A claim near its end: its holder renews it and keeps it.
+    let listed = |host: &Harness| sorted(host.store.heartbeat_goals().expect("lists"));
+    let first = listed_a
+        .first()
+        .or(listed_b.first())
+        .expect("a goal")
+        .clone();
+    let holder = if listed_a.contains(&first) { &a } else { &b };
+    let other = if listed_a.contains(&first) { &b } else { &a };
+    schema
+        .query(&format!(
+            "UPDATE goals SET claim_until_ms = goalpost_now_ms() + 1000 WHERE id = '{first}'"
+        ))
+        .await;
+    let until =
+        format!("SELECT claim_until_ms - goalpost_now_ms() FROM goals WHERE id = '{first}'");
+    assert!(listed(other).iter().all(|id| *id != first));
+    assert!(listed(holder).contains(&first));
+    let left: i64 = schema.query(&until).await[0][0]
+        .as_deref()
+        .expect("a claim")
+        .parse()
+        .expect("ms");
+    assert!(
+        left > 2000,
+        "the claim near its end was not renewed: {left} ms left"
+    );
+
+    // A lapsed claim goes to whichever replica lists next.
+    schema
+        .query(&format!(
+            "UPDATE goals SET claim_until_ms = goalpost_now_ms() - 1 WHERE id = '{first}'"
+        ))
+        .await;
+    assert!(listed(other).contains(&first));
+    assert!(listed(holder).iter().all(|id| *id != first));
+    drop((a, b));
+    schema.drop().await;
+}

@@ -59,6 +59,11 @@ const RENEW_EVERY: Duration = Duration::from_secs(1);
 /// is refused a second run by its reservation.
 const CLAIM: Duration = Duration::from_secs(5);
 
+/// A heartbeat claim is renewed once it has less than this left: well
+/// before it lapses on a busy machine, yet a held goal's row is written
+/// only every few seconds, not on every scheduler tick.
+const RENEW_WITHIN: Duration = Duration::from_secs(2);
+
 /// Most due goals one replica holds claimed: the rest are left to the
 /// other replicas' schedulers.
 const MOST_CLAIMED: i64 = 256;
@@ -942,30 +947,43 @@ impl Store for PostgresStore {
     }
 
     /// The heartbeat goals this replica probes: its own unexpired claims,
-    /// renewed, and unclaimed (or lapsed) ones, taken as due goals are.
-    /// Each replica keeps its own probe cadence, so without the claim every
+    /// and unclaimed (or lapsed) ones, taken as due goals are. Each
+    /// replica keeps its own probe cadence, so without the claim every
     /// replica probed every goal and fired a run on each answer (the
     /// suite's `observed.heartbeat.fires-on-probe`, run against three
     /// replicas, saw the extra runs). A replica that dies leaves its goals
-    /// to the others once its claims lapse.
+    /// to the others once its claims lapse. Only claims with less than
+    /// [`RENEW_WITHIN`] left are renewed: a tick writes a held goal's row
+    /// about once per `CLAIM - RENEW_WITHIN`, not once per tick. A claim
+    /// of this replica's whose row is locked at the moment (an iteration
+    /// writing it) is still listed, renewed on a later tick.
     fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError> {
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
-        let claim = ms(CLAIM);
+        let (claim, renew_within) = (ms(CLAIM), ms(RENEW_WITHIN));
         self.block(async move {
             let client = pool.get().await.map_err(pool_error)?;
             let rows = client
                 .query(
-                    "WITH mine AS (
-                         SELECT id FROM goals
-                         WHERE mode = 'heartbeat' AND state = 'active' AND NOT paused
-                           AND (claimed_by IS NULL OR claimed_by = $1
-                                OR claim_until_ms <= goalpost_now_ms())
-                         FOR UPDATE SKIP LOCKED
+                    "WITH now AS (SELECT goalpost_now_ms() AS ms),
+                     taken AS (
+                         SELECT g.id FROM goals g, now
+                         WHERE g.mode = 'heartbeat' AND g.state = 'active' AND NOT g.paused
+                           AND (g.claimed_by IS NULL OR g.claim_until_ms <= now.ms
+                                OR (g.claimed_by = $1 AND g.claim_until_ms <= now.ms + $3))
+                         FOR UPDATE OF g SKIP LOCKED
+                     ),
+                     claimed AS (
+                         UPDATE goals SET claimed_by = $1,
+                                          claim_until_ms = (SELECT ms FROM now) + $2
+                         FROM taken WHERE goals.id = taken.id
+                         RETURNING goals.id, goals.created_ms
                      )
-                     UPDATE goals SET claimed_by = $1, claim_until_ms = goalpost_now_ms() + $2
-                     FROM mine WHERE goals.id = mine.id
-                     RETURNING goals.id, goals.created_ms",
-                    &[&replica, &claim],
+                     SELECT id, created_ms FROM claimed
+                     UNION
+                     SELECT g.id, g.created_ms FROM goals g, now
+                     WHERE g.mode = 'heartbeat' AND g.state = 'active' AND NOT g.paused
+                       AND g.claimed_by = $1 AND g.claim_until_ms > now.ms",
+                    &[&replica, &claim, &renew_within],
                 )
                 .await?;
             let mut mine = rows
