@@ -22,6 +22,7 @@
 //! there and waits on a channel (never a nested runtime), a write returns
 //! the task's handle as its `Pending`.
 
+mod cached;
 mod migrations;
 mod relay;
 
@@ -32,7 +33,9 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{GenericClient, NoTls, Row};
+use tokio_postgres::{NoTls, Row};
+
+use cached::Cached;
 
 use super::group_commit::Pending;
 use super::record::{from_json, to_json, ChangeRecords, EvaluationRecord, EventRecord, GoalRecord};
@@ -149,7 +152,10 @@ fn into_goal(row: &Row) -> Result<Goal, StoreError> {
     from_json::<GoalRecord>(&record)?.into_goal(&run_ids)
 }
 
-async fn insert_goal_row(client: &impl GenericClient, row: &GoalRow) -> Result<(), StoreError> {
+async fn insert_goal_row(
+    client: &Cached<impl deadpool_postgres::GenericClient>,
+    row: &GoalRow,
+) -> Result<(), StoreError> {
     client
         .execute(
             "INSERT INTO goals (id, tenant, state, paused, mode, deadline_ms, next_fire_ms,
@@ -175,7 +181,7 @@ async fn insert_goal_row(client: &impl GenericClient, row: &GoalRow) -> Result<(
 
 /// Stores the run ids from position `from` on.
 async fn append_runs(
-    client: &impl GenericClient,
+    client: &Cached<impl deadpool_postgres::GenericClient>,
     goal: &str,
     run_ids: &[String],
     from: usize,
@@ -193,7 +199,7 @@ async fn append_runs(
 }
 
 async fn stored_key(
-    client: &impl GenericClient,
+    client: &Cached<impl deadpool_postgres::GenericClient>,
     tenant: &str,
     key: &str,
     expired_at_or_before: i64,
@@ -342,7 +348,7 @@ impl PostgresStore {
                 source: Box::new(error),
             })?;
             migrations::migrate(&mut client).await?;
-            renew(&**client, &replica).await
+            renew(&Cached(client), &replica).await
         })?;
         store.runtime().spawn(relay::listen(
             config,
@@ -355,7 +361,7 @@ impl PostgresStore {
             loop {
                 every.tick().await;
                 let renewed = match pool.get().await {
-                    Ok(client) => renew(&**client, &replica).await,
+                    Ok(client) => renew(&Cached(client), &replica).await,
                     Err(error) => Err(pool_error(error)),
                 };
                 if let Err(error) = renewed {
@@ -423,7 +429,7 @@ impl PostgresStore {
     ) -> Result<Vec<T>, StoreError> {
         let pool = self.pool.clone();
         self.block(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             let params: Vec<&(dyn ToSql + Sync)> = params
                 .iter()
                 .map(|param| param.as_ref() as &(dyn ToSql + Sync))
@@ -439,7 +445,10 @@ impl PostgresStore {
     }
 }
 
-async fn renew(client: &impl GenericClient, replica: &str) -> Result<(), StoreError> {
+async fn renew(
+    client: &Cached<impl deadpool_postgres::GenericClient>,
+    replica: &str,
+) -> Result<(), StoreError> {
     let lease = ms(REPLICA_LEASE);
     client
         .execute(
@@ -458,7 +467,7 @@ async fn renew(client: &impl GenericClient, replica: &str) -> Result<(), StoreEr
 /// taken (migration 4). Every replica is notified of the cursors if the
 /// transaction commits (`relay.rs`).
 async fn take_cursors(
-    client: &impl GenericClient,
+    client: &Cached<impl deadpool_postgres::GenericClient>,
     row: &GoalRow,
     last: i64,
     at_ms: i64,
@@ -520,9 +529,9 @@ impl Store for PostgresStore {
         let pool = self.pool.clone();
         self.block(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
-            let transaction = client.transaction().await?;
+            let transaction = Cached(client.transaction().await?);
             for row in &rows {
-                insert_goal_row(&*transaction, row).await?;
+                insert_goal_row(&transaction, row).await?;
             }
             transaction.commit().await?;
             Ok(())
@@ -597,7 +606,7 @@ impl Store for PostgresStore {
         let pool = self.pool.clone();
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
-            let transaction = client.transaction().await?;
+            let transaction = Cached(client.transaction().await?);
             let updated = transaction
                 .execute(
                     "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
@@ -644,7 +653,7 @@ impl Store for PostgresStore {
                 .await?
                 .try_get(0)?;
             let stored = usize::try_from(stored).unwrap_or(0);
-            append_runs(&*transaction, &row.id, &row.run_ids, stored).await?;
+            append_runs(&transaction, &row.id, &row.run_ids, stored).await?;
             let last: i64 = transaction
                 .query_one(
                     "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE goal_id = $1",
@@ -663,7 +672,7 @@ impl Store for PostgresStore {
             }
             // Last before the commit: the cursors lock the tenant's row
             // until then, and the tenant's other event writers wait.
-            let newest = take_cursors(&*transaction, &row, last, at_ms, &records).await?;
+            let newest = take_cursors(&transaction, &row, last, at_ms, &records).await?;
             transaction.commit().await?;
             let (mut sequence, mut cursor) = (unsigned(last)?, newest - records.len() as u64);
             let events: Vec<Event> = payloads
@@ -704,7 +713,7 @@ impl Store for PostgresStore {
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
         if self.faults.reserves_without_row_lock {
             return self.pending(async move {
-                let client = pool.get().await.map_err(pool_error)?;
+                let client = Cached(pool.get().await.map_err(pool_error)?);
                 let current = client
                     .query_opt("SELECT version FROM goals WHERE id = $1", &[&goal])
                     .await?;
@@ -723,7 +732,7 @@ impl Store for PostgresStore {
         }
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
-            let transaction = client.transaction().await?;
+            let transaction = Cached(client.transaction().await?);
             let current = transaction
                 .query_opt(
                     "SELECT version FROM goals WHERE id = $1 AND state = 'active' FOR UPDATE",
@@ -763,7 +772,7 @@ impl Store for PostgresStore {
         let at_ms = at.unix_ms();
         let pool = self.pool.clone();
         self.pending(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             client
                 .execute(
                     "UPDATE runs SET status = 'discarded', ended_ms = $2
@@ -882,7 +891,7 @@ impl Store for PostgresStore {
             );
         }
         self.block(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             let rows = client
                 .query(
                     "WITH due AS (
@@ -961,7 +970,7 @@ impl Store for PostgresStore {
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
         let (claim, renew_within) = (ms(CLAIM), ms(RENEW_WITHIN));
         self.block(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             let rows = client
                 .query(
                     "WITH now AS (SELECT goalpost_now_ms() AS ms),
@@ -1017,7 +1026,7 @@ impl Store for PostgresStore {
         let created_ms = verifier.created_at.unix_ms();
         let pool = self.pool.clone();
         self.pending(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             let written = client
                 .execute(sql, &[&tenant, &name, &created_ms, &record])
                 .await?;
@@ -1073,7 +1082,7 @@ impl Store for PostgresStore {
         let pool = self.pool.clone();
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
-            let transaction = client.transaction().await?;
+            let transaction = Cached(client.transaction().await?);
             transaction
                 .execute(
                     "INSERT INTO tenant_counts (tenant, open, armed) VALUES ($1, 0, 0)
@@ -1094,7 +1103,7 @@ impl Store for PostgresStore {
             );
             if let Some((key, _)) = &guard.key {
                 let expired = guard.keys_expire_at_or_before.unix_ms();
-                if let Some(stored) = stored_key(&*transaction, &row.tenant, key, expired).await? {
+                if let Some(stored) = stored_key(&transaction, &row.tenant, key, expired).await? {
                     return Ok(Inserted::KeyTaken(stored));
                 }
             }
@@ -1107,7 +1116,7 @@ impl Store for PostgresStore {
             if armed && held_armed >= guard.max_open_armed {
                 return Ok(Inserted::TooManyArmed);
             }
-            insert_goal_row(&*transaction, &row).await?;
+            insert_goal_row(&transaction, &row).await?;
             if let (Some((key, fingerprint)), Some((answer, etag))) = (&guard.key, &remembered) {
                 transaction
                     .execute(
@@ -1144,8 +1153,8 @@ impl Store for PostgresStore {
         let expired = expired_at_or_before.unix_ms();
         let pool = self.pool.clone();
         self.block(async move {
-            let client = pool.get().await.map_err(pool_error)?;
-            stored_key(&**client, &tenant, &key, expired).await
+            let client = Cached(pool.get().await.map_err(pool_error)?);
+            stored_key(&client, &tenant, &key, expired).await
         })
     }
 
@@ -1153,7 +1162,7 @@ impl Store for PostgresStore {
         let at_ms = at.unix_ms();
         let pool = self.pool.clone();
         self.pending(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             let purged = client
                 .execute(
                     "DELETE FROM idempotency_keys WHERE created_ms <= $1",
@@ -1176,7 +1185,7 @@ impl Store for PostgresStore {
         let pool = self.pool.clone();
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
-            let transaction = client.transaction().await?;
+            let transaction = Cached(client.transaction().await?);
             let rows = transaction
                 .query(
                     "SELECT id FROM goals WHERE closed_ms <= $1 ORDER BY closed_ms LIMIT $2

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Pool;
 use tokio_postgres::{AsyncMessage, NoTls};
 
-use super::{event_from_row, pool_error};
+use super::{event_from_row, pool_error, Cached};
 use crate::domain::{Event, Tenant};
 use crate::storage::{EventSink, StoreError};
 
@@ -193,7 +193,7 @@ fn hand_over(sink: &dyn EventSink, tenant: &Tenant, last: &mut u64, events: &[Ev
 
 /// A page of the tenant's events after `after`, in cursor order.
 async fn read_after(pool: &Pool, tenant: &Tenant, after: u64) -> Result<Vec<Event>, StoreError> {
-    let client = pool.get().await.map_err(pool_error)?;
+    let client = Cached(pool.get().await.map_err(pool_error)?);
     let after = i64::try_from(after).unwrap_or(i64::MAX);
     let rows = client
         .query(
