@@ -18,7 +18,7 @@ use goalpost_host::clock::{Clock, ManualClock};
 use goalpost_host::domain::{Change, GoalId, RunId, Tenant};
 use goalpost_host::storage::{DbLocation, RunReservation, Written, REPLICA_LEASE};
 use serde_json::json;
-use support::{goal_body, id_of, Harness};
+use support::{goal_body, id_of, Harness, BASE};
 
 fn never_satisfied(max: u64) -> serde_json::Value {
     goal_body(
@@ -514,7 +514,7 @@ async fn a_lost_listening_connection_ends_the_subscriptions_and_listens_again() 
     let id = id_of(&a.create(never_satisfied(10)).await);
     let tenant = Tenant::parse("tenant-a").expect("tenant");
     let listeners = "SELECT COUNT(*) FROM pg_stat_activity
-                     WHERE query = 'LISTEN goalpost_events' AND state = 'idle'
+                     WHERE query LIKE 'LISTEN goalpost_events%' AND state = 'idle'
                        AND datname = current_database()";
     wait_for_count(&schema, listeners, 2, "both replicas listening").await;
     let mut subscription = a
@@ -531,7 +531,7 @@ async fn a_lost_listening_connection_ends_the_subscriptions_and_listens_again() 
     schema
         .query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-             WHERE query = 'LISTEN goalpost_events' AND datname = current_database()",
+             WHERE query LIKE 'LISTEN goalpost_events%' AND datname = current_database()",
         )
         .await;
     let ended = tokio::time::timeout(Duration::from_secs(10), subscription.next())
@@ -635,5 +635,74 @@ async fn heartbeat_goals_are_claimed_by_one_replica_each_and_renewed_near_their_
     assert!(listed(other).contains(&first));
     assert!(listed(holder).iter().all(|id| *id != first));
     drop((a, b));
+    schema.drop().await;
+}
+
+/// An abandon served by replica B cancels the run replica A has in flight
+/// for the goal: A's continue answers without waiting for its arm, and
+/// nothing is recorded for the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandon_on_one_replica_cancels_the_run_in_flight_on_another() {
+    use goalpost_host::domain::egress::{AllowEntry, EgressPolicy};
+    use goalpost_host::engine::EngineSettings;
+    use support::receiver::{Answer, Receiver};
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let clock = Arc::new(ManualClock::fixed());
+    let settings = || EngineSettings {
+        conformance_seams: true,
+        webhook_timeout: Duration::from_secs(60),
+        egress: EgressPolicy::new(vec![AllowEntry::parse("127.0.0.1").expect("entry")]),
+        ..EngineSettings::default()
+    };
+    let a = Arc::new(Harness::with_settings(
+        &location,
+        settings(),
+        Arc::clone(&clock),
+    ));
+    let b = Harness::with_settings(&location, settings(), Arc::clone(&clock));
+    let receiver = Receiver::start(|call, _| {
+        if call.path == "/arm" {
+            Answer::Held(Box::new(Answer::Json(json!({ "output": "done" }))))
+        } else {
+            Answer::Json(json!({ "satisfied": false, "confidence": 0.5 }))
+        }
+    })
+    .await;
+    let id = id_of(
+        &a.create(json!({
+            "objective": "ship the release checklist",
+            "completion": { "check": "verifier", "verifierRef": receiver.url("/verifier") },
+            "continuation": { "mode": "manual", "armRef": receiver.url("/arm") },
+            "bounds": { "maxLoopIterations": 3 },
+        }))
+        .await,
+    );
+    let listeners = "SELECT COUNT(*) FROM pg_stat_activity
+                     WHERE query LIKE 'LISTEN goalpost_events%' AND state = 'idle'
+                       AND datname = current_database()";
+    wait_for_count(&schema, listeners, 2, "both replicas listening").await;
+    let running = tokio::spawn({
+        let (a, id) = (Arc::clone(&a), id.clone());
+        async move { a.continue_once(&id).await.status }
+    });
+    receiver.wait_for_calls("/arm", 1).await;
+    b.post(&format!("{BASE}/{id}/abandon"), None)
+        .await
+        .expect(StatusCode::OK, "goal");
+    let answered = tokio::time::timeout(Duration::from_secs(10), running).await;
+    receiver.release();
+    answered
+        .expect("A's continue answered without waiting for its held arm")
+        .expect("A's continue");
+    assert_eq!(b.goal(&id).await["state"], "abandoned");
+    assert!(b.evaluations(&id).await.is_empty());
+    let runs = schema
+        .query(&format!("SELECT status FROM runs WHERE goal_id = '{id}'"))
+        .await;
+    assert_eq!(runs, vec![vec![Some("discarded".to_string())]]);
+    drop(b);
+    drop(a);
     schema.drop().await;
 }

@@ -222,6 +222,10 @@ pub enum Inserted {
     TooManyStored,
 }
 
+/// Told the id of a goal another replica closed (`Store::watch_closes`); it
+/// must not block or do I/O.
+pub type ClosedWatcher = std::sync::Arc<dyn Fn(&GoalId) + Send + Sync>;
+
 /// Told about every write's events once it committed, in commit order
 /// (so in cursor order for each tenant), on the thread that committed it,
 /// before the writer is answered: it must not block or do I/O.
@@ -315,6 +319,11 @@ pub trait Store: Send + Sync {
     /// Whom to tell about committed events (the live stream); replaces any
     /// sink set before.
     fn set_event_sink(&self, sink: std::sync::Arc<dyn EventSink>);
+
+    /// Whom to tell that a goal closed on another replica, so a run of it
+    /// in flight here is cancelled as a local abandon cancels it. A store
+    /// only one process uses has no other replica: the default ignores it.
+    fn watch_closes(&self, _watcher: ClosedWatcher) {}
 
     /// At most `limit` of a tenant's events whose cursor
     /// ([`Event::cursor`]) is greater than `after`, in cursor order (the

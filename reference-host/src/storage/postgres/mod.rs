@@ -44,8 +44,8 @@ use super::{
     StoredRun, Written,
 };
 use crate::domain::{
-    parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, Goal, GoalId, GoalState,
-    Mode, RunId, Tenant, Timestamp, VerifierName,
+    parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
+    GoalState, Mode, RunId, Tenant, Timestamp, VerifierName,
 };
 
 /// How long a replica stays alive without renewing its lease: its runs in
@@ -601,6 +601,9 @@ impl Store for PostgresStore {
         let run = run.map(|run| run.as_str().to_string());
         let at_ms = at.unix_ms();
         let payloads = change.events.clone();
+        let closes = payloads
+            .iter()
+            .any(|payload| matches!(payload, EventPayload::Closed { .. }));
         let tenant = change.goal.owner.clone();
         let relay = Arc::clone(&self.relay);
         let pool = self.pool.clone();
@@ -668,6 +671,13 @@ impl Store for PostgresStore {
                          VALUES ($1, $2, $3, $4)",
                         &[&row.id, run_id, iteration, record],
                     )
+                    .await?;
+            }
+            if closes {
+                // Every replica hears of the close once it committed; one
+                // with a run of the goal in flight cancels it (`relay.rs`).
+                transaction
+                    .execute("SELECT pg_notify('goalpost_closes', $1)", &[&row.id])
                     .await?;
             }
             // Last before the commit: the cursors lock the tenant's row
@@ -806,6 +816,10 @@ impl Store for PostgresStore {
 
     fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
         self.relay.set_sink(sink);
+    }
+
+    fn watch_closes(&self, watcher: super::ClosedWatcher) {
+        self.relay.watch_closes(watcher);
     }
 
     /// In cursor order, which is the order the tenant's events committed

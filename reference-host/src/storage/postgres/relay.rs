@@ -22,6 +22,12 @@
 //! lost, so once it listens again the relay forgets its tenants and tells
 //! the sink ([`EventSink::interrupted`]): its subscribers end and resume
 //! from storage with their last cursor.
+//!
+//! A write that closes a goal also notifies [`CLOSES`] with the goal's id,
+//! and each replica tells its watcher (`Store::watch_closes`): a run of
+//! the goal in flight there is cancelled, as a local abandon cancels it.
+//! A notice lost with the connection leaves such a run to end by itself;
+//! its verdict is then refused as for any closed goal.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -31,11 +37,14 @@ use deadpool_postgres::Pool;
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::{event_from_row, pool_error, Cached};
-use crate::domain::{Event, Tenant};
-use crate::storage::{EventSink, StoreError};
+use crate::domain::{Event, GoalId, Tenant};
+use crate::storage::{ClosedWatcher, EventSink, StoreError};
 
 /// The channel every replica's writes notify and every replica listens on.
 pub(super) const CHANNEL: &str = "goalpost_events";
+
+/// The channel a write that closes a goal notifies with the goal's id.
+pub(super) const CLOSES: &str = "goalpost_closes";
 
 /// Notices waiting between the listening connection and the relay. When
 /// it is full the connection is not read until the relay catches up (the
@@ -86,11 +95,33 @@ impl Notice {
 pub(super) struct Relay {
     sink: RwLock<Option<Arc<dyn EventSink>>>,
     handed: Mutex<HashMap<Tenant, u64>>,
+    closes: RwLock<Option<ClosedWatcher>>,
+}
+
+/// What the listening connection hears.
+enum Heard {
+    Committed(Notice),
+    Closed(GoalId),
 }
 
 impl Relay {
     pub(super) fn set_sink(&self, sink: Arc<dyn EventSink>) {
         *self.sink.write().unwrap_or_else(PoisonError::into_inner) = Some(sink);
+    }
+
+    pub(super) fn watch_closes(&self, watcher: ClosedWatcher) {
+        *self.closes.write().unwrap_or_else(PoisonError::into_inner) = Some(watcher);
+    }
+
+    fn closed(&self, goal: &GoalId) {
+        let watcher = self
+            .closes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(watcher) = watcher {
+            watcher(goal);
+        }
     }
 
     fn sink(&self) -> Option<Arc<dyn EventSink>> {
@@ -234,16 +265,19 @@ async fn session(
         while let Some(message) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
             match message {
                 Ok(AsyncMessage::Notification(notification)) => {
-                    match Notice::parse(notification.payload()) {
-                        Some(notice) => {
-                            if sender.send(notice).await.is_err() {
+                    let payload = notification.payload();
+                    let heard = if notification.channel() == CLOSES {
+                        GoalId::parse(payload).map(Heard::Closed)
+                    } else {
+                        Notice::parse(payload).map(Heard::Committed)
+                    };
+                    match heard {
+                        Some(heard) => {
+                            if sender.send(heard).await.is_err() {
                                 return;
                             }
                         }
-                        None => tracing::warn!(
-                            payload = notification.payload(),
-                            "an unreadable live event notice"
-                        ),
+                        None => tracing::warn!(payload, "an unreadable notice"),
                     }
                 }
                 Ok(_) => {}
@@ -254,19 +288,25 @@ async fn session(
             }
         }
     });
-    let listened = client.batch_execute(&format!("LISTEN {CHANNEL}")).await;
+    let listened = client
+        .batch_execute(&format!("LISTEN {CHANNEL}; LISTEN {CLOSES}"))
+        .await;
     if let Err(error) = listened {
         reader.abort();
         return Err(error.into());
     }
     relay.restarted();
     let outcome = async {
-        while let Some(notice) = notices.recv().await {
-            let mut batch = vec![notice];
-            while batch.len() < NOTICES_PER_BATCH {
-                match notices.try_recv() {
-                    Ok(notice) => batch.push(notice),
-                    Err(_) => break,
+        while let Some(heard) = notices.recv().await {
+            let mut batch = Vec::new();
+            let mut next = Some(heard);
+            while let Some(heard) = next.take() {
+                match heard {
+                    Heard::Committed(notice) => batch.push(notice),
+                    Heard::Closed(goal) => relay.closed(&goal),
+                }
+                if batch.len() < NOTICES_PER_BATCH {
+                    next = notices.try_recv().ok();
                 }
             }
             relay.notified(pool, batch).await?;
