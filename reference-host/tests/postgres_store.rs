@@ -353,16 +353,41 @@ async fn a_reader_never_sees_a_cursor_before_the_lower_ones_of_its_tenant() {
     schema.drop().await;
 }
 
-/// Collects the cursors a store hands to its sink, in order.
+/// Waits until `replicas` replicas listen for live events: a write
+/// committed before a replica listens reaches its subscribers only from
+/// storage (the replica ends the subscriptions it had once it listens).
+async fn wait_for_listeners(schema: &pg::Schema, replicas: i64) {
+    wait_for_count(
+        schema,
+        "SELECT COUNT(*) FROM pg_stat_activity
+         WHERE query LIKE 'LISTEN goalpost_events%' AND state = 'idle'
+           AND datname = current_database()",
+        replicas,
+        "the replicas listening",
+    )
+    .await;
+}
+
+/// Collects the cursors a store hands to its sink, in order, and how many
+/// it had when the store said it may have missed some.
 #[derive(Default)]
 struct Collected {
     cursors: std::sync::Mutex<Vec<u64>>,
+    interrupted_after: std::sync::Mutex<Vec<usize>>,
 }
 
 impl goalpost_host::storage::EventSink for Collected {
     fn committed(&self, _tenant: &Tenant, events: &[goalpost_host::domain::Event]) {
         let mut cursors = self.cursors.lock().expect("unpoisoned");
         cursors.extend(events.iter().map(|event| event.cursor));
+    }
+
+    fn interrupted(&self) {
+        let collected = self.cursors.lock().expect("unpoisoned").len();
+        self.interrupted_after
+            .lock()
+            .expect("unpoisoned")
+            .push(collected);
     }
 }
 
@@ -378,6 +403,7 @@ async fn a_replica_hands_over_every_replicas_events_once_in_cursor_order() {
     let clock = Arc::new(ManualClock::fixed());
     let a = Arc::new(Harness::open(&location, true, Arc::clone(&clock)));
     let b = Arc::new(Harness::open(&location, true, Arc::clone(&clock)));
+    wait_for_listeners(&schema, 2).await;
     let collected = Arc::new(Collected::default());
     a.store.set_event_sink(Arc::clone(&collected) as _);
     let mut goals = Vec::new();
@@ -414,6 +440,10 @@ async fn a_replica_hands_over_every_replicas_events_once_in_cursor_order() {
         let got = collected.cursors.lock().expect("unpoisoned").clone();
         if got.last() == Some(&newest) || Instant::now() >= deadline {
             assert_eq!(got, stored, "handed over: {got:?}");
+            // Told it may have missed events only before any committed
+            // (its replica began listening just after the sink was set).
+            let interrupted = collected.interrupted_after.lock().expect("unpoisoned");
+            assert!(interrupted.iter().all(|at| *at == 0), "{interrupted:?}");
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -446,6 +476,7 @@ async fn a_subscriber_on_one_replica_sees_another_replicas_events_live() {
     let clock = Arc::new(ManualClock::fixed());
     let a = Harness::open(&location, true, Arc::clone(&clock));
     let b = Harness::open(&location, true, Arc::clone(&clock));
+    wait_for_listeners(&schema, 2).await;
     let id = id_of(&a.create(never_satisfied(10)).await);
     let tenant = Tenant::parse("tenant-a").expect("tenant");
     a.continue_once(&id)

@@ -142,7 +142,7 @@ impl Relay {
         let Some(sink) = self.sink() else { return };
         let mut handed = self.handed();
         if let Some(last) = handed.get_mut(tenant) {
-            hand_over(sink.as_ref(), tenant, last, events);
+            hand_over(sink.as_ref(), tenant, last, events, Source::Commit);
         }
     }
 
@@ -188,7 +188,13 @@ impl Relay {
                     break;
                 };
                 if let Some(last) = self.handed().get_mut(&notice.tenant) {
-                    hand_over(sink.as_ref(), &notice.tenant, last, &events);
+                    hand_over(
+                        sink.as_ref(),
+                        &notice.tenant,
+                        last,
+                        &events,
+                        Source::Storage,
+                    );
                 }
                 after = newest;
             }
@@ -207,16 +213,34 @@ impl Relay {
     }
 }
 
-/// Hands the events after `last` to the sink if they follow on from it,
-/// and moves `last` to the newest. `events` are consecutive in cursor
-/// order; those at or before `last` were handed over already.
-fn hand_over(sink: &dyn EventSink, tenant: &Tenant, last: &mut u64, events: &[Event]) {
+/// Where events to hand over come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// One commit of this replica's: a lower cursor may have committed
+    /// elsewhere and not been handed over yet.
+    Commit,
+    /// A read: everything that committed after the cursor it read after
+    /// (a cursor missing in between was purged, never to come).
+    Storage,
+}
+
+/// Hands the events after `last` to the sink, and moves `last` to the
+/// newest: a commit's only if it follows on from `last`, a read's always.
+/// `events` are in cursor order; those at or before `last` were handed
+/// over already.
+fn hand_over(
+    sink: &dyn EventSink,
+    tenant: &Tenant,
+    last: &mut u64,
+    events: &[Event],
+    source: Source,
+) {
     let fresh = events.partition_point(|event| event.cursor <= *last);
     let events = &events[fresh..];
     let (Some(first), Some(newest)) = (events.first(), events.last()) else {
         return;
     };
-    if first.cursor == *last + 1 {
+    if source == Source::Storage || first.cursor == *last + 1 {
         sink.committed(tenant, events);
         *last = newest.cursor;
     }
@@ -380,15 +404,18 @@ mod tests {
         let sink = Collect::default();
         let tenant = Tenant::parse("a").expect("tenant");
         let mut last = 2;
-        // A gap: left for the notice's read.
-        hand_over(&sink, &tenant, &mut last, &events(4..=5));
+        // A commit after a gap: left for the notice's read.
+        hand_over(&sink, &tenant, &mut last, &events(4..=5), Source::Commit);
         assert_eq!(last, 2);
-        hand_over(&sink, &tenant, &mut last, &events(3..=4));
+        hand_over(&sink, &tenant, &mut last, &events(3..=4), Source::Commit);
         // Partly handed over already: only the rest.
-        hand_over(&sink, &tenant, &mut last, &events(4..=6));
-        hand_over(&sink, &tenant, &mut last, &events(1..=6));
+        hand_over(&sink, &tenant, &mut last, &events(4..=6), Source::Commit);
+        hand_over(&sink, &tenant, &mut last, &events(1..=6), Source::Storage);
         assert_eq!(last, 6);
-        assert_eq!(*sink.got.lock().expect("unpoisoned"), vec![3, 4, 5, 6]);
+        // A read's gap was purged: what follows it is handed over.
+        hand_over(&sink, &tenant, &mut last, &events(9..=9), Source::Storage);
+        assert_eq!(last, 9);
+        assert_eq!(*sink.got.lock().expect("unpoisoned"), vec![3, 4, 5, 6, 9]);
     }
 
     #[test]
