@@ -361,7 +361,7 @@ async fn wait_for_listeners(schema: &pg::Schema, replicas: i64) {
         schema,
         "SELECT COUNT(*) FROM pg_stat_activity
          WHERE query LIKE 'LISTEN goalpost_events%' AND state = 'idle'
-           AND datname = current_database()",
+           AND application_name = 'goalpost-events ' || 'events'::regclass::oid::text",
         replicas,
         "the replicas listening",
     )
@@ -546,7 +546,7 @@ async fn a_lost_listening_connection_ends_the_subscriptions_and_listens_again() 
     let tenant = Tenant::parse("tenant-a").expect("tenant");
     let listeners = "SELECT COUNT(*) FROM pg_stat_activity
                      WHERE query LIKE 'LISTEN goalpost_events%' AND state = 'idle'
-                       AND datname = current_database()";
+                       AND application_name = 'goalpost-events ' || 'events'::regclass::oid::text";
     wait_for_count(&schema, listeners, 2, "both replicas listening").await;
     let mut subscription = a
         .engine
@@ -562,7 +562,7 @@ async fn a_lost_listening_connection_ends_the_subscriptions_and_listens_again() 
     schema
         .query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-             WHERE query LIKE 'LISTEN goalpost_events%' AND datname = current_database()",
+             WHERE query LIKE 'LISTEN goalpost_events%' AND application_name = 'goalpost-events ' || 'events'::regclass::oid::text",
         )
         .await;
     let ended = tokio::time::timeout(Duration::from_secs(10), subscription.next())
@@ -712,7 +712,7 @@ async fn an_abandon_on_one_replica_cancels_the_run_in_flight_on_another() {
     );
     let listeners = "SELECT COUNT(*) FROM pg_stat_activity
                      WHERE query LIKE 'LISTEN goalpost_events%' AND state = 'idle'
-                       AND datname = current_database()";
+                       AND application_name = 'goalpost-events ' || 'events'::regclass::oid::text";
     wait_for_count(&schema, listeners, 2, "both replicas listening").await;
     let running = tokio::spawn({
         let (a, id) = (Arc::clone(&a), id.clone());

@@ -485,7 +485,8 @@ async fn take_cursors(
                  RETURNING newest
              )
              SELECT newest, pg_notify('goalpost_events',
-                                      (newest - $2 + 1)::text || ' ' || newest::text || ' ' || $1)
+                                      (newest - $2 + 1)::text || ' ' || newest::text || ' '
+                                      || 'events'::regclass::oid::text || ' ' || $1)
              FROM taken",
             &[&row.tenant, &count],
         )

@@ -4,7 +4,9 @@
 //! A write with events notifies the channel [`CHANNEL`] in its
 //! transaction (`pg_notify`, delivered only if it commits), with a payload
 //! that says which cursors of which tenant it committed and nothing of
-//! their content. Each replica keeps one connection of its own listening
+//! their content. Channels are the database's, not the schema's, so the
+//! payload names its `events` table (by oid): deployments in other schemas
+//! of the database hear the notice and leave it. Each replica keeps one connection of its own listening
 //! there, off the request path. For a tenant somebody listens to on this
 //! replica, the relay reads the events after the last cursor it handed to
 //! the sink and hands them over in cursor order; its own commits go
@@ -66,25 +68,30 @@ const MOST_TENANTS: usize = 4096;
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MOST_BACKOFF: Duration = Duration::from_secs(5);
 
-/// One commit's notice: the tenant's cursors `first..=newest` committed.
+/// One commit's notice: the tenant's cursors `first..=newest` committed
+/// to the `events` table whose oid is `table`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Notice {
     pub tenant: Tenant,
     pub first: u64,
     pub newest: u64,
+    pub table: u32,
 }
 
 impl Notice {
-    /// The payload `first newest tenant`, as `take_cursors` writes it.
+    /// The payload `first newest table tenant`, as `take_cursors` writes
+    /// it (the tenant last: it may hold spaces).
     pub(super) fn parse(payload: &str) -> Option<Notice> {
-        let mut parts = payload.splitn(3, ' ');
+        let mut parts = payload.splitn(4, ' ');
         let first = parts.next()?.parse().ok()?;
         let newest = parts.next()?.parse().ok()?;
+        let table = parts.next()?.parse().ok()?;
         let tenant = Tenant::parse(parts.next()?)?;
         (first >= 1 && first <= newest).then_some(Notice {
             tenant,
             first,
             newest,
+            table,
         })
     }
 }
@@ -284,6 +291,9 @@ async fn session(
     relay: &Relay,
 ) -> Result<(), StoreError> {
     let (client, mut connection) = config.connect(NoTls).await?;
+    // Known before the connection listens, so before any notice.
+    let table = Arc::new(std::sync::OnceLock::<u32>::new());
+    let known = Arc::clone(&table);
     let (sender, mut notices) = tokio::sync::mpsc::channel(QUEUED_NOTICES);
     let reader = tokio::spawn(async move {
         while let Some(message) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
@@ -294,6 +304,13 @@ async fn session(
                         GoalId::parse(payload).map(Heard::Closed)
                     } else {
                         Notice::parse(payload).map(Heard::Committed)
+                    };
+                    let heard = match heard {
+                        // Another schema's deployment.
+                        Some(Heard::Committed(notice)) if known.get() != Some(&notice.table) => {
+                            continue
+                        }
+                        heard => heard,
                     };
                     match heard {
                         Some(heard) => {
@@ -312,9 +329,25 @@ async fn session(
             }
         }
     });
-    let listened = client
-        .batch_execute(&format!("LISTEN {CHANNEL}; LISTEN {CLOSES}"))
-        .await;
+    let listened = async {
+        // This schema's events table names its notices; the connection's
+        // name says whose it is (pg_stat_activity).
+        let oid: u32 = client
+            .query_one("SELECT 'events'::regclass::oid", &[])
+            .await?
+            .try_get(0)?;
+        let _ = table.set(oid);
+        client
+            .execute(
+                "SELECT set_config('application_name', $1, false)",
+                &[&format!("goalpost-events {oid}")],
+            )
+            .await?;
+        client
+            .batch_execute(&format!("LISTEN {CHANNEL}; LISTEN {CLOSES}"))
+            .await
+    }
+    .await;
     if let Err(error) = listened {
         reader.abort();
         return Err(error.into());
@@ -353,20 +386,22 @@ mod tests {
     #[test]
     fn a_notice_reads_back_as_written_and_nothing_else_reads() {
         assert_eq!(
-            Notice::parse("3 4 tenant-a"),
+            Notice::parse("3 4 16384 tenant a"),
             Some(Notice {
-                tenant: Tenant::parse("tenant-a").expect("tenant"),
+                tenant: Tenant::parse("tenant a").expect("tenant"),
                 first: 3,
                 newest: 4,
+                table: 16384,
             })
         );
         for bad in [
             "",
-            "3 4",
-            "4 3 tenant-a",
-            "0 1 tenant-a",
-            "x 4 tenant-a",
-            "3 4 ",
+            "3 4 16384",
+            "4 3 16384 tenant-a",
+            "0 1 16384 tenant-a",
+            "x 4 16384 tenant-a",
+            "3 4 x tenant-a",
+            "3 4 16384 ",
         ] {
             assert_eq!(Notice::parse(bad), None, "{bad:?}");
         }
@@ -430,6 +465,7 @@ mod tests {
             tenant: tenant.clone(),
             first: 2,
             newest: 2,
+            table: 1,
         };
         assert_eq!(relay.wants(sink.as_ref(), &notice), Some(1));
         relay.committed(&tenant, &events(2..=2));
