@@ -155,8 +155,8 @@ impl EventSink for Feed {
         self.subscribers(tenant) > 0
     }
 
-    /// Every subscription ends (each learns its last cursor and resumes
-    /// from storage, where nothing is missing).
+    /// Every subscription ends: its client resumes after the last cursor
+    /// it got (`Last-Event-ID`) from storage, where nothing is missing.
     fn interrupted(&self) {
         self.close();
     }
