@@ -161,6 +161,16 @@ impl EventSink for Feed {
             }
         }
     }
+
+    fn listening(&self, tenant: &Tenant) -> bool {
+        self.subscribers(tenant) > 0
+    }
+
+    /// Every subscription ends: its client resumes after the last cursor
+    /// it got (`Last-Event-ID`) from storage, where nothing is missing.
+    fn interrupted(&self) {
+        self.close();
+    }
 }
 
 /// What a subscription yields.

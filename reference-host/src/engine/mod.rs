@@ -24,7 +24,7 @@ use crate::arms::Arms;
 use crate::choices::{Choices, WebhookSigning};
 use crate::clock::Clock;
 use crate::domain::egress::EgressPolicy;
-use crate::domain::{Evaluation, Goal, RequestContext};
+use crate::domain::{Evaluation, Goal, GoalId, RequestContext};
 use crate::judge::Judges;
 use crate::storage::{Store, StoreError};
 use crate::webhook::{
@@ -187,6 +187,13 @@ impl Engine {
         let webhooks = Arc::new(client);
         let feed = Arc::new(Feed::new(settings.feed.clone()));
         store.set_event_sink(Arc::clone(&feed) as Arc<dyn crate::storage::EventSink>);
+        let cancels = Cancels::default();
+        // A goal closed on another replica cancels its run in flight here,
+        // as a local abandon does.
+        if faults.abandon_cancels_run() {
+            let cancels = cancels.clone();
+            store.watch_closes(Arc::new(move |goal: &GoalId| cancels.cancel(goal)));
+        }
         Engine {
             store,
             clock,
@@ -195,7 +202,7 @@ impl Engine {
             locks: GoalLocks::default(),
             arming: TenantLocks::default(),
             registering: TenantLocks::default(),
-            cancels: Cancels::default(),
+            cancels,
             wake: SchedulerWake::default(),
             egress,
             feed,

@@ -166,6 +166,19 @@ pub enum RunEnd {
     Discarded,
 }
 
+impl RunEnd {
+    /// How a run ended, from its stored `status` (the same words in both
+    /// stores): `None` while `in-flight`.
+    pub(crate) fn from_status(status: &str) -> Result<Option<RunEnd>, StoreError> {
+        match status {
+            "in-flight" => Ok(None),
+            "recorded" => Ok(Some(RunEnd::Recorded)),
+            "discarded" => Ok(Some(RunEnd::Discarded)),
+            other => Err(StoreError::Corrupt(format!("run status {other:?}"))),
+        }
+    }
+}
+
 /// An `Idempotency-Key` as stored: what it made, the body it came with, and
 /// the answer (goal JSON and `ETag`) the create got.
 #[derive(Debug, Clone, PartialEq)]
@@ -209,11 +222,26 @@ pub enum Inserted {
     TooManyStored,
 }
 
+/// Told the id of a goal another replica closed (`Store::watch_closes`); it
+/// must not block or do I/O.
+pub type ClosedWatcher = std::sync::Arc<dyn Fn(&GoalId) + Send + Sync>;
+
 /// Told about every write's events once it committed, in commit order
 /// (so in cursor order for each tenant), on the thread that committed it,
 /// before the writer is answered: it must not block or do I/O.
 pub trait EventSink: Send + Sync {
     fn committed(&self, tenant: &Tenant, events: &[Event]);
+
+    /// Whether anybody listens to the tenant's events here: a store that
+    /// reads other replicas' events for the sink reads only those.
+    fn listening(&self, _tenant: &Tenant) -> bool {
+        true
+    }
+
+    /// Events may have committed that the sink will never be told about
+    /// (a store lost its notices of other replicas' commits): whoever
+    /// listens must catch up from storage.
+    fn interrupted(&self) {}
 }
 
 /// Reads answer at once (they are short, and never wait for a writer on a
@@ -291,6 +319,11 @@ pub trait Store: Send + Sync {
     /// Whom to tell about committed events (the live stream); replaces any
     /// sink set before.
     fn set_event_sink(&self, sink: std::sync::Arc<dyn EventSink>);
+
+    /// Whom to tell that a goal closed on another replica, so a run of it
+    /// in flight here is cancelled as a local abandon cancels it. A store
+    /// only one process uses has no other replica: the default ignores it.
+    fn watch_closes(&self, _watcher: ClosedWatcher) {}
 
     /// At most `limit` of a tenant's events whose cursor
     /// ([`Event::cursor`]) is greater than `after`, in cursor order (the
@@ -417,4 +450,26 @@ fn opcodes(connection: &rusqlite::Connection, sql: &str) -> Vec<String> {
         program.push(row.get::<_, String>(1).expect("an opcode"));
     }
     program
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_status_reads_as_its_end_and_an_unknown_one_is_corrupt() {
+        assert_eq!(RunEnd::from_status("in-flight").expect("known"), None);
+        assert_eq!(
+            RunEnd::from_status("recorded").expect("known"),
+            Some(RunEnd::Recorded)
+        );
+        assert_eq!(
+            RunEnd::from_status("discarded").expect("known"),
+            Some(RunEnd::Discarded)
+        );
+        assert!(matches!(
+            RunEnd::from_status("Recorded"),
+            Err(StoreError::Corrupt(_))
+        ));
+    }
 }

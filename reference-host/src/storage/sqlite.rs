@@ -691,12 +691,7 @@ impl Store for SqliteStore {
             let Some((goal_id, iteration, status, report)) = row else {
                 return Ok(None);
             };
-            let end = match status.as_str() {
-                "in-flight" => None,
-                "recorded" => Some(RunEnd::Recorded),
-                "discarded" => Some(RunEnd::Discarded),
-                other => return Err(StoreError::Corrupt(format!("run status {other:?}"))),
-            };
+            let end = RunEnd::from_status(&status)?;
             Ok(Some(StoredRun {
                 goal_id: GoalId::parse(&goal_id)
                     .ok_or_else(|| StoreError::Corrupt(format!("goal id {goal_id:?}")))?,

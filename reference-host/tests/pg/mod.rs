@@ -51,6 +51,12 @@ impl Schema {
         execute(&self.server, &format!("DROP SCHEMA {} CASCADE", self.name)).await;
     }
 
+    /// A connection of its own in this schema, for a test that holds a
+    /// lock or a transaction open while the stores work.
+    pub async fn client(&self) -> tokio_postgres::Client {
+        connect(&self.url).await
+    }
+
     /// The rows `sql` answers, each as text columns, read in this schema.
     pub async fn query(&self, sql: &str) -> Vec<Vec<Option<String>>> {
         let client = connect(&self.url).await;

@@ -195,6 +195,25 @@ CREATE UNIQUE INDEX events_by_tenant_cursor ON events (tenant, cursor);
 CREATE INDEX goals_committed ON goals (next_fire_ms)
     WHERE mode = 'commitment' AND next_fire_ms IS NOT NULL;
 "#,
+    // Cursors commit in order per tenant. A sequence numbered events when
+    // they were inserted, so a transaction holding cursor 10 could commit
+    // after one holding 11, and a stream that resumed after 11 missed 10
+    // for good. Now a transaction takes its cursors by updating its
+    // tenant's row here and holds that row locked until it commits: the
+    // tenant's event writers queue on it, and whoever sees cursor N sees
+    // every cursor of the tenant below N. Cursors go on from each tenant's
+    // newest. The sequence goes: a replica still running an older build
+    // fails its event writes loudly instead of numbering out of order.
+    r#"
+CREATE TABLE event_cursors (
+    tenant text COLLATE "C" PRIMARY KEY,
+    newest bigint NOT NULL CHECK (newest >= 0)
+);
+INSERT INTO event_cursors (tenant, newest)
+    SELECT tenant, MAX(cursor) FROM events GROUP BY tenant;
+ALTER TABLE events ALTER COLUMN cursor DROP DEFAULT;
+DROP SEQUENCE events_cursor_seq;
+"#,
 ];
 
 /// Applies the migrations this database has not had, in one transaction

@@ -22,7 +22,9 @@
 //! there and waits on a channel (never a nested runtime), a write returns
 //! the task's handle as its `Pending`.
 
+mod cached;
 mod migrations;
+mod relay;
 
 use std::future::Future;
 use std::str::FromStr;
@@ -31,7 +33,9 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{GenericClient, NoTls, Row};
+use tokio_postgres::{NoTls, Row};
+
+use cached::Cached;
 
 use super::group_commit::Pending;
 use super::record::{from_json, to_json, ChangeRecords, EvaluationRecord, EventRecord, GoalRecord};
@@ -40,8 +44,8 @@ use super::{
     StoredRun, Written,
 };
 use crate::domain::{
-    parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, Goal, GoalId, GoalState,
-    Mode, RunId, Tenant, Timestamp, VerifierName,
+    parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
+    GoalState, Mode, RunId, Tenant, Timestamp, VerifierName,
 };
 
 /// How long a replica stays alive without renewing its lease: its runs in
@@ -57,6 +61,11 @@ const RENEW_EVERY: Duration = Duration::from_secs(1);
 /// claim only shares work: a goal whose claim lapsed while it was firing
 /// is refused a second run by its reservation.
 const CLAIM: Duration = Duration::from_secs(5);
+
+/// A heartbeat claim is renewed once it has less than this left: well
+/// before it lapses on a busy machine, yet a held goal's row is written
+/// only every few seconds, not on every scheduler tick.
+const RENEW_WITHIN: Duration = Duration::from_secs(2);
 
 /// Most due goals one replica holds claimed: the rest are left to the
 /// other replicas' schedulers.
@@ -143,7 +152,10 @@ fn into_goal(row: &Row) -> Result<Goal, StoreError> {
     from_json::<GoalRecord>(&record)?.into_goal(&run_ids)
 }
 
-async fn insert_goal_row(client: &impl GenericClient, row: &GoalRow) -> Result<(), StoreError> {
+async fn insert_goal_row(
+    client: &Cached<impl deadpool_postgres::GenericClient>,
+    row: &GoalRow,
+) -> Result<(), StoreError> {
     client
         .execute(
             "INSERT INTO goals (id, tenant, state, paused, mode, deadline_ms, next_fire_ms,
@@ -169,7 +181,7 @@ async fn insert_goal_row(client: &impl GenericClient, row: &GoalRow) -> Result<(
 
 /// Stores the run ids from position `from` on.
 async fn append_runs(
-    client: &impl GenericClient,
+    client: &Cached<impl deadpool_postgres::GenericClient>,
     goal: &str,
     run_ids: &[String],
     from: usize,
@@ -187,7 +199,7 @@ async fn append_runs(
 }
 
 async fn stored_key(
-    client: &impl GenericClient,
+    client: &Cached<impl deadpool_postgres::GenericClient>,
     tenant: &str,
     key: &str,
     expired_at_or_before: i64,
@@ -254,10 +266,9 @@ pub struct PostgresStore {
     runtime: Option<tokio::runtime::Runtime>,
     /// This replica's name in `replicas` and on its runs and claims.
     replica: String,
-    /// Whom this replica tells about the events it commits (the live
-    /// stream of its own subscribers; other replicas' events reach a
-    /// stream through its backfill on reconnect).
-    sink: Arc<std::sync::RwLock<Option<Arc<dyn EventSink>>>>,
+    /// Hands every replica's committed events to this replica's live
+    /// subscribers (`relay.rs`).
+    relay: Arc<relay::Relay>,
     /// The guards this store keeps: all of them, unless a deliberately
     /// broken build (`crate::mutants`) switched one off.
     faults: StoreFaults,
@@ -317,7 +328,7 @@ impl PostgresStore {
             .build()
             .map_err(|error| StoreError::Postgres(format!("cannot start its runtime: {error}")))?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -332,7 +343,7 @@ impl PostgresStore {
             pool,
             runtime: Some(runtime),
             replica: uuid::Uuid::now_v7().to_string(),
-            sink: Arc::default(),
+            relay: Arc::default(),
             faults: StoreFaults::default(),
         };
         let (pool, replica) = (store.pool.clone(), store.replica.clone());
@@ -343,15 +354,20 @@ impl PostgresStore {
                 source: Box::new(error),
             })?;
             migrations::migrate(&mut client).await?;
-            renew(&**client, &replica).await
+            renew(&Cached(client), &replica).await
         })?;
+        store.runtime().spawn(relay::listen(
+            config,
+            store.pool.clone(),
+            Arc::clone(&store.relay),
+        ));
         let (pool, replica) = (store.pool.clone(), store.replica.clone());
         store.runtime().spawn(async move {
             let mut every = tokio::time::interval(RENEW_EVERY);
             loop {
                 every.tick().await;
                 let renewed = match pool.get().await {
-                    Ok(client) => renew(&**client, &replica).await,
+                    Ok(client) => renew(&Cached(client), &replica).await,
                     Err(error) => Err(pool_error(error)),
                 };
                 if let Err(error) = renewed {
@@ -419,7 +435,7 @@ impl PostgresStore {
     ) -> Result<Vec<T>, StoreError> {
         let pool = self.pool.clone();
         self.block(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             let params: Vec<&(dyn ToSql + Sync)> = params
                 .iter()
                 .map(|param| param.as_ref() as &(dyn ToSql + Sync))
@@ -435,7 +451,10 @@ impl PostgresStore {
     }
 }
 
-async fn renew(client: &impl GenericClient, replica: &str) -> Result<(), StoreError> {
+async fn renew(
+    client: &Cached<impl deadpool_postgres::GenericClient>,
+    replica: &str,
+) -> Result<(), StoreError> {
     let lease = ms(REPLICA_LEASE);
     client
         .execute(
@@ -445,6 +464,56 @@ async fn renew(client: &impl GenericClient, replica: &str) -> Result<(), StoreEr
         )
         .await?;
     Ok(())
+}
+
+/// Takes the next cursors of the goal's tenant for `records` and inserts
+/// them as the goal's events after sequence `last`; returns the newest
+/// cursor. Updating the tenant's `event_cursors` row locks it until the
+/// transaction ends, so the tenant's cursors commit in the order they were
+/// taken (migration 4). Every replica is notified of the cursors if the
+/// transaction commits (`relay.rs`).
+async fn take_cursors(
+    client: &Cached<impl deadpool_postgres::GenericClient>,
+    row: &GoalRow,
+    last: i64,
+    at_ms: i64,
+    records: &[String],
+) -> Result<u64, StoreError> {
+    if records.is_empty() {
+        return Ok(0);
+    }
+    let count = int(records.len() as u64)?;
+    let newest: i64 = client
+        .query_one(
+            "WITH taken AS (
+                 INSERT INTO event_cursors (tenant, newest) VALUES ($1, $2)
+                 ON CONFLICT (tenant) DO UPDATE SET newest = event_cursors.newest + EXCLUDED.newest
+                 RETURNING newest
+             )
+             SELECT newest, pg_notify('goalpost_events',
+                                      (newest - $2 + 1)::text || ' ' || newest::text || ' '
+                                      || 'events'::regclass::oid::text || ' ' || $1)
+             FROM taken",
+            &[&row.tenant, &count],
+        )
+        .await?
+        .try_get(0)?;
+    client
+        .execute(
+            "INSERT INTO events (goal_id, sequence, at_ms, record, tenant, cursor)
+             SELECT $1, $2 + n, $3, record, $4, $5 + n
+             FROM unnest($6::text[]) WITH ORDINALITY AS taken (record, n)",
+            &[
+                &row.id,
+                &last,
+                &at_ms,
+                &row.tenant,
+                &(newest - count),
+                &records,
+            ],
+        )
+        .await?;
+    unsigned(newest)
 }
 
 fn ids(row: &Row) -> Result<GoalId, StoreError> {
@@ -467,9 +536,9 @@ impl Store for PostgresStore {
         let pool = self.pool.clone();
         self.block(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
-            let transaction = client.transaction().await?;
+            let transaction = Cached(client.transaction().await?);
             for row in &rows {
-                insert_goal_row(&*transaction, row).await?;
+                insert_goal_row(&transaction, row).await?;
             }
             transaction.commit().await?;
             Ok(())
@@ -539,8 +608,11 @@ impl Store for PostgresStore {
         let run = run.map(|run| run.as_str().to_string());
         let at_ms = at.unix_ms();
         let payloads = change.events.clone();
+        let closes = payloads
+            .iter()
+            .any(|payload| matches!(payload, EventPayload::Closed { .. }));
         let tenant = change.goal.owner.clone();
-        let sink = Arc::clone(&self.sink);
+        let relay = Arc::clone(&self.relay);
         let pool = self.pool.clone();
         let update = if self.faults.applies_without_version_check {
             "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
@@ -553,7 +625,7 @@ impl Store for PostgresStore {
         };
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
-            let transaction = client.transaction().await?;
+            let transaction = Cached(client.transaction().await?);
             let updated = transaction
                 .execute(
                     update,
@@ -597,7 +669,7 @@ impl Store for PostgresStore {
                 .await?
                 .try_get(0)?;
             let stored = usize::try_from(stored).unwrap_or(0);
-            append_runs(&*transaction, &row.id, &row.run_ids, stored).await?;
+            append_runs(&transaction, &row.id, &row.run_ids, stored).await?;
             let last: i64 = transaction
                 .query_one(
                     "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE goal_id = $1",
@@ -605,18 +677,6 @@ impl Store for PostgresStore {
                 )
                 .await?
                 .try_get(0)?;
-            let mut cursors = Vec::with_capacity(records.len());
-            for (offset, record) in records.iter().enumerate() {
-                let sequence = last + int(offset as u64)? + 1;
-                let inserted = transaction
-                    .query_one(
-                        "INSERT INTO events (goal_id, sequence, at_ms, record, tenant)
-                         VALUES ($1, $2, $3, $4, $5) RETURNING cursor",
-                        &[&row.id, &sequence, &at_ms, record, &row.tenant],
-                    )
-                    .await?;
-                cursors.push(unsigned(inserted.try_get(0)?)?);
-            }
             if let Some((run_id, iteration, record)) = &evaluation {
                 transaction
                     .execute(
@@ -626,13 +686,23 @@ impl Store for PostgresStore {
                     )
                     .await?;
             }
+            if closes {
+                // Every replica hears of the close once it committed; one
+                // with a run of the goal in flight cancels it (`relay.rs`).
+                transaction
+                    .execute("SELECT pg_notify('goalpost_closes', $1)", &[&row.id])
+                    .await?;
+            }
+            // Last before the commit: the cursors lock the tenant's row
+            // until then, and the tenant's other event writers wait.
+            let newest = take_cursors(&transaction, &row, last, at_ms, &records).await?;
             transaction.commit().await?;
-            let mut sequence = unsigned(last)?;
+            let (mut sequence, mut cursor) = (unsigned(last)?, newest - records.len() as u64);
             let events: Vec<Event> = payloads
                 .into_iter()
-                .zip(cursors)
-                .map(|(payload, cursor)| {
+                .map(|payload| {
                     sequence += 1;
+                    cursor += 1;
                     Event {
                         sequence,
                         cursor,
@@ -641,14 +711,8 @@ impl Store for PostgresStore {
                     }
                 })
                 .collect();
-            let sink = match sink.read() {
-                Ok(guard) => guard.clone(),
-                Err(poisoned) => poisoned.into_inner().clone(),
-            };
-            if let Some(sink) = sink {
-                if !events.is_empty() {
-                    sink.committed(&tenant, &events);
-                }
+            if !events.is_empty() {
+                relay.committed(&tenant, &events);
             }
             Ok(Written::Done(events))
         })
@@ -699,7 +763,7 @@ impl Store for PostgresStore {
         }
         if self.faults.reserves_without_row_lock {
             return self.pending(async move {
-                let client = pool.get().await.map_err(pool_error)?;
+                let client = Cached(pool.get().await.map_err(pool_error)?);
                 let current = client
                     .query_opt("SELECT version FROM goals WHERE id = $1", &[&goal])
                     .await?;
@@ -718,7 +782,7 @@ impl Store for PostgresStore {
         }
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
-            let transaction = client.transaction().await?;
+            let transaction = Cached(client.transaction().await?);
             let current = transaction
                 .query_opt(
                     "SELECT version FROM goals WHERE id = $1 AND state = 'active' FOR UPDATE",
@@ -758,7 +822,7 @@ impl Store for PostgresStore {
         let at_ms = at.unix_ms();
         let pool = self.pool.clone();
         self.pending(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             client
                 .execute(
                     "UPDATE runs SET status = 'discarded', ended_ms = $2
@@ -791,17 +855,15 @@ impl Store for PostgresStore {
     }
 
     fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
-        let mut slot = match self.sink.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *slot = Some(sink);
+        self.relay.set_sink(sink);
     }
 
-    /// In cursor order. Cursors come from one sequence, so two replicas'
-    /// concurrent transactions may commit them out of order: a stream that
-    /// resumes after a cursor can miss an event whose transaction held a
-    /// lower cursor and committed later (DESIGN "Clustered hosts").
+    fn watch_closes(&self, watcher: super::ClosedWatcher) {
+        self.relay.watch_closes(watcher);
+    }
+
+    /// In cursor order, which is the order the tenant's events committed
+    /// in (`take_cursors`): a page never skips an event that commits later.
     fn tenant_events_after(
         &self,
         tenant: &Tenant,
@@ -842,12 +904,7 @@ impl Store for PostgresStore {
             vec![Box::new(run.as_str().to_string())],
             |row| {
                 let status: String = row.try_get(2)?;
-                let end = match status.as_str() {
-                    "in-flight" => None,
-                    "recorded" => Some(RunEnd::Recorded),
-                    "discarded" => Some(RunEnd::Discarded),
-                    other => return Err(StoreError::Corrupt(format!("run status {other:?}"))),
-                };
+                let end = RunEnd::from_status(&status)?;
                 Ok(StoredRun {
                     goal_id: goal_id(&row.try_get::<_, String>(0)?)?,
                     iteration: unsigned(row.try_get(1)?)?,
@@ -888,7 +945,7 @@ impl Store for PostgresStore {
             );
         }
         self.block(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             let rows = client
                 .query(
                     "WITH due AS (
@@ -953,30 +1010,43 @@ impl Store for PostgresStore {
     }
 
     /// The heartbeat goals this replica probes: its own unexpired claims,
-    /// renewed, and unclaimed (or lapsed) ones, taken as due goals are.
-    /// Each replica keeps its own probe cadence, so without the claim every
+    /// and unclaimed (or lapsed) ones, taken as due goals are. Each
+    /// replica keeps its own probe cadence, so without the claim every
     /// replica probed every goal and fired a run on each answer (the
     /// suite's `observed.heartbeat.fires-on-probe`, run against three
     /// replicas, saw the extra runs). A replica that dies leaves its goals
-    /// to the others once its claims lapse.
+    /// to the others once its claims lapse. Only claims with less than
+    /// [`RENEW_WITHIN`] left are renewed: a tick writes a held goal's row
+    /// about once per `CLAIM - RENEW_WITHIN`, not once per tick. A claim
+    /// of this replica's whose row is locked at the moment (an iteration
+    /// writing it) is still listed, renewed on a later tick.
     fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError> {
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
-        let claim = ms(CLAIM);
+        let (claim, renew_within) = (ms(CLAIM), ms(RENEW_WITHIN));
         self.block(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             let rows = client
                 .query(
-                    "WITH mine AS (
-                         SELECT id FROM goals
-                         WHERE mode = 'heartbeat' AND state = 'active' AND NOT paused
-                           AND (claimed_by IS NULL OR claimed_by = $1
-                                OR claim_until_ms <= goalpost_now_ms())
-                         FOR UPDATE SKIP LOCKED
+                    "WITH now AS (SELECT goalpost_now_ms() AS ms),
+                     taken AS (
+                         SELECT g.id FROM goals g, now
+                         WHERE g.mode = 'heartbeat' AND g.state = 'active' AND NOT g.paused
+                           AND (g.claimed_by IS NULL OR g.claim_until_ms <= now.ms
+                                OR (g.claimed_by = $1 AND g.claim_until_ms <= now.ms + $3))
+                         FOR UPDATE OF g SKIP LOCKED
+                     ),
+                     claimed AS (
+                         UPDATE goals SET claimed_by = $1,
+                                          claim_until_ms = (SELECT ms FROM now) + $2
+                         FROM taken WHERE goals.id = taken.id
+                         RETURNING goals.id, goals.created_ms
                      )
-                     UPDATE goals SET claimed_by = $1, claim_until_ms = goalpost_now_ms() + $2
-                     FROM mine WHERE goals.id = mine.id
-                     RETURNING goals.id, goals.created_ms",
-                    &[&replica, &claim],
+                     SELECT id, created_ms FROM claimed
+                     UNION
+                     SELECT g.id, g.created_ms FROM goals g, now
+                     WHERE g.mode = 'heartbeat' AND g.state = 'active' AND NOT g.paused
+                       AND g.claimed_by = $1 AND g.claim_until_ms > now.ms",
+                    &[&replica, &claim, &renew_within],
                 )
                 .await?;
             let mut mine = rows
@@ -1010,7 +1080,7 @@ impl Store for PostgresStore {
         let created_ms = verifier.created_at.unix_ms();
         let pool = self.pool.clone();
         self.pending(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             let written = client
                 .execute(sql, &[&tenant, &name, &created_ms, &record])
                 .await?;
@@ -1066,7 +1136,7 @@ impl Store for PostgresStore {
         let pool = self.pool.clone();
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
-            let transaction = client.transaction().await?;
+            let transaction = Cached(client.transaction().await?);
             transaction
                 .execute(
                     "INSERT INTO tenant_counts (tenant, open, armed) VALUES ($1, 0, 0)
@@ -1087,7 +1157,7 @@ impl Store for PostgresStore {
             );
             if let Some((key, _)) = &guard.key {
                 let expired = guard.keys_expire_at_or_before.unix_ms();
-                if let Some(stored) = stored_key(&*transaction, &row.tenant, key, expired).await? {
+                if let Some(stored) = stored_key(&transaction, &row.tenant, key, expired).await? {
                     return Ok(Inserted::KeyTaken(stored));
                 }
             }
@@ -1100,7 +1170,7 @@ impl Store for PostgresStore {
             if armed && held_armed >= guard.max_open_armed {
                 return Ok(Inserted::TooManyArmed);
             }
-            insert_goal_row(&*transaction, &row).await?;
+            insert_goal_row(&transaction, &row).await?;
             if let (Some((key, fingerprint)), Some((answer, etag))) = (&guard.key, &remembered) {
                 transaction
                     .execute(
@@ -1137,8 +1207,8 @@ impl Store for PostgresStore {
         let expired = expired_at_or_before.unix_ms();
         let pool = self.pool.clone();
         self.block(async move {
-            let client = pool.get().await.map_err(pool_error)?;
-            stored_key(&**client, &tenant, &key, expired).await
+            let client = Cached(pool.get().await.map_err(pool_error)?);
+            stored_key(&client, &tenant, &key, expired).await
         })
     }
 
@@ -1146,7 +1216,7 @@ impl Store for PostgresStore {
         let at_ms = at.unix_ms();
         let pool = self.pool.clone();
         self.pending(async move {
-            let client = pool.get().await.map_err(pool_error)?;
+            let client = Cached(pool.get().await.map_err(pool_error)?);
             let purged = client
                 .execute(
                     "DELETE FROM idempotency_keys WHERE created_ms <= $1",
@@ -1169,7 +1239,7 @@ impl Store for PostgresStore {
         let pool = self.pool.clone();
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
-            let transaction = client.transaction().await?;
+            let transaction = Cached(client.transaction().await?);
             let rows = transaction
                 .query(
                     "SELECT id FROM goals WHERE closed_ms <= $1 ORDER BY closed_ms LIMIT $2
