@@ -228,6 +228,46 @@ async fn due_goals_are_claimed_by_one_replica_each() {
     schema.drop().await;
 }
 
+/// What one listing takes is capped (256), what a replica holds is not:
+/// a replica whose first listing took the cap, all still due (firing),
+/// lists them again with the rest on its next listing, and another
+/// replica gets none of them. Capping the holding made a replica list only
+/// its firing goals, taking nothing new until they were recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_keeps_taking_due_goals_while_it_holds_the_cap() {
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let hosts = replicas(&location, 2, Quotas::default());
+    let body = json!({
+        "objective": "keep the mirror in sync",
+        "completion": { "check": "verifier", "verifierRef": "conformance:verifier?satisfyOn=1000" },
+        "continuation": { "mode": "schedule", "armRef": "conformance:arm" },
+        "bounds": { "maxLoopIterations": 3 },
+    });
+    const GOALS: usize = 300;
+    for _ in 0..GOALS {
+        hosts[0].create(body.clone()).await;
+    }
+    let now = goalpost_host::clock::Clock::now(hosts[0].clock.as_ref());
+    let first = hosts[0].store.due_schedule_goals(now, 1000).expect("lists");
+    assert_eq!(first.len(), 256, "one listing takes at most the cap");
+    let second = hosts[0].store.due_schedule_goals(now, 1000).expect("lists");
+    assert_eq!(second.len(), GOALS, "its own claims and the rest");
+    let held: HashSet<_> = first.iter().collect();
+    assert!(held.iter().all(|id| second.contains(id)));
+    let other = hosts[1].store.due_schedule_goals(now, 1000).expect("lists");
+    assert!(other.is_empty(), "the other replica took {}", other.len());
+    let bounded = hosts[0].store.due_schedule_goals(now, 10).expect("lists");
+    assert_eq!(
+        bounded,
+        second[..10].to_vec(),
+        "longest due first, at most the limit"
+    );
+    drop(hosts);
+    schema.drop().await;
+}
+
 #[cfg(feature = "mutants")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_claim_without_skip_locked_mutant_is_killed() {

@@ -125,7 +125,10 @@ fn the_cluster_run_is_published_and_certified() {
     );
     let report: serde_json::Value = serde_json::from_str(&text).expect("report.json is JSON");
     let profiles = report["profiles"].as_object().expect("profiles");
-    assert!(!needs_endpoints().is_empty(), "the bundled host skips cluster");
+    assert!(
+        !needs_endpoints().is_empty(),
+        "the bundled host skips cluster"
+    );
     for name in needs_endpoints() {
         assert_eq!(
             profiles[&name]["certified"], true,
