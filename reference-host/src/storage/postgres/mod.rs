@@ -152,6 +152,36 @@ fn into_goal(row: &Row) -> Result<Goal, StoreError> {
     from_json::<GoalRecord>(&record)?.into_goal(&run_ids)
 }
 
+/// A run reserved: (run id, goal id, iteration, started ms, replica,
+/// report), as `runs` stores them.
+type RunRow = (String, String, i64, i64, String, Option<String>);
+
+/// Inserts an in-flight run unless the goal has one in flight already
+/// (another replica's) or the iteration is taken: false when it did not.
+async fn insert_run_row(
+    client: &Cached<impl deadpool_postgres::GenericClient>,
+    (run_id, goal, iteration, started_ms, replica, report): &RunRow,
+) -> Result<bool, StoreError> {
+    let busy = client
+        .query_opt(
+            "SELECT 1 FROM runs WHERE goal_id = $1 AND status = 'in-flight' LIMIT 1",
+            &[goal],
+        )
+        .await?;
+    if busy.is_some() {
+        return Ok(false);
+    }
+    let inserted = client
+        .execute(
+            "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica, report)
+             VALUES ($1, $2, $3, 'in-flight', $4, $5, $6)
+             ON CONFLICT (goal_id, iteration) DO NOTHING",
+            &[run_id, goal, iteration, started_ms, replica, report],
+        )
+        .await?;
+    Ok(inserted == 1)
+}
+
 async fn insert_goal_row(
     client: &Cached<impl deadpool_postgres::GenericClient>,
     row: &GoalRow,
@@ -736,25 +766,9 @@ impl Store for PostgresStore {
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
         if self.faults.reserves_without_re_read {
             return self.pending(async move {
-                let client = pool.get().await.map_err(pool_error)?;
-                let busy = client
-                    .query_opt(
-                        "SELECT 1 FROM runs WHERE goal_id = $1 AND status = 'in-flight' LIMIT 1",
-                        &[&goal],
-                    )
-                    .await?;
-                if busy.is_some() {
-                    return Ok(Written::Conflict);
-                }
-                let inserted = client
-                    .execute(
-                        "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica, report)
-                         VALUES ($1, $2, $3, 'in-flight', $4, $5, $6)
-                         ON CONFLICT (goal_id, iteration) DO NOTHING",
-                        &[&run_id, &goal, &iteration, &started_ms, &replica, &report],
-                    )
-                    .await?;
-                Ok(if inserted == 1 {
+                let client = Cached(pool.get().await.map_err(pool_error)?);
+                let row = (run_id, goal, iteration, started_ms, replica, report);
+                Ok(if insert_run_row(&client, &row).await? {
                     Written::Done(())
                 } else {
                     Written::Conflict
@@ -792,24 +806,8 @@ impl Store for PostgresStore {
             if current.map(|row| row.get::<_, i64>(0)) != Some(expected_version) {
                 return Ok(Written::Conflict);
             }
-            let busy = transaction
-                .query_opt(
-                    "SELECT 1 FROM runs WHERE goal_id = $1 AND status = 'in-flight' LIMIT 1",
-                    &[&goal],
-                )
-                .await?;
-            if busy.is_some() {
-                return Ok(Written::Conflict);
-            }
-            let inserted = transaction
-                .execute(
-                    "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica, report)
-                     VALUES ($1, $2, $3, 'in-flight', $4, $5, $6)
-                     ON CONFLICT (goal_id, iteration) DO NOTHING",
-                    &[&run_id, &goal, &iteration, &started_ms, &replica, &report],
-                )
-                .await?;
-            if inserted != 1 {
+            let row = (run_id, goal, iteration, started_ms, replica, report);
+            if !insert_run_row(&transaction, &row).await? {
                 return Ok(Written::Conflict);
             }
             transaction.commit().await?;
