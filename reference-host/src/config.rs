@@ -210,6 +210,16 @@ fn parse_tick(text: &str) -> Result<Duration, String> {
     }
 }
 
+fn parse_coalesce(text: &str) -> Result<u64, String> {
+    let most = crate::engine::MAX_COALESCE.as_millis();
+    match text.parse::<u64>() {
+        Ok(ms) if u128::from(ms) <= most => Ok(ms),
+        _ => Err(format!(
+            "expected a whole number of milliseconds from 0 to {most}, got {text:?}"
+        )),
+    }
+}
+
 /// `goalpost-host`: the reference host for RFC 0097 standing goals.
 #[derive(Debug, Parser)]
 #[command(name = "goalpost-host", version, about)]
@@ -314,6 +324,14 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_MAX_STREAMS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_SUBSCRIBERS_PER_TENANT as u64, value_parser = parse_limit)]
     pub max_streams_per_tenant: u64,
 
+    /// Milliseconds an event stream that has one event ready waits for
+    /// more before it writes, so a busy tenant's events share a write
+    /// (0: write at once; at most 250). Longer waits trade delivery time
+    /// for throughput with many subscribers (BENCHMARKS.md, "Live event
+    /// stream fan-out").
+    #[arg(long, env = "GOALPOST_HOST_EVENTS_COALESCE_MS", default_value_t = crate::engine::DEFAULT_COALESCE.as_millis() as u64, value_parser = parse_coalesce)]
+    pub events_coalesce_ms: u64,
+
     /// JSON file of criteria verifiers to register at start:
     /// {"verifiers": [{"tenant", "name", "criteria"}]}.
     #[arg(long, env = "GOALPOST_HOST_VERIFIERS")]
@@ -372,7 +390,7 @@ impl Args {
                 max_subscribers_per_tenant: usize::try_from(self.max_streams_per_tenant)
                     .unwrap_or(usize::MAX),
                 heartbeat: self.events_heartbeat_secs,
-                ..crate::engine::FeedSettings::default()
+                coalesce: Duration::from_millis(self.events_coalesce_ms),
             },
             mutants: self.mutants,
         }
@@ -402,6 +420,18 @@ mod tests {
         assert_eq!(config.quotas.active_arms_per_tenant, 1_000);
         assert_eq!(config.quotas.stored_goals_per_tenant, 100_000);
         assert_eq!(config.retain_closed, Some(DEFAULT_RETAIN_CLOSED));
+        assert_eq!(config.feed, crate::engine::FeedSettings::default());
+    }
+
+    #[test]
+    fn the_coalescing_wait_is_bounded() {
+        let config = parse(&["--events-coalesce-ms", "0"]).expect("valid");
+        assert_eq!(config.feed.coalesce, Duration::ZERO);
+        let config = parse(&["--events-coalesce-ms", "250"]).expect("valid");
+        assert_eq!(config.feed.coalesce, crate::engine::MAX_COALESCE);
+        let error = parse(&["--events-coalesce-ms", "251"]).expect_err("over the bound");
+        assert!(error.to_string().contains("from 0 to 250"), "{error}");
+        assert!(parse(&["--events-coalesce-ms", "-1"]).is_err());
     }
 
     #[test]
