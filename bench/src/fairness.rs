@@ -18,10 +18,7 @@ use anyhow::{Context, Result};
 use goalpost_host::clock::{Clock, SystemClock};
 use goalpost_host::config::DEFAULT_TICK;
 use goalpost_host::domain::Tenant;
-use goalpost_host::engine::{Engine, EngineSettings};
 use goalpost_host::scheduler::Scheduler;
-use goalpost_host::storage::{SqliteStore, Store};
-use goalpost_host::DbLocation;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -51,15 +48,8 @@ fn phase(with_a: bool) -> Result<(Samples, usize)> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let location = DbLocation::File(db.clone());
-        let store = tokio::task::spawn_blocking(move || SqliteStore::open(&location)).await??;
-        let store: Arc<dyn Store> = Arc::new(store);
+        let engine = crate::seed::engine_on_file(&db).await?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let settings = EngineSettings {
-            conformance_seams: true,
-            ..EngineSettings::default()
-        };
-        let engine = Arc::new(Engine::new(store, Arc::clone(&clock), settings));
         let a = Tenant::parse("tenant-a").context("tenant")?;
         let b = Tenant::parse("tenant-b").context("tenant")?;
         if with_a {

@@ -24,14 +24,14 @@ use anyhow::{bail, Context, Result};
 use goalpost_host::domain::{Tenant, Timestamp};
 use goalpost_host::engine::FeedSettings;
 use goalpost_host::{Config, DbLocation, RunningHost};
-use serde_json::{json, Value};
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::load::{self, MakeRequest, Outcome, Spec};
 use crate::stats::{duration, Samples};
 use crate::table::{thousands, Row};
-use crate::throughput::runtime;
+use crate::throughput::{create_goal, goal_body, runtime, tenant, token};
 
 const GOALS: &str = "/v1/host/sample/goals";
 const STREAM: &str = "/v1/host/sample/goals/events";
@@ -54,45 +54,12 @@ const DELIVERY_P99: Duration = Duration::from_millis(50);
 /// of the host's default (`FeedSettings::coalesce`).
 const COALESCE_VAR: &str = "GOALPOST_BENCH_COALESCE_MS";
 
-fn token(worker: usize) -> String {
-    format!("fanout-token-{worker}")
-}
-
-fn tenant(worker: usize) -> String {
-    format!("fanout-tenant-{worker}")
-}
-
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| {
             i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
         })
-}
-
-async fn create_goal(client: &reqwest::Client, base: &str, worker: usize) -> Result<String> {
-    let body = json!({
-        "objective": "bench fan-out",
-        "completion": {"check": "verifier", "verifierRef": "conformance:verifier"},
-        "continuation": {"mode": "manual", "armRef": "conformance:arm"},
-        "bounds": {"maxLoopIterations": 1_000_000_000u64}
-    });
-    let response = client
-        .post(format!("{base}{GOALS}"))
-        .bearer_auth(token(worker))
-        .json(&body)
-        .send()
-        .await?;
-    let status = response.status();
-    let answer: Value = response.json().await?;
-    if status.as_u16() != 201 {
-        bail!("create answered {status}: {answer}");
-    }
-    answer
-        .get("id")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .context("create answered without an id")
 }
 
 /// What the subscribers saw: delivery latencies of events recorded at or
@@ -340,7 +307,7 @@ pub fn measure() -> Result<Vec<Row>> {
             for worker in phase * CONNECTIONS..(phase + 1) * CONNECTIONS {
                 let mut pool = Vec::with_capacity(GOALS_PER_PHASE);
                 for _ in 0..GOALS_PER_PHASE {
-                    pool.push(create_goal(&client, &base, worker).await?);
+                    pool.push(create_goal(&client, &base, worker, &goal_body("bench fan-out", true)).await?);
                 }
                 pools.push(pool);
             }

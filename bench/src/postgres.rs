@@ -63,17 +63,19 @@ async fn create_and_continue(
 }
 
 /// A fresh schema on the server; the URL that selects it.
-async fn fresh_schema(server: &str) -> Result<String> {
+pub(crate) async fn fresh_schema(server: &str, schema: &str) -> Result<String> {
     let (client, connection) = tokio_postgres::connect(server, tokio_postgres::NoTls)
         .await
         .context("GOALPOST_TEST_POSTGRES accepts connections")?;
     tokio::spawn(connection);
     client
-        .batch_execute("DROP SCHEMA IF EXISTS bench CASCADE; CREATE SCHEMA bench")
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+        ))
         .await?;
     let separator = if server.contains('?') { '&' } else { '?' };
     Ok(format!(
-        "{server}{separator}options=-c%20search_path%3Dbench"
+        "{server}{separator}options=-c%20search_path%3D{schema}"
     ))
 }
 
@@ -92,7 +94,7 @@ pub fn measure() -> Result<Vec<Row>> {
         let client = load::client(CONCURRENCY)?;
         let (mut sqlite_create, mut sqlite_continue) =
             create_and_continue(&client, DbLocation::File(dir.path().join("host.db"))).await?;
-        let url = fresh_schema(server.trim()).await?;
+        let url = fresh_schema(server.trim(), "bench").await?;
         let (mut pg_create, mut pg_continue) =
             create_and_continue(&client, DbLocation::Postgres(url)).await?;
         let ratio = |pg: &Outcome, sqlite: &Outcome| pg.rate() / sqlite.rate().max(f64::EPSILON);

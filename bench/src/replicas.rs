@@ -193,22 +193,6 @@ fn postgres_cpu() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
-async fn fresh_schema(server: &str) -> Result<String> {
-    let (client, connection) = tokio_postgres::connect(server, tokio_postgres::NoTls)
-        .await
-        .context("GOALPOST_TEST_POSTGRES accepts connections")?;
-    tokio::spawn(connection);
-    client
-        .batch_execute(&format!(
-            "DROP SCHEMA IF EXISTS {SCHEMA} CASCADE; CREATE SCHEMA {SCHEMA}"
-        ))
-        .await?;
-    let separator = if server.contains('?') { '&' } else { '?' };
-    Ok(format!(
-        "{server}{separator}options=-c%20search_path%3D{SCHEMA}"
-    ))
-}
-
 async fn drop_schema(server: &str) -> Result<()> {
     let (client, connection) = tokio_postgres::connect(server, tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
@@ -285,7 +269,7 @@ async fn point(
     calls: &Calls,
     seed_us_per_goal: &mut f64,
 ) -> Result<Point> {
-    let url = fresh_schema(server).await?;
+    let url = crate::postgres::fresh_schema(server, SCHEMA).await?;
     calls.lock().unwrap_or_else(PoisonError::into_inner).clear();
     let dir = tempfile::tempdir()?;
     let dues_file = dir.path().join("dues.txt");
@@ -358,13 +342,7 @@ async fn point(
         .filter_map(|answer| answer["cpuSecs"].as_f64())
         .sum();
 
-    let dues: HashMap<String, i64> = std::fs::read_to_string(&dues_file)?
-        .lines()
-        .filter_map(|line| {
-            let (id, due) = line.split_once(' ')?;
-            Some((id.to_string(), due.parse().ok()?))
-        })
-        .collect();
+    let dues = crate::seed::read_dues(&dues_file)?;
     let recorded = recorded(&url).await?;
     let calls = std::mem::take(&mut *calls.lock().unwrap_or_else(PoisonError::into_inner));
     let mut seen: HashMap<(String, u64), usize> = HashMap::new();

@@ -11,7 +11,6 @@
 //! how the engine computes it). A goal that came due before the scheduler
 //! started counts from the scheduler's start.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,10 +18,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use goalpost_host::clock::{Clock, SystemClock};
 use goalpost_host::config::DEFAULT_TICK;
-use goalpost_host::engine::{Engine, EngineSettings};
 use goalpost_host::scheduler::Scheduler;
-use goalpost_host::storage::{SqliteStore, Store};
-use goalpost_host::DbLocation;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -49,15 +45,8 @@ pub fn child(db: &Path, until_ms: i64, tick_ms: Option<u64>) -> Result<Value> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let location = DbLocation::File(db.to_path_buf());
-        let store = tokio::task::spawn_blocking(move || SqliteStore::open(&location)).await??;
-        let store: Arc<dyn Store> = Arc::new(store);
+        let engine = crate::seed::engine_on_file(db).await?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let settings = EngineSettings {
-            conformance_seams: true,
-            ..EngineSettings::default()
-        };
-        let engine = Arc::new(Engine::new(store, Arc::clone(&clock), settings));
         let scheduler = Arc::new(Scheduler::new(engine));
         let (stop, stopped) = watch::channel(false);
         let cpu_before = cpu_time().unwrap_or_default();
@@ -138,13 +127,7 @@ fn point(goals: usize, tick_ms: Option<u64>) -> Result<Point> {
     let started = ran["startedMs"].as_i64().context("startedMs")?;
     let stopped = ran["stoppedMs"].as_i64().context("stoppedMs")?;
 
-    let dues: HashMap<String, i64> = std::fs::read_to_string(&dues_file)?
-        .lines()
-        .filter_map(|line| {
-            let (id, due) = line.split_once(' ')?;
-            Some((id.to_string(), due.parse().ok()?))
-        })
-        .collect();
+    let dues = crate::seed::read_dues(&dues_file)?;
     let connection =
         rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     let mut statement = connection

@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use goalpost_host::clock::{Clock, SystemClock};
 use goalpost_host::domain::{parse_create, GoalId, GoalState, RequestContext, Tenant, Timestamp};
+use goalpost_host::engine::{Engine, EngineSettings};
 use goalpost_host::storage::{SqliteStore, Store};
 use goalpost_host::DbLocation;
 use serde_json::{json, Value};
@@ -120,6 +121,32 @@ pub fn mixed_goals(db: &Path, n: usize) -> Result<Value> {
         }
     }
     Ok(json!({"inserted": n, "secs": started.elapsed().as_secs_f64()}))
+}
+
+/// Reads back the `dues` file a seeding wrote: each goal's first due time
+/// (unix ms) by its id.
+pub(crate) fn read_dues(path: &Path) -> Result<std::collections::HashMap<String, i64>> {
+    Ok(std::fs::read_to_string(path)?
+        .lines()
+        .filter_map(|line| {
+            let (id, due) = line.split_once(' ')?;
+            Some((id.to_string(), due.parse().ok()?))
+        })
+        .collect())
+}
+
+/// An engine with the conformance seams on the SQLite file `db`, with the
+/// system clock (the scheduler benchmarks drive it without the HTTP layer).
+pub(crate) async fn engine_on_file(db: &Path) -> Result<std::sync::Arc<Engine>> {
+    let location = DbLocation::File(db.to_path_buf());
+    let store = tokio::task::spawn_blocking(move || SqliteStore::open(&location)).await??;
+    let store: std::sync::Arc<dyn Store> = std::sync::Arc::new(store);
+    let clock: std::sync::Arc<dyn Clock> = std::sync::Arc::new(SystemClock);
+    let settings = EngineSettings {
+        conformance_seams: true,
+        ..EngineSettings::default()
+    };
+    Ok(std::sync::Arc::new(Engine::new(store, clock, settings)))
 }
 
 #[cfg(test)]
