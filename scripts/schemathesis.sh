@@ -11,7 +11,13 @@
 # SCHEMATHESIS_VENV); the host is the debug binary, on an in-memory database
 # with the conformance seams on, stopped when the script ends. The live
 # event stream (`streamEvents`) is left out: its answer never ends, so every
-# example would time out; tests/event_stream.rs covers it.
+# example would time out; tests/event_stream.rs covers it. Discovery is left
+# out too: its body names the stream's path (`…/goals/events`), and
+# Schemathesis's link inference reads a path it finds in a body as a goal id
+# (`{id}` = `events`), then judges the stream's answer by `getGoal`'s
+# description, although OpenAPI matches a concrete path before a templated
+# one. Discovery takes no input, and the suite's core scenarios validate it
+# against openwop's schema.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -54,6 +60,7 @@ set +e
 "$venv/bin/schemathesis" run "$base/openapi.json" \
     --header "Authorization: Bearer $token" \
     --exclude-operation-id streamEvents \
+    --exclude-operation-id discovery \
     --checks "$checks" \
     --max-examples "$examples" \
     --seed "$seed" \

@@ -16,7 +16,12 @@ use axum::Router;
 use serde_json::{json, Map, Value};
 
 use super::{AppState, EVENTS_STREAM_PATH, GOALS_BASE, VERIFIERS_BASE};
+
 use crate::domain::notes::{MAX_ESCALATION_REASON_CHARS, MAX_RESOLUTION_NOTE_CHARS};
+
+/// The goal ids this host mints and parses (`GoalId::parse`): the prefix
+/// and a lower-case hyphenated UUID.
+const GOAL_ID_PATTERN: &str = "^goal-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
 
 /// Where the description is served.
 pub const OPENAPI_PATH: &str = "/openapi.json";
@@ -118,8 +123,11 @@ pub fn document(seams: bool) -> Value {
             "parameters": {
                 "goalId": {
                     "name": "id", "in": "path", "required": true,
-                    "description": "A goal id (`goal-<uuid>`). Another tenant's goal is 404.",
-                    "schema": { "type": "string" },
+                    "description": "A goal id (`goal-<uuid>`, the UUID in lower-case hyphenated form). Another tenant's goal is 404, and so is a text this host could not have minted.",
+                    // The pattern is exactly what the host parses; it also
+                    // tells generators that `events` (the stream, a path of
+                    // its own) is not a goal id.
+                    "schema": { "type": "string", "pattern": GOAL_ID_PATTERN },
                 },
                 "ifMatch": {
                     "name": "If-Match", "in": "header", "required": false,
@@ -583,6 +591,31 @@ mod tests {
             }
             Value::Array(items) => items.iter().for_each(|item| refs(item, out)),
             _ => {}
+        }
+    }
+
+    /// The documented pattern admits exactly what the host parses, so a
+    /// client generating ids from the description never builds the
+    /// stream's path (`…/goals/events`) as a goal's.
+    #[test]
+    fn the_goal_id_pattern_is_what_the_host_parses() {
+        let schema = json!({ "type": "string", "pattern": GOAL_ID_PATTERN });
+        let validator = jsonschema::validator_for(&schema).expect("a valid pattern");
+        let minted = crate::domain::GoalId::generate();
+        for text in [
+            minted.as_str(),
+            "events",
+            "goal-",
+            "goal-01A21FD5-E711-72DB-B1DC-9261A1B50473",
+            "goal-01a21fd5e71172dbb1dc9261a1b50473",
+            "goal-01a21fd5-e711-72db-b1dc-9261a1b50473",
+            "goal-01a21fd5-e711-72db-b1dc-9261a1b50473x",
+        ] {
+            assert_eq!(
+                validator.is_valid(&json!(text)),
+                crate::domain::GoalId::parse(text).is_some(),
+                "{text}"
+            );
         }
     }
 
