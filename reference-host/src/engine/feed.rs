@@ -87,12 +87,46 @@ impl FeedEvent {
 
 type Ring = broadcast::Sender<Arc<FeedEvent>>;
 
-/// The tenants' broadcast rings. A tenant has one only while somebody
+/// One tenant's rings: the tenant-wide one, and one for each goal that a
+/// subscriber follows alone (`?goal=`). An event goes into the tenant-wide
+/// ring and its own goal's, so it wakes only the subscribers that want it:
+/// a tenant with many people each watching one goal does not wake all of
+/// them for every event.
+#[derive(Debug, Default)]
+struct Rings {
+    all: Option<Ring>,
+    goals: HashMap<GoalId, Ring>,
+}
+
+impl Rings {
+    fn receivers(&self) -> usize {
+        self.all.as_ref().map_or(0, Ring::receiver_count)
+            + self.goals.values().map(Ring::receiver_count).sum::<usize>()
+    }
+
+    /// Forgets the rings nobody listens to any more.
+    fn prune(&mut self) {
+        if self
+            .all
+            .as_ref()
+            .is_some_and(|ring| ring.receiver_count() == 0)
+        {
+            self.all = None;
+        }
+        self.goals.retain(|_, ring| ring.receiver_count() > 0);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.all.is_none() && self.goals.is_empty()
+    }
+}
+
+/// The tenants' broadcast rings. A tenant has some only while somebody
 /// listens.
 #[derive(Debug)]
 pub struct Feed {
     settings: FeedSettings,
-    tenants: Mutex<HashMap<Tenant, Ring>>,
+    tenants: Mutex<HashMap<Tenant, Rings>>,
 }
 
 impl Feed {
@@ -107,7 +141,7 @@ impl Feed {
         &self.settings
     }
 
-    fn tenants(&self) -> std::sync::MutexGuard<'_, HashMap<Tenant, Ring>> {
+    fn tenants(&self) -> std::sync::MutexGuard<'_, HashMap<Tenant, Rings>> {
         // Nothing under this lock can panic half-way through a change.
         match self.tenants.lock() {
             Ok(guard) => guard,
@@ -115,19 +149,35 @@ impl Feed {
         }
     }
 
-    /// A receiver of the tenant's events from now on, unless the tenant
-    /// already holds its most subscriptions.
-    fn listen(&self, tenant: &Tenant) -> Result<broadcast::Receiver<Arc<FeedEvent>>, EngineError> {
+    /// A receiver of the tenant's events from now on (only `goal`'s when
+    /// given), unless the tenant already holds its most subscriptions,
+    /// whatever they follow.
+    fn listen(
+        &self,
+        tenant: &Tenant,
+        goal: Option<&GoalId>,
+    ) -> Result<broadcast::Receiver<Arc<FeedEvent>>, EngineError> {
         let mut tenants = self.tenants();
         let buffer = self.settings.buffer.clamp(1, MAX_SUBSCRIBER_BUFFER);
-        let sender = tenants
-            .entry(tenant.clone())
-            .or_insert_with(|| broadcast::channel(buffer).0);
+        let rings = tenants.entry(tenant.clone()).or_default();
+        rings.prune();
         let cap = self.settings.max_subscribers_per_tenant;
-        if sender.receiver_count() >= cap {
+        if rings.receivers() >= cap {
+            if rings.is_empty() {
+                tenants.remove(tenant);
+            }
             return Err(EngineError::TooManyStreams(cap));
         }
-        Ok(sender.subscribe())
+        let ring = match goal {
+            None => rings
+                .all
+                .get_or_insert_with(|| broadcast::channel(buffer).0),
+            Some(goal) => rings
+                .goals
+                .entry(goal.clone())
+                .or_insert_with(|| broadcast::channel(buffer).0),
+        };
+        Ok(ring.subscribe())
     }
 
     /// Ends every subscription (at shutdown: an open stream would
@@ -138,27 +188,38 @@ impl Feed {
 
     /// Open subscriptions of the tenant (for tests and the benchmark).
     pub fn subscribers(&self, tenant: &Tenant) -> usize {
-        self.tenants()
-            .get(tenant)
-            .map_or(0, broadcast::Sender::receiver_count)
+        self.tenants().get(tenant).map_or(0, Rings::receivers)
     }
 }
 
 impl EventSink for Feed {
     fn committed(&self, tenant: &Tenant, events: &[Event]) {
         let mut tenants = self.tenants();
-        let Some(sender) = tenants.get(tenant) else {
+        let Some(rings) = tenants.get_mut(tenant) else {
             return;
         };
         for event in events {
-            if sender
-                .send(Arc::new(FeedEvent::new(event.clone())))
-                .is_err()
-            {
-                // Nobody listens any more: forget the ring.
-                tenants.remove(tenant);
-                return;
+            let goal = goal_of(event);
+            if rings.all.is_none() && !rings.goals.contains_key(goal) {
+                continue;
             }
+            // Rendered once, whichever rings it goes into.
+            let published = Arc::new(FeedEvent::new(event.clone()));
+            // A send fails only when nobody listens to that ring any more:
+            // forget it.
+            if let Some(all) = &rings.all {
+                if all.send(Arc::clone(&published)).is_err() {
+                    rings.all = None;
+                }
+            }
+            if let Some(ring) = rings.goals.get(goal) {
+                if ring.send(published).is_err() {
+                    rings.goals.remove(goal);
+                }
+            }
+        }
+        if rings.is_empty() {
+            tenants.remove(tenant);
         }
     }
 
@@ -313,7 +374,7 @@ impl Engine {
         }
         // Listen before reading what is stored, so nothing committed in
         // between is missed.
-        let live = self.feed.listen(tenant)?;
+        let live = self.feed.listen(tenant, goal)?;
         Ok(Subscription {
             engine: Arc::clone(self),
             tenant: tenant.clone(),
@@ -359,16 +420,16 @@ mod tests {
             Tenant::parse("a").expect("a tenant"),
             Tenant::parse("b").expect("b tenant"),
         );
-        let first = feed.listen(&a).expect("one");
-        let _second = feed.listen(&a).expect("two");
+        let first = feed.listen(&a, None).expect("one");
+        let _second = feed.listen(&a, None).expect("two");
         assert!(matches!(
-            feed.listen(&a),
+            feed.listen(&a, None),
             Err(EngineError::TooManyStreams(2))
         ));
         // Another tenant has its own places.
-        let _other = feed.listen(&b).expect("b's first");
+        let _other = feed.listen(&b, None).expect("b's first");
         drop(first);
-        feed.listen(&a).expect("a freed place");
+        feed.listen(&a, None).expect("a freed place");
     }
 
     #[tokio::test]
@@ -379,7 +440,7 @@ mod tests {
         });
         let tenant = Tenant::parse("a").expect("a tenant");
         let goal = GoalId::generate();
-        let mut slow = feed.listen(&tenant).expect("listens");
+        let mut slow = feed.listen(&tenant, None).expect("listens");
         let events: Vec<Event> = (1..=5).map(|cursor| event(cursor, &goal)).collect();
         // Five events into a ring of two return at once.
         feed.committed(&tenant, &events);
@@ -397,7 +458,7 @@ mod tests {
         });
         let tenant = Tenant::parse("a").expect("a tenant");
         let goal = GoalId::generate();
-        let mut listener = feed.listen(&tenant).expect("listens");
+        let mut listener = feed.listen(&tenant, None).expect("listens");
         let events: Vec<Event> = (1..=MAX_SUBSCRIBER_BUFFER as u64 + 1)
             .map(|cursor| event(cursor, &goal))
             .collect();
@@ -408,6 +469,59 @@ mod tests {
         ));
     }
 
+    /// A goal's follower is handed its goal's events and nothing else, so
+    /// another goal's event does not wake it; a tenant-wide follower gets
+    /// both, from one rendering.
+    #[test]
+    fn a_goal_follower_gets_only_its_goals_events() {
+        let feed = Feed::new(FeedSettings::default());
+        let tenant = Tenant::parse("a").expect("a tenant");
+        let (mine, other) = (GoalId::generate(), GoalId::generate());
+        let mut follower = feed.listen(&tenant, Some(&mine)).expect("listens");
+        let mut everything = feed.listen(&tenant, None).expect("listens");
+        feed.committed(&tenant, &[event(1, &other), event(2, &mine)]);
+        let got = follower.try_recv().expect("its goal's event");
+        assert_eq!(got.event.cursor, 2);
+        assert!(matches!(
+            follower.try_recv(),
+            Err(broadcast::error::TryRecvError::Empty)
+        ));
+        let first = everything.try_recv().expect("the first");
+        let second = everything.try_recv().expect("the second");
+        assert_eq!((first.event.cursor, second.event.cursor), (1, 2));
+        assert!(Arc::ptr_eq(&second, &got), "rendered once for both rings");
+    }
+
+    #[test]
+    fn goal_followers_and_tenant_followers_share_the_cap() {
+        let feed = Feed::new(FeedSettings {
+            max_subscribers_per_tenant: 2,
+            ..FeedSettings::default()
+        });
+        let tenant = Tenant::parse("a").expect("a tenant");
+        let goal = GoalId::generate();
+        let one = feed.listen(&tenant, Some(&goal)).expect("one");
+        let _two = feed.listen(&tenant, None).expect("two");
+        assert_eq!(feed.subscribers(&tenant), 2);
+        assert!(matches!(
+            feed.listen(&tenant, Some(&GoalId::generate())),
+            Err(EngineError::TooManyStreams(2))
+        ));
+        drop(one);
+        feed.listen(&tenant, Some(&GoalId::generate()))
+            .expect("the freed place");
+    }
+
+    #[test]
+    fn a_goal_ring_nobody_follows_is_forgotten() {
+        let feed = Feed::new(FeedSettings::default());
+        let tenant = Tenant::parse("a").expect("a tenant");
+        let goal = GoalId::generate();
+        drop(feed.listen(&tenant, Some(&goal)).expect("listens"));
+        feed.committed(&tenant, &[event(1, &goal)]);
+        assert!(feed.tenants().is_empty());
+    }
+
     #[test]
     fn a_tenant_without_listeners_keeps_no_ring() {
         let feed = Feed::new(FeedSettings::default());
@@ -415,7 +529,7 @@ mod tests {
         let goal = GoalId::generate();
         feed.committed(&tenant, &[event(1, &goal)]);
         assert_eq!(feed.subscribers(&tenant), 0);
-        let listener = feed.listen(&tenant).expect("listens");
+        let listener = feed.listen(&tenant, None).expect("listens");
         drop(listener);
         feed.committed(&tenant, &[event(2, &goal)]);
         assert!(feed.tenants().is_empty());
