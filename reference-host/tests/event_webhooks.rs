@@ -532,9 +532,24 @@ async fn a_hanging_receiver_slows_neither_another_tenant_nor_continue() {
 /// restart stops holding anything.
 #[tokio::test]
 async fn retention_keeps_what_is_not_delivered() {
+    retention_case(&DbLocation::Memory).await;
+}
+
+/// The same on PostgreSQL, whose purge has its own query.
+#[tokio::test]
+async fn on_postgres_retention_keeps_what_is_not_delivered() {
+    let Some(server) = pg::server() else {
+        return;
+    };
+    let schema = pg::Schema::fresh(&server).await;
+    retention_case(&DbLocation::Postgres(schema.url.clone())).await;
+    schema.drop().await;
+}
+
+async fn retention_case(location: &DbLocation) {
     const HOUR_MS: u64 = 3_600_000;
     let host = Harness::with_settings(
-        &DbLocation::Memory,
+        location,
         settings(Some(Duration::from_millis(HOUR_MS))),
         Arc::new(ManualClock::fixed()),
     );
