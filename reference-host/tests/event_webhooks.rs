@@ -526,6 +526,53 @@ async fn a_hanging_receiver_slows_neither_another_tenant_nor_continue() {
     );
 }
 
+/// A name that resolves to an address the egress policy denies passes
+/// the start check (names are judged when they resolve) and is then an
+/// ordinary failed attempt: nothing is sent, the same event is retried,
+/// and it goes once the operator allows the address.
+#[tokio::test]
+async fn an_egress_denial_at_connect_time_is_retried() {
+    let host = Harness::with_settings(
+        &DbLocation::Memory,
+        EngineSettings {
+            egress: EgressPolicy::default(),
+            ..settings(None)
+        },
+        Arc::new(ManualClock::fixed()),
+    );
+    let receiver = Receiver::start(always(200)).await;
+    let url = format!("http://localhost:{}/a", receiver.addr.port());
+    let hooks = worker(&host, vec![hook(TENANT_A, &url)], LIMIT).await;
+    events_for(&host, support::A, 1).await;
+    tick(&host, &hooks).await;
+    let denied = status(&hooks, TENANT_A);
+    assert_eq!((denied.failures, denied.delivered), (1, 0));
+    assert!(
+        denied
+            .last_error
+            .as_deref()
+            .is_some_and(|error| error.contains("not called")),
+        "{denied:?}"
+    );
+    assert!(receiver.calls().is_empty());
+
+    host.engine
+        .egress()
+        .allow(AllowEntry::parse("127.0.0.1").expect("entry"));
+    host.engine
+        .egress()
+        .allow(AllowEntry::parse("::1").expect("entry"));
+    host.clock.set(denied.retry_at.expect("backing off"));
+    tick(&host, &hooks).await;
+    assert_eq!(
+        keys(&receiver.calls_to("/a")),
+        stored(&host, TENANT_A, 0)
+            .iter()
+            .map(|e| e.0)
+            .collect::<Vec<_>>()
+    );
+}
+
 /// Retention does not forget a closed goal whose events the tenant's
 /// webhook has not delivered; once delivered, it goes. A tenant without a
 /// subscription is forgotten on time, and a subscription removed at a
@@ -771,6 +818,37 @@ async fn on_postgres_one_replica_delivers_a_tenant() {
         keys(&receiver.calls_to("/a")),
         expected,
         "each once, in order"
+    );
+
+    // The holder dies (its worker stops, its claim lapses): the other
+    // replica goes on from the stored cursor, and only then.
+    let first_holds = status(&first, TENANT_A).attempts > 0;
+    assert_ne!(first_holds, status(&second, TENANT_A).attempts > 0);
+    let (dead, alive, dead_worker, alive_worker) = if first_holds {
+        (&one, &two, &first, &second)
+    } else {
+        (&two, &one, &second, &first)
+    };
+    dead_worker.stop().await;
+    events_for(dead, support::A, 1).await;
+    clock.advance(Duration::from_secs(6));
+    tick(alive, alive_worker).await;
+    assert_eq!(
+        receiver.calls_to("/a").len(),
+        16,
+        "the claim has not lapsed"
+    );
+    schema
+        .query("UPDATE event_deliveries SET claim_until_ms = 0 RETURNING tenant")
+        .await;
+    clock.advance(Duration::from_secs(6));
+    tick(alive, alive_worker).await;
+    let expected: Vec<u64> = stored(alive, TENANT_A, 0).iter().map(|e| e.0).collect();
+    assert_eq!(expected.len(), 18);
+    assert_eq!(
+        keys(&receiver.calls_to("/a")),
+        expected,
+        "taken over, none skipped"
     );
     schema.drop().await;
 }
