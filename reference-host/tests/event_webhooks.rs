@@ -526,6 +526,54 @@ async fn a_hanging_receiver_slows_neither_another_tenant_nor_continue() {
     );
 }
 
+/// A task sends at most a page of events, and at most `max_in_flight`
+/// subscriptions are served at once, taken in turn so none waits for
+/// ever.
+#[tokio::test]
+async fn a_tick_is_bounded_by_the_page_and_the_slots() {
+    let host = host();
+    let receiver = Receiver::start(always(200)).await;
+    let hooks = EventWebhooks::start(
+        Arc::clone(&host.engine),
+        vec![
+            hook(TENANT_A, &receiver.url("/a")),
+            hook(TENANT_B, &receiver.url("/b")),
+        ],
+        Settings {
+            timeout: LIMIT,
+            page: 2,
+            max_in_flight: 1,
+        },
+    )
+    .await
+    .expect("the subscriptions are stored");
+    events_for(&host, support::A, 4).await;
+    events_for(&host, B, 4).await;
+    let mut sent = Vec::new();
+    let mut served = Vec::new();
+    for _ in 0..6 {
+        let started = tick(&host, &hooks).await;
+        assert_eq!(started.len(), 1, "one slot");
+        served.push(started[0].clone());
+        sent.push((receiver.calls_to("/a").len(), receiver.calls_to("/b").len()));
+    }
+    // In turn, a page (2 events) per task: 5 events each in 3 turns.
+    assert_eq!(
+        served,
+        [TENANT_A, TENANT_B, TENANT_A, TENANT_B, TENANT_A, TENANT_B].map(tenant)
+    );
+    assert_eq!(sent, [(2, 0), (2, 2), (4, 2), (4, 4), (5, 4), (5, 5)]);
+    for (path, name) in [("/a", TENANT_A), ("/b", TENANT_B)] {
+        assert_eq!(
+            keys(&receiver.calls_to(path)),
+            stored(&host, name, 0)
+                .iter()
+                .map(|e| e.0)
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
 /// A name that resolves to an address the egress policy denies passes
 /// the start check (names are judged when they resolve) and is then an
 /// ordinary failed attempt: nothing is sent, the same event is retried,
