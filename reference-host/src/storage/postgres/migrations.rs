@@ -214,7 +214,7 @@ INSERT INTO event_cursors (tenant, newest)
 ALTER TABLE events ALTER COLUMN cursor DROP DEFAULT;
 DROP SEQUENCE events_cursor_seq;
 "#,
-    // Outbound event webhooks, as SQLite's migration 15 has them, with a
+    // Outbound event webhooks, as SQLite's migration 16 has them, with a
     // claim: the replica delivering a tenant holds its row until
     // `claim_until_ms` (the database's clock) and renews it with every
     // attempt, so exactly one replica delivers a tenant at a time, in
