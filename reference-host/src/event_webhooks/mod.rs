@@ -273,7 +273,7 @@ impl Delivery {
         let next = match self.deliver().await {
             Ok(next) => next,
             Err(error) => {
-                tracing::warn!(tenant = %self.hook.tenant, %error, "event webhook: reading the delivery state failed");
+                tracing::warn!(tenant = %self.hook.tenant, %error, "event webhook: reading or storing the delivery state failed; looking again later");
                 Next::At(self.later(NOT_HELD_RETRY_MS))
             }
         };
