@@ -9,6 +9,7 @@ use clap::Parser;
 
 use crate::choices::Choices;
 use crate::domain::egress::AllowEntry;
+use crate::domain::event_webhook::EventWebhook;
 use crate::domain::Check;
 use crate::engine::Quotas;
 use crate::serve::ConnectionLimits;
@@ -54,6 +55,10 @@ pub struct Config {
     /// The deliberate bug this host runs with, if any (the suite's kill
     /// matrix; selectable only in a build with the `mutants` feature).
     pub mutants: crate::mutants::Selection,
+    /// Outbound event webhooks: where each subscribed tenant's events are
+    /// POSTed (one URL per tenant; checked at start against the tokens
+    /// and the egress policy).
+    pub event_webhooks: Vec<EventWebhook>,
 }
 
 pub const DEFAULT_LISTEN: SocketAddr =
@@ -97,6 +102,7 @@ impl Config {
             feed: crate::engine::FeedSettings::default(),
             choices: Choices::default(),
             mutants: crate::mutants::Selection::default(),
+            event_webhooks: Vec::new(),
         }
     }
 }
@@ -345,6 +351,18 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_JUDGE", default_value = "verifier", value_parser = parse_judge)]
     pub judge: Check,
 
+    /// Send every event of TENANT (`goal.evaluated`, `goal.closed`) to URL
+    /// as a signed POST (X-Goalpost-Signature, as arm calls are signed;
+    /// Idempotency-Key = the event's cursor), in order, retried with
+    /// backoff (1 s doubling to 5 min) until it answers 2xx: at least
+    /// once. One URL per tenant; repeat for more tenants. A new or changed
+    /// URL starts with the tenant's next event. The tenant must have a
+    /// token, and the URL must be one the egress policy allows
+    /// (--webhook-allow for internal addresses). The environment variable
+    /// takes a comma-separated list.
+    #[arg(long = "event-webhook", env = "GOALPOST_HOST_EVENT_WEBHOOKS", value_name = "TENANT=URL", value_delimiter = ',', value_parser = EventWebhook::parse)]
+    pub event_webhooks: Vec<EventWebhook>,
+
     /// The kill matrix's options (a build with the `mutants` feature
     /// only).
     #[command(flatten)]
@@ -393,6 +411,7 @@ impl Args {
                 coalesce: Duration::from_millis(self.events_coalesce_ms),
             },
             mutants: self.mutants,
+            event_webhooks: self.event_webhooks,
         }
     }
 }
@@ -546,6 +565,38 @@ mod tests {
             }
         );
         assert!(parse(&["--judge", "oracle"]).is_err());
+    }
+
+    #[test]
+    fn event_webhooks_are_tenant_url_pairs() {
+        assert!(parse(&[]).expect("valid").event_webhooks.is_empty());
+        let config = parse(&[
+            "--event-webhook",
+            "acme=https://hooks.example/goalpost",
+            "--event-webhook",
+            "globex=http://10.0.0.7:8080/in?x=1",
+        ])
+        .expect("valid");
+        let shown: Vec<String> = config
+            .event_webhooks
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "acme=https://hooks.example/goalpost",
+                "globex=http://10.0.0.7:8080/in?x=1"
+            ]
+        );
+        for bad in [
+            "acme",
+            "acme=ftp://x.example/",
+            "=http://x.example/",
+            "acme=nope",
+        ] {
+            assert!(parse(&["--event-webhook", bad]).is_err(), "{bad}");
+        }
     }
 
     #[test]

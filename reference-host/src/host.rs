@@ -12,7 +12,9 @@ use tokio::task::JoinHandle;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{read_tokens_file, Config, TokensFileError};
 use crate::domain::egress::{AllowEntry, EgressPolicy};
+use crate::domain::event_webhook::check_subscriptions;
 use crate::engine::{Engine, EngineError, EngineSettings, Feed, VerifierFileError};
+use crate::event_webhooks::EventWebhooks;
 use crate::http::{app, AppState, TokenError, Tokens};
 use crate::scheduler::Scheduler;
 use crate::storage::{Store, StoreError};
@@ -45,6 +47,8 @@ pub enum HostError {
     Verifiers(#[from] VerifierFileError),
     #[error("cannot use --webhook-ca {path}: {reason}")]
     WebhookCa { path: String, reason: String },
+    #[error("cannot deliver event webhooks: {0}")]
+    EventWebhook(String),
 }
 
 pub struct RunningHost {
@@ -52,6 +56,8 @@ pub struct RunningHost {
     shutdown: watch::Sender<bool>,
     server: JoinHandle<std::io::Result<()>>,
     scheduler: JoinHandle<()>,
+    /// The event webhook worker, when any tenant is subscribed.
+    deliveries: Option<JoinHandle<()>>,
     egress: SharedEgress,
     feed: Arc<Feed>,
 }
@@ -81,6 +87,7 @@ impl RunningHost {
         if tokens.is_empty() {
             tracing::warn!("no tokens configured: every goal endpoint will answer 401");
         }
+        check_event_webhooks(&config, &pairs)?;
         let location = config.db.clone();
         let mutants = config.mutants.clone();
         let store: Arc<dyn Store> =
@@ -126,6 +133,14 @@ impl RunningHost {
             let loaded = engine.load_verifier_file(path).await?;
             tracing::info!(loaded, path = %path.display(), "criteria verifiers loaded");
         }
+        // Always stored, none included: a subscription the operator
+        // removed stops holding its tenant's undelivered events.
+        let deliveries = EventWebhooks::start(
+            Arc::clone(&engine),
+            config.event_webhooks.clone(),
+            crate::event_webhooks::Settings::default(),
+        )
+        .await?;
         let purged = engine.purge_idempotency_keys().await?;
         if purged > 0 {
             tracing::info!(purged, "expired idempotency keys forgotten");
@@ -160,6 +175,12 @@ impl RunningHost {
             config.connections,
             signal.clone(),
         ));
+        let deliveries = (!config.event_webhooks.is_empty()).then(|| {
+            for hook in &config.event_webhooks {
+                tracing::info!(tenant = %hook.tenant, url = %hook.url, "event webhook subscribed");
+            }
+            tokio::spawn(Arc::new(deliveries).run(config.tick, signal.clone()))
+        });
         let scheduler = Arc::new(Scheduler::new(engine));
         let scheduler = tokio::spawn(scheduler.run(clock, config.tick, SHUTDOWN_GRACE, signal));
         tracing::info!(%addr, db = %config.db, seams = config.conformance_seams, "goalpost-host listening");
@@ -168,6 +189,7 @@ impl RunningHost {
             shutdown,
             server,
             scheduler,
+            deliveries,
             egress,
             feed,
         })
@@ -207,5 +229,31 @@ impl RunningHost {
         if let Err(error) = self.scheduler.await {
             tracing::error!(%error, "scheduler task failed");
         }
+        if let Some(deliveries) = self.deliveries {
+            if let Err(error) = deliveries.await {
+                tracing::error!(%error, "event webhook task failed");
+            }
+        }
     }
+}
+
+/// Refuses event webhooks the host could never serve: a tenant no token
+/// belongs to, a second URL for one tenant, or a URL the egress policy
+/// denies (names are judged again, by what they resolve to, on every
+/// POST).
+fn check_event_webhooks(config: &Config, pairs: &[(String, String)]) -> Result<(), HostError> {
+    check_subscriptions(&config.event_webhooks, |tenant| {
+        pairs.iter().any(|(_, known)| known == tenant.as_str())
+    })
+    .map_err(|error| HostError::EventWebhook(error.to_string()))?;
+    let policy = EgressPolicy::new(config.webhook_allow.clone());
+    for hook in &config.event_webhooks {
+        policy.check_url(&hook.url).map_err(|denied| {
+            HostError::EventWebhook(format!(
+                "--event-webhook {}: {denied} (allow it with --webhook-allow)",
+                hook
+            ))
+        })?;
+    }
+    Ok(())
 }

@@ -25,6 +25,7 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod engine;
+pub mod event_webhooks;
 pub mod future;
 pub mod host;
 pub mod http;

@@ -7,6 +7,7 @@ pub mod criteria;
 pub mod decide;
 pub mod egress;
 pub mod event;
+pub mod event_webhook;
 pub mod goal;
 pub mod ids;
 pub mod money;

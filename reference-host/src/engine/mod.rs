@@ -4,6 +4,7 @@
 mod cancel;
 mod egress;
 mod error;
+mod event_webhooks;
 mod faults;
 mod feed;
 mod goals;
@@ -33,6 +34,7 @@ use crate::webhook::{
 
 pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
+pub use event_webhooks::{EVENT_TYPE_HEADER, IDEMPOTENCY_KEY_HEADER};
 pub use faults::{Decision, Faults, NoFaults};
 pub use feed::{
     Feed, FeedEvent, FeedItem, FeedSettings, Subscription, DEFAULT_COALESCE, DEFAULT_HEARTBEAT,
@@ -126,6 +128,9 @@ pub struct ContinueOutcome {
 pub struct Engine {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    /// The webhook client, for calls that are neither an arm's nor a
+    /// judge's (event webhooks).
+    notifier: Arc<WebhookClient>,
     arms: Arms,
     judges: Judges,
     locks: GoalLocks,
@@ -197,6 +202,7 @@ impl Engine {
         Engine {
             store,
             clock,
+            notifier: Arc::clone(&webhooks),
             arms: Arms::new(Arc::clone(&webhooks)),
             judges: Judges::new(webhooks),
             locks: GoalLocks::default(),

@@ -426,4 +426,25 @@ impl Store for ReplicaMemory {
             Ok(purged)
         })
     }
+
+    fn configure_event_deliveries(&self, subscriptions: &[(Tenant, String)]) -> Pending<()> {
+        self.inner.configure_event_deliveries(subscriptions)
+    }
+
+    fn claim_event_delivery(
+        &self,
+        tenant: &Tenant,
+        url: &str,
+    ) -> Pending<Option<crate::storage::DeliveryState>> {
+        self.inner.claim_event_delivery(tenant, url)
+    }
+
+    fn record_event_delivery(
+        &self,
+        tenant: &Tenant,
+        url: &str,
+        state: &crate::storage::DeliveryState,
+    ) -> Pending<bool> {
+        self.inner.record_event_delivery(tenant, url, state)
+    }
 }

@@ -350,6 +350,21 @@ INSERT INTO tenant_feed (tenant, cursor, goal_id, sequence, at_ms)
     r"
 CREATE UNIQUE INDEX runs_one_per_iteration ON runs (goal_id, iteration);
 ",
+    // Outbound event webhooks (`event_webhooks/`): one row per subscribed
+    // tenant, the URL its events go to and the newest cursor delivered
+    // there, plus the backoff of the next event, so a restart resumes
+    // where delivery stood (and does not hammer a receiver that was
+    // failing). The claim columns are the PostgreSQL store's (one replica
+    // delivers a tenant at a time); here one process owns the file.
+    r"
+CREATE TABLE event_deliveries (
+    tenant      TEXT PRIMARY KEY,
+    url         TEXT NOT NULL,
+    delivered   INTEGER NOT NULL CHECK (delivered >= 0),
+    failures    INTEGER NOT NULL DEFAULT 0 CHECK (failures >= 0),
+    retry_at_ms INTEGER
+) WITHOUT ROWID;
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {

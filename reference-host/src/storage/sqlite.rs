@@ -17,8 +17,8 @@ use super::migrations::migrate;
 use super::readers::Readers;
 use super::record::{from_json, to_json, ChangeRecords, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
-    CreateGuard, DbLocation, EventSink, Inserted, RunEnd, RunReservation, Store, StoreError,
-    StoredKey, StoredRun, Written,
+    CreateGuard, DbLocation, DeliveryState, EventSink, Inserted, RunEnd, RunReservation, Store,
+    StoreError, StoredKey, StoredRun, Written,
 };
 use crate::domain::{
     parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
@@ -1007,11 +1007,7 @@ impl Store for SqliteStore {
         });
         self.writer.submit_then(
             move |connection| {
-                let purged = ids(
-                    connection,
-                    "SELECT id FROM goals WHERE closed_ms <= ?1 ORDER BY closed_ms LIMIT ?2",
-                    params![at_ms, limit],
-                )?;
+                let purged = ids(connection, PURGEABLE, params![at_ms, limit])?;
                 // Children first: with foreign keys on, a goal that rows
                 // still name cannot go. The goal's delete trigger takes it
                 // off its tenant's total.
@@ -1025,9 +1021,19 @@ impl Store for SqliteStore {
                            AND cursor IN (SELECT record_id FROM goal_log
                                           WHERE goal_id = CAST(?1 AS TEXT)
                                             AND kind = 'event' AND record_id IS NOT NULL)",
+                        // The newest record keeps its id, emptied: SQLite
+                        // numbers a record one past the largest id, so
+                        // deleting the newest would hand its id (a tenant
+                        // cursor) out again, and a stream or event webhook
+                        // already past that cursor would skip the new event.
+                        "UPDATE log_records SET record = ''
+                         WHERE id = (SELECT MAX(id) FROM log_records)
+                           AND id IN (SELECT record_id FROM goal_log
+                                      WHERE goal_id = CAST(?1 AS TEXT) AND record_id IS NOT NULL)",
                         "DELETE FROM log_records WHERE id IN
                              (SELECT record_id FROM goal_log
-                              WHERE goal_id = CAST(?1 AS TEXT) AND record_id IS NOT NULL)",
+                              WHERE goal_id = CAST(?1 AS TEXT) AND record_id IS NOT NULL)
+                           AND id < (SELECT MAX(id) FROM log_records)",
                         "DELETE FROM goal_log WHERE goal_id = CAST(?1 AS TEXT)",
                         "DELETE FROM runs WHERE goal_id = ?1",
                         "DELETE FROM idempotency_keys WHERE goal_id = ?1",
@@ -1045,6 +1051,114 @@ impl Store for SqliteStore {
     fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError> {
         self.read(|connection| super::next_due::next_due_after(connection, after))
     }
+
+    fn configure_event_deliveries(&self, subscriptions: &[(Tenant, String)]) -> Pending<()> {
+        let subscriptions: Vec<(String, String)> = subscriptions
+            .iter()
+            .map(|(tenant, url)| (tenant.as_str().to_string(), url.clone()))
+            .collect();
+        self.writer.submit(move |connection| {
+            for (tenant, url) in &subscriptions {
+                connection
+                    .prepare_cached(
+                        "INSERT INTO event_deliveries (tenant, url, delivered, failures, retry_at_ms)
+                         VALUES (?1, ?2,
+                                 COALESCE((SELECT MAX(cursor) FROM tenant_feed
+                                           WHERE tenant = CAST(?1 AS TEXT)), 0),
+                                 0, NULL)
+                         ON CONFLICT (tenant) DO UPDATE
+                         SET url = excluded.url, delivered = excluded.delivered,
+                             failures = 0, retry_at_ms = NULL
+                         WHERE event_deliveries.url <> excluded.url",
+                    )?
+                    .execute(params![tenant, url])?;
+            }
+            let stored: Vec<String> = connection
+                .prepare_cached("SELECT tenant FROM event_deliveries")?
+                .query_map([], |row| row.get(0))?
+                .collect::<Result<_, _>>()?;
+            for tenant in stored {
+                if !subscriptions.iter().any(|(kept, _)| *kept == tenant) {
+                    connection
+                        .prepare_cached("DELETE FROM event_deliveries WHERE tenant = ?1")?
+                        .execute(params![tenant])?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// One process owns a SQLite file: nobody else can hold the claim.
+    fn claim_event_delivery(&self, tenant: &Tenant, url: &str) -> Pending<Option<DeliveryState>> {
+        let read = self.read(|connection| {
+            let row = connection
+                .prepare_cached(
+                    "SELECT delivered, failures, retry_at_ms FROM event_deliveries
+                     WHERE tenant = ?1 AND url = ?2",
+                )?
+                .query_row(params![tenant.as_str(), url], delivery_state)
+                .optional()?;
+            row.map(into_delivery_state).transpose()
+        });
+        Box::pin(std::future::ready(read))
+    }
+
+    fn record_event_delivery(
+        &self,
+        tenant: &Tenant,
+        url: &str,
+        state: &DeliveryState,
+    ) -> Pending<bool> {
+        let (tenant, url) = (tenant.as_str().to_string(), url.to_string());
+        let delivered = match int(state.delivered) {
+            Ok(delivered) => delivered,
+            Err(error) => return failed(error),
+        };
+        let failures = i64::from(state.failures);
+        let retry_at_ms = state.retry_at.map(Timestamp::unix_ms);
+        self.writer.submit(move |connection| {
+            let written = connection
+                .prepare_cached(
+                    "UPDATE event_deliveries
+                     SET delivered = MAX(delivered, ?3), failures = ?4, retry_at_ms = ?5
+                     WHERE tenant = ?1 AND url = ?2",
+                )?
+                .execute(params![tenant, url, delivered, failures, retry_at_ms])?;
+            Ok(written == 1)
+        })
+    }
+}
+
+/// Retention's batch: the longest closed goals, except any whose newest
+/// event (a closed goal's last `event` entry) its tenant's event webhook
+/// has not delivered yet.
+const PURGEABLE: &str = "SELECT id FROM goals WHERE closed_ms <= ?1
+       AND NOT EXISTS (
+           SELECT 1 FROM event_deliveries AS d
+           WHERE d.tenant = goals.tenant
+             AND d.delivered < (SELECT log.record_id FROM goal_log AS log
+                                WHERE log.goal_id = goals.id AND log.kind = 'event'
+                                ORDER BY log.entry DESC LIMIT 1))
+     ORDER BY closed_ms LIMIT ?2";
+
+fn delivery_state(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, i64, Option<i64>)> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+}
+
+fn into_delivery_state(
+    (delivered, failures, retry_at_ms): (i64, i64, Option<i64>),
+) -> Result<DeliveryState, StoreError> {
+    Ok(DeliveryState {
+        delivered: unsigned(delivered)?,
+        failures: u32::try_from(failures).unwrap_or(u32::MAX),
+        retry_at: match retry_at_ms {
+            None => None,
+            Some(ms) => Some(
+                Timestamp::from_unix_ms(ms)
+                    .ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms}")))?,
+            ),
+        },
+    })
 }
 
 /// The events of one write: sequences on from the goal's `last`, cursors
@@ -1844,10 +1958,7 @@ mod retention_tests {
     /// first, without reading open goals or sorting.
     #[test]
     fn the_batch_seeks_the_closed_index() {
-        let text = crate::storage::query_plan(
-            "SELECT id FROM goals WHERE closed_ms <= ?1 ORDER BY closed_ms LIMIT ?2",
-            params![0, 10],
-        );
+        let text = crate::storage::query_plan(PURGEABLE, params![0, 10]);
         assert!(
             text.contains("USING INDEX goals_closed (closed_ms<?)"),
             "{text}"

@@ -224,32 +224,9 @@ impl WebhookClient {
             .as_ref()
             .map_err(|error| WebhookError::Unavailable(error.clone()))?;
         let body = self.faults.request_body(body);
-        let parsed =
-            url::Url::parse(url).map_err(|error| WebhookError::Transport(error.to_string()))?;
-        // The resolver never sees an IP literal: judge it here.
-        if let (Some(host), Some(port)) = (parsed.host(), parsed.port_or_known_default()) {
-            self.egress
-                .policy()
-                .check_host(&host, port)
-                .map_err(|denied| WebhookError::Denied(denied.to_string()))?;
-        }
         let bytes = serde_json::to_vec(&*body)
             .map_err(|error| WebhookError::Unavailable(format!("body: {error}")))?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| {
-                i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
-            });
-        let mut request = http
-            .post(parsed)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(TENANT_HEADER, caller.tenant)
-            .header(GOAL_HEADER, caller.goal);
-        if let Some(signing) = &self.signing {
-            let key = signing.key_for(caller.tenant);
-            request = request.header(SIGNATURE_HEADER, signature::sign(&key, now, &bytes));
-        }
-        let request = request.body(bytes);
+        let request = self.signed(http, url, bytes, caller)?;
         let exchange = async {
             let mut response = request.send().await.map_err(|error| failure(&error))?;
             let status = self.faults.status(response.status());
@@ -301,6 +278,74 @@ impl WebhookClient {
                 }
             })?;
         Ok(answer)
+    }
+}
+
+impl WebhookClient {
+    /// A JSON `POST` of `bytes` to `url` with the caller's headers and,
+    /// when calls are signed, the signature over `bytes` under the
+    /// tenant's key: the one way every call is made. An IP literal the
+    /// egress policy denies is refused here (names are judged by the
+    /// resolver when they resolve).
+    fn signed(
+        &self,
+        http: &reqwest::Client,
+        url: &str,
+        bytes: Vec<u8>,
+        caller: Caller<'_>,
+    ) -> Result<reqwest::RequestBuilder, WebhookError> {
+        let parsed =
+            url::Url::parse(url).map_err(|error| WebhookError::Transport(error.to_string()))?;
+        // The resolver never sees an IP literal: judge it here.
+        if let (Some(host), Some(port)) = (parsed.host(), parsed.port_or_known_default()) {
+            self.egress
+                .policy()
+                .check_host(&host, port)
+                .map_err(|denied| WebhookError::Denied(denied.to_string()))?;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
+            });
+        let mut request = http
+            .post(parsed)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(TENANT_HEADER, caller.tenant)
+            .header(GOAL_HEADER, caller.goal);
+        if let Some(signing) = &self.signing {
+            let key = signing.key_for(caller.tenant);
+            request = request.header(SIGNATURE_HEADER, signature::sign(&key, now, &bytes));
+        }
+        Ok(request.body(bytes))
+    }
+
+    /// POSTs the JSON `bytes` to `url` as [`WebhookClient::call`] does
+    /// (signed for `caller`'s tenant, egress-checked, no redirects), with
+    /// `headers` besides, within `timeout`, and returns the answer's
+    /// status without reading its body: a notification (an event webhook)
+    /// only needs to know whether the receiver took it.
+    pub async fn notify(
+        &self,
+        url: &str,
+        bytes: Vec<u8>,
+        headers: &[(&'static str, String)],
+        caller: Caller<'_>,
+        timeout: Duration,
+    ) -> Result<u16, WebhookError> {
+        let http = self
+            .http
+            .as_ref()
+            .map_err(|error| WebhookError::Unavailable(error.clone()))?;
+        let mut request = self.signed(http, url, bytes, caller)?;
+        for (name, value) in headers {
+            request = request.header(*name, value.as_str());
+        }
+        let response = tokio::time::timeout(timeout, request.send())
+            .await
+            .map_err(|_| WebhookError::Timeout(timeout))?
+            .map_err(|error| failure(&error))?;
+        Ok(response.status().as_u16())
     }
 }
 

@@ -214,6 +214,23 @@ INSERT INTO event_cursors (tenant, newest)
 ALTER TABLE events ALTER COLUMN cursor DROP DEFAULT;
 DROP SEQUENCE events_cursor_seq;
 "#,
+    // Outbound event webhooks, as SQLite's migration 16 has them, with a
+    // claim: the replica delivering a tenant holds its row until
+    // `claim_until_ms` (the database's clock) and renews it with every
+    // attempt, so exactly one replica delivers a tenant at a time, in
+    // cursor order; a replica that dies lets the claim lapse and another
+    // goes on from the stored cursor.
+    r#"
+CREATE TABLE event_deliveries (
+    tenant         text COLLATE "C" PRIMARY KEY,
+    url            text NOT NULL,
+    delivered      bigint NOT NULL CHECK (delivered >= 0),
+    failures       integer NOT NULL DEFAULT 0 CHECK (failures >= 0),
+    retry_at_ms    bigint,
+    claimed_by     text,
+    claim_until_ms bigint
+);
+"#,
 ];
 
 /// Applies the migrations this database has not had, in one transaction
