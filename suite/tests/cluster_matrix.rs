@@ -162,7 +162,7 @@ fn published_cluster() -> BTreeMap<String, String> {
 #[test]
 fn a_clean_cluster_certifies_and_every_postgres_mutant_is_killed() {
     let Some(server) =
-        common::postgres::server("the cluster kill matrix (three replicas on PostgreSQL)")
+        goalpost_test_postgres::server("the cluster kill matrix (three replicas on PostgreSQL)")
     else {
         return;
     };

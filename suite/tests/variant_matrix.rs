@@ -585,7 +585,7 @@ fn cluster_summary(run: &Result<(Run, Run), String>) -> String {
 
 #[test]
 fn every_variant_as_a_cluster_passes_each_cluster_requirement_it_can_be_judged_on() {
-    let Some(server) = common::postgres::server(
+    let Some(server) = goalpost_test_postgres::server(
         "the variant matrix's cluster half (each conforming variant as three replicas on PostgreSQL)",
     ) else {
         return;
