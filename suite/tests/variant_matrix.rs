@@ -397,24 +397,13 @@ fn every_variant_is_certified_where_its_choice_is_legal_and_fails_only_its_pins(
     // A variant that looked wrong under the matrix's load runs again with
     // little else going on; what it gets wrong then is what the suite gets
     // wrong about it.
-    let rechecked = common::in_parallel(suspects, RECHECK_JOBS, |(variant, expected, first)| {
+    let mut found = recheck("variant-matrix", suspects, |variant, expected| {
         let run = run_suite(variant);
-        let again = match (verdict(&expected, &run), &run) {
+        match (verdict(expected, &run), &run) {
             (found, Ok(run)) if found.is_empty() => published_differences(variant, run),
             (found, _) => found,
-        };
-        (variant, first, again)
-    });
-    let mut found = Vec::new();
-    for (variant, first, again) in rechecked {
-        if again.is_empty() {
-            eprintln!(
-                "variant-matrix: {variant} passes when run again: the first run lost a timing race to the load:\n  {}",
-                first.join("\n  ")
-            );
         }
-        found.extend(again);
-    }
+    });
     eprintln!(
         "variant-matrix: {} variants, {} at a time, {:.1} s in all",
         REGISTRY.len(),
@@ -427,6 +416,31 @@ fn every_variant_is_certified_where_its_choice_is_legal_and_fails_only_its_pins(
         "the variant matrix failed:\n{}",
         found.join("\n")
     );
+}
+
+/// Runs each suspect (a variant, what is expected of it and what its first
+/// run got wrong) again, [`RECHECK_JOBS`] at a time, and answers what
+/// `again` still finds wrong; one that passes now lost a timing race to
+/// the load the first time, and the log says so under `label`.
+fn recheck(
+    label: &str,
+    suspects: Vec<(Variant, Expectation, Vec<String>)>,
+    again: impl Fn(Variant, &Expectation) -> Vec<String> + Sync,
+) -> Vec<String> {
+    let rechecked = common::in_parallel(suspects, RECHECK_JOBS, |(variant, expected, first)| {
+        (variant, first, again(variant, &expected))
+    });
+    let mut found = Vec::new();
+    for (variant, first, again) in rechecked {
+        if again.is_empty() {
+            eprintln!(
+                "{label}: {variant} passes when run again: the first run lost a timing race to the load:\n  {}",
+                first.join("\n  ")
+            );
+        }
+        found.extend(again);
+    }
+    found
 }
 
 /// Where the variant's published report (reports/variants/NAME, behind
@@ -614,20 +628,9 @@ fn every_variant_as_a_cluster_passes_each_cluster_requirement_it_can_be_judged_o
     }
     // As in the single-host half: a variant that looked wrong under the
     // load runs again with little else going on.
-    let rechecked = common::in_parallel(suspects, RECHECK_JOBS, |(variant, expected, first)| {
-        let run = run_cluster(&server, variant);
-        (variant, first, cluster_verdict(&expected, &run))
+    let mut found = recheck("variant-cluster", suspects, |variant, expected| {
+        cluster_verdict(expected, &run_cluster(&server, variant))
     });
-    let mut found = Vec::new();
-    for (variant, first, again) in rechecked {
-        if again.is_empty() {
-            eprintln!(
-                "variant-cluster: {variant} passes when run again: the first run lost a timing race to the load:\n  {}",
-                first.join("\n  ")
-            );
-        }
-        found.extend(again);
-    }
     eprintln!(
         "variant-cluster: {} variants as {CLUSTER_REPLICAS} replicas each, {jobs} at a time, {:.1} s in all",
         REGISTRY.len(),
