@@ -505,6 +505,8 @@ fn run_cluster(server: &str, variant: Variant) -> Result<(Run, Run), String> {
         "variant-cluster-host",
         only_cluster,
     )?;
+    // `cv_<variant>_<random>`: a schema left behind names the cluster
+    // variant run that made it.
     let replicas = common::postgres::run_on_replicas(
         server,
         &format!("cv_{}", variant.name()),
