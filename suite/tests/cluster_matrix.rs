@@ -22,8 +22,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 
+use common::kills::{verdict, Declared, Dispositions};
 use goalpost_host::mutants::Mutant;
-use goalpost_host::storage::DbLocation;
 use serde_json::Value;
 
 const SECRET: &str = "goalpost-cluster-matrix-secret";
@@ -32,168 +32,45 @@ const REPLICAS: usize = 3;
 /// Runs at once: each holds three replicas' pools on one PostgreSQL.
 const DEFAULT_JOBS: usize = 3;
 
-const SKIP_REASON: &str = "SKIPPED: GOALPOST_TEST_POSTGRES is not set, so the cluster kill matrix \
-     (three replicas on PostgreSQL) did not run; enable it with \
-     `export GOALPOST_TEST_POSTGRES=$(scripts/start-postgres.sh)` (starts PostgreSQL 15 and prints the URL)";
-
-/// The server's URL, or `None` after printing why the test is skipped
-/// (straight to stderr: the harness swallows a passing test's `eprintln!`).
-fn server() -> Option<String> {
-    match std::env::var("GOALPOST_TEST_POSTGRES") {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_string()),
-        _ => {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "{SKIP_REASON}");
-            None
-        }
-    }
-}
-
-fn listed(file: &str, key: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(common::scenarios().join(file)).expect(file);
-    let value: Value = serde_json::from_str(&text).expect("JSON");
-    value[key].as_array().expect(key).clone()
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// One mutant scenarios/mutants.json marks `cluster`.
-#[derive(Debug)]
-struct Declared {
-    mutant: Mutant,
-    name: String,
-    breaks: Vec<String>,
-    collateral: Vec<String>,
-}
-
+/// The mutants scenarios/mutants.json marks `cluster`.
 fn declared() -> Vec<Declared> {
-    listed("mutants.json", "mutants")
-        .iter()
-        .filter(|entry| entry["cluster"].as_bool() == Some(true))
-        .map(|entry| {
-            let name = entry["name"].as_str().expect("a name").to_string();
-            Declared {
-                mutant: Mutant::parse(&name)
-                    .unwrap_or_else(|| panic!("mutants.json names unknown mutant {name}")),
-                name,
-                breaks: strings(&entry["breaks"]),
-                collateral: strings(&entry["collateral"]),
-            }
-        })
+    common::kills::declared()
+        .into_iter()
+        .filter(|info| info.cluster)
         .collect()
 }
 
 /// Requirement id → level, for the `cluster` profile.
 fn levels() -> BTreeMap<String, String> {
-    listed("requirements.json", "requirements")
-        .iter()
-        .filter(|r| r["profile"] == PROFILE)
-        .filter_map(|r| {
-            Some((
-                r["id"].as_str()?.to_string(),
-                r["level"].as_str()?.to_string(),
-            ))
-        })
-        .collect()
+    common::kills::levels(|requirement| requirement["profile"] == PROFILE)
 }
 
+/// One run of the `cluster` profile against the replicas.
 #[derive(Debug, Clone, Default)]
-struct Dispositions {
-    of: BTreeMap<String, String>,
-    messages: BTreeMap<String, String>,
+struct ClusterRun {
+    dispositions: Dispositions,
     certified: bool,
     /// The scenarios that failed or errored, with their outcome.
     failed: Vec<String>,
 }
 
-/// A schema made for one run, on the server of `GOALPOST_TEST_POSTGRES`.
-struct Schema {
-    name: String,
-    url: String,
-    server: String,
-}
-
-async fn execute(url: &str, sql: &str) -> Result<(), String> {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .map_err(|error| format!("cannot reach GOALPOST_TEST_POSTGRES: {error}"))?;
-    let connection = tokio::spawn(connection);
-    let result = client
-        .batch_execute(sql)
-        .await
-        .map_err(|error| format!("{sql}: {error}"));
-    drop(client);
-    let _ = connection.await;
-    result
-}
-
-impl Schema {
-    fn fresh(
-        runtime: &tokio::runtime::Runtime,
-        server: &str,
-        label: &str,
-    ) -> Result<Schema, String> {
-        let random = uuid::Uuid::new_v4().simple().to_string();
-        let name = format!("cluster_{}_{}", label.replace('-', "_"), &random[..12]);
-        runtime.block_on(execute(server, &format!("CREATE SCHEMA {name}")))?;
-        let separator = if server.contains('?') { '&' } else { '?' };
-        Ok(Schema {
-            url: format!("{server}{separator}options=-c%20search_path%3D{name}"),
-            name,
-            server: server.to_string(),
-        })
-    }
-
-    fn drop(self, runtime: &tokio::runtime::Runtime) {
-        let dropped = runtime.block_on(execute(
-            &self.server,
-            &format!("DROP SCHEMA {} CASCADE", self.name),
-        ));
-        if let Err(error) = dropped {
-            eprintln!("cluster-matrix: schema {} left behind: {error}", self.name);
-        }
-    }
-}
-
 /// The `cluster` profile against three replicas running `mutant` (`None`:
 /// the clean host) on a fresh schema.
-fn run_cluster(server: &str, mutant: Option<Mutant>) -> Result<Dispositions, String> {
-    let label = mutant.map_or("clean", Mutant::name);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| error.to_string())?;
-    let schema = Schema::fresh(&runtime, server, label)?;
-    let callback = common::callback_listen()?;
-    let configs = (0..REPLICAS)
-        .map(|_| {
-            let mut config = common::host_config(SECRET, callback)?;
-            config.db = DbLocation::Postgres(schema.url.clone());
+fn run_cluster(server: &str, mutant: Option<Mutant>) -> Result<ClusterRun, String> {
+    let label = format!("cluster_{}", mutant.map_or("clean", Mutant::name));
+    let report = common::postgres::run_on_replicas(
+        server,
+        &label,
+        REPLICAS,
+        SECRET,
+        "cluster-matrix",
+        |mut config| {
             config.mutants.mutant = mutant;
-            Ok(config)
-        })
-        .collect::<Result<Vec<_>, String>>();
-    let report = configs.and_then(|configs| {
-        common::run_suite_on(configs, SECRET, callback, "cluster-matrix", |run| {
-            run.profiles = Some(BTreeSet::from([PROFILE.to_string()]));
-        })
-    });
-    schema.drop(&runtime);
-    let report = report?;
-    let mut dispositions = Dispositions {
-        certified: report.profiles.get(PROFILE).is_some_and(|p| p.certified),
-        ..Dispositions::default()
-    };
+            config
+        },
+        |run| run.profiles = Some(BTreeSet::from([PROFILE.to_string()])),
+    )?;
+    let mut failed = Vec::new();
     for scenario in &report.scenarios {
         if scenario.outcome.is_failure() {
             // Which step: the message's first line names it.
@@ -203,75 +80,25 @@ fn run_cluster(server: &str, mutant: Option<Mutant>) -> Result<Dispositions, Str
                 .and_then(|message| message.lines().next())
                 .and_then(|line| line.split_once(" step "))
                 .map_or(String::new(), |(_, step)| format!(" at step {step}"));
-            dispositions
-                .failed
-                .push(format!("{} ({}){step}", scenario.name, scenario.outcome));
+            failed.push(format!("{} ({}){step}", scenario.name, scenario.outcome));
         }
     }
-    for requirement in report.requirements {
-        if requirement.profile != PROFILE {
-            continue;
-        }
-        if let Some(message) = requirement.message {
-            dispositions
-                .messages
-                .insert(requirement.id.clone(), message);
-        }
-        dispositions
-            .of
-            .insert(requirement.id, requirement.disposition.to_string());
-    }
-    Ok(dispositions)
+    Ok(ClusterRun {
+        dispositions: Dispositions::of_report(&report, |profile| profile == PROFILE),
+        certified: report.profiles.get(PROFILE).is_some_and(|p| p.certified),
+        failed,
+    })
 }
 
-fn killed(disposition: &str, level: &str) -> bool {
-    match disposition {
-        "fail" | "error" => true,
-        "advisory" => level == "SHOULD",
-        _ => false,
-    }
-}
-
-/// Everything wrong with `mutant`'s run, measured against `clean`.
+/// Everything wrong with `info`'s run, measured against the clean cluster.
 fn problems(
     info: &Declared,
-    run: &Result<Dispositions, String>,
+    run: &Result<ClusterRun, String>,
     clean: &Dispositions,
     levels: &BTreeMap<String, String>,
 ) -> Vec<String> {
-    let run = match run {
-        Ok(run) => run,
-        Err(error) => return vec![format!("{}: {error}", info.name)],
-    };
-    let mut found = Vec::new();
-    for id in &info.breaks {
-        let level = levels.get(id).map_or("MUST", String::as_str);
-        match run.of.get(id).map(String::as_str) {
-            Some(disposition) if killed(disposition, level) => {}
-            other => found.push(format!(
-                "{}: survived: {id} ({level}) is `{}`{}",
-                info.name,
-                other.unwrap_or("(absent)"),
-                run.messages
-                    .get(id)
-                    .map_or(String::new(), |message| format!(": {message}"))
-            )),
-        }
-    }
-    for (id, disposition) in &run.of {
-        if info.breaks.contains(id) || info.collateral.contains(id) {
-            continue;
-        }
-        let expected = clean.of.get(id).map_or("(absent)", String::as_str);
-        if disposition != expected {
-            found.push(format!(
-                "{}: collateral: {id} is `{disposition}` (clean cluster: `{expected}`) but the mutant does not declare it: {}",
-                info.name,
-                run.messages.get(id).map_or("", String::as_str)
-            ));
-        }
-    }
-    found
+    let run = run.as_ref().map(|run| run.dispositions.clone());
+    verdict(info, &run.map_err(Clone::clone), clean, levels)
 }
 
 #[test]
@@ -334,7 +161,11 @@ fn published_cluster() -> BTreeMap<String, String> {
 
 #[test]
 fn a_clean_cluster_certifies_and_every_postgres_mutant_is_killed() {
-    let Some(server) = server() else { return };
+    let Some(server) =
+        goalpost_test_postgres::server("the cluster kill matrix (three replicas on PostgreSQL)")
+    else {
+        return;
+    };
     let started = Instant::now();
     let levels = levels();
     let declared = declared();
@@ -362,6 +193,8 @@ fn a_clean_cluster_certifies_and_every_postgres_mutant_is_killed() {
         clean = run_cluster(&server, None)
             .unwrap_or_else(|error| panic!("the clean cluster's run failed: {error}"));
     }
+    let clean_run = clean;
+    let clean = clean_run.dispositions;
     let unclean: Vec<String> = clean
         .of
         .iter()
@@ -374,7 +207,7 @@ fn a_clean_cluster_certifies_and_every_postgres_mutant_is_killed() {
         })
         .collect();
     assert!(
-        unclean.is_empty() && clean.certified && clean.of.len() == levels.len(),
+        unclean.is_empty() && clean_run.certified && clean.of.len() == levels.len(),
         "three clean replicas must pass every {PROFILE} requirement and certify it:\n{}",
         unclean.join("\n")
     );
@@ -419,10 +252,13 @@ fn a_clean_cluster_certifies_and_every_postgres_mutant_is_killed() {
                 eprintln!("cluster-matrix:   failed scenario {failed}");
             }
             for id in &info.breaks {
-                let why = run.messages.get(id).map_or("", String::as_str);
+                let why = run.dispositions.messages.get(id).map_or("", String::as_str);
                 eprintln!(
                     "cluster-matrix:   {id}: {} {}",
-                    run.of.get(id).map_or("(absent)", String::as_str),
+                    run.dispositions
+                        .of
+                        .get(id)
+                        .map_or("(absent)", String::as_str),
                     why.lines().next().unwrap_or_default()
                 );
             }

@@ -27,110 +27,14 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use common::kills::{declared, killed, levels, requirements, verdict, Declared, Dispositions};
 use goalpost_host::mutants::Mutant;
-use serde_json::Value;
 
 const DEFAULT_JOBS: usize = 6;
 const SECRET: &str = "goalpost-kill-matrix-secret";
-
-use common::scenarios;
-
-/// The array `key` of scenarios/`file`.
-fn listed(file: &str, key: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(scenarios().join(file)).expect(file);
-    let value: Value = serde_json::from_str(&text).expect("JSON");
-    value[key]
-        .as_array()
-        .unwrap_or_else(|| panic!("{file} has no {key} array"))
-        .clone()
-}
-
-fn requirements() -> Vec<Value> {
-    listed("requirements.json", "requirements")
-}
-
-/// One mutant as scenarios/mutants.json declares it.
-#[derive(Debug)]
-struct Declared {
-    mutant: Mutant,
-    name: String,
-    breaks: Vec<String>,
-    collateral: Vec<String>,
-    /// Needs a cluster of replicas on PostgreSQL (`cluster_matrix.rs`).
-    cluster: bool,
-}
-
-impl Declared {
-    /// `breaks` then `collateral`: every requirement whose disposition the
-    /// mutant may change.
-    fn kills(&self) -> impl Iterator<Item = &String> {
-        self.breaks.iter().chain(&self.collateral)
-    }
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Every mutant of scenarios/mutants.json, in file order; each name must
-/// be one the host knows.
-fn declared() -> Vec<Declared> {
-    listed("mutants.json", "mutants")
-        .iter()
-        .map(|entry| {
-            let name = entry["name"].as_str().expect("a name").to_string();
-            Declared {
-                mutant: Mutant::parse(&name).unwrap_or_else(|| {
-                    panic!("mutants.json names {name}, which the host does not know")
-                }),
-                name,
-                breaks: strings(&entry["breaks"]),
-                collateral: strings(&entry["collateral"]),
-                cluster: entry["cluster"].as_bool().unwrap_or(false),
-            }
-        })
-        .collect()
-}
-
-/// Requirement id → level (`MUST`, `SHOULD`).
-fn levels() -> BTreeMap<String, String> {
-    requirements()
-        .iter()
-        .filter_map(|r| {
-            Some((
-                r["id"].as_str()?.to_string(),
-                r["level"].as_str()?.to_string(),
-            ))
-        })
-        .collect()
-}
-
-/// Whether a requirement at `level` that ended `disposition` was killed.
-fn killed(disposition: &str, level: &str) -> bool {
-    match disposition {
-        "fail" | "error" => true,
-        "advisory" => level == "SHOULD",
-        _ => false,
-    }
-}
-
-/// Requirement id → disposition, and id → the failing scenario's message.
-#[derive(Debug, Clone, Default)]
-struct Dispositions {
-    of: BTreeMap<String, String>,
-    messages: BTreeMap<String, String>,
-}
 
 /// One run of the suite against a host running `mutant` (`None`: the clean
 /// host), on `profiles`.
@@ -141,18 +45,7 @@ fn run_suite(mutant: Option<Mutant>, profiles: &BTreeSet<String>) -> Result<Disp
     let report = common::run_suite(config, SECRET, callback, "kill-matrix-host", |run| {
         run.profiles = Some(profiles.clone())
     })?;
-    let mut dispositions = Dispositions::default();
-    for requirement in report.requirements {
-        if let Some(message) = requirement.message {
-            dispositions
-                .messages
-                .insert(requirement.id.clone(), message);
-        }
-        dispositions
-            .of
-            .insert(requirement.id, requirement.disposition.to_string());
-    }
-    Ok(dispositions)
+    Ok(Dispositions::of_report(&report, |_| true))
 }
 
 /// Every profile with requirements, `strict` included: each run is the
@@ -164,44 +57,6 @@ fn all_profiles() -> BTreeSet<String> {
         .filter_map(|requirement| requirement["profile"].as_str())
         .map(str::to_string)
         .collect()
-}
-
-/// Everything wrong with `mutant`'s run, measured against `clean`.
-fn problems(
-    info: &Declared,
-    run: &Dispositions,
-    clean: &Dispositions,
-    levels: &BTreeMap<String, String>,
-) -> Vec<String> {
-    let mut found = Vec::new();
-    for id in &info.breaks {
-        let level = levels.get(id).map_or("MUST", String::as_str);
-        match run.of.get(id).map(String::as_str) {
-            Some(disposition) if killed(disposition, level) => {}
-            Some(other) => found.push(format!(
-                "{}: survived: {id} ({level}) is `{other}`, so no scenario proves it can fail{}",
-                info.name,
-                run.messages
-                    .get(id)
-                    .map_or(String::new(), |message| format!(": {message}"))
-            )),
-            None => found.push(format!("{}: {id} was not disposed at all", info.name)),
-        }
-    }
-    for (id, disposition) in &run.of {
-        if info.kills().any(|kill| kill == id) {
-            continue;
-        }
-        let expected = clean.of.get(id).map_or("(absent)", String::as_str);
-        if disposition != expected {
-            found.push(format!(
-                "{}: collateral: {id} is `{disposition}` (clean host: `{expected}`) but the mutant does not declare it: {}",
-                info.name,
-                run.messages.get(id).map_or("", String::as_str)
-            ));
-        }
-    }
-    found
 }
 
 /// `GOALPOST_KILL_MATRIX_ONLY=name,name`: run only these mutants (and the
@@ -253,19 +108,6 @@ fn every_must_requirement_has_a_mutant_and_every_kill_names_a_requirement() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// What `run` got wrong, or why it could not run.
-fn verdict(
-    info: &Declared,
-    run: &Result<Dispositions, String>,
-    clean: &Dispositions,
-    levels: &BTreeMap<String, String>,
-) -> Vec<String> {
-    match run {
-        Ok(run) => problems(info, run, clean, levels),
-        Err(error) => vec![format!("{}: {error}", info.name)],
-    }
-}
-
 /// The profile one host cannot be judged on: its scenarios need several
 /// endpoints of one deployment, so here they skip (`needs-endpoints`).
 const CLUSTER: &str = "cluster";
@@ -299,7 +141,7 @@ const RECHECK_JOBS: usize = 2;
 fn every_mutant_is_killed_and_changes_nothing_it_does_not_declare() {
     let started = Instant::now();
     let profiles = all_profiles();
-    let levels = levels();
+    let levels = levels(|_| true);
     let declared = declared();
     // The clean host first, in the same pool: it is the yardstick.
     let mut work: Vec<Option<&Declared>> = vec![None];

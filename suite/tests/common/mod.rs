@@ -1,13 +1,17 @@
 //! What several integration tests share: one run of the suite against an
 //! in-process reference host (the kill matrix starts it with a mutant, the
-//! variant matrix as a conforming variant) and the headless Chromium that
-//! the browser tests drive; the host that misbehaves on purpose.
+//! variant matrix as a conforming variant), or against several replicas of
+//! it on PostgreSQL (`postgres`); judging a mutant's run (`kills`); the
+//! headless Chromium that the browser tests drive; the host that misbehaves
+//! on purpose.
 //!
 //! Each test binary compiles this module on its own and uses part of it.
 #![allow(dead_code)]
 
 pub mod chromium;
 pub mod hostile;
+pub mod kills;
+pub mod postgres;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
