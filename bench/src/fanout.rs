@@ -36,11 +36,20 @@ use crate::throughput::{create_goal, goal_body, runtime, tenant, token};
 const GOALS: &str = "/v1/host/sample/goals";
 const STREAM: &str = "/v1/host/sample/goals/events";
 const CONNECTIONS: usize = 16;
-/// Each phase runs on tenants of its own (`CONNECTIONS` each): the
-/// subscribers follow the second phase's, which have no events before it,
-/// so a new stream has no stored events to catch up on and what is timed
-/// is the live fan-out alone.
-const FOLLOWED: usize = CONNECTIONS;
+/// The phases, in order, each on tenants of its own (`CONNECTIONS` each):
+/// the subscribers follow the tenants of the phase they are timed in,
+/// which have no events before it, so a new stream has no stored events
+/// to catch up on and what is timed is the live fan-out alone.
+const BEFORE: usize = 0;
+/// Every subscriber follows its whole tenant: each event goes to
+/// `SUBSCRIBERS / CONNECTIONS` streams.
+const TENANT_WIDE: usize = 1;
+/// Every subscriber follows one goal (`?goal=`, what `goals watch --goal`
+/// does), spread over the phase's goals: each event goes to the one or two
+/// streams that follow its goal.
+const GOAL_FOLLOWERS: usize = 2;
+const AFTER: usize = 3;
+const PHASES: usize = 4;
 pub const SUBSCRIBERS: usize = 1_000;
 /// A connection moves to its next goal after this many runs, so every
 /// phase runs goals of the same history (see `throughput.rs`).
@@ -182,13 +191,19 @@ fn timestamp(block: &[u8]) -> Option<i64> {
 /// connection, read until aborted, timing every event recorded at or
 /// after `since_ms`. Raw, not reqwest: the subscribers share the cores
 /// with the host, and what they cost is not the host's.
-async fn subscribe(addr: SocketAddr, worker: usize, since_ms: Arc<AtomicU64>, seen: Arc<Seen>) {
+async fn subscribe(
+    addr: SocketAddr,
+    worker: usize,
+    path: String,
+    since_ms: Arc<AtomicU64>,
+    seen: Arc<Seen>,
+) {
     let Ok(mut socket) = TcpStream::connect(addr).await else {
         return;
     };
     let _ = socket.set_nodelay(true);
     let request = format!(
-        "GET {STREAM} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\naccept: text/event-stream\r\n\r\n",
+        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\naccept: text/event-stream\r\n\r\n",
         token(worker)
     );
     if socket.write_all(request.as_bytes()).await.is_err() {
@@ -226,16 +241,22 @@ async fn subscribe(addr: SocketAddr, worker: usize, since_ms: Arc<AtomicU64>, se
 }
 
 /// Runs `continue` on `pools`: load worker `w` is tenant `first + w`.
+/// `sent[w * GOALS_PER_PHASE + g]` counts the requests made on goal `g` of
+/// worker `w`.
 async fn continues(
     client: &reqwest::Client,
     base: &str,
     first: usize,
     pools: Arc<Vec<Vec<String>>>,
+    sent: Arc<Vec<AtomicU64>>,
 ) -> Outcome {
     let base = base.to_string();
     let make: MakeRequest = Arc::new(move |client, w, n| {
         let pool = &pools[w];
         let next = usize::try_from(n / RUNS_PER_GOAL).unwrap_or(usize::MAX) % pool.len();
+        if let Some(count) = sent.get(w * GOALS_PER_PHASE + next) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
         client
             .post(format!("{base}{GOALS}/{}/continue", pool[next]))
             .bearer_auth(token(first + w))
@@ -249,21 +270,30 @@ async fn continues(
     load::run(client, spec, 200, make).await
 }
 
-/// Open streams of the tenants the subscribers follow.
-fn subscribers(host: &RunningHost) -> Result<usize> {
+fn counters() -> Arc<Vec<AtomicU64>> {
+    Arc::new(
+        (0..CONNECTIONS * GOALS_PER_PHASE)
+            .map(|_| AtomicU64::new(0))
+            .collect(),
+    )
+}
+
+/// Open streams of the tenants from `first` on.
+fn subscribers(host: &RunningHost, first: usize) -> Result<usize> {
     let mut total = 0;
-    for worker in FOLLOWED..FOLLOWED + CONNECTIONS {
+    for worker in first..first + CONNECTIONS {
         let tenant = Tenant::parse(&tenant(worker)).context("tenant")?;
         total += host.feed().subscribers(&tenant);
     }
     Ok(total)
 }
 
-/// Polls until the host counts `want` open streams, failing after 30 s.
-async fn until_subscribers(host: &RunningHost, want: usize) -> Result<()> {
+/// Polls until the host counts `want` open streams on the tenants from
+/// `first` on, failing after 30 s.
+async fn until_subscribers(host: &RunningHost, first: usize, want: usize) -> Result<()> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let open = subscribers(host)?;
+        let open = subscribers(host, first)?;
         if open == want {
             return Ok(());
         }
@@ -274,13 +304,120 @@ async fn until_subscribers(host: &RunningHost, want: usize) -> Result<()> {
     }
 }
 
+/// A phase with subscribers: what the load did, and what they received.
+struct Followed {
+    load: Outcome,
+    delivered: u64,
+    /// Deliveries the phase's `continue`s owe the subscribers (one event
+    /// per `continue`, times the streams that follow its goal).
+    expected: u64,
+    latencies: Samples,
+}
+
+/// Runs the load of phase `phase` while `SUBSCRIBERS` streams follow its
+/// tenants (the whole tenant, or one goal each), then closes them and
+/// waits until the host has let every one go.
+async fn with_subscribers(
+    host: &RunningHost,
+    client: &reqwest::Client,
+    phase: usize,
+    pools: Arc<Vec<Vec<String>>>,
+) -> Result<Followed> {
+    let first = phase * CONNECTIONS;
+    // Subscriber `index` is on tenant `index % CONNECTIONS`; following
+    // goals, it takes that tenant's goal `(index / CONNECTIONS) % GOALS`.
+    let follows = |index: usize| (index % CONNECTIONS, (index / CONNECTIONS) % GOALS_PER_PHASE);
+    let mut followers = vec![0u64; CONNECTIONS * GOALS_PER_PHASE];
+    let mut streams = Vec::with_capacity(SUBSCRIBERS);
+    for index in 0..SUBSCRIBERS {
+        let (w, g) = follows(index);
+        let path = if phase == GOAL_FOLLOWERS {
+            followers[w * GOALS_PER_PHASE + g] += 1;
+            format!("{STREAM}?goal={}", pools[w][g])
+        } else {
+            followers[w * GOALS_PER_PHASE..(w + 1) * GOALS_PER_PHASE]
+                .iter_mut()
+                .for_each(|count| *count += 1);
+            STREAM.to_string()
+        };
+        streams.push((first + w, path));
+    }
+    let since = Arc::new(AtomicU64::new(u64::MAX));
+    let seen = Arc::new(Seen::default());
+    // The subscribers run on a thread of their own (one event loop for
+    // all 1,000), as another program on the machine would, not among the
+    // host's workers: they can take at most one core's time.
+    let readers = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the subscribers' runtime")?;
+    let on_readers = readers.handle().clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("fanout-subscribers".into())
+        .spawn(move || {
+            readers.block_on(async {
+                let _ = stopped.await;
+            });
+        })
+        .context("cannot start the subscribers' thread")?;
+    let tasks: Vec<_> = streams
+        .into_iter()
+        .map(|(worker, path)| {
+            on_readers.spawn(subscribe(
+                host.addr(),
+                worker,
+                path,
+                Arc::clone(&since),
+                Arc::clone(&seen),
+            ))
+        })
+        .collect();
+    until_subscribers(host, first, SUBSCRIBERS).await?;
+    since.store(u64::try_from(now_ms()).unwrap_or(0), Ordering::Relaxed);
+    let sent = counters();
+    let load = continues(client, &host.base_url(), first, pools, Arc::clone(&sent)).await;
+    let expected: u64 = sent
+        .iter()
+        .zip(&followers)
+        .map(|(sent, followers)| sent.load(Ordering::Relaxed) * followers)
+        .sum();
+    // Let the last events reach every subscriber before counting.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while seen.delivered.load(Ordering::Relaxed) < expected
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for task in &tasks {
+        task.abort();
+    }
+    // Dropping the runtime (on its thread) closes every connection.
+    let _ = stop.send(());
+    tokio::task::spawn_blocking(move || thread.join())
+        .await
+        .context("the subscribers' thread")?
+        .map_err(|_| anyhow::anyhow!("the subscribers' thread panicked"))?;
+    until_subscribers(host, first, 0).await?;
+    let latencies = seen.latencies.lock().map(|l| l.clone()).unwrap_or_default();
+    Ok(Followed {
+        load,
+        delivered: seen.delivered.load(Ordering::Relaxed),
+        expected,
+        latencies,
+    })
+}
+
 pub fn measure() -> Result<Vec<Row>> {
     let dir = tempfile::tempdir()?;
     let runtime = runtime()?;
     runtime.block_on(async {
         let client = load::client(CONNECTIONS)?;
-        let mut config =
-            Config::conformance_in_memory((0..3 * CONNECTIONS).map(|w| (token(w), tenant(w))).collect());
+        let mut config = Config::conformance_in_memory(
+            (0..PHASES * CONNECTIONS)
+                .map(|w| (token(w), tenant(w)))
+                .collect(),
+        );
         config.db = DbLocation::File(dir.path().join("host.db"));
         config.connections.max_connections = SUBSCRIBERS + 4 * CONNECTIONS;
         // The host's own coalescing window unless the environment asks
@@ -302,75 +439,31 @@ pub fn measure() -> Result<Vec<Row>> {
         // A fresh pool of goals per phase: every phase runs goals of the
         // same history.
         let mut phases = Vec::new();
-        for phase in 0..3 {
+        for phase in 0..PHASES {
             let mut pools = Vec::with_capacity(CONNECTIONS);
             for worker in phase * CONNECTIONS..(phase + 1) * CONNECTIONS {
                 let mut pool = Vec::with_capacity(GOALS_PER_PHASE);
                 for _ in 0..GOALS_PER_PHASE {
-                    pool.push(create_goal(&client, &base, worker, &goal_body("bench fan-out", true)).await?);
+                    pool.push(
+                        create_goal(&client, &base, worker, &goal_body("bench fan-out", true))
+                            .await?,
+                    );
                 }
                 pools.push(pool);
             }
             phases.push(Arc::new(pools));
         }
 
-        let mut before = continues(&client, &base, 0, Arc::clone(&phases[0])).await;
-
-        let since = Arc::new(AtomicU64::new(u64::MAX));
-        let seen = Arc::new(Seen::default());
-        // The subscribers run on a thread of their own (one event loop for
-        // all 1,000), as another program on the machine would, not among
-        // the host's workers: they can take at most one core's time.
-        let readers = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the subscribers' runtime")?;
-        let on_readers = readers.handle().clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("fanout-subscribers".into())
-            .spawn(move || {
-                readers.block_on(async {
-                    let _ = stopped.await;
-                });
-            })
-            .context("cannot start the subscribers' thread")?;
-        let tasks: Vec<_> = (0..SUBSCRIBERS)
-            .map(|index| {
-                on_readers.spawn(subscribe(
-                    host.addr(),
-                    FOLLOWED + index % CONNECTIONS,
-                    Arc::clone(&since),
-                    Arc::clone(&seen),
-                ))
-            })
-            .collect();
-        until_subscribers(&host, SUBSCRIBERS).await?;
-        since.store(u64::try_from(now_ms()).unwrap_or(0), Ordering::Relaxed);
-        let mut with = continues(&client, &base, FOLLOWED, Arc::clone(&phases[1])).await;
-        // Let the last events reach every subscriber before counting.
-        let expected_min = with.ok * (SUBSCRIBERS / CONNECTIONS) as u64;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while seen.delivered.load(Ordering::Relaxed) < expected_min
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        for task in &tasks {
-            task.abort();
-        }
-        // Dropping the runtime (on its thread) closes every connection.
-        let _ = stop.send(());
-        tokio::task::spawn_blocking(move || thread.join())
-            .await
-            .context("the subscribers' thread")?
-            .map_err(|_| anyhow::anyhow!("the subscribers' thread panicked"))?;
-        until_subscribers(&host, 0).await?;
-        let mut after = continues(&client, &base, 2 * CONNECTIONS, Arc::clone(&phases[2])).await;
+        let mut before = continues(&client, &base, BEFORE * CONNECTIONS, Arc::clone(&phases[BEFORE]), counters()).await;
+        let mut tenant_wide =
+            with_subscribers(&host, &client, TENANT_WIDE, Arc::clone(&phases[TENANT_WIDE])).await?;
+        let mut goal_followers =
+            with_subscribers(&host, &client, GOAL_FOLLOWERS, Arc::clone(&phases[GOAL_FOLLOWERS]))
+                .await?;
+        let mut after = continues(&client, &base, AFTER * CONNECTIONS, Arc::clone(&phases[AFTER]), counters()).await;
         host.shutdown().await;
 
         let baseline_rate = (before.rate() + after.rate()) / 2.0;
-        let ratio = with.rate() / baseline_rate.max(f64::EPSILON);
         let describe = |outcome: &mut Outcome| {
             let p99 = outcome.latencies.percentile(99.0).unwrap_or_default();
             let mut text = format!("{} req/s (p99 {})", thousands(outcome.rate()), duration(p99));
@@ -388,38 +481,56 @@ pub fn measure() -> Result<Vec<Row>> {
             describe(&mut before),
             describe(&mut after)
         );
-        let delivered = seen.delivered.load(Ordering::Relaxed);
-        let mut latencies = seen.latencies.lock().map(|l| l.clone()).unwrap_or_default();
-        let p50 = latencies.percentile(50.0).unwrap_or(Duration::MAX);
-        let p99 = latencies.percentile(99.0).unwrap_or(Duration::MAX);
-        let errors = with.errors;
-        let rows = vec![
-            Row::target(
+        let mut rows = Vec::new();
+        for (followed, what) in [
+            (
+                &mut tenant_wide,
                 format!(
-                    "continue with {} SSE subscribers ({} tenants, {} streams each, coalescing {}), {CONNECTIONS} connections",
-                    thousands(SUBSCRIBERS as f64),
+                    "{} tenants, {} streams each per event",
                     CONNECTIONS,
-                    SUBSCRIBERS / CONNECTIONS,
-                    duration(coalesce),
+                    SUBSCRIBERS / CONNECTIONS
                 ),
-                describe(&mut with),
-                format!("≥ {RATIO_TARGET} × baseline"),
-                errors == 0 && ratio >= RATIO_TARGET,
-            )
-            .with_baseline(baseline, ratio),
-            Row::target(
-                "SSE delivery after commit (event `at` to a subscriber's read), 1,000 subscribers",
+            ),
+            (
+                &mut goal_followers,
+                format!(
+                    "each following one of {} goals (`?goal=`), 1–2 streams per event",
+                    CONNECTIONS * GOALS_PER_PHASE
+                ),
+            ),
+        ] {
+            let ratio = followed.load.rate() / baseline_rate.max(f64::EPSILON);
+            let p50 = followed.latencies.percentile(50.0).unwrap_or(Duration::MAX);
+            let p99 = followed.latencies.percentile(99.0).unwrap_or(Duration::MAX);
+            rows.push(
+                Row::target(
+                    format!(
+                        "continue with {} SSE subscribers ({what}, coalescing {}), {CONNECTIONS} connections",
+                        thousands(SUBSCRIBERS as f64),
+                        duration(coalesce),
+                    ),
+                    describe(&mut followed.load),
+                    format!("≥ {RATIO_TARGET} × baseline"),
+                    followed.load.errors == 0 && ratio >= RATIO_TARGET,
+                )
+                .with_baseline(baseline.clone(), ratio),
+            );
+            rows.push(Row::target(
+                format!(
+                    "SSE delivery after commit (event `at` to a subscriber's read), {} subscribers {what}",
+                    thousands(SUBSCRIBERS as f64)
+                ),
                 format!(
                     "p50 {}, p99 {} over {} deliveries ({} expected)",
                     duration(p50),
                     duration(p99),
-                    thousands(delivered as f64),
-                    thousands(expected_min as f64)
+                    thousands(followed.delivered as f64),
+                    thousands(followed.expected as f64)
                 ),
                 format!("p99 < {}, every event delivered", duration(DELIVERY_P99)),
-                p99 < DELIVERY_P99 && delivered >= expected_min,
-            ),
-        ];
+                p99 < DELIVERY_P99 && followed.delivered >= followed.expected,
+            ));
+        }
         Ok(rows)
     })
 }

@@ -87,6 +87,8 @@ struct Chunks {
     coalesce: Duration,
     /// The coalescing wait (one timer, reset for each chunk).
     linger: Pin<Box<Sleep>>,
+    /// When the last chunk of events was written.
+    written: Option<Instant>,
 }
 
 impl Chunks {
@@ -115,11 +117,23 @@ fn append(out: &mut Vec<u8>, item: FeedItem) -> bool {
     }
 }
 
+/// Until when a stream that has events to write waits for more: the end of
+/// the interval `coalesce` after its last chunk (`written`), if that is
+/// still ahead; `None` (write now) for a stream that has been quiet longer
+/// than that, or has written nothing yet.
+fn linger_until(written: Option<Instant>, coalesce: Duration, now: Instant) -> Option<Instant> {
+    written.map(|at| at + coalesce).filter(|&until| until > now)
+}
+
 /// The subscription as body chunks: each chunk is every message ready when
-/// the stream wakes, or within `coalesce` of it when only one was (at most
-/// [`CHUNK_MESSAGES`] / about [`CHUNK_BYTES`]),
+/// the stream wakes (at most [`CHUNK_MESSAGES`] / about [`CHUNK_BYTES`]),
 /// whole messages only; a heartbeat comment after `heartbeat` without one;
 /// the stream ends after a `stream.dropped` message.
+///
+/// A busy stream writes at most once per `coalesce`: when an event comes
+/// sooner than that after the last chunk, the stream waits out the rest
+/// of the interval for more to share the write. A quiet stream (a goal's
+/// follower, a tenant with little going on) writes its event at once.
 ///
 /// Why chunks and not one message each: with many subscribers per tenant,
 /// a wake-up and a socket write per event per subscriber was most of the
@@ -136,6 +150,7 @@ fn chunks(
         idle: Box::pin(tokio::time::sleep(heartbeat)),
         coalesce,
         linger: Box::pin(tokio::time::sleep(coalesce)),
+        written: None,
     };
     futures_util::stream::unfold(Some(state), |state| async move {
         let mut state = state?;
@@ -161,16 +176,19 @@ fn chunks(
             return Some((Ok(Bytes::from(out)), None));
         }
         let mut messages = 1;
-        // Waits once, and only when nothing more is ready yet: a stream
-        // catching up writes at once.
-        let mut lingered = state.coalesce.is_zero();
+        // Waits once, and only when nothing more is ready yet and the last
+        // chunk went out less than `coalesce` ago: a stream catching up,
+        // or a quiet one, writes at once.
+        let mut lingered = false;
         while messages < CHUNK_MESSAGES && out.len() < CHUNK_BYTES {
             let Some(item) = state.subscription.ready() else {
-                if lingered {
+                let until = (!lingered)
+                    .then(|| linger_until(state.written, state.coalesce, Instant::now()))
+                    .flatten();
+                let Some(until) = until else {
                     break;
-                }
+                };
                 lingered = true;
-                let until = Instant::now() + state.coalesce;
                 state.linger.as_mut().reset(until);
                 state.linger.as_mut().await;
                 continue;
@@ -180,6 +198,7 @@ fn chunks(
                 return Some((Ok(Bytes::from(out)), None));
             }
         }
+        state.written = Some(Instant::now());
         state.rearm();
         Some((Ok(Bytes::from(out)), Some(state)))
     })
@@ -189,6 +208,28 @@ fn chunks(
 mod tests {
     use super::*;
     use crate::http::GOALS_BASE;
+
+    #[test]
+    fn a_busy_stream_waits_out_its_interval_and_a_quiet_one_writes_at_once() {
+        let coalesce = Duration::from_millis(10);
+        let now = Instant::now();
+        // Nothing written yet: the first event goes out at once.
+        assert_eq!(linger_until(None, coalesce, now), None);
+        // A chunk 4 ms ago: wait the 6 ms left of the interval.
+        let recent = now - Duration::from_millis(4);
+        assert_eq!(
+            linger_until(Some(recent), coalesce, now),
+            Some(recent + coalesce)
+        );
+        // A chunk 10 ms ago or longer: the stream is quiet, write now.
+        assert_eq!(linger_until(Some(now - coalesce), coalesce, now), None);
+        assert_eq!(
+            linger_until(Some(now - Duration::from_secs(5)), coalesce, now),
+            None
+        );
+        // No coalescing asked: never wait.
+        assert_eq!(linger_until(Some(now), Duration::ZERO, now), None);
+    }
 
     /// The stream lives under the goals collection, where clients look.
     #[test]
