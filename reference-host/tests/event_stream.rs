@@ -462,7 +462,13 @@ fn cursors(messages: &[Message]) -> Vec<u64> {
 /// `Last-Event-ID` in the middle of such a chunk resumes right after it.
 #[tokio::test]
 async fn ready_events_share_one_chunk_as_whole_messages_in_order() {
-    let host = host(FeedSettings::default());
+    // The longest coalescing wait: the three live runs below land well
+    // within it of the first chunk and of each other, however loaded the
+    // machine, so they share a chunk.
+    let host = host(FeedSettings {
+        coalesce: goalpost_host::engine::MAX_COALESCE,
+        ..FeedSettings::default()
+    });
     let id = goal(&host, 20).await;
     for _ in 0..5 {
         run(&host, &id).await;

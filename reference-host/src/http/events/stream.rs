@@ -117,12 +117,14 @@ fn append(out: &mut Vec<u8>, item: FeedItem) -> bool {
     }
 }
 
-/// Until when a stream that has events to write waits for more: the end of
-/// the interval `coalesce` after its last chunk (`written`), if that is
-/// still ahead; `None` (write now) for a stream that has been quiet longer
-/// than that, or has written nothing yet.
+/// Until when a stream that has an event to write waits for more: a busy
+/// stream (its last chunk, `written`, went out less than `coalesce` ago)
+/// waits `coalesce` from now; `None` (write now) for a stream that has been
+/// quiet longer than that, or has written nothing yet.
 fn linger_until(written: Option<Instant>, coalesce: Duration, now: Instant) -> Option<Instant> {
-    written.map(|at| at + coalesce).filter(|&until| until > now)
+    written
+        .filter(|&at| now.saturating_duration_since(at) < coalesce)
+        .map(|_| now + coalesce)
 }
 
 /// The subscription as body chunks: each chunk is every message ready when
@@ -130,10 +132,10 @@ fn linger_until(written: Option<Instant>, coalesce: Duration, now: Instant) -> O
 /// whole messages only; a heartbeat comment after `heartbeat` without one;
 /// the stream ends after a `stream.dropped` message.
 ///
-/// A busy stream writes at most once per `coalesce`: when an event comes
-/// sooner than that after the last chunk, the stream waits out the rest
-/// of the interval for more to share the write. A quiet stream (a goal's
-/// follower, a tenant with little going on) writes its event at once.
+/// A busy stream, one whose event comes less than `coalesce` after its last
+/// chunk, waits `coalesce` for more to share the write; a quiet stream (a
+/// goal's follower, a tenant with little going on) writes its event at
+/// once instead of waiting for company that is not coming.
 ///
 /// Why chunks and not one message each: with many subscribers per tenant,
 /// a wake-up and a socket write per event per subscriber was most of the
@@ -176,9 +178,9 @@ fn chunks(
             return Some((Ok(Bytes::from(out)), None));
         }
         let mut messages = 1;
-        // Waits once, and only when nothing more is ready yet and the last
-        // chunk went out less than `coalesce` ago: a stream catching up,
-        // or a quiet one, writes at once.
+        // Waits once, and only when nothing more is ready yet and the
+        // stream is busy: a stream catching up, or a quiet one, writes at
+        // once.
         let mut lingered = false;
         while messages < CHUNK_MESSAGES && out.len() < CHUNK_BYTES {
             let Some(item) = state.subscription.ready() else {
@@ -215,11 +217,12 @@ mod tests {
         let now = Instant::now();
         // Nothing written yet: the first event goes out at once.
         assert_eq!(linger_until(None, coalesce, now), None);
-        // A chunk 4 ms ago: wait the 6 ms left of the interval.
+        // A chunk 4 ms ago: a busy stream, it waits a whole interval for
+        // more events to share the write.
         let recent = now - Duration::from_millis(4);
         assert_eq!(
             linger_until(Some(recent), coalesce, now),
-            Some(recent + coalesce)
+            Some(now + coalesce)
         );
         // A chunk 10 ms ago or longer: the stream is quiet, write now.
         assert_eq!(linger_until(Some(now - coalesce), coalesce, now), None);
