@@ -400,7 +400,27 @@ async fn replicas_killed_at_random_never_double_dispatch_overrun_or_lose_events(
         let victim = usize::try_from(random.below(3)).expect("below 3");
         let replica = replicas.remove(victim);
         let name = replica.id.clone();
+        let named = format!(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = 'goalpost-host {name}'"
+        );
+        assert!(
+            count(&schema.query(&named).await) > 0,
+            "replica {name}'s connections are named after it"
+        );
         replica.kill();
+        // The process is gone, but a statement it sent may still be
+        // running on the server (a commit recording a run): its backends
+        // finish what they were given, then see the closed socket and
+        // leave. Counted before that, a run about to be recorded would
+        // pass for orphaned.
+        let deadline = Instant::now() + SETTLE;
+        while count(&schema.query(&named).await) > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "replica {name}'s connections outlived it by {SETTLE:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let out = count(
             &schema
                 .query(&format!(

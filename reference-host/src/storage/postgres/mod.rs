@@ -354,10 +354,17 @@ impl PostgresStore {
     /// whose lease a background task renews. `url` is a libpq-style
     /// `postgres://` URL (`options=-c search_path=…` picks a schema).
     pub fn open(url: &str) -> Result<PostgresStore, StoreError> {
-        let config = tokio_postgres::Config::from_str(url).map_err(|error| StoreError::Open {
-            location: super::redact(url),
-            source: Box::new(error),
-        })?;
+        let mut config =
+            tokio_postgres::Config::from_str(url).map_err(|error| StoreError::Open {
+                location: super::redact(url),
+                source: Box::new(error),
+            })?;
+        let replica = uuid::Uuid::now_v7().to_string();
+        // The connections say whose they are in pg_stat_activity, unless
+        // the operator's URL names them already.
+        if config.get_application_name().is_none() {
+            config.application_name(format!("goalpost-host {replica}"));
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("goalpost-postgres")
@@ -379,7 +386,7 @@ impl PostgresStore {
         let store = PostgresStore {
             pool,
             runtime: Some(runtime),
-            replica: uuid::Uuid::now_v7().to_string(),
+            replica,
             relay: Arc::default(),
             faults: StoreFaults::default(),
         };
