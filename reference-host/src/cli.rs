@@ -27,7 +27,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the API until SIGINT or SIGTERM (the default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage goals on a running host (any host that advertises
     /// agents.goals).
     #[command(after_help = EXIT_CODES)]
@@ -73,14 +73,15 @@ impl ServeArgs {
 /// What a command line asks for.
 #[derive(Debug)]
 pub enum Invocation {
-    Serve(ServeArgs),
+    // Boxed: the serve flags are most of the command line's size.
+    Serve(Box<ServeArgs>),
     Goals(GoalsArgs),
 }
 
 impl Cli {
     pub fn invocation(self) -> Invocation {
         match self.command {
-            None => Invocation::Serve(self.serve),
+            None => Invocation::Serve(Box::new(self.serve)),
             Some(Command::Serve(serve)) => Invocation::Serve(serve),
             Some(Command::Goals(goals)) => Invocation::Goals(goals),
         }

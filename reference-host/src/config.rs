@@ -64,10 +64,7 @@ pub struct Config {
 pub const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
 pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
-/// How long a closed goal stays readable: long enough for a client to see
-/// how it ended and read its events, short enough that a tenant's history
-/// does not fill its stored-goals quota.
-pub const DEFAULT_RETAIN_CLOSED: Duration = Duration::from_secs(30 * 24 * 3600);
+pub use crate::engine::DEFAULT_RETAIN_CLOSED;
 
 /// What a host running for conformance may call besides public addresses:
 /// 127.0.0.1 and ::1, where the suite's mock (and in-process test

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
     purge_freed_memory_at_once();
     // Usage errors exit 2, `--help`/`--version` exit 0 (clap's codes).
     match Cli::parse().invocation() {
-        Invocation::Serve(args) => serve_main(args),
+        Invocation::Serve(args) => serve_main(*args),
         Invocation::Goals(args) => goals_main(args),
     }
 }

@@ -5,7 +5,6 @@
 //! condition) but no wire shape for goals; this is the shape this host
 //! chose: `commitment: {afterMs}` in the arm's answer.
 
-use super::goal::{Goal, Mode};
 use super::timestamp::Timestamp;
 
 /// The shortest check-in an agent may commit to: the scheduler's floor,
@@ -27,14 +26,6 @@ pub fn commitment_ms(after_ms: u64) -> Option<u64> {
 /// to nothing: nothing is armed until a person runs it (`continue`).
 pub fn next_check_in(now: Timestamp, committed_ms: Option<u64>) -> Option<Timestamp> {
     committed_ms.map(|ms| now.saturating_add_ms(ms))
-}
-
-/// Whether the scheduler's fire applies to a commitment goal now: one is
-/// armed and its instant has come.
-pub fn commitment_due(goal: &Goal, now: Timestamp) -> bool {
-    goal.continuation.mode == Mode::Commitment
-        && !goal.paused
-        && goal.next_fire_at.is_some_and(|at| at <= now)
 }
 
 #[cfg(test)]

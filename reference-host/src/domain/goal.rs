@@ -200,6 +200,15 @@ pub struct Remaining {
 }
 
 impl Goal {
+    /// Whether the scheduler's fire applies to a commitment goal now: one
+    /// is armed and its instant has come (PROFILE.md "Commitment
+    /// continuation", `domain::commitment`).
+    pub fn commitment_due(&self, now: Timestamp) -> bool {
+        self.continuation.mode == Mode::Commitment
+            && !self.paused
+            && self.next_fire_at.is_some_and(|at| at <= now)
+    }
+
     pub fn deadline(&self) -> Option<Timestamp> {
         self.bounds.deadline(self.created_at)
     }

@@ -11,7 +11,6 @@ use super::goals::MAX_ATTEMPTS;
 use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
 use crate::arms::{Escalation, RunReport, RunRequest};
 use crate::choices::EscalatedContinue;
-use crate::domain::commitment::commitment_due;
 use crate::domain::transition::{close_if_exhausted, note_escalation, record_run, FinishedRun};
 use crate::domain::{
     may_dispatch, run_outcome, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId,
@@ -92,7 +91,7 @@ fn due(goal: &Goal, trigger: &Trigger, now: Timestamp) -> bool {
             (goal.continuation.mode == Mode::Schedule
                 && !goal.paused
                 && goal.next_fire_at.is_none_or(|at| at <= now))
-                || commitment_due(goal, now)
+                || goal.commitment_due(now)
         }
         Trigger::Heartbeat => goal.continuation.mode == Mode::Heartbeat && !goal.paused,
         Trigger::Report(_) => true,

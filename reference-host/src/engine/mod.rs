@@ -96,6 +96,11 @@ pub struct EngineSettings {
     pub outbound_per_tenant_per_sec: Option<u32>,
 }
 
+/// How long a closed goal stays readable: long enough for a client to see
+/// how it ended and read its events, short enough that a tenant's history
+/// does not fill its stored-goals quota.
+pub const DEFAULT_RETAIN_CLOSED: Duration = Duration::from_secs(30 * 24 * 3600);
+
 impl Default for EngineSettings {
     /// A random webhook secret: set one to let receivers check it.
     fn default() -> EngineSettings {
@@ -109,7 +114,7 @@ impl Default for EngineSettings {
             egress: EgressPolicy::default(),
             webhook_ca: WebhookCa::none(),
             quotas: Quotas::default(),
-            retain_closed: Some(crate::config::DEFAULT_RETAIN_CLOSED),
+            retain_closed: Some(DEFAULT_RETAIN_CLOSED),
             choices: Choices::default(),
             feed: FeedSettings::default(),
             outbound_per_tenant_per_sec: None,
