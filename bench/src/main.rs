@@ -77,7 +77,7 @@ struct Args {
 enum Command {
     /// A measurement's own process (used by the measurements themselves).
     #[command(hide = true, subcommand)]
-    Child(child::ChildCommand),
+    Child(child::command::ChildCommand),
 }
 
 /// The workspace this binary was built in: where `scenarios/` is.
@@ -135,7 +135,7 @@ fn measure(name: &str, args: &Args) -> Result<Vec<Row>> {
 fn main() -> ExitCode {
     let args = Args::parse();
     if let Some(Command::Child(command)) = args.command {
-        return match child::run(command) {
+        return match child::command::run(command) {
             Ok(result) => {
                 println!("{result}");
                 ExitCode::SUCCESS

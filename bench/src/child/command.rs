@@ -1,12 +1,9 @@
-//! Measurements of memory run in a child process (this binary again, with
-//! the hidden `child` command), so what one measurement allocated is never
-//! counted in the next. A child prints one JSON object on its last stdout
-//! line.
+//! The hidden `child` command: what a child process runs, one measurement
+//! side each.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::Subcommand;
 use serde_json::Value;
 
@@ -101,22 +98,4 @@ pub fn run(command: ChildCommand) -> Result<Value> {
         } => crate::replicas::seed(&db, goals, &arm, interval_ms, first_due_ms, &dues),
         ChildCommand::PostgresReplica { db, until_ms } => crate::replicas::replica(&db, until_ms),
     }
-}
-
-/// Runs `goalpost-bench child ARGS…` and returns what it printed.
-pub fn spawn(args: &[String]) -> Result<Value> {
-    let exe = std::env::current_exe().context("cannot find this executable")?;
-    let output = Command::new(exe)
-        .arg("child")
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .context("cannot start a child")?;
-    if !output.status.success() {
-        bail!("child {args:?} failed: {}", output.status);
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let last = stdout.lines().last().context("the child printed nothing")?;
-    serde_json::from_str(last).with_context(|| format!("the child printed {last:?}"))
 }
