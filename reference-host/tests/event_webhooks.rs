@@ -116,6 +116,11 @@ fn stored(host: &Harness, name: &str, after: u64) -> Vec<(u64, Value)> {
         .collect()
 }
 
+/// The cursors of all the tenant's stored events, in order.
+fn cursors(host: &Harness, name: &str) -> Vec<u64> {
+    stored(host, name, 0).iter().map(|event| event.0).collect()
+}
+
 fn key_of(call: &Call) -> u64 {
     call.header("idempotency-key")
         .expect("an Idempotency-Key")
@@ -451,13 +456,7 @@ async fn a_tenants_events_never_reach_another_tenants_url() {
         assert!(call.signed_for(SECRET, TENANT_B));
         assert!(!call.signed_for(SECRET, TENANT_A));
     }
-    assert_eq!(
-        keys(&to_b),
-        stored(&host, TENANT_B, 0)
-            .iter()
-            .map(|e| e.0)
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(keys(&to_b), cursors(&host, TENANT_B));
 }
 
 /// A receiver that never answers holds up its own tenant only: the other
@@ -504,26 +503,14 @@ async fn a_hanging_receiver_slows_neither_another_tenant_nor_continue() {
         1,
         "one POST in flight, no more"
     );
-    assert_eq!(
-        keys(&fine.calls_to("/b")),
-        stored(&host, TENANT_B, 0)
-            .iter()
-            .map(|e| e.0)
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(keys(&fine.calls_to("/b")), cursors(&host, TENANT_B));
     assert_eq!(host.evaluations(&a).await.len(), 6);
 
     // Released: A's events follow, in order.
     hanging.release();
     hooks.settle().await;
     tick(&host, &hooks).await;
-    assert_eq!(
-        keys(&hanging.calls_to("/a")),
-        stored(&host, TENANT_A, 0)
-            .iter()
-            .map(|e| e.0)
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(keys(&hanging.calls_to("/a")), cursors(&host, TENANT_A));
 }
 
 /// A task sends at most a page of events, and at most `max_in_flight`
@@ -564,13 +551,7 @@ async fn a_tick_is_bounded_by_the_page_and_the_slots() {
     );
     assert_eq!(sent, [(2, 0), (2, 2), (4, 2), (4, 4), (5, 4), (5, 5)]);
     for (path, name) in [("/a", TENANT_A), ("/b", TENANT_B)] {
-        assert_eq!(
-            keys(&receiver.calls_to(path)),
-            stored(&host, name, 0)
-                .iter()
-                .map(|e| e.0)
-                .collect::<Vec<_>>()
-        );
+        assert_eq!(keys(&receiver.calls_to(path)), cursors(&host, name));
     }
 }
 
@@ -612,13 +593,7 @@ async fn an_egress_denial_at_connect_time_is_retried() {
         .allow(AllowEntry::parse("::1").expect("entry"));
     host.clock.set(denied.retry_at.expect("backing off"));
     tick(&host, &hooks).await;
-    assert_eq!(
-        keys(&receiver.calls_to("/a")),
-        stored(&host, TENANT_A, 0)
-            .iter()
-            .map(|e| e.0)
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(keys(&receiver.calls_to("/a")), cursors(&host, TENANT_A));
 }
 
 /// Retention does not forget a closed goal whose events the tenant's
