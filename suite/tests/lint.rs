@@ -69,6 +69,28 @@ fn step_asserts_nothing() {
         ]),
     );
     assert_eq!(rules(&none), [Rule::StepAssertsNothing]);
+    // A parallel step whose only checks are per-status schemas checks every
+    // answer of those statuses (the envelope on each 4xx, whatever the
+    // host chose to answer): that is a check. An empty map is none.
+    let per_status = |schemas: serde_json::Value| {
+        scenario(
+            1,
+            json!([
+                {
+                    "name": "x",
+                    "request": {"method": "GET", "path": "{base}"},
+                    "parallel": {"count": 2},
+                    "expect": {"schemas": schemas}
+                },
+                get(json!({"status": 200}))
+            ]),
+        )
+    };
+    assert_eq!(
+        findings(&per_status(json!({"400": "error", "404": "error"}))),
+        []
+    );
+    assert_eq!(rules(&per_status(json!({}))), [Rule::StepAssertsNothing]);
 }
 
 #[test]

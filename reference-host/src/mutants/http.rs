@@ -40,7 +40,8 @@ const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50)
 const READ_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The mutants this middleware implements.
-const HERE: [Mutant; 48] = [
+const HERE: [Mutant; 49] = [
+    Mutant::EtagWeak,
     Mutant::ReportedRunEscalationDropped,
     Mutant::ReportedRunKeyIgnored,
     Mutant::ReportedRunBodyUnchecked,
@@ -479,6 +480,31 @@ async fn middleware(
                 request.headers_mut().insert(IF_MATCH, strong);
             }
             next.run(request).await
+        }
+        (Mutant::EtagWeak, _, _) => {
+            // Weak comparison on the way in, weak tags on the way out: the
+            // host honours its own tags, and no strong comparison could.
+            let mut request = request;
+            let unweakened = request
+                .headers()
+                .get(IF_MATCH)
+                .and_then(|value| value.to_str().ok())
+                .map(|text| text.replace("W/", ""))
+                .and_then(|text| HeaderValue::from_str(&text).ok());
+            if let Some(unweakened) = unweakened {
+                request.headers_mut().insert(IF_MATCH, unweakened);
+            }
+            let mut response = next.run(request).await;
+            let weak = response
+                .headers()
+                .get(ETAG)
+                .and_then(|value| value.to_str().ok())
+                .filter(|tag| !tag.starts_with("W/"))
+                .and_then(|tag| HeaderValue::from_str(&format!("W/{tag}")).ok());
+            if let Some(weak) = weak {
+                response.headers_mut().insert(ETAG, weak);
+            }
+            response
         }
         (Mutant::IfMatchCheckedApart, &Method::PATCH, Route::Goal(id)) => {
             let Some(expected) = request.headers().get(IF_MATCH).cloned() else {

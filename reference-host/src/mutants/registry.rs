@@ -319,6 +319,12 @@ registry! {
         "Idempotency keys are kept in each replica's memory instead of the database, so a create retried on another replica makes a second goal."
     PostgresAppliesUnversioned "postgres-applies-unversioned"
         "A change is written whatever the goal's version (last writer wins), so replicas that decided on one read of the goal all write: concurrent abandons close it twice."
+
+    // ---- PATCH and tags as some third-party hosts serve them ----
+    PatchRefsDropped "patch-refs-dropped"
+        "PATCH answers 200 having applied its objective but silently dropped its completion and continuation."
+    EtagWeak "etag-weak"
+        "Every ETag is sent weak (W/\"...\") and If-Match compares weakly, so the host honours only its own weak tags."
 }
 
 impl Mutant {

@@ -62,7 +62,8 @@ pub(super) fn patched_without(
 /// `{base}/{id}` on to PATCH (see `mutants::http`).
 pub(crate) const UPSERT_STATE: &str = "upsertState";
 
-/// The refs a PATCH edits: what `patch-refs-unsaved` answers but drops.
+/// The refs a PATCH edits: what `patch-refs-unsaved` answers but drops,
+/// and what `patch-refs-dropped` drops without a word.
 const REFS: [&str; 2] = ["/completion/verifierRef", "/continuation"];
 
 /// `patch-bounds-merged`: the goal's bounds with `patch` merged in (JSON
@@ -193,6 +194,11 @@ pub(crate) fn patch(
             only(goal)
         }
         Mutant::PatchRefsUnsaved if REFS.iter().any(|pointer| body.pointer(pointer).is_some()) => {
+            patched_without(goal, body, &REFS, context, now)
+        }
+        // Not even shown in the answer: the rest of the body is applied
+        // and answered as if it were the whole edit.
+        Mutant::PatchRefsDropped if REFS.iter().any(|pointer| body.pointer(pointer).is_some()) => {
             patched_without(goal, body, &REFS, context, now)
         }
         Mutant::BodyLimitMissing => {

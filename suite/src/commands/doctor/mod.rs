@@ -43,6 +43,9 @@ pub struct Probe {
     pub problem: Option<String>,
     /// `PROFILE.md#<anchor>`: the section the answer is judged by.
     pub section: String,
+    /// Something worth knowing that is no failure of the host: data that
+    /// was there before doctor came, an optional view not served.
+    pub note: Option<String>,
 }
 
 /// Something the host lacks that a profile's scenarios need.
@@ -263,39 +266,16 @@ pub async fn diagnose(
             (status, _) => Some(format!("answered {status}, not 200 with a JSON document")),
         },
         section: format!("{PROFILE_DOCUMENT}#core.discovery.shape"),
+        note: None,
     }];
     let prober = Prober {
         http,
         schemas,
         base: format!("{}{}", config.base_url, capabilities.base_path),
     };
-    probes.push(
-        prober
-            .expect(
-                "GET",
-                "",
-                Some(&config.token_a),
-                None,
-                "tenant A",
-                (&[200], Some("goal-list")),
-                "wire-list",
-            )
-            .await,
-    );
+    probes.push(prober.list(&config.token_a, "tenant A").await);
     if let Some(token_b) = &config.token_b {
-        probes.push(
-            prober
-                .expect(
-                    "GET",
-                    "",
-                    Some(token_b),
-                    None,
-                    "tenant B",
-                    (&[200], Some("goal-list")),
-                    "wire-list",
-                )
-                .await,
-        );
+        probes.push(prober.list(token_b, "tenant B").await);
     }
     let unknown = format!("/{}", uuid::Uuid::new_v4());
     probes.push(
@@ -389,6 +369,35 @@ impl Prober<'_> {
             what,
             problem,
             section: format!("{PROFILE_DOCUMENT}#{anchor}"),
+            note: None,
+        }
+    }
+
+    /// Lists a tenant's goals. The answer's shape is judged (`{goals: [...]}`
+    /// and the rest of the list envelope); the goals in it are not: they are
+    /// whatever the tenant holds, earlier runs' goals included, and a run
+    /// judges only the goals it creates. Goals openwop's schema refuses are
+    /// reported as a note, not as a failure.
+    async fn list(&self, token: &str, who: &str) -> Probe {
+        let what = format!("GET {} ({who})", path_of(&self.base));
+        let section = format!("{PROFILE_DOCUMENT}#wire-list");
+        let exchange = match self.send("GET", "", Some(token), None).await {
+            Ok(exchange) => exchange,
+            Err(error) => {
+                return Probe {
+                    what,
+                    problem: Some(error.to_string()),
+                    section,
+                    note: None,
+                }
+            }
+        };
+        let (problem, note) = judge_list(&exchange, self.schemas);
+        Probe {
+            what,
+            problem,
+            section,
+            note,
         }
     }
 
@@ -419,8 +428,10 @@ impl Prober<'_> {
             what: format!("POST {} (create one goal)", path_of(&self.base)),
             problem: create,
             section,
+            note: None,
         }];
         if let Some(id) = id {
+            probes.push(self.attention(token, &id).await);
             probes.push(
                 self.expect(
                     "POST",
@@ -436,6 +447,85 @@ impl Prober<'_> {
         }
         probes
     }
+}
+
+impl Prober<'_> {
+    /// Reads the attention view of the probe goal. RFC 0097 defines no such
+    /// view, so its absence is a note, not a failure: `core` reads it only
+    /// to prove `core.pause.resume-attention`, a SHOULD.
+    async fn attention(&self, token: &str, id: &str) -> Probe {
+        let mut probe = self
+            .expect(
+                "GET",
+                &format!("/{id}/attention"),
+                Some(token),
+                None,
+                "the probe goal's attention view",
+                (&[200], Some("attention")),
+                "seam-attention",
+            )
+            .await;
+        if let Some(problem) = probe.problem.take() {
+            probe.note = Some(format!(
+                "not served as PROFILE.md describes ({problem}): \
+                 core.pause.resume-attention (a SHOULD) will end advisory"
+            ));
+        }
+        probe
+    }
+}
+
+/// A list answer's problem (its status, or its envelope against the
+/// `goal-list` schema with the goals left out) and a note on goals in it
+/// openwop's goal schema refuses.
+fn judge_list(exchange: &Exchange, schemas: &Schemas) -> (Option<String>, Option<String>) {
+    if let Some(problem) = judge(exchange, &[200], None, schemas) {
+        return (Some(problem), None);
+    }
+    let mut list = match exchange.json() {
+        Ok(value) => value.clone(),
+        Err(error) => return (Some(error.to_string()), None),
+    };
+    let goals = match list.get_mut("goals").map(Value::take) {
+        Some(Value::Array(goals)) => goals,
+        _ => return (Some("the body has no `goals` array".to_string()), None),
+    };
+    if let Some(object) = list.as_object_mut() {
+        object.insert("goals".to_string(), Value::Array(Vec::new()));
+    }
+    if let Err(violations) = schemas.validate("goal-list", &list) {
+        let first = violations
+            .first()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        return (
+            Some(format!(
+                "the list (goals left out) does not match the `goal-list` schema: {first}"
+            )),
+            None,
+        );
+    }
+    let refused: Vec<String> = goals
+        .iter()
+        .filter_map(|goal| {
+            let violations = schemas.validate("goal", goal).err()?;
+            let id = goal.get("id").and_then(Value::as_str).unwrap_or("(no id)");
+            let first = violations
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            Some(format!("{id}: {first}"))
+        })
+        .collect();
+    let note = refused.first().map(|first| {
+        format!(
+            "{} of {} goals this tenant already holds do not match openwop's goal schema \
+             (first: {first}); not judged here: a run judges only the goals it creates",
+            refused.len(),
+            goals.len()
+        )
+    });
+    (None, note)
 }
 
 /// The path of a URL, for printing.
@@ -504,9 +594,14 @@ pub fn write(diagnosis: &Diagnosis, mut out: impl Write) -> io::Result<()> {
     writeln!(out)?;
     writeln!(out, "Probes (reads only unless --probe-write):")?;
     for probe in &diagnosis.probes {
-        match &probe.problem {
-            None => writeln!(out, "  ok    {}", probe.what)?,
-            Some(problem) => writeln!(
+        match (&probe.problem, &probe.note) {
+            (None, None) => writeln!(out, "  ok    {}", probe.what)?,
+            (None, Some(note)) => writeln!(
+                out,
+                "  note  {}: {note} (see {})",
+                probe.what, probe.section
+            )?,
+            (Some(problem), _) => writeln!(
                 out,
                 "  WRONG {}: {problem} (see {})",
                 probe.what, probe.section

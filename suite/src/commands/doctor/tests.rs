@@ -101,3 +101,54 @@ fn the_other_judge_is_another_legal_choice_not_a_gap() {
         .any(|profile| profile.profile == "cluster"));
     assert_eq!(found.exit_code(), 0);
 }
+
+fn list_answer(status: u16, body: &Value) -> Exchange {
+    Exchange::new(
+        "GET",
+        "http://h/v1/host/sample/goals",
+        status,
+        reqwest::header::HeaderMap::new(),
+        body.to_string().into_bytes(),
+    )
+}
+
+fn goal(id: &str, max_cost: Value) -> Value {
+    json!({
+        "id": id,
+        "objective": "o",
+        "state": "active",
+        "completion": {"check": "verifier"},
+        "continuation": {"mode": "manual"},
+        "bounds": {"maxLoopIterations": 3, "maxCostUsd": max_cost},
+        "owner": {"tenant": "t"},
+        "createdAt": "2026-11-28T00:00:00Z"
+    })
+}
+
+#[test]
+fn goals_already_in_the_list_are_a_note_never_a_failure() {
+    let schemas = Schemas::embedded().expect("schemas");
+    let clean = list_answer(200, &json!({"goals": [goal("goal-1", json!(1))]}));
+    assert_eq!(judge_list(&clean, &schemas), (None, None));
+    let earlier = list_answer(
+        200,
+        &json!({"goals": [goal("goal-1", json!(1)), goal("goal-2", json!("1"))]}),
+    );
+    let (problem, note) = judge_list(&earlier, &schemas);
+    assert_eq!(problem, None);
+    let note = note.expect("a note on the goal the schema refuses");
+    assert!(note.starts_with("1 of 2 goals"), "{note}");
+    assert!(note.contains("goal-2"), "{note}");
+}
+
+#[test]
+fn a_list_without_its_envelope_is_still_wrong() {
+    let schemas = Schemas::embedded().expect("schemas");
+    let (problem, _) = judge_list(
+        &list_answer(200, &json!([goal("goal-1", json!(1))])),
+        &schemas,
+    );
+    assert!(problem.expect("a problem").contains("`goals`"));
+    let (problem, _) = judge_list(&list_answer(500, &json!({"goals": []})), &schemas);
+    assert!(problem.expect("a problem").contains("answered 500"));
+}
