@@ -325,6 +325,10 @@ registry! {
         "PATCH answers 200 having applied its objective but silently dropped its completion and continuation."
     EtagWeak "etag-weak"
         "Every ETag is sent weak (W/\"...\") and If-Match compares weakly, so the host honours only its own weak tags."
+    PatchProgressApplied "patch-progress-applied"
+        "PATCH {progress} sets the goal's iteration count instead of leaving it to the judge."
+    PatchIdentityApplied "patch-identity-applied"
+        "PATCH {owner} hands the goal to the named tenant instead of leaving its owner alone."
 }
 
 impl Mutant {

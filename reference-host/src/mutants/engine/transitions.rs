@@ -8,7 +8,7 @@ use crate::domain::request::MAX_OBJECTIVE_BYTES;
 use crate::domain::transition::{self, Change};
 use crate::domain::{
     parse_patch, Bounds, CostCap, Goal, GoalState, MicroUsd, Objective, RequestContext,
-    RequestError, Timestamp,
+    RequestError, Tenant, Timestamp,
 };
 use crate::engine::EngineError;
 use crate::mutants::{Mutant, Switch};
@@ -162,6 +162,27 @@ pub(crate) fn patch(
             })))
         }
         Mutant::PatchProgressIgnored => patched_without(goal, body, &["/progress"], context, now),
+        Mutant::PatchProgressApplied => {
+            let iterations = body.pointer("/progress/iterations")?.as_u64()?;
+            let mut goal = match edited_without(goal, body, &["/progress"], context, now)? {
+                Ok(goal) => goal,
+                Err(error) => return Some(Err(error)),
+            };
+            goal.progress.iterations = iterations;
+            only(goal)
+        }
+        Mutant::PatchIdentityApplied => {
+            let owner = body
+                .pointer("/owner/tenant")
+                .and_then(Value::as_str)
+                .and_then(Tenant::parse)?;
+            let mut goal = match edited_without(goal, body, &["/owner", "/id"], context, now)? {
+                Ok(goal) => goal,
+                Err(error) => return Some(Err(error)),
+            };
+            goal.owner = owner;
+            only(goal)
+        }
         Mutant::PatchIdentityIgnored => {
             patched_without(goal, body, &["/owner", "/id"], context, now)
         }
