@@ -166,6 +166,65 @@ async fn concurrent_continues_on_three_replicas_never_exceed_the_bound() {
     schema.drop().await;
 }
 
+/// A goal whose wall-clock deadline passes while one replica's run is out
+/// is not closed under it by another replica's scheduler: the run was
+/// reserved before the deadline and dispatched, so it gets its verdict,
+/// and recording it closes the goal, the run counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_deadline_close_waits_for_a_run_out_on_another_replica() {
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let hosts = replicas(&location, 2, Quotas::default());
+    let receiver = Receiver::start(|call, _| {
+        if call.path == ARM {
+            Answer::Held(Box::new(Answer::Json(json!({ "output": 1 }))))
+        } else {
+            Answer::Json(json!({ "satisfied": false, "confidence": 0.5 }))
+        }
+    })
+    .await;
+    let id = id_of(
+        &hosts[0]
+            .create(json!({
+                "objective": "ship the release checklist",
+                "completion": { "check": "verifier", "verifierRef": receiver.url(VERIFIER) },
+                "continuation": { "mode": "manual", "armRef": receiver.url(ARM) },
+                "bounds": { "maxLoopIterations": 10, "runTimeoutMs": 60_000 },
+            }))
+            .await,
+    );
+    let running = {
+        let (host, id) = (Arc::clone(&hosts[0]), id.clone());
+        tokio::spawn(async move { host.continue_once(&id).await })
+    };
+    receiver.wait_for_calls(ARM, 1).await;
+    // Past the deadline, on the shared clock: replica B's scheduler looks.
+    hosts[1].clock.advance(Duration::from_secs(61));
+    let goal = goalpost_host::domain::GoalId::parse(&id).expect("a goal id");
+    let closed = hosts[1]
+        .engine
+        .close_if_past_deadline(&goal)
+        .await
+        .expect("the close runs");
+    assert!(!closed, "closed under a run out on replica A");
+    receiver.release();
+    let reply = running.await.expect("the continue");
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(
+        reply.body["goal"]["state"], "bound-exceeded",
+        "{}",
+        reply.body
+    );
+    assert_eq!(
+        reply.body["goal"]["progress"]["iterations"], 1,
+        "{}",
+        reply.body
+    );
+    drop(hosts);
+    schema.drop().await;
+}
+
 /// Replicas whose stores trust their in-memory locks: the same storm
 /// breaks the invariants (the guard in the reservation is needed).
 #[cfg(feature = "mutants")]

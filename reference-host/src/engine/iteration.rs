@@ -196,6 +196,12 @@ impl Engine {
             let Some(change) = close_if_exhausted(&goal, now, self.choices().cost_reading) else {
                 return Ok(false);
             };
+            // The same for an iteration under way on another replica: the
+            // lock above is this process's only.
+            let goal_id = id.clone();
+            if self.db(move |store| store.run_in_flight(&goal_id)).await? {
+                return Ok(false);
+            }
             if let Written::Done(_) = self.write(change, goal.version, now).await? {
                 self.cancels.cancel(id);
                 return Ok(true);

@@ -254,6 +254,10 @@ impl Store for ReplicaMemory {
         self.inner.runs_orphaned()
     }
 
+    fn run_in_flight(&self, goal: &GoalId) -> Result<bool, StoreError> {
+        self.inner.run_in_flight(goal)
+    }
+
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
         self.inner.events(goal, after)
     }

@@ -313,6 +313,14 @@ pub trait Store: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Whether a run of the goal is in flight in any process that shares
+    /// the store. A store only one process uses answers `false`: that
+    /// process's runs in flight hold their goal's lock, which is what the
+    /// caller checks first.
+    fn run_in_flight(&self, _goal: &GoalId) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+
     /// A goal's events with a sequence greater than `after`, in order.
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError>;
 

@@ -856,6 +856,17 @@ impl Store for PostgresStore {
         self.rows(ORPHANED_RUNS, Vec::new(), reservation_from_row)
     }
 
+    /// Any replica's, a dead one's included: the orphan sweep gives that
+    /// run its verdict, and recording it closes a goal past its deadline.
+    fn run_in_flight(&self, goal: &GoalId) -> Result<bool, StoreError> {
+        let found = self.rows(
+            "SELECT 1 FROM runs WHERE goal_id = $1 AND status = 'in-flight' LIMIT 1",
+            vec![Box::new(goal.as_str().to_string())],
+            |_| Ok(()),
+        )?;
+        Ok(!found.is_empty())
+    }
+
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         self.rows(
