@@ -142,18 +142,46 @@ async fn the_store_contract_holds_on_sqlite_and_postgres() {
     schema.drop().await;
 }
 
+/// Two replicas (each its own store and engine) on a fresh schema, on
+/// one manual clock.
+struct TwoReplicas {
+    schema: pg::Schema,
+    clock: Arc<ManualClock>,
+    a: Harness,
+    b: Harness,
+}
+
+/// `None` without a server (`pg::server` says why).
+async fn two_replicas() -> Option<TwoReplicas> {
+    let server = pg::server()?;
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let clock = Arc::new(ManualClock::fixed());
+    let a = Harness::open(&location, true, Arc::clone(&clock));
+    let b = Harness::open(&location, true, Arc::clone(&clock));
+    Some(TwoReplicas {
+        schema,
+        clock,
+        a,
+        b,
+    })
+}
+
 /// The restart rule across replicas: replica A reserves a run and dies
 /// with it in flight. While A lives, B leaves the run alone; once A's
 /// lease lapsed, B closes it as an environmental failure that counts as
 /// iteration 1, exactly once, and the next run is iteration 2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_left_by_a_dead_replica_is_closed_once_after_its_lease() {
-    let Some(server) = pg::server() else { return };
-    let schema = pg::Schema::fresh(&server).await;
-    let location = DbLocation::Postgres(schema.url.clone());
-    let clock = Arc::new(ManualClock::fixed());
-    let a = Harness::open(&location, true, Arc::clone(&clock));
-    let b = Harness::open(&location, true, Arc::clone(&clock));
+    let Some(TwoReplicas {
+        schema,
+        clock,
+        a,
+        b,
+    }) = two_replicas().await
+    else {
+        return;
+    };
     let id = id_of(&a.create(never_satisfied(2)).await);
     let goal_id = GoalId::parse(&id).expect("id");
     let run_id = RunId::generate();
@@ -470,12 +498,9 @@ async fn next_cursor(subscription: &mut goalpost_host::engine::Subscription) -> 
 /// reconnect, no repeat, in order, between A's own events.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_on_one_replica_sees_another_replicas_events_live() {
-    let Some(server) = pg::server() else { return };
-    let schema = pg::Schema::fresh(&server).await;
-    let location = DbLocation::Postgres(schema.url.clone());
-    let clock = Arc::new(ManualClock::fixed());
-    let a = Harness::open(&location, true, Arc::clone(&clock));
-    let b = Harness::open(&location, true, Arc::clone(&clock));
+    let Some(TwoReplicas { schema, a, b, .. }) = two_replicas().await else {
+        return;
+    };
     wait_for_listeners(&schema, 2).await;
     let id = id_of(&a.create(never_satisfied(10)).await);
     let tenant = Tenant::parse("tenant-a").expect("tenant");
@@ -536,12 +561,9 @@ async fn next_resuming(
 /// replica's events again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_listening_connection_ends_the_subscriptions_and_listens_again() {
-    let Some(server) = pg::server() else { return };
-    let schema = pg::Schema::fresh(&server).await;
-    let location = DbLocation::Postgres(schema.url.clone());
-    let clock = Arc::new(ManualClock::fixed());
-    let a = Harness::open(&location, true, Arc::clone(&clock));
-    let b = Harness::open(&location, true, Arc::clone(&clock));
+    let Some(TwoReplicas { schema, a, b, .. }) = two_replicas().await else {
+        return;
+    };
     let id = id_of(&a.create(never_satisfied(10)).await);
     let tenant = Tenant::parse("tenant-a").expect("tenant");
     let listeners = "SELECT COUNT(*) FROM pg_stat_activity
@@ -596,12 +618,9 @@ async fn a_lost_listening_connection_ends_the_subscriptions_and_listens_again() 
 /// renewed by its holder, and one that lapsed goes to the other replica.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heartbeat_goals_are_claimed_by_one_replica_each_and_renewed_near_their_end() {
-    let Some(server) = pg::server() else { return };
-    let schema = pg::Schema::fresh(&server).await;
-    let location = DbLocation::Postgres(schema.url.clone());
-    let clock = Arc::new(ManualClock::fixed());
-    let a = Harness::open(&location, true, Arc::clone(&clock));
-    let b = Harness::open(&location, true, Arc::clone(&clock));
+    let Some(TwoReplicas { schema, a, b, .. }) = two_replicas().await else {
+        return;
+    };
     let body = json!({
         "objective": "keep the build green",
         "completion": { "check": "verifier", "verifierRef": "conformance:verifier?satisfyOn=1000" },
