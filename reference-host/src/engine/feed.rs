@@ -2,11 +2,19 @@
 //! fanned out to the tenant's subscribers.
 //!
 //! The store tells the feed about events on its writer thread, in commit
-//! order, once they committed ([`EventSink`]). Publishing is one send into
-//! a tenant's bounded broadcast ring: it never waits for a subscriber, so a
-//! slow or stuck reader cannot hold up a write. A subscriber that falls
-//! more than the ring's length behind is dropped (it learns so and may
-//! resume from its last cursor) instead of slowing anybody down.
+//! order, once they committed ([`EventSink`]). The writer only queues them
+//! (a bounded outbox) and wakes the feed's pump, a task on the runtime,
+//! which publishes them in the same order: rendering an event and waking
+//! every stream that waits for it is work for the runtime's workers, not
+//! for the one thread every commit goes through (with a thousand
+//! subscribers, doing it on the writer cut `continue` throughput by
+//! two-thirds; BENCHMARKS.md). Publishing is one send into a tenant's
+//! bounded broadcast ring: it never waits for a subscriber, so a slow or
+//! stuck reader cannot hold up a write. A subscriber that falls more than
+//! the ring's length behind is dropped (it learns so and may resume from
+//! its last cursor) instead of slowing anybody down; if the pump itself
+//! falls more than the outbox behind, every subscription ends and resumes
+//! from storage the same way.
 //!
 //! A subscription starts by listening, then reads what is stored after the
 //! caller's cursor, then follows the live events, skipping any it already
@@ -14,10 +22,11 @@
 //! of the two, and is delivered once.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, Notify};
+use tokio::time::Instant;
 
 use super::{Engine, EngineError};
 use crate::domain::{wire, Event, EventPayload, GoalId, Tenant};
@@ -40,6 +49,9 @@ pub const MAX_COALESCE: Duration = Duration::from_millis(250);
 /// The most lag a subscriber may be allowed, whatever the operator asks:
 /// the ring holds this many events per tenant.
 pub const MAX_SUBSCRIBER_BUFFER: usize = 65_536;
+/// Committed events that may wait for the pump; past this, the pump is
+/// hopelessly behind and every subscription resumes from storage instead.
+pub const MAX_OUTBOX: usize = MAX_SUBSCRIBER_BUFFER;
 /// Stored events a subscription reads per page while it catches up.
 const BACKFILL_PAGE: usize = 500;
 
@@ -76,12 +88,21 @@ pub struct FeedEvent {
     pub event: Event,
     /// `wire::event(&event)` as text.
     pub json: Arc<str>,
+    /// When the feed got it: a stream that holds it back to share a write
+    /// counts its coalescing wait from here, not from when the stream got
+    /// round to it, so the wait bounds the event's delay however late the
+    /// stream woke up.
+    pub published: Instant,
 }
 
 impl FeedEvent {
     fn new(event: Event) -> FeedEvent {
         let json = wire::event(&event).to_string().into();
-        FeedEvent { event, json }
+        FeedEvent {
+            event,
+            json,
+            published: Instant::now(),
+        }
     }
 }
 
@@ -121,12 +142,24 @@ impl Rings {
     }
 }
 
+/// Committed events the writer handed over, waiting for the pump.
+#[derive(Debug, Default)]
+struct Outbox {
+    batches: Vec<(Tenant, Vec<Event>)>,
+    /// Events in `batches` (bounded by [`MAX_OUTBOX`]).
+    events: usize,
+}
+
 /// The tenants' broadcast rings. A tenant has some only while somebody
 /// listens.
 #[derive(Debug)]
 pub struct Feed {
     settings: FeedSettings,
     tenants: Mutex<HashMap<Tenant, Rings>>,
+    outbox: Mutex<Outbox>,
+    /// Wakes the pump: the outbox has something.
+    ready: Arc<Notify>,
+    pumping: std::sync::Once,
 }
 
 impl Feed {
@@ -134,6 +167,9 @@ impl Feed {
         Feed {
             settings,
             tenants: Mutex::default(),
+            outbox: Mutex::default(),
+            ready: Arc::new(Notify::new()),
+            pumping: std::sync::Once::new(),
         }
     }
 
@@ -142,10 +178,55 @@ impl Feed {
     }
 
     fn tenants(&self) -> std::sync::MutexGuard<'_, HashMap<Tenant, Rings>> {
-        // Nothing under this lock can panic half-way through a change.
-        match self.tenants.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
+        unpoisoned(&self.tenants)
+    }
+
+    /// Starts the pump on the current runtime, once: at the first
+    /// subscription, since until somebody listens nothing is queued.
+    fn start_pump(self: &Arc<Self>) {
+        self.pumping.call_once(|| {
+            let (feed, ready) = (Arc::downgrade(self), Arc::clone(&self.ready));
+            tokio::spawn(pump(feed, ready));
+        });
+    }
+
+    /// Publishes what the writer queued, in commit order: the pump's one
+    /// step (tests drive it directly).
+    pub fn deliver(&self) {
+        let Outbox { batches, .. } = std::mem::take(&mut *unpoisoned(&self.outbox));
+        for (tenant, events) in batches {
+            self.publish(&tenant, &events);
+        }
+    }
+
+    /// Sends `events` into the rings of the tenant that follow them.
+    fn publish(&self, tenant: &Tenant, events: &[Event]) {
+        let mut tenants = self.tenants();
+        let Some(rings) = tenants.get_mut(tenant) else {
+            return;
+        };
+        for event in events {
+            let goal = goal_of(event);
+            if rings.all.is_none() && !rings.goals.contains_key(goal) {
+                continue;
+            }
+            // Rendered once, whichever rings it goes into.
+            let published = Arc::new(FeedEvent::new(event.clone()));
+            // A send fails only when nobody listens to that ring any more:
+            // forget it.
+            if let Some(all) = &rings.all {
+                if all.send(Arc::clone(&published)).is_err() {
+                    rings.all = None;
+                }
+            }
+            if let Some(ring) = rings.goals.get(goal) {
+                if ring.send(published).is_err() {
+                    rings.goals.remove(goal);
+                }
+            }
+        }
+        if rings.is_empty() {
+            tenants.remove(tenant);
         }
     }
 
@@ -192,35 +273,56 @@ impl Feed {
     }
 }
 
-impl EventSink for Feed {
-    fn committed(&self, tenant: &Tenant, events: &[Event]) {
-        let mut tenants = self.tenants();
-        let Some(rings) = tenants.get_mut(tenant) else {
+impl Drop for Feed {
+    fn drop(&mut self) {
+        // The pump finds the feed gone and ends.
+        self.ready.notify_one();
+    }
+}
+
+/// The feed's pump: publishes whatever the writer queued, each time it is
+/// told there is some, until the feed is gone.
+async fn pump(feed: Weak<Feed>, ready: Arc<Notify>) {
+    loop {
+        ready.notified().await;
+        let Some(feed) = feed.upgrade() else {
             return;
         };
-        for event in events {
-            let goal = goal_of(event);
-            if rings.all.is_none() && !rings.goals.contains_key(goal) {
-                continue;
-            }
-            // Rendered once, whichever rings it goes into.
-            let published = Arc::new(FeedEvent::new(event.clone()));
-            // A send fails only when nobody listens to that ring any more:
-            // forget it.
-            if let Some(all) = &rings.all {
-                if all.send(Arc::clone(&published)).is_err() {
-                    rings.all = None;
-                }
-            }
-            if let Some(ring) = rings.goals.get(goal) {
-                if ring.send(published).is_err() {
-                    rings.goals.remove(goal);
-                }
-            }
+        feed.deliver();
+    }
+}
+
+fn unpoisoned<T>(lock: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Nothing under these locks can panic half-way through a change.
+    match lock.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl EventSink for Feed {
+    /// Queues the events for the pump (on the writer thread: only a copy
+    /// and a wake-up, whatever the number of subscribers).
+    fn committed(&self, tenant: &Tenant, events: &[Event]) {
+        if !self.listening(tenant) {
+            return;
         }
-        if rings.is_empty() {
-            tenants.remove(tenant);
+        let mut outbox = unpoisoned(&self.outbox);
+        if outbox.events + events.len() > MAX_OUTBOX {
+            // The pump is that far behind: let the lot go and end every
+            // subscription, whose client catches up from storage, where
+            // nothing is missing. A subscription made from here on reads
+            // storage first, so what the pump still publishes of the
+            // events taken before is skipped there, not repeated.
+            *outbox = Outbox::default();
+            drop(outbox);
+            self.close();
+            return;
         }
+        outbox.events += events.len();
+        outbox.batches.push((tenant.clone(), events.to_vec()));
+        drop(outbox);
+        self.ready.notify_one();
     }
 
     fn listening(&self, tenant: &Tenant) -> bool {
@@ -229,6 +331,8 @@ impl EventSink for Feed {
 
     /// Every subscription ends: its client resumes after the last cursor
     /// it got (`Last-Event-ID`) from storage, where nothing is missing.
+    /// At once, not through the pump: only the subscriptions open now may
+    /// have missed something (a later one reads storage first).
     fn interrupted(&self) {
         self.close();
     }
@@ -375,6 +479,7 @@ impl Engine {
         // Listen before reading what is stored, so nothing committed in
         // between is missed.
         let live = self.feed.listen(tenant, goal)?;
+        self.feed.start_pump();
         Ok(Subscription {
             engine: Arc::clone(self),
             tenant: tenant.clone(),
@@ -443,7 +548,7 @@ mod tests {
         let mut slow = feed.listen(&tenant, None).expect("listens");
         let events: Vec<Event> = (1..=5).map(|cursor| event(cursor, &goal)).collect();
         // Five events into a ring of two return at once.
-        feed.committed(&tenant, &events);
+        feed.publish(&tenant, &events);
         assert!(matches!(
             slow.recv().await,
             Err(broadcast::error::RecvError::Lagged(3))
@@ -462,7 +567,7 @@ mod tests {
         let events: Vec<Event> = (1..=MAX_SUBSCRIBER_BUFFER as u64 + 1)
             .map(|cursor| event(cursor, &goal))
             .collect();
-        feed.committed(&tenant, &events);
+        feed.publish(&tenant, &events);
         assert!(matches!(
             listener.recv().await,
             Err(broadcast::error::RecvError::Lagged(1))
@@ -479,7 +584,7 @@ mod tests {
         let (mine, other) = (GoalId::generate(), GoalId::generate());
         let mut follower = feed.listen(&tenant, Some(&mine)).expect("listens");
         let mut everything = feed.listen(&tenant, None).expect("listens");
-        feed.committed(&tenant, &[event(1, &other), event(2, &mine)]);
+        feed.publish(&tenant, &[event(1, &other), event(2, &mine)]);
         let got = follower.try_recv().expect("its goal's event");
         assert_eq!(got.event.cursor, 2);
         assert!(matches!(
@@ -518,7 +623,7 @@ mod tests {
         let tenant = Tenant::parse("a").expect("a tenant");
         let goal = GoalId::generate();
         drop(feed.listen(&tenant, Some(&goal)).expect("listens"));
-        feed.committed(&tenant, &[event(1, &goal)]);
+        feed.publish(&tenant, &[event(1, &goal)]);
         assert!(feed.tenants().is_empty());
     }
 
@@ -527,11 +632,122 @@ mod tests {
         let feed = Feed::new(FeedSettings::default());
         let tenant = Tenant::parse("a").expect("a tenant");
         let goal = GoalId::generate();
-        feed.committed(&tenant, &[event(1, &goal)]);
+        feed.publish(&tenant, &[event(1, &goal)]);
         assert_eq!(feed.subscribers(&tenant), 0);
         let listener = feed.listen(&tenant, None).expect("listens");
         drop(listener);
-        feed.committed(&tenant, &[event(2, &goal)]);
+        feed.publish(&tenant, &[event(2, &goal)]);
         assert!(feed.tenants().is_empty());
+    }
+
+    /// The writer only queues: nothing reaches a subscriber until the pump
+    /// delivers, and then everything does, in commit order.
+    #[test]
+    fn committed_events_wait_for_the_pump_and_arrive_in_order() {
+        let feed = Feed::new(FeedSettings::default());
+        let (a, b) = (
+            Tenant::parse("a").expect("a tenant"),
+            Tenant::parse("b").expect("b tenant"),
+        );
+        let goal = GoalId::generate();
+        let mut on_a = feed.listen(&a, None).expect("listens");
+        let mut on_b = feed.listen(&b, None).expect("listens");
+        feed.committed(&a, &[event(1, &goal), event(2, &goal)]);
+        feed.committed(&b, &[event(3, &goal)]);
+        feed.committed(&a, &[event(4, &goal)]);
+        assert!(matches!(
+            on_a.try_recv(),
+            Err(broadcast::error::TryRecvError::Empty)
+        ));
+        feed.deliver();
+        let got: Vec<u64> = std::iter::from_fn(|| on_a.try_recv().ok())
+            .map(|published| published.event.cursor)
+            .collect();
+        assert_eq!(got, [1, 2, 4]);
+        assert_eq!(on_b.try_recv().expect("b's").event.cursor, 3);
+        // Delivered once: the outbox is empty now.
+        feed.deliver();
+        assert!(on_a.try_recv().is_err());
+    }
+
+    /// A tenant nobody listens to costs the writer nothing: not queued.
+    #[test]
+    fn events_nobody_listens_to_are_not_queued() {
+        let feed = Feed::new(FeedSettings::default());
+        let tenant = Tenant::parse("a").expect("a tenant");
+        feed.committed(&tenant, &[event(1, &GoalId::generate())]);
+        assert_eq!(unpoisoned(&feed.outbox).events, 0);
+    }
+
+    /// The outbox is bounded: a pump that far behind lets the events go,
+    /// and every subscription ends so that its client resumes from
+    /// storage; the outbox is usable again at once.
+    #[test]
+    fn a_full_outbox_ends_every_subscription_instead_of_growing() {
+        let feed = Feed::new(FeedSettings::default());
+        let tenant = Tenant::parse("a").expect("a tenant");
+        let goal = GoalId::generate();
+        let mut listener = feed.listen(&tenant, None).expect("listens");
+        let events: Vec<Event> = (1..=MAX_OUTBOX as u64)
+            .map(|cursor| event(cursor, &goal))
+            .collect();
+        feed.committed(&tenant, &events);
+        assert_eq!(unpoisoned(&feed.outbox).events, MAX_OUTBOX);
+        feed.committed(&tenant, &[event(MAX_OUTBOX as u64 + 1, &goal)]);
+        assert_eq!(unpoisoned(&feed.outbox).events, 0, "let go, not grown");
+        assert!(matches!(
+            listener.try_recv(),
+            Err(broadcast::error::TryRecvError::Closed)
+        ));
+        assert_eq!(feed.subscribers(&tenant), 0);
+        let mut again = feed.listen(&tenant, None).expect("listens again");
+        feed.committed(&tenant, &[event(MAX_OUTBOX as u64 + 2, &goal)]);
+        feed.deliver();
+        assert_eq!(
+            again.try_recv().expect("the next one").event.cursor,
+            MAX_OUTBOX as u64 + 2
+        );
+    }
+
+    /// A store that lost events ends the subscriptions open then, and only
+    /// those: one made afterwards reads storage first and goes on.
+    #[test]
+    fn an_interruption_ends_the_subscriptions_open_then() {
+        let feed = Feed::new(FeedSettings::default());
+        let tenant = Tenant::parse("a").expect("a tenant");
+        let goal = GoalId::generate();
+        let mut before = feed.listen(&tenant, None).expect("listens");
+        feed.interrupted();
+        assert!(matches!(
+            before.try_recv(),
+            Err(broadcast::error::TryRecvError::Closed)
+        ));
+        let mut after = feed.listen(&tenant, None).expect("listens");
+        feed.committed(&tenant, &[event(1, &goal)]);
+        feed.deliver();
+        assert_eq!(after.try_recv().expect("goes on").event.cursor, 1);
+    }
+
+    /// The pump runs by itself once somebody subscribed, and ends with the
+    /// feed.
+    #[tokio::test]
+    async fn the_pump_delivers_on_its_own_and_ends_with_the_feed() {
+        let feed = Arc::new(Feed::new(FeedSettings::default()));
+        let tenant = Tenant::parse("a").expect("a tenant");
+        let mut listener = feed.listen(&tenant, None).expect("listens");
+        feed.start_pump();
+        feed.committed(&tenant, &[event(1, &GoalId::generate())]);
+        let got = tokio::time::timeout(Duration::from_secs(10), listener.recv())
+            .await
+            .expect("delivered in time")
+            .expect("an event");
+        assert_eq!(got.event.cursor, 1);
+        let weak = Arc::downgrade(&feed);
+        drop(listener);
+        drop(feed);
+        assert!(
+            weak.upgrade().is_none(),
+            "the pump holds no strong reference"
+        );
     }
 }

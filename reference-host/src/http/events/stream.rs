@@ -119,12 +119,24 @@ fn append(out: &mut Vec<u8>, item: FeedItem) -> bool {
 
 /// Until when a stream that has an event to write waits for more: a busy
 /// stream (its last chunk, `written`, went out less than `coalesce` ago)
-/// waits `coalesce` from now; `None` (write now) for a stream that has been
-/// quiet longer than that, or has written nothing yet.
-fn linger_until(written: Option<Instant>, coalesce: Duration, now: Instant) -> Option<Instant> {
+/// holds the event until `coalesce` after it was published; `None` (write
+/// now) for a stream that has been quiet longer than that, or has written
+/// nothing yet, or whose event already waited its `coalesce` (the stream
+/// woke late).
+///
+/// Counting from the event's publication, not from the stream's wake-up,
+/// is what bounds the delay: a stream that woke late on a busy machine
+/// does not add a whole wait on top.
+fn linger_until(
+    written: Option<Instant>,
+    coalesce: Duration,
+    published: Instant,
+    now: Instant,
+) -> Option<Instant> {
     written
         .filter(|&at| now.saturating_duration_since(at) < coalesce)
-        .map(|_| now + coalesce)
+        .map(|_| published + coalesce)
+        .filter(|&until| until > now)
 }
 
 /// The subscription as body chunks: each chunk is every message ready when
@@ -133,7 +145,8 @@ fn linger_until(written: Option<Instant>, coalesce: Duration, now: Instant) -> O
 /// the stream ends after a `stream.dropped` message.
 ///
 /// A busy stream, one whose event comes less than `coalesce` after its last
-/// chunk, waits `coalesce` for more to share the write; a quiet stream (a
+/// chunk, holds it until `coalesce` after its publication, for more to
+/// share the write; a quiet stream (a
 /// goal's follower, a tenant with little going on) writes its event at
 /// once instead of waiting for company that is not coming.
 ///
@@ -173,6 +186,10 @@ fn chunks(
                 return None;
             }
         };
+        let published = match &first {
+            FeedItem::Event(event) => event.published,
+            FeedItem::Dropped { .. } => Instant::now(),
+        };
         let mut out = Vec::with_capacity(1024);
         if !append(&mut out, first) {
             return Some((Ok(Bytes::from(out)), None));
@@ -185,7 +202,7 @@ fn chunks(
         while messages < CHUNK_MESSAGES && out.len() < CHUNK_BYTES {
             let Some(item) = state.subscription.ready() else {
                 let until = (!lingered)
-                    .then(|| linger_until(state.written, state.coalesce, Instant::now()))
+                    .then(|| linger_until(state.written, state.coalesce, published, Instant::now()))
                     .flatten();
                 let Some(until) = until else {
                     break;
@@ -212,26 +229,33 @@ mod tests {
     use crate::http::GOALS_BASE;
 
     #[test]
-    fn a_busy_stream_waits_out_its_interval_and_a_quiet_one_writes_at_once() {
+    fn a_busy_stream_holds_an_event_until_its_wait_from_publication() {
         let coalesce = Duration::from_millis(10);
         let now = Instant::now();
+        let published = now - Duration::from_millis(3);
         // Nothing written yet: the first event goes out at once.
-        assert_eq!(linger_until(None, coalesce, now), None);
-        // A chunk 4 ms ago: a busy stream, it waits a whole interval for
-        // more events to share the write.
+        assert_eq!(linger_until(None, coalesce, published, now), None);
+        // A chunk 4 ms ago: a busy stream; the event, published 3 ms ago,
+        // waits until 10 ms after its publication for company.
         let recent = now - Duration::from_millis(4);
         assert_eq!(
-            linger_until(Some(recent), coalesce, now),
-            Some(now + coalesce)
+            linger_until(Some(recent), coalesce, published, now),
+            Some(published + coalesce)
         );
+        // The stream woke late: the event waited its 10 ms already.
+        let stale = now - coalesce;
+        assert_eq!(linger_until(Some(recent), coalesce, stale, now), None);
         // A chunk 10 ms ago or longer: the stream is quiet, write now.
-        assert_eq!(linger_until(Some(now - coalesce), coalesce, now), None);
         assert_eq!(
-            linger_until(Some(now - Duration::from_secs(5)), coalesce, now),
+            linger_until(Some(now - coalesce), coalesce, published, now),
+            None
+        );
+        assert_eq!(
+            linger_until(Some(now - Duration::from_secs(5)), coalesce, published, now),
             None
         );
         // No coalescing asked: never wait.
-        assert_eq!(linger_until(Some(now), Duration::ZERO, now), None);
+        assert_eq!(linger_until(Some(now), Duration::ZERO, now, now), None);
     }
 
     /// The stream lives under the goals collection, where clients look.
