@@ -63,6 +63,69 @@ const DELIVERY_P99: Duration = Duration::from_millis(50);
 /// of the host's default (`FeedSettings::coalesce`).
 const COALESCE_VAR: &str = "GOALPOST_BENCH_COALESCE_MS";
 
+/// The load's runtime thread (one worker: a client of the host, apart
+/// from the host's runtime, so its CPU time is told apart from the host's).
+const LOAD_THREAD: &str = "bench-load";
+/// The subscribers' thread (a client too).
+const SUBSCRIBER_THREAD: &str = "fanout-subscribers";
+/// `/proc` counts CPU time in clock ticks of 1/100 s on Linux (USER_HZ,
+/// fixed by the kernel's ABI whatever the kernel's own tick).
+const TICKS_PER_SECOND: u64 = 100;
+
+/// CPU time spent so far, in clock ticks: by the whole process, and by the
+/// clients' threads in it (the rest is the host's: its runtime workers,
+/// its blocking threads and its checkpointer).
+#[derive(Debug, Default, Clone, Copy)]
+struct Cpu {
+    process: u64,
+    clients: u64,
+}
+
+/// `utime + stime` of a `/proc/…/stat` line, and its thread name.
+fn stat_ticks(line: &str) -> Option<(&str, u64)> {
+    let name = &line[line.find('(')? + 1..line.rfind(')')?];
+    let fields: Vec<&str> = line[line.rfind(')')? + 1..].split_whitespace().collect();
+    // After the name: state is the first field, utime the 12th, stime the 13th.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((name, utime + stime))
+}
+
+/// Samples the process's CPU time (Linux `/proc`; zeros elsewhere, and the
+/// row says it could not be measured). A thread name is cut to 15 bytes.
+fn cpu() -> Cpu {
+    let process = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|line| stat_ticks(&line).map(|(_, ticks)| ticks))
+        .unwrap_or(0);
+    let mut clients = 0;
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for task in tasks.flatten() {
+            let Ok(line) = std::fs::read_to_string(task.path().join("stat")) else {
+                continue;
+            };
+            if let Some((name, ticks)) = stat_ticks(&line) {
+                let client = [LOAD_THREAD, SUBSCRIBER_THREAD]
+                    .iter()
+                    .any(|thread| thread.starts_with(name) && !name.is_empty());
+                if client {
+                    clients += ticks;
+                }
+            }
+        }
+    }
+    Cpu { process, clients }
+}
+
+/// The host's CPU time per `continue` between two samples.
+fn host_cpu_per_continue(before: Cpu, after: Cpu, continues: u64) -> Option<Duration> {
+    let process = after.process.checked_sub(before.process)?;
+    let clients = after.clients.checked_sub(before.clients)?;
+    let host = process.checked_sub(clients)?;
+    (continues > 0 && process > 0)
+        .then(|| Duration::from_micros(host * 1_000_000 / TICKS_PER_SECOND / continues))
+}
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -100,10 +163,11 @@ struct Decoder {
     body: Vec<u8>,
 }
 
+/// Where `needle` first occurs in `haystack` (SIMD, as a real client's
+/// parser would scan: the subscribers' time is the machine's, not the
+/// host's).
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| window == needle)
+    memchr::memmem::find(haystack, needle)
 }
 
 impl Decoder {
@@ -240,21 +304,29 @@ async fn subscribe(
     }
 }
 
-/// Runs `continue` on `pools`: load worker `w` is tenant `first + w`.
-/// `sent[w * GOALS_PER_PHASE + g]` counts the requests made on goal `g` of
-/// worker `w`.
+/// What a load phase did, and the host's CPU time per `continue` in it.
+struct Loaded {
+    outcome: Outcome,
+    host_cpu: Option<Duration>,
+}
+
+/// Runs `continue` on `pools` from the load's own runtime (`on_load`): load
+/// worker `w` is tenant `first + w`. `sent[w * GOALS_PER_PHASE + g]` counts
+/// the requests made on goal `g` of worker `w`.
 async fn continues(
-    client: &reqwest::Client,
+    on_load: &tokio::runtime::Handle,
+    load_client: &reqwest::Client,
     base: &str,
     first: usize,
     pools: Arc<Vec<Vec<String>>>,
     sent: Arc<Vec<AtomicU64>>,
-) -> Outcome {
+) -> Result<Loaded> {
     let base = base.to_string();
+    let counted = Arc::clone(&sent);
     let make: MakeRequest = Arc::new(move |client, w, n| {
         let pool = &pools[w];
         let next = usize::try_from(n / RUNS_PER_GOAL).unwrap_or(usize::MAX) % pool.len();
-        if let Some(count) = sent.get(w * GOALS_PER_PHASE + next) {
+        if let Some(count) = counted.get(w * GOALS_PER_PHASE + next) {
             count.fetch_add(1, Ordering::Relaxed);
         }
         client
@@ -267,7 +339,20 @@ async fn continues(
         window: WINDOW,
         max_requests: 1_000_000,
     };
-    load::run(client, spec, 200, make).await
+    let start = cpu();
+    // Run on the load's runtime, so its connections' tasks run there too,
+    // not among the host's workers.
+    let client = load_client.clone();
+    let outcome = on_load
+        .spawn(async move { load::run(&client, spec, 200, make).await })
+        .await
+        .context("the load's task")?;
+    let end = cpu();
+    let made: u64 = sent.iter().map(|count| count.load(Ordering::Relaxed)).sum();
+    Ok(Loaded {
+        outcome,
+        host_cpu: host_cpu_per_continue(start, end, made),
+    })
 }
 
 fn counters() -> Arc<Vec<AtomicU64>> {
@@ -307,6 +392,8 @@ async fn until_subscribers(host: &RunningHost, first: usize, want: usize) -> Res
 /// A phase with subscribers: what the load did, and what they received.
 struct Followed {
     load: Outcome,
+    /// The host's CPU time per `continue` (its threads only).
+    host_cpu: Option<Duration>,
     delivered: u64,
     /// Deliveries the phase's `continue`s owe the subscribers (one event
     /// per `continue`, times the streams that follow its goal).
@@ -321,7 +408,7 @@ struct Followed {
 /// waits until the host has let every one go.
 async fn with_subscribers(
     host: &RunningHost,
-    client: &reqwest::Client,
+    (on_load, load_client): (&tokio::runtime::Handle, &reqwest::Client),
     phase: usize,
     pools: Arc<Vec<Vec<String>>>,
 ) -> Result<Followed> {
@@ -356,7 +443,7 @@ async fn with_subscribers(
     let on_readers = readers.handle().clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::Builder::new()
-        .name("fanout-subscribers".into())
+        .name(SUBSCRIBER_THREAD.into())
         .spawn(move || {
             readers.block_on(async {
                 let _ = stopped.await;
@@ -378,7 +465,15 @@ async fn with_subscribers(
     until_subscribers(host, first, SUBSCRIBERS).await?;
     since.store(u64::try_from(now_ms()).unwrap_or(0), Ordering::Relaxed);
     let sent = counters();
-    let load = continues(client, &host.base_url(), first, pools, Arc::clone(&sent)).await;
+    let loaded = continues(
+        on_load,
+        load_client,
+        &host.base_url(),
+        first,
+        pools,
+        Arc::clone(&sent),
+    )
+    .await?;
     let expected: u64 = sent
         .iter()
         .zip(&followers)
@@ -404,7 +499,8 @@ async fn with_subscribers(
     until_subscribers(host, first, 0).await?;
     let latencies = seen.latencies.lock().map(|l| l.clone()).unwrap_or_default();
     Ok(Followed {
-        load,
+        load: loaded.outcome,
+        host_cpu: loaded.host_cpu,
         delivered: seen.delivered.load(Ordering::Relaxed),
         expected,
         events,
@@ -415,7 +511,16 @@ async fn with_subscribers(
 pub fn measure() -> Result<Vec<Row>> {
     let dir = tempfile::tempdir()?;
     let runtime = runtime()?;
-    runtime.block_on(async {
+    // The load runs on a runtime of its own, so the host's CPU time can be
+    // told from its clients'.
+    let load_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(LOAD_THREAD)
+        .enable_all()
+        .build()
+        .context("cannot start the load's runtime")?;
+    let on_load = load_runtime.handle().clone();
+    let rows = runtime.block_on(async {
         let client = load::client(CONNECTIONS)?;
         let mut config = Config::conformance_in_memory(
             (0..PHASES * CONNECTIONS)
@@ -458,14 +563,26 @@ pub fn measure() -> Result<Vec<Row>> {
             phases.push(Arc::new(pools));
         }
 
-        let mut before = continues(&client, &base, BEFORE * CONNECTIONS, Arc::clone(&phases[BEFORE]), counters()).await;
+        // One client for every phase, as one program would keep its
+        // connections, made on the load's runtime.
+        let load_client = on_load
+            .spawn(async { load::client(CONNECTIONS) })
+            .await
+            .context("the load's client")??;
+        let load = (&on_load, &load_client);
+        let before = continues(load.0, load.1, &base, BEFORE * CONNECTIONS, Arc::clone(&phases[BEFORE]), counters()).await?;
         let mut tenant_wide =
-            with_subscribers(&host, &client, TENANT_WIDE, Arc::clone(&phases[TENANT_WIDE])).await?;
+            with_subscribers(&host, load, TENANT_WIDE, Arc::clone(&phases[TENANT_WIDE])).await?;
         let mut goal_followers =
-            with_subscribers(&host, &client, GOAL_FOLLOWERS, Arc::clone(&phases[GOAL_FOLLOWERS]))
+            with_subscribers(&host, load, GOAL_FOLLOWERS, Arc::clone(&phases[GOAL_FOLLOWERS]))
                 .await?;
-        let mut after = continues(&client, &base, AFTER * CONNECTIONS, Arc::clone(&phases[AFTER]), counters()).await;
+        let after = continues(load.0, load.1, &base, AFTER * CONNECTIONS, Arc::clone(&phases[AFTER]), counters()).await?;
         host.shutdown().await;
+        let baseline_cpu = match (before.host_cpu, after.host_cpu) {
+            (Some(before), Some(after)) => Some((before + after) / 2),
+            _ => None,
+        };
+        let (mut before, mut after) = (before.outcome, after.outcome);
 
         let baseline_rate = (before.rate() + after.rate()) / 2.0;
         let describe = |outcome: &mut Outcome| {
@@ -533,9 +650,28 @@ pub fn measure() -> Result<Vec<Row>> {
                 format!("p99 < {}, every event delivered", duration(DELIVERY_P99)),
                 p99 < DELIVERY_P99 && followed.delivered >= followed.expected,
             ));
+            // What the host's own threads spent per `continue`: the share
+            // of the cost that stays with the host when its clients run
+            // elsewhere (the loopback's receiving side still counts: the
+            // kernel does it in the sender's write).
+            let metric = format!(
+                "host CPU per continue (its own threads; the load's and the subscribers' left out), {} subscribers {what}",
+                thousands(SUBSCRIBERS as f64)
+            );
+            rows.push(match (followed.host_cpu, baseline_cpu) {
+                (Some(with), Some(without)) => Row::info(metric, duration(with)).with_baseline(
+                    format!("no subscribers: {}", duration(without)),
+                    without.as_secs_f64() / with.as_secs_f64().max(f64::EPSILON),
+                ),
+                _ => Row::info(metric, "could not be measured (no /proc/self)"),
+            });
         }
-        Ok(rows)
-    })
+        Ok::<_, anyhow::Error>(rows)
+    });
+    // Not inside the other runtime: a runtime is dropped where blocking
+    // is allowed.
+    drop(load_runtime);
+    rows
 }
 
 #[cfg(test)]
