@@ -84,22 +84,24 @@ pub enum RequestError {
 
 impl RequestError {
     fn from_verifier_ref(error: RefError, pointer: &str) -> RequestError {
-        match error {
-            RefError::FixturesDisabled => RequestError::FixturesDisabled {
-                pointer: pointer.to_string(),
-            },
-            RefError::Malformed(message) => RequestError::Invalid {
-                pointer: pointer.to_string(),
-                message,
-            },
-            RefError::Unknown(reference) => RequestError::UnknownVerifier {
-                pointer: pointer.to_string(),
-                reference,
-            },
-        }
+        RequestError::from_ref(error, pointer, |pointer, reference| {
+            RequestError::UnknownVerifier { pointer, reference }
+        })
     }
 
     fn from_arm_ref(error: RefError, pointer: &str) -> RequestError {
+        RequestError::from_ref(error, pointer, |pointer, reference| {
+            RequestError::UnknownArm { pointer, reference }
+        })
+    }
+
+    /// A ref that did not resolve: the same errors for verifiers and arms,
+    /// but for what an unknown one is called (`unknown`).
+    fn from_ref(
+        error: RefError,
+        pointer: &str,
+        unknown: impl FnOnce(String, String) -> RequestError,
+    ) -> RequestError {
         match error {
             RefError::FixturesDisabled => RequestError::FixturesDisabled {
                 pointer: pointer.to_string(),
@@ -108,10 +110,7 @@ impl RequestError {
                 pointer: pointer.to_string(),
                 message,
             },
-            RefError::Unknown(reference) => RequestError::UnknownArm {
-                pointer: pointer.to_string(),
-                reference,
-            },
+            RefError::Unknown(reference) => unknown(pointer.to_string(), reference),
         }
     }
 }
