@@ -26,7 +26,6 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, Notify};
-use tokio::time::Instant;
 
 use super::{Engine, EngineError};
 use crate::domain::{wire, Event, EventPayload, GoalId, Tenant};
@@ -39,12 +38,12 @@ pub const DEFAULT_MAX_SUBSCRIBERS_PER_TENANT: usize = 32;
 /// How often an idle stream sends a comment, so proxies and clients see
 /// the connection is alive.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
-/// How long a stream that found one event ready waits for more before it
-/// writes: events of a busy tenant then go out several to a write, which
+/// How long a stream pauses after a chunk before it writes again: events
+/// of a busy tenant then go out several to a write, which
 /// is what lets one event reach many subscribers cheaply (see
 /// BENCHMARKS.md, "Live event stream fan-out").
 pub const DEFAULT_COALESCE: Duration = Duration::from_millis(10);
-/// The longest coalescing wait, whatever the operator asks.
+/// The longest pause, whatever the operator asks.
 pub const MAX_COALESCE: Duration = Duration::from_millis(250);
 /// The most lag a subscriber may be allowed, whatever the operator asks:
 /// the ring holds this many events per tenant.
@@ -64,8 +63,9 @@ pub struct FeedSettings {
     pub max_subscribers_per_tenant: usize,
     /// Interval between heartbeat comments on an idle stream.
     pub heartbeat: Duration,
-    /// How long a stream waits for more events after one is ready, so
-    /// they share a write; zero writes at once. At most [`MAX_COALESCE`].
+    /// How long a stream pauses after a chunk, so the events that come
+    /// meanwhile share a write; zero writes at once. At most
+    /// [`MAX_COALESCE`].
     pub coalesce: Duration,
 }
 
@@ -88,21 +88,12 @@ pub struct FeedEvent {
     pub event: Event,
     /// `wire::event(&event)` as text.
     pub json: Arc<str>,
-    /// When the feed got it: a stream that holds it back to share a write
-    /// counts its coalescing wait from here, not from when the stream got
-    /// round to it, so the wait bounds the event's delay however late the
-    /// stream woke up.
-    pub published: Instant,
 }
 
 impl FeedEvent {
     fn new(event: Event) -> FeedEvent {
         let json = wire::event(&event).to_string().into();
-        FeedEvent {
-            event,
-            json,
-            published: Instant::now(),
-        }
+        FeedEvent { event, json }
     }
 }
 

@@ -85,10 +85,12 @@ struct Chunks {
     /// Fires when the stream has been idle for `heartbeat`.
     idle: Pin<Box<Sleep>>,
     coalesce: Duration,
-    /// The coalescing wait (one timer, reset for each chunk).
-    linger: Pin<Box<Sleep>>,
+    /// The pause between two chunks (one timer, reset for each chunk).
+    pause: Pin<Box<Sleep>>,
     /// When the last chunk of events was written.
     written: Option<Instant>,
+    /// The last chunk stopped at a bound: more was ready, write on at once.
+    full: bool,
 }
 
 impl Chunks {
@@ -117,43 +119,41 @@ fn append(out: &mut Vec<u8>, item: FeedItem) -> bool {
     }
 }
 
-/// Until when a stream that has an event to write waits for more: a busy
-/// stream (its last chunk, `written`, went out less than `coalesce` ago)
-/// holds the event until `coalesce` after it was published; `None` (write
-/// now) for a stream that has been quiet longer than that, or has written
-/// nothing yet, or whose event already waited its `coalesce` (the stream
-/// woke late).
+/// Until when a stream lets events gather before it looks for them again:
+/// `coalesce` after its last chunk of events (`written`), unless that chunk
+/// stopped at a bound (`full`: a subscriber catching up writes on at once)
+/// or the time has passed. `None`: look now.
 ///
-/// Counting from the event's publication, not from the stream's wake-up,
-/// is what bounds the delay: a stream that woke late on a busy machine
-/// does not add a whole wait on top.
-fn linger_until(
+/// So a stream writes at most once per `coalesce`, and an event waits at
+/// most that long: one that comes during the pause goes out at its end
+/// with everything that came meanwhile; one that comes to a stream that
+/// has been quiet longer (a goal's follower, a tenant with little going
+/// on) goes out at once.
+fn pause_until(
     written: Option<Instant>,
+    full: bool,
     coalesce: Duration,
-    published: Instant,
     now: Instant,
 ) -> Option<Instant> {
     written
-        .filter(|&at| now.saturating_duration_since(at) < coalesce)
-        .map(|_| published + coalesce)
+        .filter(|_| !full)
+        .map(|at| at + coalesce)
         .filter(|&until| until > now)
 }
 
 /// The subscription as body chunks: each chunk is every message ready when
-/// the stream wakes (at most [`CHUNK_MESSAGES`] / about [`CHUNK_BYTES`]),
+/// the stream looks (at most [`CHUNK_MESSAGES`] / about [`CHUNK_BYTES`]),
 /// whole messages only; a heartbeat comment after `heartbeat` without one;
-/// the stream ends after a `stream.dropped` message.
-///
-/// A busy stream, one whose event comes less than `coalesce` after its last
-/// chunk, holds it until `coalesce` after its publication, for more to
-/// share the write; a quiet stream (a
-/// goal's follower, a tenant with little going on) writes its event at
-/// once instead of waiting for company that is not coming.
+/// the stream ends after a `stream.dropped` message. Between two chunks
+/// the stream pauses as [`pause_until`] says.
 ///
 /// Why chunks and not one message each: with many subscribers per tenant,
 /// a wake-up and a socket write per event per subscriber was most of the
 /// fan-out's cost, and a subscriber that is behind has several events
-/// waiting whenever it runs.
+/// waiting whenever it runs. Why a pause after a write rather than a wait
+/// after an event: a pausing stream is not waiting for the feed, so
+/// publishing an event wakes none of the busy streams; each wakes once per
+/// chunk, on its own timer.
 fn chunks(
     subscription: Subscription,
     heartbeat: Duration,
@@ -164,11 +164,17 @@ fn chunks(
         heartbeat,
         idle: Box::pin(tokio::time::sleep(heartbeat)),
         coalesce,
-        linger: Box::pin(tokio::time::sleep(coalesce)),
+        pause: Box::pin(tokio::time::sleep(coalesce)),
         written: None,
+        full: false,
     };
     futures_util::stream::unfold(Some(state), |state| async move {
         let mut state = state?;
+        if let Some(until) = pause_until(state.written, state.full, state.coalesce, Instant::now())
+        {
+            state.pause.as_mut().reset(until);
+            state.pause.as_mut().await;
+        }
         // Both are cancel-safe: `next` changes nothing until it returns.
         let first = tokio::select! {
             biased;
@@ -186,37 +192,21 @@ fn chunks(
                 return None;
             }
         };
-        let published = match &first {
-            FeedItem::Event(event) => event.published,
-            FeedItem::Dropped { .. } => Instant::now(),
-        };
         let mut out = Vec::with_capacity(1024);
         if !append(&mut out, first) {
             return Some((Ok(Bytes::from(out)), None));
         }
         let mut messages = 1;
-        // Waits once, and only when nothing more is ready yet and the
-        // stream is busy: a stream catching up, or a quiet one, writes at
-        // once.
-        let mut lingered = false;
         while messages < CHUNK_MESSAGES && out.len() < CHUNK_BYTES {
             let Some(item) = state.subscription.ready() else {
-                let until = (!lingered)
-                    .then(|| linger_until(state.written, state.coalesce, published, Instant::now()))
-                    .flatten();
-                let Some(until) = until else {
-                    break;
-                };
-                lingered = true;
-                state.linger.as_mut().reset(until);
-                state.linger.as_mut().await;
-                continue;
+                break;
             };
             messages += 1;
             if !append(&mut out, item) {
                 return Some((Ok(Bytes::from(out)), None));
             }
         }
+        state.full = messages >= CHUNK_MESSAGES || out.len() >= CHUNK_BYTES;
         state.written = Some(Instant::now());
         state.rearm();
         Some((Ok(Bytes::from(out)), Some(state)))
@@ -229,33 +219,30 @@ mod tests {
     use crate::http::GOALS_BASE;
 
     #[test]
-    fn a_busy_stream_holds_an_event_until_its_wait_from_publication() {
+    fn a_stream_pauses_after_a_chunk_unless_it_filled_up() {
         let coalesce = Duration::from_millis(10);
         let now = Instant::now();
-        let published = now - Duration::from_millis(3);
-        // Nothing written yet: the first event goes out at once.
-        assert_eq!(linger_until(None, coalesce, published, now), None);
-        // A chunk 4 ms ago: a busy stream; the event, published 3 ms ago,
-        // waits until 10 ms after its publication for company.
+        // Nothing written yet: look at once.
+        assert_eq!(pause_until(None, false, coalesce, now), None);
+        // A chunk 4 ms ago: pause until 10 ms after it.
         let recent = now - Duration::from_millis(4);
         assert_eq!(
-            linger_until(Some(recent), coalesce, published, now),
-            Some(published + coalesce)
+            pause_until(Some(recent), false, coalesce, now),
+            Some(recent + coalesce)
         );
-        // The stream woke late: the event waited its 10 ms already.
-        let stale = now - coalesce;
-        assert_eq!(linger_until(Some(recent), coalesce, stale, now), None);
-        // A chunk 10 ms ago or longer: the stream is quiet, write now.
+        // The same chunk stopped at a bound: more is ready, write on.
+        assert_eq!(pause_until(Some(recent), true, coalesce, now), None);
+        // A chunk 10 ms ago or longer: the pause is over.
         assert_eq!(
-            linger_until(Some(now - coalesce), coalesce, published, now),
+            pause_until(Some(now - coalesce), false, coalesce, now),
             None
         );
         assert_eq!(
-            linger_until(Some(now - Duration::from_secs(5)), coalesce, published, now),
+            pause_until(Some(now - Duration::from_secs(5)), false, coalesce, now),
             None
         );
-        // No coalescing asked: never wait.
-        assert_eq!(linger_until(Some(now), Duration::ZERO, now, now), None);
+        // No coalescing asked: never pause.
+        assert_eq!(pause_until(Some(now), false, Duration::ZERO, now), None);
     }
 
     /// The stream lives under the goals collection, where clients look.
