@@ -40,7 +40,10 @@ const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50)
 const READ_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The mutants this middleware implements.
-const HERE: [Mutant; 49] = [
+const HERE: [Mutant; 52] = [
+    Mutant::CreateAnswersUnstamped,
+    Mutant::GetTimestampsToSeconds,
+    Mutant::PauseRefusalBare,
     Mutant::EtagWeak,
     Mutant::ReportedRunEscalationDropped,
     Mutant::ReportedRunKeyIgnored,
@@ -134,6 +137,14 @@ fn nesting_depth(bytes: &[u8]) -> usize {
         }
     }
     deepest
+}
+
+/// An RFC 3339 timestamp with its fraction of a second dropped
+/// (`…:33.123Z` → `…:33Z`); `None` if it has none.
+fn to_whole_second(at: &str) -> Option<String> {
+    let (whole, fraction) = at.split_once('.')?;
+    let zone = fraction.trim_start_matches(|c: char| c.is_ascii_digit());
+    Some(format!("{whole}{zone}"))
 }
 
 /// What the middleware reads: the host's state and its mutant switch.
@@ -898,6 +909,46 @@ async fn middleware(
             StatusCode::CONFLICT,
             &json!({ "error": "conflict", "message": "pause is not supported" }),
         ),
+        (Mutant::CreateAnswersUnstamped, &Method::POST, Route::Collection) => {
+            // The handler answers the goal it built from the request; the
+            // store stamped `updatedAt` on the copy it kept.
+            let response = next.run(request).await;
+            if !response.status().is_success() {
+                return response;
+            }
+            rewrite(response, |goal| {
+                if let Some(goal) = goal.as_object_mut() {
+                    goal.remove("updatedAt");
+                }
+            })
+            .await
+        }
+        (Mutant::GetTimestampsToSeconds, &Method::GET, Route::Goal(_)) => {
+            // A read model whose timestamp columns keep whole seconds.
+            let response = next.run(request).await;
+            if !response.status().is_success() {
+                return response;
+            }
+            rewrite(response, |goal| {
+                for key in ["createdAt", "updatedAt"] {
+                    if let Some(at) = goal.get_mut(key) {
+                        if let Some(whole) = at.as_str().and_then(to_whole_second) {
+                            *at = json!(whole);
+                        }
+                    }
+                }
+            })
+            .await
+        }
+        (Mutant::PauseRefusalBare, &Method::POST, Route::Sub(_, "pause")) => {
+            // An early `return StatusCode::CONFLICT` in the handler, past
+            // the error type that renders the envelope.
+            let response = next.run(request).await;
+            if response.status() != StatusCode::CONFLICT {
+                return response;
+            }
+            StatusCode::CONFLICT.into_response()
+        }
         (Mutant::GetWithoutEtag, &Method::GET, Route::Goal(_)) => {
             let mut response = next.run(request).await;
             response.headers_mut().remove(ETAG);
@@ -1011,6 +1062,19 @@ mod tests {
         assert_eq!(nesting_depth(br#"{"a": [1, {"b": "[[[["}]}"#), 3);
         assert_eq!(nesting_depth(br#""\"[""#), 0);
         assert_eq!(nesting_depth(b"[[[[]]"), 4);
+    }
+
+    #[test]
+    fn timestamps_lose_their_fraction_only() {
+        assert_eq!(
+            to_whole_second("2026-06-13T00:00:07.123Z").as_deref(),
+            Some("2026-06-13T00:00:07Z")
+        );
+        assert_eq!(
+            to_whole_second("2026-06-13T00:00:07.5+01:00").as_deref(),
+            Some("2026-06-13T00:00:07+01:00")
+        );
+        assert_eq!(to_whole_second("2026-06-13T00:00:07Z"), None);
     }
 
     #[test]

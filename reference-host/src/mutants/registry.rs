@@ -329,6 +329,18 @@ registry! {
         "PATCH {progress} sets the goal's iteration count instead of leaving it to the judge."
     PatchIdentityApplied "patch-identity-applied"
         "PATCH {owner} hands the goal to the named tenant instead of leaving its owner alone."
+
+    // ---- MUSTs whose own rule no mutant broke yet ----
+    CreateAnswersUnstamped "create-answers-unstamped"
+        "A create answers the goal it built from the request, not the one it stored: without updatedAt, so GET of its id answers another goal."
+    GetTimestampsToSeconds "get-timestamps-to-seconds"
+        "GET {base}/{id} answers createdAt and updatedAt cut to the whole second instead of as stored."
+    PauseRefusalBare "pause-refusal-bare"
+        "Pause refuses with a bare 409 and no body, so the refusal carries no error envelope."
+    DeadlineCloseLeavesQueuedFire "deadline-close-leaves-queued-fire"
+        "The deadline close leaves the fire the scheduler already queued in place: it starts a run after the deadline and records its verdict on the closed goal."
+    ClosingVerdictAskedTwice "closing-verdict-asked-twice"
+        "When the iteration bound closes a goal, its URL verifier is called a second time for the last run, as a closing verdict."
 }
 
 impl Mutant {

@@ -53,6 +53,10 @@ pub(crate) struct Memory {
     pub key_owners: HashMap<String, String>,
     /// (credential, key) of keyed creates in flight.
     pub keys_in_flight: BTreeSet<(String, String)>,
+    /// The scheduler's timers of schedule goals with a deadline: when the
+    /// deadline is, and whether the fire it had queued at the deadline
+    /// close went out (`deadline-close-leaves-queued-fire`).
+    pub deadline_fires: HashMap<GoalId, (Timestamp, bool)>,
 }
 
 impl Switch {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Number, Value};
 
 use crate::arms::{ProbeRequest, RunError, RunReport, RunRequest, Worker};
-use crate::domain::refs::ArmSpec;
+use crate::domain::refs::{ArmSpec, VerifierSpec};
 use crate::domain::{exhausted, Bounds, CostCap, Goal, GoalId, GoalState, MicroUsd, Timestamp};
 use crate::future::BoxFuture;
 use crate::judge::{JudgeError, Verifier, VerifyRequest};
@@ -78,6 +78,9 @@ pub(crate) fn dispatch_view(
             goal.state = GoalState::Active;
             goal.next_fire_at = None;
         }
+        Some(Mutant::DeadlineCloseLeavesQueuedFire) if scheduled => {
+            fire_queued_at_deadline(switch, &mut goal);
+        }
         Some(Mutant::ContinueWhilePaused) if continued => goal.paused = false,
         Some(Mutant::NoFailClosedCheck) if scheduled => {
             goal.state = GoalState::Active;
@@ -110,9 +113,67 @@ pub(crate) fn dispatch_view(
     goal
 }
 
+/// `deadline-close-leaves-queued-fire`: the scheduler keeps a timer for
+/// every schedule goal with a deadline, and the deadline close does not take
+/// it down. The one fire it had queued goes out after the close, and its
+/// check sees the goal as the scheduler last knew it: open, with its
+/// deadline not looked at again.
+fn fire_queued_at_deadline(switch: &Switch, goal: &mut Goal) {
+    let Some(deadline) = goal.deadline() else {
+        return;
+    };
+    if goal.continuation.mode != crate::domain::Mode::Schedule {
+        return;
+    }
+    let mut memory = switch.memory();
+    if goal.state == GoalState::Active {
+        memory
+            .deadline_fires
+            .entry(goal.id.clone())
+            .or_insert((deadline, false));
+        return;
+    }
+    let closed_by_deadline = goal.state == GoalState::BoundExceeded && goal.updated_at >= deadline;
+    let Some((_, dispatched)) = memory.deadline_fires.get_mut(&goal.id) else {
+        return;
+    };
+    if *dispatched {
+        return;
+    }
+    let open = Bounds::new(
+        goal.bounds.max_loop_iterations(),
+        None,
+        goal.bounds.max_cost().cloned(),
+    );
+    match open {
+        Some(open) if closed_by_deadline => {
+            *dispatched = true;
+            goal.state = GoalState::Active;
+            goal.next_fire_at = None;
+            goal.bounds = open;
+        }
+        // Closed some other way: its timer is simply dropped.
+        _ => {
+            memory.deadline_fires.remove(&goal.id);
+        }
+    }
+}
+
 /// Schedule goals due at `now`, as the scheduler sees them.
 pub(crate) fn due(switch: &Switch, mut due: Vec<GoalId>, now: Timestamp) -> Vec<GoalId> {
     let memory = switch.memory();
+    // Timers whose deadline has passed and whose queued fire has not gone
+    // out yet (`deadline-close-leaves-queued-fire`).
+    let queued = memory
+        .deadline_fires
+        .iter()
+        .filter(|(_, (deadline, dispatched))| !dispatched && *deadline <= now)
+        .map(|(goal, _)| goal);
+    for goal in queued {
+        if !due.contains(goal) {
+            due.push(goal.clone());
+        }
+    }
     let stale = memory
         .stale_fires
         .iter()
@@ -296,6 +357,16 @@ pub(crate) fn verifier(
     inner: Arc<dyn Verifier>,
 ) -> Arc<dyn Verifier> {
     match switch.active() {
+        Some(Mutant::ClosingVerdictAskedTwice)
+            if goal
+                .completion
+                .verifier_ref
+                .as_ref()
+                .is_some_and(|verifier| matches!(verifier.spec(), VerifierSpec::Webhook(_)))
+                && goal.bounds.max_loop_iterations() == Some(goal.next_iteration()) =>
+        {
+            Arc::new(AskedTwice { inner })
+        }
         Some(
             mutant @ (Mutant::VerifierGetsObjective
             | Mutant::WorkerClaimCounted
@@ -308,6 +379,30 @@ pub(crate) fn verifier(
             switch: Arc::clone(switch),
         }),
         _ => inner,
+    }
+}
+
+/// `closing-verdict-asked-twice`: the run that uses the goal's last
+/// allowed iteration is judged; when its verdict is not satisfied (so the
+/// iteration bound closes the goal), the verifier is asked once more for a
+/// closing verdict, which nothing records.
+struct AskedTwice {
+    inner: Arc<dyn Verifier>,
+}
+
+impl Verifier for AskedTwice {
+    fn verify(
+        &self,
+        request: VerifyRequest,
+    ) -> BoxFuture<'_, Result<crate::domain::Judgement, JudgeError>> {
+        Box::pin(async move {
+            let judgement = self.inner.verify(request.clone()).await?;
+            if !crate::domain::Verdict::aggregate(judgement.clone()).satisfied() {
+                // Whatever the closing verdict says, the run's own stands.
+                let _closing = self.inner.verify(request).await;
+            }
+            Ok(judgement)
+        })
     }
 }
 

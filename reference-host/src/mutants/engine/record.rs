@@ -48,6 +48,34 @@ pub(super) fn reopen(change: &mut Change, now: Timestamp) {
     change.goal.next_fire_at = Some(now.saturating_add_ms(change.goal.interval_ms()));
 }
 
+/// A verdict recorded on a goal that closed before it came: its evaluation
+/// and `goal.evaluated`, the goal itself left closed and its count alone.
+fn late_verdict(
+    before: &Goal,
+    run: &FinishedRun,
+    verdict: &Verdict,
+    now: Timestamp,
+) -> Option<Change> {
+    let iteration = before.progress.iterations.saturating_add(1);
+    Some(Change {
+        goal: bumped(before, now),
+        events: vec![EventPayload::Evaluated {
+            goal_id: before.id.clone(),
+            satisfied: verdict.satisfied(),
+            confidence: verdict.confidence(),
+            run_id: run.run_id.clone(),
+            iterations: iteration,
+        }],
+        evaluation: Some(Evaluation {
+            run_id: run.run_id.clone(),
+            iteration,
+            verdict: verdict.clone(),
+            cost: run.cost,
+            at: now,
+        }),
+    })
+}
+
 /// What recording a finished run writes. `before` is the goal as read
 /// fresh, `change` what the correct host would write.
 pub(crate) fn record(
@@ -72,25 +100,19 @@ pub(crate) fn record(
     };
     match mutant {
         Mutant::LateVerdictRecorded if before.state != GoalState::Active => {
-            let verdict = verdict?;
-            let iteration = before.progress.iterations.saturating_add(1);
-            return Some(Change {
-                goal: bumped(before, now),
-                events: vec![EventPayload::Evaluated {
-                    goal_id: before.id.clone(),
-                    satisfied: verdict.satisfied(),
-                    confidence: verdict.confidence(),
-                    run_id: run.run_id.clone(),
-                    iterations: iteration,
-                }],
-                evaluation: Some(Evaluation {
-                    run_id: run.run_id.clone(),
-                    iteration,
-                    verdict: verdict.clone(),
-                    cost: run.cost,
-                    at: now,
-                }),
-            });
+            return late_verdict(before, run, verdict?, now);
+        }
+        // The run its queued fire started after the deadline close.
+        Mutant::DeadlineCloseLeavesQueuedFire
+            if before.state == GoalState::BoundExceeded
+                && switch
+                    .memory()
+                    .deadline_fires
+                    .get(&before.id)
+                    .is_some_and(|(_, dispatched)| *dispatched) =>
+        {
+            switch.memory().deadline_fires.remove(&before.id);
+            return late_verdict(before, run, verdict?, now);
         }
         Mutant::SatisfiedKeepsRunning
             if before.state == GoalState::Active
