@@ -57,4 +57,26 @@ impl Schema {
             })
             .collect()
     }
+
+    /// Polls `sql` (one count) in this schema until it answers at least
+    /// `at_least`, or fails the test after ten seconds.
+    pub async fn wait_for_count(&self, sql: &str, at_least: i64, what: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let rows = self.query(sql).await;
+            let count: i64 = rows[0][0]
+                .as_deref()
+                .expect("a count")
+                .parse()
+                .expect("an integer");
+            if count >= at_least {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what} did not happen within 10 s"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
 }
