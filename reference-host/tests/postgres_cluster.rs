@@ -166,6 +166,36 @@ async fn concurrent_continues_on_three_replicas_never_exceed_the_bound() {
     schema.drop().await;
 }
 
+/// A receiver whose verifier is never satisfied and whose arm answers at
+/// once, or only once released when `held`.
+async fn never_satisfied(held: bool) -> Receiver {
+    Receiver::start(move |call, _| {
+        if call.path != ARM {
+            Answer::Json(json!({ "satisfied": false, "confidence": 0.5 }))
+        } else if held {
+            Answer::Held(Box::new(Answer::Json(json!({ "output": 1 }))))
+        } else {
+            Answer::Json(json!({ "output": 1 }))
+        }
+    })
+    .await
+}
+
+/// A manual goal on `receiver` whose wall-clock deadline is a minute
+/// after its create, with iterations to spare.
+async fn deadline_goal(host: &Harness, receiver: &Receiver) -> String {
+    id_of(
+        &host
+            .create(json!({
+                "objective": "ship the release checklist",
+                "completion": { "check": "verifier", "verifierRef": receiver.url(VERIFIER) },
+                "continuation": { "mode": "manual", "armRef": receiver.url(ARM) },
+                "bounds": { "maxLoopIterations": 10, "runTimeoutMs": 60_000 },
+            }))
+            .await,
+    )
+}
+
 /// A goal whose wall-clock deadline passes while one replica's run is out
 /// is not closed under it by another replica's scheduler: the run was
 /// reserved before the deadline and dispatched, so it gets its verdict,
@@ -176,24 +206,8 @@ async fn a_deadline_close_waits_for_a_run_out_on_another_replica() {
     let schema = pg::Schema::fresh(&server).await;
     let location = DbLocation::Postgres(schema.url.clone());
     let hosts = replicas(&location, 2, Quotas::default());
-    let receiver = Receiver::start(|call, _| {
-        if call.path == ARM {
-            Answer::Held(Box::new(Answer::Json(json!({ "output": 1 }))))
-        } else {
-            Answer::Json(json!({ "satisfied": false, "confidence": 0.5 }))
-        }
-    })
-    .await;
-    let id = id_of(
-        &hosts[0]
-            .create(json!({
-                "objective": "ship the release checklist",
-                "completion": { "check": "verifier", "verifierRef": receiver.url(VERIFIER) },
-                "continuation": { "mode": "manual", "armRef": receiver.url(ARM) },
-                "bounds": { "maxLoopIterations": 10, "runTimeoutMs": 60_000 },
-            }))
-            .await,
-    );
+    let receiver = never_satisfied(true).await;
+    let id = deadline_goal(&hosts[0], &receiver).await;
     let running = {
         let (host, id) = (Arc::clone(&hosts[0]), id.clone());
         tokio::spawn(async move { host.continue_once(&id).await })
@@ -239,41 +253,13 @@ async fn a_deadline_close_sees_a_reservation_that_commits_while_it_waits() {
     let schema = pg::Schema::fresh(&server).await;
     let location = DbLocation::Postgres(schema.url.clone());
     let hosts = replicas(&location, 2, Quotas::default());
-    let receiver = Receiver::start(|call, _| {
-        if call.path == ARM {
-            Answer::Json(json!({ "output": 1 }))
-        } else {
-            Answer::Json(json!({ "satisfied": false, "confidence": 0.5 }))
-        }
-    })
-    .await;
-    let id = id_of(
-        &hosts[0]
-            .create(json!({
-                "objective": "ship the release checklist",
-                "completion": { "check": "verifier", "verifierRef": receiver.url(VERIFIER) },
-                "continuation": { "mode": "manual", "armRef": receiver.url(ARM) },
-                "bounds": { "maxLoopIterations": 10, "runTimeoutMs": 60_000 },
-            }))
-            .await,
-    );
+    let receiver = never_satisfied(false).await;
+    let id = deadline_goal(&hosts[0], &receiver).await;
     // A key of this test's own: the waits below are told apart from any
     // other session's on the server by it.
     const LOCK: i64 = 0x636c_6f73_6574;
     let (high, low) = (LOCK >> 32, LOCK & 0xffff_ffff);
-    schema
-        .query(&format!(
-            "CREATE FUNCTION held_run() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN PERFORM pg_advisory_xact_lock_shared({LOCK}); RETURN NULL; END $$;
-             CREATE TRIGGER held_run AFTER INSERT ON runs FOR EACH ROW
-                 WHEN (NEW.goal_id = '{id}') EXECUTE FUNCTION held_run();"
-        ))
-        .await;
-    let holder = schema.client().await;
-    holder
-        .execute("SELECT pg_advisory_lock($1)", &[&LOCK])
-        .await
-        .expect("locks");
+    let holder = schema.hold_inserts("runs", &id, LOCK).await;
     let held = format!(
         "FROM pg_locks l WHERE l.locktype = 'advisory' AND NOT l.granted
            AND l.classid = {high} AND l.objid = {low}"

@@ -142,6 +142,24 @@ async fn the_store_contract_holds_on_sqlite_and_postgres() {
     schema.drop().await;
 }
 
+/// Reserves the first run of a goal just created (version 1) in the
+/// store, as an iteration does before its dispatch, and leaves it in flight.
+async fn reserve_first_run(host: &Harness, goal_id: &GoalId) -> RunId {
+    let run_id = RunId::generate();
+    let reservation = RunReservation {
+        run_id: run_id.clone(),
+        goal_id: goal_id.clone(),
+        iteration: 1,
+        started_at: host.clock.now(),
+        report: None,
+    };
+    assert_eq!(
+        host.store.reserve_run(&reservation, 1).await.expect("asks"),
+        Written::Done(())
+    );
+    run_id
+}
+
 /// A run in flight that no lock of the closing process holds (another
 /// replica's, or one a crashed process left for its restart to record)
 /// keeps the deadline close away on either store: the close looks for it
@@ -160,19 +178,7 @@ async fn a_deadline_close_leaves_a_stored_run_in_flight(location: &DbLocation) {
             .await,
     );
     let goal_id = GoalId::parse(&id).expect("id");
-    let run_id = RunId::generate();
-    let reservation = RunReservation {
-        run_id: run_id.clone(),
-        goal_id: goal_id.clone(),
-        iteration: 1,
-        started_at: clock.now(),
-        report: None,
-    };
-    assert_eq!(
-        host.store.reserve_run(&reservation, 1).await.expect("asks"),
-        Written::Done(()),
-        "{location}"
-    );
+    let run_id = reserve_first_run(&host, &goal_id).await;
     let events = host.store.events(&goal_id, 0).expect("reads").len();
     clock.advance(Duration::from_secs(61));
     let closed = host
@@ -215,10 +221,9 @@ async fn a_deadline_close_leaves_a_stored_run_in_flight_on_sqlite_and_postgres()
 }
 
 /// Two replicas (each its own store and engine) on a fresh schema, on
-/// one manual clock.
+/// one manual clock (each harness's `clock`).
 struct TwoReplicas {
     schema: pg::Schema,
-    clock: Arc<ManualClock>,
     a: Harness,
     b: Harness,
 }
@@ -231,12 +236,7 @@ async fn two_replicas() -> Option<TwoReplicas> {
     let clock = Arc::new(ManualClock::fixed());
     let a = Harness::open(&location, true, Arc::clone(&clock));
     let b = Harness::open(&location, true, Arc::clone(&clock));
-    Some(TwoReplicas {
-        schema,
-        clock,
-        a,
-        b,
-    })
+    Some(TwoReplicas { schema, a, b })
 }
 
 /// The restart rule across replicas: replica A reserves a run and dies
@@ -245,29 +245,12 @@ async fn two_replicas() -> Option<TwoReplicas> {
 /// iteration 1, exactly once, and the next run is iteration 2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_left_by_a_dead_replica_is_closed_once_after_its_lease() {
-    let Some(TwoReplicas {
-        schema,
-        clock,
-        a,
-        b,
-    }) = two_replicas().await
-    else {
+    let Some(TwoReplicas { schema, a, b }) = two_replicas().await else {
         return;
     };
     let id = id_of(&a.create(never_satisfied(2)).await);
     let goal_id = GoalId::parse(&id).expect("id");
-    let run_id = RunId::generate();
-    let reservation = RunReservation {
-        run_id: run_id.clone(),
-        goal_id: goal_id.clone(),
-        iteration: 1,
-        started_at: clock.now(),
-        report: None,
-    };
-    assert_eq!(
-        a.store.reserve_run(&reservation, 1).await.expect("asks"),
-        Written::Done(())
-    );
+    let run_id = reserve_first_run(&a, &goal_id).await;
     // A live replica's run is its own: B neither closes it nor runs the
     // goal meanwhile (a fire skips it).
     assert_eq!(b.engine.recover_orphans().await.expect("sweeps"), 0);
@@ -355,19 +338,7 @@ async fn a_reader_never_sees_a_cursor_before_the_lower_ones_of_its_tenant() {
     let held = id_of(&a.create(never_satisfied(5)).await);
     let free = id_of(&b.create(never_satisfied(5)).await);
     const LOCK: i64 = 0x7067_6665_6564;
-    schema
-        .query(&format!(
-            "CREATE FUNCTION held_event() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN PERFORM pg_advisory_xact_lock_shared({LOCK}); RETURN NULL; END $$;
-             CREATE TRIGGER held_event AFTER INSERT ON events FOR EACH ROW
-                 WHEN (NEW.goal_id = '{held}') EXECUTE FUNCTION held_event();"
-        ))
-        .await;
-    let holder = schema.client().await;
-    holder
-        .execute("SELECT pg_advisory_lock($1)", &[&LOCK])
-        .await
-        .expect("locks");
+    let holder = schema.hold_inserts("events", &held, LOCK).await;
 
     let first = tokio::spawn({
         let (a, held) = (Arc::clone(&a), held.clone());

@@ -79,4 +79,25 @@ impl Schema {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
+
+    /// Makes every insert into `table` of a row of goal `goal` wait, at
+    /// the end of its statement and so inside its transaction, for the
+    /// advisory lock `key`, which the returned connection holds until it
+    /// runs `pg_advisory_unlock(key)`: a test holds a store's write there
+    /// (its locks taken, nothing committed) while other writes go on.
+    pub async fn hold_inserts(&self, table: &str, goal: &str, key: i64) -> tokio_postgres::Client {
+        self.query(&format!(
+            "CREATE FUNCTION held_{table}() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN PERFORM pg_advisory_xact_lock_shared({key}); RETURN NULL; END $$;
+             CREATE TRIGGER held_{table} AFTER INSERT ON {table} FOR EACH ROW
+                 WHEN (NEW.goal_id = '{goal}') EXECUTE FUNCTION held_{table}();"
+        ))
+        .await;
+        let holder = self.client().await;
+        holder
+            .execute("SELECT pg_advisory_lock($1)", &[&key])
+            .await
+            .expect("locks");
+        holder
+    }
 }
