@@ -5,7 +5,7 @@
 
 use super::group_commit::Pending;
 use super::record::ChangeRecords;
-use super::StoreError;
+use super::{StoreError, Written, WrittenIfIdle};
 use crate::domain::{Change, EventPayload, Goal, RunId, Tenant, Timestamp};
 
 /// A change as a store writes it; `Row` is the store's own goal columns.
@@ -53,4 +53,17 @@ impl<Row> PreparedChange<Row> {
 /// A write that failed before it was queued.
 pub(super) fn failed<T: Send + 'static>(error: StoreError) -> Pending<T> {
     Box::pin(std::future::ready(Err(error)))
+}
+
+/// A write that was not asked to look at the goal's runs, as
+/// [`super::Store::apply`] answers it: it is written or in conflict.
+pub(super) fn written_only<T: Send + 'static>(
+    written: Pending<WrittenIfIdle<T>>,
+) -> Pending<Written<T>> {
+    Box::pin(async move {
+        Ok(match written.await? {
+            WrittenIfIdle::Done(done) => Written::Done(done),
+            WrittenIfIdle::Conflict | WrittenIfIdle::RunInFlight => Written::Conflict,
+        })
+    })
 }

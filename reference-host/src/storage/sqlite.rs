@@ -14,7 +14,7 @@ use super::goal_cache::{GoalCache, Ticket};
 use super::goal_log;
 use super::group_commit::{GroupCommit, Pending};
 use super::migrations::migrate;
-use super::prepared::{failed, PreparedChange};
+use super::prepared::{failed, written_only, PreparedChange};
 use super::readers::Readers;
 use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
@@ -653,14 +653,7 @@ impl Store for SqliteStore {
         run: Option<&RunId>,
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>> {
-        let written = self.write_change(change, expected_version, run, at, false);
-        Box::pin(async move {
-            Ok(match written.await? {
-                WrittenIfIdle::Done(events) => Written::Done(events),
-                // Not asked to look at the runs: only a conflict.
-                WrittenIfIdle::Conflict | WrittenIfIdle::RunInFlight => Written::Conflict,
-            })
-        })
+        written_only(self.write_change(change, expected_version, run, at, false))
     }
 
     fn apply_unless_run_in_flight(

@@ -38,7 +38,7 @@ use tokio_postgres::{NoTls, Row};
 use cached::Cached;
 
 use super::group_commit::Pending;
-use super::prepared::{failed, PreparedChange};
+use super::prepared::{failed, written_only, PreparedChange};
 use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
     CreateGuard, DeliveryState, EventSink, Inserted, RunEnd, RunReservation, Store, StoreError,
@@ -536,7 +536,8 @@ impl PostgresStore {
             if unless_run_in_flight {
                 // The goal's row lock first: a reservation holds it until
                 // its run is stored, so one that took it first has
-                // committed by the time the runs are read below (each
+                // committed by the time the runs are read below (under
+                // READ COMMITTED, the default this store keeps, each
                 // statement reads what committed before it began), and one
                 // that comes later waits, then finds the goal closed.
                 transaction
@@ -791,14 +792,7 @@ impl Store for PostgresStore {
         run: Option<&RunId>,
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>> {
-        let written = self.write_change(change, expected_version, run, at, false);
-        Box::pin(async move {
-            Ok(match written.await? {
-                WrittenIfIdle::Done(events) => Written::Done(events),
-                // Not asked to look at the runs: only a conflict.
-                WrittenIfIdle::Conflict | WrittenIfIdle::RunInFlight => Written::Conflict,
-            })
-        })
+        written_only(self.write_change(change, expected_version, run, at, false))
     }
 
     fn apply_unless_run_in_flight(
