@@ -52,6 +52,39 @@ fn host() -> Harness {
     host_at(&DbLocation::Memory, Arc::new(ManualClock::fixed()))
 }
 
+/// An in-memory host that forgets closed goals `retain` after they closed.
+fn host_retaining(retain: Duration) -> Harness {
+    Harness::with_settings(
+        &DbLocation::Memory,
+        settings(Some(retain)),
+        Arc::new(ManualClock::fixed()),
+    )
+}
+
+/// A file database that outlives the hosts a test opens on it (a
+/// restart), on one manual clock.
+struct FileDatabase {
+    _dir: tempfile::TempDir,
+    location: DbLocation,
+    clock: Arc<ManualClock>,
+}
+
+impl FileDatabase {
+    fn new() -> FileDatabase {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        FileDatabase {
+            location: DbLocation::File(dir.path().join("host.db")),
+            _dir: dir,
+            clock: Arc::new(ManualClock::fixed()),
+        }
+    }
+
+    /// A host on the database, as started anew.
+    fn host(&self) -> Harness {
+        host_at(&self.location, Arc::clone(&self.clock))
+    }
+}
+
 fn tenant(name: &str) -> Tenant {
     Tenant::parse(name).expect("a tenant")
 }
@@ -147,6 +180,27 @@ fn always(status: u16) -> impl Fn(&Call, usize) -> Answer + Send + Sync + 'stati
     move |_, _| Answer::Status(status, json!({}))
 }
 
+/// A receiver's answers: 500 to the first `failures` calls, 200 after.
+fn failing_first(failures: usize) -> impl Fn(&Call, usize) -> Answer + Send + Sync + 'static {
+    move |_, n| {
+        if n <= failures {
+            Answer::Status(500, json!({}))
+        } else {
+            Answer::Status(200, json!({}))
+        }
+    }
+}
+
+/// The ids retention forgets at the host's next tick.
+async fn forgotten_at_tick(host: &Harness) -> Vec<String> {
+    host.tick()
+        .await
+        .forgotten
+        .iter()
+        .map(|id| id.as_str().to_string())
+        .collect()
+}
+
 /// Events committed after the subscription arrive in cursor order, each
 /// the envelope the events list shows, signed for the tenant, with its
 /// cursor as `Idempotency-Key` and headers naming tenant, goal and type.
@@ -208,14 +262,7 @@ async fn events_arrive_in_order_signed_with_the_cursor_as_idempotency_key() {
 #[tokio::test]
 async fn a_failing_receiver_gets_the_same_event_again_and_then_the_rest() {
     let host = host();
-    let receiver = Receiver::start(|_, n| {
-        if n <= 2 {
-            Answer::Status(500, json!({}))
-        } else {
-            Answer::Status(200, json!({}))
-        }
-    })
-    .await;
+    let receiver = Receiver::start(failing_first(2)).await;
     let hooks = worker(
         &host,
         vec![hook(TENANT_A, &receiver.url("/a"))],
@@ -223,7 +270,7 @@ async fn a_failing_receiver_gets_the_same_event_again_and_then_the_rest() {
     )
     .await;
     events_for(&host, support::A, 2).await;
-    let cursors: Vec<u64> = stored(&host, TENANT_A, 0).iter().map(|e| e.0).collect();
+    let cursors = cursors(&host, TENANT_A);
     assert_eq!(cursors.len(), 3);
 
     tick(&host, &hooks).await;
@@ -317,9 +364,8 @@ async fn the_backoff_grows_and_is_capped() {
 /// backoff is stored too.
 #[tokio::test]
 async fn a_restart_resumes_from_the_stored_cursor() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let location = DbLocation::File(dir.path().join("host.db"));
-    let clock = Arc::new(ManualClock::fixed());
+    let database = FileDatabase::new();
+    let clock = Arc::clone(&database.clock);
     // The third call is held: the host is stopped while it waits.
     let receiver = Receiver::start(|_, n| {
         if n == 3 {
@@ -331,10 +377,10 @@ async fn a_restart_resumes_from_the_stored_cursor() {
     .await;
     let url = receiver.url("/a");
     let cursors = {
-        let host = host_at(&location, Arc::clone(&clock));
+        let host = database.host();
         let hooks = worker(&host, vec![hook(TENANT_A, &url)], Duration::from_secs(30)).await;
         events_for(&host, support::A, 3).await;
-        let cursors: Vec<u64> = stored(&host, TENANT_A, 0).iter().map(|e| e.0).collect();
+        let cursors = cursors(&host, TENANT_A);
         assert_eq!(cursors.len(), 4);
         hooks.tick(clock.now()).await;
         receiver.wait_for_calls("/a", 3).await;
@@ -345,7 +391,7 @@ async fn a_restart_resumes_from_the_stored_cursor() {
     };
     receiver.release();
 
-    let host = host_at(&location, Arc::clone(&clock));
+    let host = database.host();
     let hooks = worker(&host, vec![hook(TENANT_A, &url)], Duration::from_secs(30)).await;
     tick(&host, &hooks).await;
     assert_eq!(
@@ -359,26 +405,18 @@ async fn a_restart_resumes_from_the_stored_cursor() {
 /// not tried again before its retry time.
 #[tokio::test]
 async fn a_restart_keeps_the_backoff() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let location = DbLocation::File(dir.path().join("host.db"));
-    let clock = Arc::new(ManualClock::fixed());
-    let receiver = Receiver::start(|_, n| {
-        if n == 1 {
-            Answer::Status(500, json!({}))
-        } else {
-            Answer::Status(200, json!({}))
-        }
-    })
-    .await;
+    let database = FileDatabase::new();
+    let clock = Arc::clone(&database.clock);
+    let receiver = Receiver::start(failing_first(1)).await;
     let url = receiver.url("/a");
     let retry_at = {
-        let host = host_at(&location, Arc::clone(&clock));
+        let host = database.host();
         let hooks = worker(&host, vec![hook(TENANT_A, &url)], Duration::from_secs(5)).await;
         events_for(&host, support::A, 1).await;
         tick(&host, &hooks).await;
         status(&hooks, TENANT_A).retry_at.expect("backing off")
     };
-    let host = host_at(&location, Arc::clone(&clock));
+    let host = database.host();
     let hooks = worker(&host, vec![hook(TENANT_A, &url)], Duration::from_secs(5)).await;
     tick(&host, &hooks).await;
     assert_eq!(receiver.calls_to("/a").len(), 1, "still backing off");
@@ -396,19 +434,17 @@ async fn a_restart_keeps_the_backoff() {
 /// had not taken is not sent to the new one.
 #[tokio::test]
 async fn a_new_url_starts_from_now() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let location = DbLocation::File(dir.path().join("host.db"));
-    let clock = Arc::new(ManualClock::fixed());
+    let database = FileDatabase::new();
     let old = Receiver::start(always(500)).await;
     let new = Receiver::start(always(200)).await;
     {
-        let host = host_at(&location, Arc::clone(&clock));
+        let host = database.host();
         let hooks = worker(&host, vec![hook(TENANT_A, &old.url("/a"))], LIMIT).await;
         events_for(&host, support::A, 1).await;
         tick(&host, &hooks).await;
         assert_eq!(old.calls_to("/a").len(), 1);
     }
-    let host = host_at(&location, Arc::clone(&clock));
+    let host = database.host();
     let hooks = worker(&host, vec![hook(TENANT_A, &new.url("/a"))], LIMIT).await;
     let start = stored(&host, TENANT_A, 0).last().expect("events").0;
     assert_eq!(status(&hooks, TENANT_A).failures, 0);
@@ -623,14 +659,7 @@ async fn retention_case(location: &DbLocation) {
         settings(Some(Duration::from_millis(HOUR_MS))),
         Arc::new(ManualClock::fixed()),
     );
-    let receiver = Receiver::start(|_, n| {
-        if n == 1 {
-            Answer::Status(500, json!({}))
-        } else {
-            Answer::Status(200, json!({}))
-        }
-    })
-    .await;
+    let receiver = Receiver::start(failing_first(1)).await;
     let hooks = worker(&host, vec![hook(TENANT_A, &receiver.url("/a"))], LIMIT).await;
     let held = events_for(&host, support::A, 1).await;
     let free = events_for(&host, B, 1).await;
@@ -638,13 +667,7 @@ async fn retention_case(location: &DbLocation) {
     assert_eq!(status(&hooks, TENANT_A).failures, 1);
 
     host.clock.advance(Duration::from_millis(2 * HOUR_MS));
-    let forgotten: Vec<String> = host
-        .tick()
-        .await
-        .forgotten
-        .iter()
-        .map(|id| id.as_str().to_string())
-        .collect();
+    let forgotten = forgotten_at_tick(&host).await;
     assert_eq!(forgotten, [free], "B has no webhook; A's is behind");
     assert_eq!(host.events(&held).await.len(), 2);
 
@@ -654,13 +677,7 @@ async fn retention_case(location: &DbLocation) {
     assert_eq!(receiver.calls_to("/a").len(), 3);
     assert_eq!(status(&hooks, TENANT_A).failures, 0);
     host.clock.advance(Duration::from_millis(HOUR_MS));
-    let forgotten: Vec<String> = host
-        .tick()
-        .await
-        .forgotten
-        .iter()
-        .map(|id| id.as_str().to_string())
-        .collect();
+    let forgotten = forgotten_at_tick(&host).await;
     assert_eq!(forgotten, [held]);
 
     // A subscription that is no longer configured holds nothing back.
@@ -672,13 +689,7 @@ async fn retention_case(location: &DbLocation) {
     assert!(host.tick().await.forgotten.is_empty());
     let _removed = worker(&host, Vec::new(), LIMIT).await;
     host.clock.advance(Duration::from_millis(HOUR_MS));
-    let forgotten: Vec<String> = host
-        .tick()
-        .await
-        .forgotten
-        .iter()
-        .map(|id| id.as_str().to_string())
-        .collect();
+    let forgotten = forgotten_at_tick(&host).await;
     assert_eq!(forgotten, [waiting]);
 }
 
@@ -835,7 +846,7 @@ async fn on_postgres_one_replica_delivers_a_tenant() {
     clock.advance(Duration::from_secs(6));
     tick(&one, &first).await;
     tick(&two, &second).await;
-    let expected: Vec<u64> = stored(&one, TENANT_A, 0).iter().map(|e| e.0).collect();
+    let expected = cursors(&one, TENANT_A);
     assert_eq!(expected.len(), 16);
     assert_eq!(
         keys(&receiver.calls_to("/a")),
@@ -866,7 +877,7 @@ async fn on_postgres_one_replica_delivers_a_tenant() {
         .await;
     clock.advance(Duration::from_secs(6));
     tick(alive, alive_worker).await;
-    let expected: Vec<u64> = stored(alive, TENANT_A, 0).iter().map(|e| e.0).collect();
+    let expected = cursors(alive, TENANT_A);
     assert_eq!(expected.len(), 18);
     assert_eq!(
         keys(&receiver.calls_to("/a")),
@@ -883,11 +894,7 @@ async fn on_postgres_one_replica_delivers_a_tenant() {
 #[tokio::test]
 async fn an_event_after_the_newest_goal_was_forgotten_is_still_delivered() {
     const HOUR_MS: u64 = 3_600_000;
-    let host = Harness::with_settings(
-        &DbLocation::Memory,
-        settings(Some(Duration::from_millis(HOUR_MS))),
-        Arc::new(ManualClock::fixed()),
-    );
+    let host = host_retaining(Duration::from_millis(HOUR_MS));
     let receiver = Receiver::start(always(200)).await;
     let hooks = worker(&host, vec![hook(TENANT_A, &receiver.url("/a"))], LIMIT).await;
     let first = events_for(&host, support::A, 2).await;

@@ -166,6 +166,36 @@ async fn concurrent_continues_on_three_replicas_never_exceed_the_bound() {
     schema.drop().await;
 }
 
+/// A receiver whose verifier is never satisfied and whose arm answers at
+/// once, or only once released when `held`.
+async fn never_satisfied(held: bool) -> Receiver {
+    Receiver::start(move |call, _| {
+        if call.path != ARM {
+            Answer::Json(json!({ "satisfied": false, "confidence": 0.5 }))
+        } else if held {
+            Answer::Held(Box::new(Answer::Json(json!({ "output": 1 }))))
+        } else {
+            Answer::Json(json!({ "output": 1 }))
+        }
+    })
+    .await
+}
+
+/// A manual goal on `receiver` whose wall-clock deadline is a minute
+/// after its create, with iterations to spare.
+async fn deadline_goal(host: &Harness, receiver: &Receiver) -> String {
+    id_of(
+        &host
+            .create(json!({
+                "objective": "ship the release checklist",
+                "completion": { "check": "verifier", "verifierRef": receiver.url(VERIFIER) },
+                "continuation": { "mode": "manual", "armRef": receiver.url(ARM) },
+                "bounds": { "maxLoopIterations": 10, "runTimeoutMs": 60_000 },
+            }))
+            .await,
+    )
+}
+
 /// A goal whose wall-clock deadline passes while one replica's run is out
 /// is not closed under it by another replica's scheduler: the run was
 /// reserved before the deadline and dispatched, so it gets its verdict,
@@ -176,24 +206,8 @@ async fn a_deadline_close_waits_for_a_run_out_on_another_replica() {
     let schema = pg::Schema::fresh(&server).await;
     let location = DbLocation::Postgres(schema.url.clone());
     let hosts = replicas(&location, 2, Quotas::default());
-    let receiver = Receiver::start(|call, _| {
-        if call.path == ARM {
-            Answer::Held(Box::new(Answer::Json(json!({ "output": 1 }))))
-        } else {
-            Answer::Json(json!({ "satisfied": false, "confidence": 0.5 }))
-        }
-    })
-    .await;
-    let id = id_of(
-        &hosts[0]
-            .create(json!({
-                "objective": "ship the release checklist",
-                "completion": { "check": "verifier", "verifierRef": receiver.url(VERIFIER) },
-                "continuation": { "mode": "manual", "armRef": receiver.url(ARM) },
-                "bounds": { "maxLoopIterations": 10, "runTimeoutMs": 60_000 },
-            }))
-            .await,
-    );
+    let receiver = never_satisfied(true).await;
+    let id = deadline_goal(&hosts[0], &receiver).await;
     let running = {
         let (host, id) = (Arc::clone(&hosts[0]), id.clone());
         tokio::spawn(async move { host.continue_once(&id).await })
@@ -221,6 +235,95 @@ async fn a_deadline_close_waits_for_a_run_out_on_another_replica() {
         "{}",
         reply.body
     );
+    drop(hosts);
+    schema.drop().await;
+}
+
+/// The interleaving a close that looked for runs before its write lost:
+/// replica A's reservation holds the goal's row lock with its run stored
+/// but not committed (a trigger in the test schema waits on a lock the
+/// test holds) while replica B's deadline close looks at the goal; A
+/// commits while B waits for the row. B must see A's run and leave the
+/// goal to it, so the arm's one call is the goal's one counted iteration.
+/// Looked for before B's write, the run was not there yet: B closed the
+/// goal, and A's run, out at the arm, was never counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_deadline_close_sees_a_reservation_that_commits_while_it_waits() {
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    let location = DbLocation::Postgres(schema.url.clone());
+    let hosts = replicas(&location, 2, Quotas::default());
+    let receiver = never_satisfied(false).await;
+    let id = deadline_goal(&hosts[0], &receiver).await;
+    // A key of this test's own: the waits below are told apart from any
+    // other session's on the server by it.
+    const LOCK: i64 = 0x636c_6f73_6574;
+    let (high, low) = (LOCK >> 32, LOCK & 0xffff_ffff);
+    let holder = schema.hold_inserts("runs", &id, LOCK).await;
+    let held = format!(
+        "FROM pg_locks l WHERE l.locktype = 'advisory' AND NOT l.granted
+           AND l.classid = {high} AND l.objid = {low}"
+    );
+
+    let running = {
+        let (host, id) = (Arc::clone(&hosts[0]), id.clone());
+        tokio::spawn(async move { host.continue_once(&id).await })
+    };
+    schema
+        .wait_for_count(
+            &format!("SELECT COUNT(*) {held}"),
+            1,
+            "A's reservation reaching its held insert",
+        )
+        .await;
+    // Past the deadline, on the shared clock: replica B's scheduler looks.
+    hosts[1].clock.advance(Duration::from_secs(61));
+    let closing = {
+        let host = Arc::clone(&hosts[1]);
+        let goal = goalpost_host::domain::GoalId::parse(&id).expect("a goal id");
+        tokio::spawn(async move { host.engine.close_if_past_deadline(&goal).await })
+    };
+    // B either closes at once (it does not wait for A's row lock) or
+    // waits for A's transaction.
+    let blocked_by_a = format!(
+        "SELECT COUNT(*) FROM pg_stat_activity w
+         WHERE EXISTS (SELECT 1 {held} AND l.pid = ANY (pg_blocking_pids(w.pid)))"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !closing.is_finished() {
+        let waiting = schema.query(&blocked_by_a).await;
+        if waiting[0][0].as_deref() != Some("0") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "B's close neither ended nor waited for A within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    holder
+        .execute("SELECT pg_advisory_unlock($1)", &[&LOCK])
+        .await
+        .expect("unlocks");
+    let closed = closing
+        .await
+        .expect("the close task")
+        .expect("the close runs");
+    let reply = running.await.expect("the continue");
+    let calls = receiver.calls_to(ARM).len();
+    assert!(
+        !closed,
+        "B closed the goal under A's run ({calls} arm calls; A answered {} {})",
+        reply.status, reply.body
+    );
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(calls, 1);
+    assert_eq!(
+        reply.body["goal"]["progress"]["iterations"], 1,
+        "{}",
+        reply.body
+    );
+    assert_ne!(reply.body["goal"]["state"], "active", "{}", reply.body);
     drop(hosts);
     schema.drop().await;
 }

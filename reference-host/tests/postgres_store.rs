@@ -142,11 +142,88 @@ async fn the_store_contract_holds_on_sqlite_and_postgres() {
     schema.drop().await;
 }
 
+/// Reserves the first run of a goal just created (version 1) in the
+/// store, as an iteration does before its dispatch, and leaves it in flight.
+async fn reserve_first_run(host: &Harness, goal_id: &GoalId) -> RunId {
+    let run_id = RunId::generate();
+    let reservation = RunReservation {
+        run_id: run_id.clone(),
+        goal_id: goal_id.clone(),
+        iteration: 1,
+        started_at: host.clock.now(),
+        report: None,
+    };
+    assert_eq!(
+        host.store.reserve_run(&reservation, 1).await.expect("asks"),
+        Written::Done(())
+    );
+    run_id
+}
+
+/// A run in flight that no lock of the closing process holds (another
+/// replica's, or one a crashed process left for its restart to record)
+/// keeps the deadline close away on either store: the close looks for it
+/// in its own write, and writes nothing. Once the run ended, the close
+/// goes ahead.
+async fn a_deadline_close_leaves_a_stored_run_in_flight(location: &DbLocation) {
+    let clock = Arc::new(ManualClock::fixed());
+    let host = Harness::open(location, true, Arc::clone(&clock));
+    let id = id_of(
+        &host
+            .create(goal_body(
+                "conformance:verifier?satisfyOn=1000",
+                None,
+                json!({ "maxLoopIterations": 3, "runTimeoutMs": 60_000 }),
+            ))
+            .await,
+    );
+    let goal_id = GoalId::parse(&id).expect("id");
+    let run_id = reserve_first_run(&host, &goal_id).await;
+    let events = host.store.events(&goal_id, 0).expect("reads").len();
+    clock.advance(Duration::from_secs(61));
+    let closed = host
+        .engine
+        .close_if_past_deadline(&goal_id)
+        .await
+        .expect("the close runs");
+    assert!(!closed, "{location}: closed under a run in flight");
+    let goal = host.store.goal(&goal_id).expect("reads").expect("the goal");
+    assert_eq!(
+        (goal.state.as_str(), goal.version),
+        ("active", 1),
+        "{location}"
+    );
+    assert_eq!(
+        host.store.events(&goal_id, 0).expect("reads").len(),
+        events,
+        "{location}: the refused close wrote events"
+    );
+
+    host.store
+        .discard_run(&run_id, clock.now())
+        .await
+        .expect("discards");
+    let closed = host
+        .engine
+        .close_if_past_deadline(&goal_id)
+        .await
+        .expect("the close runs");
+    assert!(closed, "{location}: not closed once the run ended");
+}
+
+#[tokio::test]
+async fn a_deadline_close_leaves_a_stored_run_in_flight_on_sqlite_and_postgres() {
+    a_deadline_close_leaves_a_stored_run_in_flight(&DbLocation::Memory).await;
+    let Some(server) = pg::server() else { return };
+    let schema = pg::Schema::fresh(&server).await;
+    a_deadline_close_leaves_a_stored_run_in_flight(&DbLocation::Postgres(schema.url.clone())).await;
+    schema.drop().await;
+}
+
 /// Two replicas (each its own store and engine) on a fresh schema, on
-/// one manual clock.
+/// one manual clock (each harness's `clock`).
 struct TwoReplicas {
     schema: pg::Schema,
-    clock: Arc<ManualClock>,
     a: Harness,
     b: Harness,
 }
@@ -159,12 +236,7 @@ async fn two_replicas() -> Option<TwoReplicas> {
     let clock = Arc::new(ManualClock::fixed());
     let a = Harness::open(&location, true, Arc::clone(&clock));
     let b = Harness::open(&location, true, Arc::clone(&clock));
-    Some(TwoReplicas {
-        schema,
-        clock,
-        a,
-        b,
-    })
+    Some(TwoReplicas { schema, a, b })
 }
 
 /// The restart rule across replicas: replica A reserves a run and dies
@@ -173,29 +245,12 @@ async fn two_replicas() -> Option<TwoReplicas> {
 /// iteration 1, exactly once, and the next run is iteration 2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_left_by_a_dead_replica_is_closed_once_after_its_lease() {
-    let Some(TwoReplicas {
-        schema,
-        clock,
-        a,
-        b,
-    }) = two_replicas().await
-    else {
+    let Some(TwoReplicas { schema, a, b }) = two_replicas().await else {
         return;
     };
     let id = id_of(&a.create(never_satisfied(2)).await);
     let goal_id = GoalId::parse(&id).expect("id");
-    let run_id = RunId::generate();
-    let reservation = RunReservation {
-        run_id: run_id.clone(),
-        goal_id: goal_id.clone(),
-        iteration: 1,
-        started_at: clock.now(),
-        report: None,
-    };
-    assert_eq!(
-        a.store.reserve_run(&reservation, 1).await.expect("asks"),
-        Written::Done(())
-    );
+    let run_id = reserve_first_run(&a, &goal_id).await;
     // A live replica's run is its own: B neither closes it nor runs the
     // goal meanwhile (a fire skips it).
     assert_eq!(b.engine.recover_orphans().await.expect("sweeps"), 0);
@@ -265,28 +320,6 @@ async fn a_run_left_by_a_dead_replica_is_closed_once_after_its_lease() {
     schema.drop().await;
 }
 
-/// Polls `sql` (one count) in the schema until it answers at least `at_least`,
-/// or fails the test after ten seconds.
-async fn wait_for_count(schema: &pg::Schema, sql: &str, at_least: i64, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let rows = schema.query(sql).await;
-        let count: i64 = rows[0][0]
-            .as_deref()
-            .expect("a count")
-            .parse()
-            .expect("an integer");
-        if count >= at_least {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not happen within 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Cursors commit in order per tenant. Replica A's iteration is held
 /// between taking its event's cursor and committing (a trigger in the test
 /// schema waits on a lock the test holds); meanwhile replica B records an
@@ -305,31 +338,19 @@ async fn a_reader_never_sees_a_cursor_before_the_lower_ones_of_its_tenant() {
     let held = id_of(&a.create(never_satisfied(5)).await);
     let free = id_of(&b.create(never_satisfied(5)).await);
     const LOCK: i64 = 0x7067_6665_6564;
-    schema
-        .query(&format!(
-            "CREATE FUNCTION held_event() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN PERFORM pg_advisory_xact_lock_shared({LOCK}); RETURN NULL; END $$;
-             CREATE TRIGGER held_event AFTER INSERT ON events FOR EACH ROW
-                 WHEN (NEW.goal_id = '{held}') EXECUTE FUNCTION held_event();"
-        ))
-        .await;
-    let holder = schema.client().await;
-    holder
-        .execute("SELECT pg_advisory_lock($1)", &[&LOCK])
-        .await
-        .expect("locks");
+    let holder = schema.hold_inserts("events", &held, LOCK).await;
 
     let first = tokio::spawn({
         let (a, held) = (Arc::clone(&a), held.clone());
         async move { a.continue_once(&held).await.status }
     });
-    wait_for_count(
-        &schema,
-        "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-        1,
-        "A's iteration reaching its held event",
-    )
-    .await;
+    schema
+        .wait_for_count(
+            "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+            1,
+            "A's iteration reaching its held event",
+        )
+        .await;
     let second = tokio::spawn({
         let (b, free) = (Arc::clone(&b), free.clone());
         async move { b.continue_once(&free).await.status }
@@ -385,15 +406,15 @@ async fn a_reader_never_sees_a_cursor_before_the_lower_ones_of_its_tenant() {
 /// committed before a replica listens reaches its subscribers only from
 /// storage (the replica ends the subscriptions it had once it listens).
 async fn wait_for_listeners(schema: &pg::Schema, replicas: i64) {
-    wait_for_count(
-        schema,
-        "SELECT COUNT(*) FROM pg_stat_activity
+    schema
+        .wait_for_count(
+            "SELECT COUNT(*) FROM pg_stat_activity
          WHERE query LIKE 'LISTEN goalpost_events%' AND state = 'idle'
            AND application_name = 'goalpost-events ' || 'events'::regclass::oid::text",
-        replicas,
-        "the replicas listening",
-    )
-    .await;
+            replicas,
+            "the replicas listening",
+        )
+        .await;
 }
 
 /// Collects the cursors a store hands to its sink, in order, and how many
@@ -569,7 +590,9 @@ async fn a_lost_listening_connection_ends_the_subscriptions_and_listens_again() 
     let listeners = "SELECT COUNT(*) FROM pg_stat_activity
                      WHERE query LIKE 'LISTEN goalpost_events%' AND state = 'idle'
                        AND application_name = 'goalpost-events ' || 'events'::regclass::oid::text";
-    wait_for_count(&schema, listeners, 2, "both replicas listening").await;
+    schema
+        .wait_for_count(listeners, 2, "both replicas listening")
+        .await;
     let mut subscription = a
         .engine
         .subscribe(&tenant, None, 0)
@@ -592,7 +615,9 @@ async fn a_lost_listening_connection_ends_the_subscriptions_and_listens_again() 
         .expect("the subscription ends within 10 s")
         .expect("the feed works");
     assert_eq!(ended, None);
-    wait_for_count(&schema, listeners, 2, "both replicas listening again").await;
+    schema
+        .wait_for_count(listeners, 2, "both replicas listening again")
+        .await;
     let mut subscription = a
         .engine
         .subscribe(&tenant, None, 1)
@@ -732,7 +757,9 @@ async fn an_abandon_on_one_replica_cancels_the_run_in_flight_on_another() {
     let listeners = "SELECT COUNT(*) FROM pg_stat_activity
                      WHERE query LIKE 'LISTEN goalpost_events%' AND state = 'idle'
                        AND application_name = 'goalpost-events ' || 'events'::regclass::oid::text";
-    wait_for_count(&schema, listeners, 2, "both replicas listening").await;
+    schema
+        .wait_for_count(listeners, 2, "both replicas listening")
+        .await;
     let running = tokio::spawn({
         let (a, id) = (Arc::clone(&a), id.clone());
         async move { a.continue_once(&id).await.status }

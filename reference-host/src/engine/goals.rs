@@ -13,7 +13,7 @@ use crate::domain::{
     parse_create, parse_patch, Evaluation, Event, Goal, GoalId, GoalPatch, GoalState, Mode, Tenant,
     Timestamp,
 };
-use crate::storage::{CreateGuard, Inserted, StoredKey, Written};
+use crate::storage::{CreateGuard, Inserted, StoredKey, Written, WrittenIfIdle};
 
 /// A versioned write loses only to another write of the same goal; that
 /// cannot happen forever, but a bound keeps a bug from spinning.
@@ -435,6 +435,27 @@ impl Engine {
             .apply(&change, expected_version, None, now)
             .await?;
         if let Written::Done(_) = written {
+            self.armed(&change.goal, now, true);
+        }
+        Ok(written)
+    }
+
+    /// [`Engine::write`], unless a run of the goal is in flight anywhere
+    /// ([`Store::apply_unless_run_in_flight`]).
+    ///
+    /// [`Store::apply_unless_run_in_flight`]: crate::storage::Store::apply_unless_run_in_flight
+    pub(super) async fn write_unless_run_in_flight(
+        &self,
+        mut change: Change,
+        expected_version: u64,
+        now: Timestamp,
+    ) -> Result<WrittenIfIdle<Vec<Event>>, EngineError> {
+        self.hold_armless_schedule(&mut change.goal);
+        let written = self
+            .store
+            .apply_unless_run_in_flight(&change, expected_version, now)
+            .await?;
+        if let WrittenIfIdle::Done(_) = written {
             self.armed(&change.goal, now, true);
         }
         Ok(written)

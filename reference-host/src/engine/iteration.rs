@@ -17,7 +17,7 @@ use crate::domain::{
     RunOutcome, Tenant, Timestamp, Verdict, VerifierSpec,
 };
 use crate::judge::{CriteriaJudge, Verifier, VerifyRequest};
-use crate::storage::{RunReservation, StoreError, Written};
+use crate::storage::{RunReservation, StoreError, Written, WrittenIfIdle};
 
 /// How often the scheduler looks for runs that dead replicas left in
 /// flight ([`Engine::recover_orphans`]).
@@ -196,15 +196,22 @@ impl Engine {
             let Some(change) = close_if_exhausted(&goal, now, self.choices().cost_reading) else {
                 return Ok(false);
             };
-            // The same for an iteration under way on another replica: the
-            // lock above is this process's only.
-            let goal_id = id.clone();
-            if self.db(move |store| store.run_in_flight(&goal_id)).await? {
-                return Ok(false);
-            }
-            if let Written::Done(_) = self.write(change, goal.version, now).await? {
-                self.cancels.cancel(id);
-                return Ok(true);
+            // The same for a run in flight on another replica (the lock
+            // above is this process's only), or left by one that died (the
+            // orphan sweep records it). The store looks for it in the
+            // close's own write, ordered with every reservation: looked for
+            // before the write, a reservation committing in between was
+            // closed under (the arm saw the run, the goal never counted it).
+            match self
+                .write_unless_run_in_flight(change, goal.version, now)
+                .await?
+            {
+                WrittenIfIdle::Done(_) => {
+                    self.cancels.cancel(id);
+                    return Ok(true);
+                }
+                WrittenIfIdle::RunInFlight => return Ok(false),
+                WrittenIfIdle::Conflict => {}
             }
         }
         Err(EngineError::Internal(format!(

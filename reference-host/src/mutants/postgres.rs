@@ -23,7 +23,7 @@ use crate::domain::{
 };
 use crate::storage::{
     CreateGuard, EventSink, Inserted, Pending, PostgresStore, RunReservation, Store, StoreError,
-    StoreFaults, StoredKey, StoredRun, Written,
+    StoreFaults, StoredKey, StoredRun, Written, WrittenIfIdle,
 };
 
 /// One guard of the PostgreSQL store switched off.
@@ -233,6 +233,36 @@ impl Store for ReplicaMemory {
         self.track(change.goal.id.clone(), Some(change.goal.clone()), pending)
     }
 
+    /// Remembered as [`ReplicaMemory::track`] does; a refusal for a run
+    /// in flight wrote nothing and changes nothing here.
+    fn apply_unless_run_in_flight(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        at: Timestamp,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        let pending = self
+            .inner
+            .apply_unless_run_in_flight(change, expected_version, at);
+        if !self.keeps_goals() {
+            return pending;
+        }
+        let (goals, goal) = (Arc::clone(&self.goals), change.goal.clone());
+        Box::pin(async move {
+            let outcome = pending.await?;
+            match &outcome {
+                WrittenIfIdle::Done(_) => {
+                    held(&goals).insert(goal.id.clone(), goal);
+                }
+                WrittenIfIdle::Conflict => {
+                    held(&goals).remove(&goal.id);
+                }
+                WrittenIfIdle::RunInFlight => {}
+            }
+            Ok(outcome)
+        })
+    }
+
     fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>> {
         let pending = self.inner.reserve_run(run, expected_version);
         self.track(run.goal_id.clone(), None, pending)
@@ -252,10 +282,6 @@ impl Store for ReplicaMemory {
 
     fn runs_orphaned(&self) -> Result<Vec<RunReservation>, StoreError> {
         self.inner.runs_orphaned()
-    }
-
-    fn run_in_flight(&self, goal: &GoalId) -> Result<bool, StoreError> {
-        self.inner.run_in_flight(goal)
     }
 
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {

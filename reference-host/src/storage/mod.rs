@@ -12,6 +12,7 @@ mod group_commit;
 mod migrations;
 mod next_due;
 mod postgres;
+mod prepared;
 mod readers;
 mod record;
 mod sqlite;
@@ -131,6 +132,17 @@ pub enum Written<T> {
     Done(T),
     /// The goal changed (or vanished) since it was read; nothing was written.
     Conflict,
+}
+
+/// Whether a write that waits for the goal's runs
+/// ([`Store::apply_unless_run_in_flight`]) happened.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WrittenIfIdle<T> {
+    Done(T),
+    /// The goal changed (or vanished) since it was read; nothing was written.
+    Conflict,
+    /// A run of the goal is in flight; nothing was written.
+    RunInFlight,
 }
 
 /// A run the host dispatched, reserved before dispatch so a crash can never
@@ -291,7 +303,24 @@ pub trait Store: Send + Sync {
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>>;
 
+    /// [`Store::apply`] of a change that records no run, unless a run of
+    /// the goal is in flight (reserved and not ended) in any process that
+    /// shares the store, a dead one's included. The runs are looked at in
+    /// the write's own transaction, after taking the goal's row lock, which
+    /// [`Store::reserve_run`] holds until its run is stored: a reservation
+    /// that committed first is seen here, and one that comes after finds
+    /// the goal changed. Nothing is written when a run is in flight.
+    fn apply_unless_run_in_flight(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        at: Timestamp,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>>;
+
     /// Reserves a run if the stored goal is still at `expected_version`.
+    /// Holds the goal's row lock (on SQLite, the one writer) from that
+    /// check until the run is stored ([`Store::apply_unless_run_in_flight`]
+    /// depends on it).
     fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>>;
 
     /// Ends a reserved run without recording anything for it.
@@ -311,14 +340,6 @@ pub trait Store: Send + Sync {
     /// ([`Store::runs_in_flight`]).
     fn runs_orphaned(&self) -> Result<Vec<RunReservation>, StoreError> {
         Ok(Vec::new())
-    }
-
-    /// Whether a run of the goal is in flight in any process that shares
-    /// the store. A store only one process uses answers `false`: that
-    /// process's runs in flight hold their goal's lock, which is what the
-    /// caller checks first.
-    fn run_in_flight(&self, _goal: &GoalId) -> Result<bool, StoreError> {
-        Ok(false)
     }
 
     /// A goal's events with a sequence greater than `after`, in order.

@@ -14,11 +14,12 @@ use super::goal_cache::{GoalCache, Ticket};
 use super::goal_log;
 use super::group_commit::{GroupCommit, Pending};
 use super::migrations::migrate;
+use super::prepared::{failed, written_only, PreparedChange};
 use super::readers::Readers;
-use super::record::{from_json, to_json, ChangeRecords, EvaluationRecord, EventRecord, GoalRecord};
+use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
     CreateGuard, DbLocation, DeliveryState, EventSink, Inserted, RunEnd, RunReservation, Store,
-    StoreError, StoredKey, StoredRun, Written,
+    StoreError, StoredKey, StoredRun, Written, WrittenIfIdle,
 };
 use crate::domain::{
     parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
@@ -148,11 +149,108 @@ impl SqliteStore {
             None => read(&self.writer.connection()),
         }
     }
-}
 
-/// A write that failed before it was queued.
-fn failed<T: Send + 'static>(error: StoreError) -> Pending<T> {
-    Box::pin(std::future::ready(Err(error)))
+    /// Writes `change` ([`Store::apply`]); with `unless_run_in_flight`,
+    /// only if the goal has no run in flight, looked at in the same write
+    /// transaction ([`Store::apply_unless_run_in_flight`]): the one writer
+    /// orders it with every reservation.
+    fn write_change(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        run: Option<&RunId>,
+        at: Timestamp,
+        unless_run_in_flight: bool,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        let prepared = PreparedChange::new(change, expected_version, run, at, GoalRow::new);
+        let PreparedChange {
+            row,
+            expected_version,
+            records,
+            evaluation,
+            run,
+            at_ms,
+            payloads,
+            tenant,
+        } = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => return failed(error),
+        };
+        let (cache, goal, record_len) = (
+            Arc::clone(&self.cache),
+            change.goal.clone(),
+            row.record.len(),
+        );
+        let sink = Arc::clone(&self.sink);
+        // Runs on the writer thread once the group committed, hooks in
+        // commit order: so the sink sees a tenant's events in cursor order
+        // (the live stream's resume depends on it), before any writer of
+        // the group is answered.
+        let on_commit = Box::new(move |written: &WrittenIfIdle<Result<Vec<Event>, String>>| {
+            let WrittenIfIdle::Done(events) = written else {
+                return;
+            };
+            cache.committed(goal, record_len);
+            if let (Ok(events), Some(sink)) = (events, read_sink(&sink).as_ref()) {
+                if !events.is_empty() {
+                    sink.committed(&tenant, events);
+                }
+            }
+        });
+        let write = self.writer.submit_then(move |connection| {
+            if unless_run_in_flight {
+                let in_flight = connection
+                    .prepare_cached(
+                        "SELECT 1 FROM runs WHERE goal_id = ?1 AND status = 'in-flight' LIMIT 1",
+                    )?
+                    .query_row(params![row.id], |_| Ok(()))
+                    .optional()?;
+                if in_flight.is_some() {
+                    return Ok(WrittenIfIdle::RunInFlight);
+                }
+            }
+            if !write_goal_columns(connection, &row, expected_version)? {
+                return Ok(WrittenIfIdle::Conflict);
+            }
+            let mut tail = goal_log::Tail::read(connection, &row.id)?;
+            tail.runs(connection, &row.id, &row.run_ids)?;
+            let last = tail.events;
+            let mut cursors = Vec::with_capacity(records.len());
+            for record in &records {
+                let cursor = tail.event(connection, &row.id, at_ms, record)?;
+                connection
+                    .prepare_cached(
+                        "INSERT INTO tenant_feed (tenant, cursor, goal_id, sequence, at_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                    )?
+                    .execute(params![row.tenant, cursor, row.id, tail.events, at_ms])?;
+                cursors.push(cursor);
+            }
+            if let Some((run_id, iteration, record)) = &evaluation {
+                tail.evaluation(connection, &row.id, run_id, *iteration, record)?;
+            }
+            if let Some(run) = &run {
+                connection
+                    .prepare_cached(
+                        "UPDATE runs SET status = 'recorded', ended_ms = ?2 WHERE run_id = ?1 AND status = 'in-flight'",
+                    )?
+                    .execute(params![run, at_ms])?;
+            }
+            // A numbering that cannot be read back is reported after the
+            // commit rather than failing a write that is already whole.
+            Ok(WrittenIfIdle::Done(
+                numbered(&payloads, last, &cursors, at).map_err(|error| error.to_string()),
+            ))
+        }, Some(on_commit));
+        Box::pin(async move {
+            match write.await? {
+                WrittenIfIdle::Done(Ok(events)) => Ok(WrittenIfIdle::Done(events)),
+                WrittenIfIdle::Done(Err(error)) => Err(StoreError::Corrupt(error)),
+                WrittenIfIdle::Conflict => Ok(WrittenIfIdle::Conflict),
+                WrittenIfIdle::RunInFlight => Ok(WrittenIfIdle::RunInFlight),
+            }
+        })
+    }
 }
 
 /// A goal's columns, computed before the write so the JSON work happens
@@ -555,83 +653,16 @@ impl Store for SqliteStore {
         run: Option<&RunId>,
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>> {
-        let prepared = (|| -> Result<_, StoreError> {
-            let ChangeRecords { events, evaluation } = ChangeRecords::of(change)?;
-            Ok((
-                GoalRow::new(&change.goal)?,
-                int(expected_version)?,
-                events,
-                evaluation,
-            ))
-        })();
-        let (row, expected_version, records, evaluation) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => return failed(error),
-        };
-        let run = run.map(|run| run.as_str().to_string());
-        let at_ms = at.unix_ms();
-        let payloads = change.events.clone();
-        let tenant = change.goal.owner.clone();
-        let (cache, goal, record_len) = (
-            Arc::clone(&self.cache),
-            change.goal.clone(),
-            row.record.len(),
-        );
-        let sink = Arc::clone(&self.sink);
-        // Runs on the writer thread once the group committed, hooks in
-        // commit order: so the sink sees a tenant's events in cursor order
-        // (the live stream's resume depends on it), before any writer of
-        // the group is answered.
-        let on_commit = Box::new(move |written: &Option<Result<Vec<Event>, String>>| {
-            let Some(events) = written else {
-                return;
-            };
-            cache.committed(goal, record_len);
-            if let (Ok(events), Some(sink)) = (events, read_sink(&sink).as_ref()) {
-                if !events.is_empty() {
-                    sink.committed(&tenant, events);
-                }
-            }
-        });
-        let write = self.writer.submit_then(move |connection| {
-            if !write_goal_columns(connection, &row, expected_version)? {
-                return Ok(None);
-            }
-            let mut tail = goal_log::Tail::read(connection, &row.id)?;
-            tail.runs(connection, &row.id, &row.run_ids)?;
-            let last = tail.events;
-            let mut cursors = Vec::with_capacity(records.len());
-            for record in &records {
-                let cursor = tail.event(connection, &row.id, at_ms, record)?;
-                connection
-                    .prepare_cached(
-                        "INSERT INTO tenant_feed (tenant, cursor, goal_id, sequence, at_ms)
-                         VALUES (?1, ?2, ?3, ?4, ?5)",
-                    )?
-                    .execute(params![row.tenant, cursor, row.id, tail.events, at_ms])?;
-                cursors.push(cursor);
-            }
-            if let Some((run_id, iteration, record)) = &evaluation {
-                tail.evaluation(connection, &row.id, run_id, *iteration, record)?;
-            }
-            if let Some(run) = &run {
-                connection
-                    .prepare_cached(
-                        "UPDATE runs SET status = 'recorded', ended_ms = ?2 WHERE run_id = ?1 AND status = 'in-flight'",
-                    )?
-                    .execute(params![run, at_ms])?;
-            }
-            // A numbering that cannot be read back is reported after the
-            // commit rather than failing a write that is already whole.
-            Ok(Some(numbered(&payloads, last, &cursors, at).map_err(|error| error.to_string())))
-        }, Some(on_commit));
-        Box::pin(async move {
-            match write.await? {
-                None => Ok(Written::Conflict),
-                Some(Ok(events)) => Ok(Written::Done(events)),
-                Some(Err(error)) => Err(StoreError::Corrupt(error)),
-            }
-        })
+        written_only(self.write_change(change, expected_version, run, at, false))
+    }
+
+    fn apply_unless_run_in_flight(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        at: Timestamp,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        self.write_change(change, expected_version, None, at, true)
     }
 
     fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>> {

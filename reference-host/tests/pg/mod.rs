@@ -57,4 +57,47 @@ impl Schema {
             })
             .collect()
     }
+
+    /// Polls `sql` (one count) in this schema until it answers at least
+    /// `at_least`, or fails the test after ten seconds.
+    pub async fn wait_for_count(&self, sql: &str, at_least: i64, what: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let rows = self.query(sql).await;
+            let count: i64 = rows[0][0]
+                .as_deref()
+                .expect("a count")
+                .parse()
+                .expect("an integer");
+            if count >= at_least {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what} did not happen within 10 s"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Makes every insert into `table` of a row of goal `goal` wait, at
+    /// the end of its statement and so inside its transaction, for the
+    /// advisory lock `key`, which the returned connection holds until it
+    /// runs `pg_advisory_unlock(key)`: a test holds a store's write there
+    /// (its locks taken, nothing committed) while other writes go on.
+    pub async fn hold_inserts(&self, table: &str, goal: &str, key: i64) -> tokio_postgres::Client {
+        self.query(&format!(
+            "CREATE FUNCTION held_{table}() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN PERFORM pg_advisory_xact_lock_shared({key}); RETURN NULL; END $$;
+             CREATE TRIGGER held_{table} AFTER INSERT ON {table} FOR EACH ROW
+                 WHEN (NEW.goal_id = '{goal}') EXECUTE FUNCTION held_{table}();"
+        ))
+        .await;
+        let holder = self.client().await;
+        holder
+            .execute("SELECT pg_advisory_lock($1)", &[&key])
+            .await
+            .expect("locks");
+        holder
+    }
 }

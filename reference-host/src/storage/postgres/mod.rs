@@ -38,10 +38,11 @@ use tokio_postgres::{NoTls, Row};
 use cached::Cached;
 
 use super::group_commit::Pending;
-use super::record::{from_json, to_json, ChangeRecords, EvaluationRecord, EventRecord, GoalRecord};
+use super::prepared::{failed, written_only, PreparedChange};
+use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
     CreateGuard, DeliveryState, EventSink, Inserted, RunEnd, RunReservation, Store, StoreError,
-    StoredKey, StoredRun, Written,
+    StoredKey, StoredRun, Written, WrittenIfIdle,
 };
 use crate::domain::{
     parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
@@ -489,6 +490,161 @@ impl PostgresStore {
         })
     }
 
+    /// Writes `change` ([`Store::apply`]); with `unless_run_in_flight`,
+    /// only if the goal has no run in flight, looked at under the goal's
+    /// row lock in the same transaction
+    /// ([`Store::apply_unless_run_in_flight`]).
+    fn write_change(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        run: Option<&RunId>,
+        at: Timestamp,
+        unless_run_in_flight: bool,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        let prepared = PreparedChange::new(change, expected_version, run, at, GoalRow::new);
+        let PreparedChange {
+            row,
+            expected_version,
+            records,
+            evaluation,
+            run,
+            at_ms,
+            payloads,
+            tenant,
+        } = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => return failed(error),
+        };
+        let closes = payloads
+            .iter()
+            .any(|payload| matches!(payload, EventPayload::Closed { .. }));
+        let relay = Arc::clone(&self.relay);
+        let pool = self.pool.clone();
+        let update = if self.faults.applies_without_version_check {
+            "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
+                              next_fire_ms = $7, version = $8, record = $9, closed_ms = $10
+             WHERE id = $1 AND (version = $2 OR TRUE)"
+        } else {
+            "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
+                              next_fire_ms = $7, version = $8, record = $9, closed_ms = $10
+             WHERE id = $1 AND version = $2"
+        };
+        self.pending(async move {
+            let mut client = pool.get().await.map_err(pool_error)?;
+            let transaction = Cached(client.transaction().await?);
+            if unless_run_in_flight {
+                // The goal's row lock first: a reservation holds it until
+                // its run is stored, so one that took it first has
+                // committed by the time the runs are read below (under
+                // READ COMMITTED, the default this store keeps, each
+                // statement reads what committed before it began), and one
+                // that comes later waits, then finds the goal closed.
+                transaction
+                    .query_opt("SELECT 1 FROM goals WHERE id = $1 FOR UPDATE", &[&row.id])
+                    .await?;
+                let in_flight = transaction
+                    .query_opt(
+                        "SELECT 1 FROM runs WHERE goal_id = $1 AND status = 'in-flight' LIMIT 1",
+                        &[&row.id],
+                    )
+                    .await?;
+                if in_flight.is_some() {
+                    return Ok(WrittenIfIdle::RunInFlight);
+                }
+            }
+            let updated = transaction
+                .execute(
+                    update,
+                    &[
+                        &row.id,
+                        &expected_version,
+                        &row.state,
+                        &row.paused,
+                        &row.mode,
+                        &row.deadline_ms,
+                        &row.next_fire_ms,
+                        &row.version,
+                        &row.record,
+                        &row.closed_ms,
+                    ],
+                )
+                .await?;
+            if updated != 1 {
+                return Ok(WrittenIfIdle::Conflict);
+            }
+            if let Some(run) = &run {
+                // One verdict per run: a run another replica already
+                // closed (its lease lapsed) gets none from here, and
+                // nothing of this change is written.
+                let ended = transaction
+                    .execute(
+                        "UPDATE runs SET status = 'recorded', ended_ms = $2
+                         WHERE run_id = $1 AND status = 'in-flight'",
+                        &[run, &at_ms],
+                    )
+                    .await?;
+                if ended != 1 {
+                    return Err(StoreError::RunEnded(run.clone()));
+                }
+            }
+            let stored: i64 = transaction
+                .query_one(
+                    "SELECT COUNT(*) FROM goal_runs WHERE goal_id = $1",
+                    &[&row.id],
+                )
+                .await?
+                .try_get(0)?;
+            let stored = usize::try_from(stored).unwrap_or(0);
+            append_runs(&transaction, &row.id, &row.run_ids, stored).await?;
+            let last: i64 = transaction
+                .query_one(
+                    "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE goal_id = $1",
+                    &[&row.id],
+                )
+                .await?
+                .try_get(0)?;
+            if let Some((run_id, iteration, record)) = &evaluation {
+                transaction
+                    .execute(
+                        "INSERT INTO evaluations (goal_id, run_id, iteration, record)
+                         VALUES ($1, $2, $3, $4)",
+                        &[&row.id, run_id, iteration, record],
+                    )
+                    .await?;
+            }
+            if closes {
+                // Every replica hears of the close once it committed; one
+                // with a run of the goal in flight cancels it (`relay.rs`).
+                transaction
+                    .execute("SELECT pg_notify('goalpost_closes', $1)", &[&row.id])
+                    .await?;
+            }
+            // Last before the commit: the cursors lock the tenant's row
+            // until then, and the tenant's other event writers wait.
+            let newest = take_cursors(&transaction, &row, last, at_ms, &records).await?;
+            transaction.commit().await?;
+            let (mut sequence, mut cursor) = (unsigned(last)?, newest - records.len() as u64);
+            let events: Vec<Event> = payloads
+                .into_iter()
+                .map(|payload| {
+                    sequence += 1;
+                    cursor += 1;
+                    Event {
+                        sequence,
+                        cursor,
+                        at,
+                        payload,
+                    }
+                })
+                .collect();
+            if !events.is_empty() {
+                relay.committed(&tenant, &events);
+            }
+            Ok(WrittenIfIdle::Done(events))
+        })
+    }
+
     /// This replica's name (tests tell replicas apart by it).
     pub fn replica(&self) -> &str {
         &self.replica
@@ -636,130 +792,16 @@ impl Store for PostgresStore {
         run: Option<&RunId>,
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>> {
-        let prepared = (|| -> Result<_, StoreError> {
-            let ChangeRecords { events, evaluation } = ChangeRecords::of(change)?;
-            Ok((
-                GoalRow::new(&change.goal)?,
-                int(expected_version)?,
-                events,
-                evaluation,
-            ))
-        })();
-        let (row, expected_version, records, evaluation) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => return Box::pin(std::future::ready(Err(error))),
-        };
-        let run = run.map(|run| run.as_str().to_string());
-        let at_ms = at.unix_ms();
-        let payloads = change.events.clone();
-        let closes = payloads
-            .iter()
-            .any(|payload| matches!(payload, EventPayload::Closed { .. }));
-        let tenant = change.goal.owner.clone();
-        let relay = Arc::clone(&self.relay);
-        let pool = self.pool.clone();
-        let update = if self.faults.applies_without_version_check {
-            "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
-                              next_fire_ms = $7, version = $8, record = $9, closed_ms = $10
-             WHERE id = $1 AND (version = $2 OR TRUE)"
-        } else {
-            "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
-                              next_fire_ms = $7, version = $8, record = $9, closed_ms = $10
-             WHERE id = $1 AND version = $2"
-        };
-        self.pending(async move {
-            let mut client = pool.get().await.map_err(pool_error)?;
-            let transaction = Cached(client.transaction().await?);
-            let updated = transaction
-                .execute(
-                    update,
-                    &[
-                        &row.id,
-                        &expected_version,
-                        &row.state,
-                        &row.paused,
-                        &row.mode,
-                        &row.deadline_ms,
-                        &row.next_fire_ms,
-                        &row.version,
-                        &row.record,
-                        &row.closed_ms,
-                    ],
-                )
-                .await?;
-            if updated != 1 {
-                return Ok(Written::Conflict);
-            }
-            if let Some(run) = &run {
-                // One verdict per run: a run another replica already
-                // closed (its lease lapsed) gets none from here, and
-                // nothing of this change is written.
-                let ended = transaction
-                    .execute(
-                        "UPDATE runs SET status = 'recorded', ended_ms = $2
-                         WHERE run_id = $1 AND status = 'in-flight'",
-                        &[run, &at_ms],
-                    )
-                    .await?;
-                if ended != 1 {
-                    return Err(StoreError::RunEnded(run.clone()));
-                }
-            }
-            let stored: i64 = transaction
-                .query_one(
-                    "SELECT COUNT(*) FROM goal_runs WHERE goal_id = $1",
-                    &[&row.id],
-                )
-                .await?
-                .try_get(0)?;
-            let stored = usize::try_from(stored).unwrap_or(0);
-            append_runs(&transaction, &row.id, &row.run_ids, stored).await?;
-            let last: i64 = transaction
-                .query_one(
-                    "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE goal_id = $1",
-                    &[&row.id],
-                )
-                .await?
-                .try_get(0)?;
-            if let Some((run_id, iteration, record)) = &evaluation {
-                transaction
-                    .execute(
-                        "INSERT INTO evaluations (goal_id, run_id, iteration, record)
-                         VALUES ($1, $2, $3, $4)",
-                        &[&row.id, run_id, iteration, record],
-                    )
-                    .await?;
-            }
-            if closes {
-                // Every replica hears of the close once it committed; one
-                // with a run of the goal in flight cancels it (`relay.rs`).
-                transaction
-                    .execute("SELECT pg_notify('goalpost_closes', $1)", &[&row.id])
-                    .await?;
-            }
-            // Last before the commit: the cursors lock the tenant's row
-            // until then, and the tenant's other event writers wait.
-            let newest = take_cursors(&transaction, &row, last, at_ms, &records).await?;
-            transaction.commit().await?;
-            let (mut sequence, mut cursor) = (unsigned(last)?, newest - records.len() as u64);
-            let events: Vec<Event> = payloads
-                .into_iter()
-                .map(|payload| {
-                    sequence += 1;
-                    cursor += 1;
-                    Event {
-                        sequence,
-                        cursor,
-                        at,
-                        payload,
-                    }
-                })
-                .collect();
-            if !events.is_empty() {
-                relay.committed(&tenant, &events);
-            }
-            Ok(Written::Done(events))
-        })
+        written_only(self.write_change(change, expected_version, run, at, false))
+    }
+
+    fn apply_unless_run_in_flight(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        at: Timestamp,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        self.write_change(change, expected_version, None, at, true)
     }
 
     /// The fail-closed re-read and the reservation in one transaction: the
@@ -775,7 +817,7 @@ impl Store for PostgresStore {
         let started_ms = run.started_at.unix_ms();
         let (iteration, expected_version) = match (int(run.iteration), int(expected_version)) {
             (Ok(iteration), Ok(expected)) => (iteration, expected),
-            (Err(error), _) | (_, Err(error)) => return Box::pin(std::future::ready(Err(error))),
+            (Err(error), _) | (_, Err(error)) => return failed(error),
         };
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
         if self.faults.reserves_without_re_read {
@@ -854,17 +896,6 @@ impl Store for PostgresStore {
 
     fn runs_orphaned(&self) -> Result<Vec<RunReservation>, StoreError> {
         self.rows(ORPHANED_RUNS, Vec::new(), reservation_from_row)
-    }
-
-    /// Any replica's, a dead one's included: the orphan sweep gives that
-    /// run its verdict, and recording it closes a goal past its deadline.
-    fn run_in_flight(&self, goal: &GoalId) -> Result<bool, StoreError> {
-        let found = self.rows(
-            "SELECT 1 FROM runs WHERE goal_id = $1 AND status = 'in-flight' LIMIT 1",
-            vec![Box::new(goal.as_str().to_string())],
-            |_| Ok(()),
-        )?;
-        Ok(!found.is_empty())
     }
 
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
@@ -1123,7 +1154,7 @@ impl Store for PostgresStore {
     ) -> Pending<Written<()>> {
         let record = match to_json(&wire::verifier_registration(verifier)) {
             Ok(record) => record,
-            Err(error) => return Box::pin(std::future::ready(Err(error))),
+            Err(error) => return failed(error),
         };
         let sql = if replace {
             "INSERT INTO verifiers (tenant, name, created_ms, record) VALUES ($1, $2, $3, $4)
@@ -1186,7 +1217,7 @@ impl Store for PostgresStore {
         })();
         let (row, remembered) = match prepared {
             Ok(prepared) => prepared,
-            Err(error) => return Box::pin(std::future::ready(Err(error))),
+            Err(error) => return failed(error),
         };
         let armed = matches!(goal.continuation.mode, Mode::Schedule | Mode::Heartbeat);
         let guard = guard.clone();
