@@ -832,3 +832,29 @@ fn a_mock_log_step_may_be_conditional_but_never_read() {
     assert_eq!(pointer, "/steps/2/when/step");
     assert!(message.contains("is a mockLog step"), "{message}");
 }
+
+#[test]
+fn the_shipped_scenarios_ask_for_attention_unprompted_only_as_its_owner() {
+    // RFC 0097 defines no attention view, and a host without one may
+    // answer 404 to any caller before it looks at the credential: an
+    // anonymous or other-tenant request to it says something about the
+    // host only where the owner's read showed the view is served.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let catalog = load(&dir, &schemas()).unwrap_or_else(|error| panic!("{error}"));
+    let mut unprompted = Vec::new();
+    for scenario in &catalog.scenarios {
+        for step in &scenario.steps {
+            let Action::Request(request) = &step.action else {
+                continue;
+            };
+            let req = &request.request;
+            if req.path.contains("/attention")
+                && req.principal != Principal::A
+                && step.when.is_none()
+            {
+                unprompted.push(format!("{} {}", scenario.path.display(), step.pointer));
+            }
+        }
+    }
+    assert!(unprompted.is_empty(), "{unprompted:#?}");
+}
