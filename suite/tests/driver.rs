@@ -11,6 +11,7 @@ use goalpost::run::discovery::Capabilities;
 use goalpost::run::driver::{Driver, HostTarget};
 use goalpost::run::loader::load_scenario;
 use goalpost::run::outcome::Outcome;
+use goalpost::run::outcome::RequirementOutcome;
 use goalpost::run::outcome::ScenarioResult;
 use goalpost_schemas::Schemas;
 use serde_json::{json, Value};
@@ -350,4 +351,87 @@ async fn an_unreachable_host_is_an_error() {
         matches!(&result.outcome, Outcome::Error(m) if m.contains("transport failure")),
         "{result:?}"
     );
+}
+
+// ---- `when`: steps that run only on an earlier step's status ----
+
+/// A read whose status decides which branch runs: the fake host answers
+/// 200 for `goal-1` and 404 for any other id.
+fn probe(name: &str, id: &str) -> Value {
+    json!({"name": name, "proves": [], "request": {"method": "GET", "path": format!("{{base}}/{id}")},
+           "expect": {"status": [200, 404]}})
+}
+
+/// A step of the branch `status` of `on` that holds only on the fake host's
+/// 200 for goal-1 (`holds`), or never (it expects a status nobody sends).
+fn branch(name: &str, on: &str, status: &str, holds: bool) -> Value {
+    let expect = if holds {
+        json!({"status": 200, "assert": [{"pointer": "/id", "equals": "goal-1"}]})
+    } else {
+        json!({"status": 418})
+    };
+    json!({"name": name, "when": {"step": on, "status": status},
+           "request": {"method": "GET", "path": "{base}/goal-1"}, "expect": expect})
+}
+
+#[tokio::test]
+async fn only_the_branch_the_answer_took_runs_and_counts_its_checks() {
+    let setup = setup(&[], default_http()).await;
+    // goal-1 answers 200: its 2xx branch runs (2 checks), the 4xx branch
+    // (which could never hold) does not. A missing id answers 404: the
+    // other way round.
+    let steps = json!([
+        probe("read the goal", "goal-1"),
+        branch("accepted: it reads back", "read the goal", "2xx", true),
+        branch("refused: never sent", "read the goal", "4xx", false),
+        probe("read a missing goal", "goal-missing"),
+        branch("found: never sent", "read a missing goal", "2xx", false),
+        branch(
+            "not found: the goal still reads",
+            "read a missing goal",
+            "4xx",
+            true
+        ),
+    ]);
+    let result = run(&setup, scenario(6, json!({}), steps)).await;
+    assert_eq!(result.outcome, Outcome::Pass, "{result:?}");
+    assert_eq!(result.checks, 6);
+}
+
+#[tokio::test]
+async fn a_branch_taken_fails_like_any_step_and_an_untaken_one_cannot() {
+    let setup = setup(&[], default_http()).await;
+    // The host answered 2xx, so the scenario holds it to the 2xx branch.
+    let steps = json!([
+        probe("read the goal", "goal-1"),
+        branch("accepted: must hold", "read the goal", "2xx", false),
+    ]);
+    let result = run(&setup, scenario(1, json!({}), steps)).await;
+    let Outcome::Fail(message) = &result.outcome else {
+        panic!("the taken branch must fail: {result:?}")
+    };
+    assert!(
+        message.contains("accepted: must hold") && message.contains("expected: 418"),
+        "{message}"
+    );
+    assert!(
+        matches!(
+            result.requirements["core.fake"],
+            RequirementOutcome::Fail(_)
+        ),
+        "{:?}",
+        result.requirements
+    );
+    // A class or code that does not match the answer skips the step,
+    // whatever it would have found.
+    let steps = json!([
+        probe("read a missing goal", "goal-missing"),
+        {"name": "only on 200", "when": {"step": "read a missing goal", "status": [200, "3xx", 403]},
+         "request": {"method": "GET", "path": "{base}/goal-1"}, "expect": {"status": 418}},
+        {"name": "on this very 404", "when": {"step": "read a missing goal", "status": 404},
+         "request": {"method": "GET", "path": "{base}/goal-1"}, "expect": {"status": 200}},
+    ]);
+    let result = run(&setup, scenario(2, json!({}), steps)).await;
+    assert_eq!(result.outcome, Outcome::Pass, "{result:?}");
+    assert_eq!(result.checks, 2);
 }

@@ -352,6 +352,29 @@ fn declared_checks_must_equal_what_the_steps_make() {
 }
 
 #[test]
+fn a_conditional_step_counts_toward_what_a_run_can_make_not_what_it_must() {
+    let mut patch = get(json!({"status": [200, 422]}));
+    patch["name"] = json!("patch");
+    let mut applied = get(json!({"status": 200, "assert": [{"pointer": "/id", "exists": true}]}));
+    applied["when"] = json!({"step": "patch", "status": "2xx"});
+    let mut unchanged = get(json!({"status": 200}));
+    unchanged["when"] = json!({"step": "patch", "status": "4xx"});
+    let steps = json!([patch, applied, unchanged]);
+    // Every run makes the PATCH's status check; at most all four.
+    assert_eq!(findings(&scenario(1, steps.clone())), []);
+    assert_eq!(findings(&scenario(2, steps.clone())), []);
+    assert_eq!(findings(&scenario(4, steps.clone())), []);
+    assert_eq!(
+        findings(&scenario(0, steps.clone())),
+        [(Rule::ChecksBelow, "/checks".to_string())]
+    );
+    assert_eq!(
+        findings(&scenario(5, steps)),
+        [(Rule::ChecksAbove, "/checks".to_string())]
+    );
+}
+
+#[test]
 fn unknown_step_kinds_are_judged_by_their_expect() {
     let watch =
         |expect: Value| json!({"name": "watch", "watchSomething": {"x": 1}, "expect": expect});

@@ -155,7 +155,74 @@ pub struct Step {
     /// every requirement the scenario names, an empty list a setup step.
     /// Read it through [`Scenario::step_proves`].
     pub proves: Option<Vec<String>>,
+    /// Run this step only when an earlier step's answer had one of these
+    /// statuses; `None`: always run it.
+    pub when: Option<When>,
     pub action: Action,
+}
+
+/// `when` on a step: the step runs only when the final answer of an
+/// earlier request step had a matching status; otherwise it sends nothing
+/// and makes no check. So a scenario can check what a host's choice
+/// implies ("accepted: every member applied"; "refused: nothing changed")
+/// without prescribing the choice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct When {
+    /// JSON pointer of the `when` in its file, e.g. `/steps/4/when`.
+    pub pointer: String,
+    /// Index of the step whose answer it reads (an earlier, unconditional
+    /// request step sent once: the loader checks it).
+    pub step: usize,
+    /// The step's name as written, for messages.
+    pub step_name: String,
+    /// Matches when any entry does.
+    pub status: Vec<StatusMatch>,
+}
+
+impl When {
+    /// Whether `status` (the read step's answer) lets the step run.
+    pub fn holds(&self, status: u16) -> bool {
+        self.status.iter().any(|wanted| wanted.matches(status))
+    }
+}
+
+impl fmt::Display for When {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let statuses: Vec<String> = self.status.iter().map(ToString::to_string).collect();
+        write!(
+            f,
+            "step {} \"{}\" answered {}",
+            self.step + 1,
+            self.step_name,
+            statuses.join(" or ")
+        )
+    }
+}
+
+/// One status a `when` accepts: a class (`"2xx"`) or one code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusMatch {
+    /// Every status of the class whose hundreds digit this is (1..=5).
+    Class(u16),
+    Code(u16),
+}
+
+impl StatusMatch {
+    pub fn matches(self, status: u16) -> bool {
+        match self {
+            StatusMatch::Class(hundreds) => status / 100 == hundreds,
+            StatusMatch::Code(code) => status == code,
+        }
+    }
+}
+
+impl fmt::Display for StatusMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StatusMatch::Class(hundreds) => write!(f, "{hundreds}xx"),
+            StatusMatch::Code(code) => write!(f, "{code}"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -175,6 +175,7 @@ mod tests {
             index,
             pointer: format!("/steps/{index}"),
             proves: proves.map(own),
+            when: None,
             action: Action::Request(Box::new(RequestStep {
                 request: Request {
                     method: "GET".to_string(),

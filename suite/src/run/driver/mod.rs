@@ -303,7 +303,19 @@ impl Driver {
         let mut quiet = Duration::ZERO;
         let mut failed: Vec<FailedCheck> = Vec::new();
         let mut end = End::Completed;
+        // The status of each request step's final answer, for the `when`
+        // of later steps.
+        let mut answered: Vec<Option<u16>> = vec![None; scenario.steps.len()];
         for step in &scenario.steps {
+            if let Some(when) = &step.when {
+                // The loader made it an earlier request step that always
+                // runs, so it has answered unless it got no answer at all
+                // (which ended the run).
+                let status = answered.get(when.step).copied().flatten();
+                if !status.is_some_and(|status| when.holds(status)) {
+                    continue;
+                }
+            }
             let place = Place {
                 scenario,
                 step,
@@ -324,8 +336,11 @@ impl Driver {
                             .await
                     }
                     None => {
-                        self.run_request(&place, request, &mut vars, &mut trace)
-                            .await
+                        let result = self
+                            .run_request(&place, request, &mut vars, &mut trace)
+                            .await;
+                        answered[step.index] = trace.response.as_ref().map(|answer| answer.status);
+                        result
                     }
                 },
                 Action::MockLog(mock) => {

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::model::{
     Action, Assertion, Body, Capture, ClockFormat, CompareOp, Expect, LengthOp, Needs, Parallel,
-    Predicate, Principal, Repeat, Request, RequestStep, Requirement, Scenario, Step, Target,
+    Predicate, Principal, Repeat, Request, RequestStep, Requirement, Scenario, StatusMatch, Step,
+    Target, When,
 };
 use crate::run::outcome::VIOLATIONS_SHOWN;
 use crate::template::{names_in_str, names_in_value, BUILTINS};
@@ -410,6 +411,7 @@ struct RawNeeds {
 struct RawStep {
     name: String,
     proves: Option<Vec<String>>,
+    when: Option<RawWhen>,
     request: Option<RawRequest>,
     expect: Option<Value>,
     capture: Option<BTreeMap<String, RawCapture>>,
@@ -419,6 +421,27 @@ struct RawStep {
     why: Option<String>,
     mock_log: Option<mock::RawMockLog>,
     parallel: Option<request::RawParallel>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWhen {
+    step: String,
+    status: RawWhenStatuses,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawWhenStatuses {
+    One(RawWhenStatus),
+    Many(Vec<RawWhenStatus>),
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum RawWhenStatus {
+    Code(u16),
+    Class(String),
 }
 
 #[derive(Deserialize)]
@@ -600,7 +623,8 @@ fn scenario_from(
         .transpose()?;
     let mut steps = Vec::with_capacity(raw.steps.len());
     for (index, step) in raw.steps.iter().enumerate() {
-        steps.push(parse_step(path, index, step, &needs)?);
+        let step = parse_step(path, index, step, &needs, &steps)?;
+        steps.push(step);
     }
     let scenario = Scenario {
         name: format!("{profile}::{stem}"),
@@ -648,9 +672,40 @@ fn scenario_from(
     Ok(scenario)
 }
 
-fn parse_step(path: &Path, index: usize, value: &Value, needs: &Needs) -> Result<Step, LoadError> {
+/// `earlier`: the scenario's steps before this one, which a `when` may read.
+fn parse_step(
+    path: &Path,
+    index: usize,
+    value: &Value,
+    needs: &Needs,
+    earlier: &[Step],
+) -> Result<Step, LoadError> {
     let pointer = format!("/steps/{index}");
     let raw: RawStep = parse_at(path, &pointer, value)?;
+    let when = raw
+        .when
+        .map(|when| parse_when(path, &format!("{pointer}/when"), when, earlier))
+        .transpose()?;
+    if when.is_some() {
+        if raw.quiet_ms.is_some() {
+            return Err(invalid(
+                path,
+                format!("{pointer}/when"),
+                "a quiet step cannot be conditional: it waits for what later steps check",
+            ));
+        }
+        if raw
+            .capture
+            .as_ref()
+            .is_some_and(|capture| !capture.is_empty())
+        {
+            return Err(invalid(
+                path,
+                format!("{pointer}/capture"),
+                "a step with `when` captures nothing: when it does not run, a later step would read a variable that was never set",
+            ));
+        }
+    }
     // The schema (checked first) gives each kind of step its own fields
     // (a quiet step has no request, expect or proves; a mockLog step no
     // request or parallel), lets `poll` and `observe` exclude each other
@@ -729,7 +784,121 @@ fn parse_step(path: &Path, index: usize, value: &Value, needs: &Needs) -> Result
         index,
         pointer,
         proves: raw.proves,
+        when,
         action,
+    })
+}
+
+/// A step's `when`, its step name resolved among `earlier` steps: the one
+/// of that name, a request step sent once that always runs, so the status
+/// it reads is one answer that is always there.
+fn parse_when(
+    path: &Path,
+    pointer: &str,
+    raw: RawWhen,
+    earlier: &[Step],
+) -> Result<When, LoadError> {
+    let at_step = format!("{pointer}/step");
+    let named: Vec<&Step> = earlier.iter().filter(|s| s.name == raw.step).collect();
+    let read = match named.as_slice() {
+        [] => {
+            return Err(invalid(
+                path,
+                at_step,
+                format!(
+                    "no earlier step is named `{}`: a `when` reads the answer of a step before it",
+                    raw.step
+                ),
+            ))
+        }
+        [one] => *one,
+        many => {
+            return Err(invalid(
+                path,
+                at_step,
+                format!(
+                    "{} earlier steps are named `{}` ({}): a `when` must name exactly one",
+                    many.len(),
+                    raw.step,
+                    many.iter()
+                        .map(|s| s.pointer.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ))
+        }
+    };
+    let refuse = |why: &str| {
+        Err(invalid(
+            path,
+            at_step.clone(),
+            format!("step `{}` ({}) {why}", raw.step, read.pointer),
+        ))
+    };
+    match &read.action {
+        Action::Request(request) if request.parallel.is_some() => {
+            return refuse("is a parallel step: it has many answers, a `when` reads one status")
+        }
+        Action::Request(_) => {}
+        Action::MockLog(_) => {
+            return refuse("is a mockLog step: it sends nothing and has no status")
+        }
+        Action::Quiet { .. } => {
+            return refuse("is a quiet step: it sends nothing and has no status")
+        }
+    }
+    if read.when.is_some() {
+        return refuse("has a `when` of its own: a `when` reads a step that always runs");
+    }
+    // Where each entry is in the file: `status` itself when it is one.
+    let (raws, listed) = match raw.status {
+        RawWhenStatuses::One(one) => (vec![one], false),
+        RawWhenStatuses::Many(many) => (many, true),
+    };
+    if raws.is_empty() {
+        return Err(invalid(
+            path,
+            format!("{pointer}/status"),
+            "an empty status list matches nothing: the step would never run",
+        ));
+    }
+    let mut status = Vec::with_capacity(raws.len());
+    for (index, wanted) in raws.into_iter().enumerate() {
+        let parsed = match &wanted {
+            RawWhenStatus::Code(code) if (100..=599).contains(code) => {
+                Some(StatusMatch::Code(*code))
+            }
+            RawWhenStatus::Class(class) => match class.as_bytes() {
+                [digit @ b'1'..=b'5', b'x', b'x'] => {
+                    Some(StatusMatch::Class(u16::from(digit - b'0')))
+                }
+                _ => None,
+            },
+            RawWhenStatus::Code(_) => None,
+        };
+        let Some(parsed) = parsed else {
+            let shown = match wanted {
+                RawWhenStatus::Code(code) => code.to_string(),
+                RawWhenStatus::Class(class) => format!("\"{class}\""),
+            };
+            let at = if listed {
+                format!("{pointer}/status/{index}")
+            } else {
+                format!("{pointer}/status")
+            };
+            return Err(invalid(
+                path,
+                at,
+                format!("{shown} is neither a status (100..599) nor a class (\"1xx\"..\"5xx\")"),
+            ));
+        };
+        status.push(parsed);
+    }
+    Ok(When {
+        pointer: pointer.to_string(),
+        step: read.index,
+        step_name: read.name.clone(),
+        status,
     })
 }
 

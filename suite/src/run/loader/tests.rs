@@ -661,3 +661,200 @@ fn a_step_names_an_endpoint_only_within_needs_endpoints() {
     };
     assert_eq!(pointer, "/steps/0/request/endpoint", "{error}");
 }
+
+// ---- `when`: steps conditional on an earlier step's status ----
+
+fn named(name: &str, path: &str) -> Value {
+    json!({"name": name, "request": {"method": "GET", "path": path}, "expect": {"status": [200, 404]}})
+}
+
+fn when(name: &str, on: &str, status: Value) -> Value {
+    json!({"name": name, "when": {"step": on, "status": status},
+           "request": {"method": "GET", "path": "{base}"}, "expect": {"status": 200}})
+}
+
+fn load_core(steps: Value) -> Result<Scenario, LoadError> {
+    let file = scenario(&["core.a"], steps);
+    let dir = folder(&[("core/s.json", &file)]);
+    load_scenario(&dir.path().join("core/s.json"), "core", &schemas())
+}
+
+fn refused(steps: Value) -> (String, String) {
+    match load_core(steps) {
+        Err(LoadError::Invalid {
+            pointer, message, ..
+        }) => (pointer, message),
+        other => panic!("expected an invalid scenario, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_when_resolves_its_step_and_reads_classes_and_codes() {
+    let loaded = load_core(json!([
+        named("patch", "{base}"),
+        named("other", "{base}/x"),
+        when("applied", "patch", json!("2xx")),
+        when("refused", "patch", json!(["4xx", 501])),
+        get_step(),
+    ]))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(loaded.steps[0].when, None);
+    let applied = loaded.steps[2].when.as_ref().expect("a when");
+    assert_eq!(applied.pointer, "/steps/2/when");
+    assert_eq!(applied.step, 0);
+    assert_eq!(applied.status, [StatusMatch::Class(2)]);
+    assert!(applied.holds(200) && applied.holds(204) && !applied.holds(422));
+    let refused = loaded.steps[3].when.as_ref().expect("a when");
+    assert_eq!(
+        refused.status,
+        [StatusMatch::Class(4), StatusMatch::Code(501)]
+    );
+    assert!(refused.holds(409) && refused.holds(501) && !refused.holds(500) && !refused.holds(200));
+    assert_eq!(refused.to_string(), "step 1 \"patch\" answered 4xx or 501");
+    assert_eq!(loaded.steps[4].when, None);
+}
+
+#[test]
+fn a_when_that_cannot_be_read_is_refused_at_its_location() {
+    let parallel = json!({"name": "race", "request": {"method": "GET", "path": "{base}"},
+                          "parallel": {"count": 2}, "expect": {"status": 200}});
+    let cases = [
+        // No such step, or only a later one, or this step itself.
+        (
+            json!([get_step(), when("x", "nope", json!("2xx"))]),
+            "/steps/1/when/step",
+            "no earlier step is named `nope`",
+        ),
+        (
+            json!([when("x", "later", json!("2xx")), named("later", "{base}")]),
+            "/steps/0/when/step",
+            "no earlier step is named `later`",
+        ),
+        (
+            json!([get_step(), when("x", "x", json!("2xx"))]),
+            "/steps/1/when/step",
+            "no earlier step is named `x`",
+        ),
+        // Two earlier steps of that name.
+        (
+            json!([get_step(), get_step(), when("x", "read", json!("2xx"))]),
+            "/steps/2/when/step",
+            "2 earlier steps are named `read` (/steps/0, /steps/1)",
+        ),
+        // A step without one status to read.
+        (
+            json!([parallel, when("x", "race", json!("2xx"))]),
+            "/steps/1/when/step",
+            "is a parallel step",
+        ),
+        (
+            json!([{"name": "wait", "quietMs": 5, "why": "time"}, get_step(), when("x", "wait", json!("2xx"))]),
+            "/steps/2/when/step",
+            "is a quiet step",
+        ),
+        // A step that may not have run.
+        (
+            json!([
+                get_step(),
+                when("maybe", "read", json!("2xx")),
+                when("x", "maybe", json!("2xx"))
+            ]),
+            "/steps/2/when/step",
+            "has a `when` of its own",
+        ),
+        // A class or code that is none.
+        (
+            json!([get_step(), when("x", "read", json!(["2xx", 600]))]),
+            "/steps/1/when/status",
+            "",
+        ),
+    ];
+    for (steps, pointer, words) in cases {
+        let (found, message) = refused(steps);
+        assert!(
+            found.starts_with(pointer),
+            "{found} vs {pointer}: {message}"
+        );
+        assert!(message.contains(words), "{message}");
+    }
+    // A class that is none, or a list of nothing, is stopped by the schema
+    // at the same place.
+    let (found, message) = refused(json!([get_step(), when("x", "read", json!("6xx"))]));
+    assert!(
+        found.starts_with("/steps/1/when/status"),
+        "{found}: {message}"
+    );
+    let (found, message) = refused(json!([get_step(), when("x", "read", json!([]))]));
+    assert!(
+        found.starts_with("/steps/1/when/status"),
+        "{found}: {message}"
+    );
+}
+
+#[test]
+fn a_conditional_step_captures_nothing_and_a_quiet_step_is_never_conditional() {
+    let mut capturing = when("x", "read", json!("2xx"));
+    capturing["capture"] = json!({"goalId": {"pointer": "/id"}});
+    let (pointer, message) = refused(json!([get_step(), capturing]));
+    assert_eq!(pointer, "/steps/1/capture");
+    assert!(message.contains("captures nothing"), "{message}");
+    let (pointer, _) = refused(json!([
+        get_step(),
+        {"name": "wait", "quietMs": 5, "why": "time", "when": {"step": "read", "status": "2xx"}},
+        get_step()
+    ]));
+    assert!(pointer.starts_with("/steps/1"), "{pointer}");
+}
+
+#[test]
+fn a_mock_log_step_may_be_conditional_but_never_read() {
+    let mock = json!({"verifier": {"satisfyOn": 1}});
+    let mut look = mock_step(json!({}), json!([{"pointer": "/total", "gte": 0}]));
+    look["when"] = json!({"step": "create", "status": "2xx"});
+    let loaded = load_observed(&observed(
+        Some(mock.clone()),
+        json!([create_with_mock(), look]),
+        json!([]),
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(loaded.steps[1].when.as_ref().map(|w| w.step), Some(0));
+    let read_it = json!({"name": "after", "when": {"step": "look at the log", "status": "2xx"},
+                         "request": {"method": "GET", "path": "{base}"}, "expect": {"status": 200}});
+    let (pointer, message) = refused_at(&observed(
+        Some(mock),
+        json!([
+            create_with_mock(),
+            mock_step(json!({}), json!([{"pointer": "/total", "gte": 0}])),
+            read_it
+        ]),
+        json!([]),
+    ));
+    assert_eq!(pointer, "/steps/2/when/step");
+    assert!(message.contains("is a mockLog step"), "{message}");
+}
+
+#[test]
+fn the_shipped_scenarios_ask_for_attention_unprompted_only_as_its_owner() {
+    // RFC 0097 defines no attention view, and a host without one may
+    // answer 404 to any caller before it looks at the credential: an
+    // anonymous or other-tenant request to it says something about the
+    // host only where the owner's read showed the view is served.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let catalog = load(&dir, &schemas()).unwrap_or_else(|error| panic!("{error}"));
+    let mut unprompted = Vec::new();
+    for scenario in &catalog.scenarios {
+        for step in &scenario.steps {
+            let Action::Request(request) = &step.action else {
+                continue;
+            };
+            let req = &request.request;
+            if req.path.contains("/attention")
+                && req.principal != Principal::A
+                && step.when.is_none()
+            {
+                unprompted.push(format!("{} {}", scenario.path.display(), step.pointer));
+            }
+        }
+    }
+    assert!(unprompted.is_empty(), "{unprompted:#?}");
+}
