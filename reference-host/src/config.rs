@@ -327,9 +327,9 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_MAX_STREAMS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_SUBSCRIBERS_PER_TENANT as u64, value_parser = parse_limit)]
     pub max_streams_per_tenant: u64,
 
-    /// Milliseconds an event stream pauses after a chunk, so a busy
-    /// tenant's events share a write: a stream writes at most once per
-    /// this (0: write at once; at most 250; a quiet stream writes at once). Longer waits trade delivery time
+    /// Milliseconds an event stream that has one event ready waits for
+    /// more before it writes, so a busy tenant's events share a write
+    /// (0: write at once; at most 250). Longer waits trade delivery time
     /// for throughput with many subscribers (BENCHMARKS.md, "Live event
     /// stream fan-out").
     #[arg(long, env = "GOALPOST_HOST_EVENTS_COALESCE_MS", default_value_t = crate::engine::DEFAULT_COALESCE.as_millis() as u64, value_parser = parse_coalesce)]

@@ -6,11 +6,10 @@
 //! (a bounded outbox) and wakes the feed's pump, a task on the runtime,
 //! which publishes them in the same order: rendering an event and waking
 //! every stream that waits for it is work for the runtime's workers, not
-//! for the one thread every commit goes through (with a thousand
-//! subscribers, doing it on the writer cut `continue` throughput by
-//! two-thirds; BENCHMARKS.md). Publishing is one send into a tenant's
-//! bounded broadcast ring: it never waits for a subscriber, so a slow or
-//! stuck reader cannot hold up a write. A subscriber that falls more than
+//! for the one thread every commit goes through: there, every commit of
+//! every tenant would wait while one tenant's subscribers are woken.
+//! Publishing is one send into a tenant's bounded broadcast ring: it never
+//! waits for a subscriber, so a slow or stuck reader cannot hold up a write. A subscriber that falls more than
 //! the ring's length behind is dropped (it learns so and may resume from
 //! its last cursor) instead of slowing anybody down; if the pump itself
 //! falls more than the outbox behind, every subscription ends and resumes
@@ -38,12 +37,12 @@ pub const DEFAULT_MAX_SUBSCRIBERS_PER_TENANT: usize = 32;
 /// How often an idle stream sends a comment, so proxies and clients see
 /// the connection is alive.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
-/// How long a stream pauses after a chunk before it writes again: events
-/// of a busy tenant then go out several to a write, which
+/// How long a stream that found one event ready waits for more before it
+/// writes: events of a busy tenant then go out several to a write, which
 /// is what lets one event reach many subscribers cheaply (see
 /// BENCHMARKS.md, "Live event stream fan-out").
 pub const DEFAULT_COALESCE: Duration = Duration::from_millis(10);
-/// The longest pause, whatever the operator asks.
+/// The longest coalescing wait, whatever the operator asks.
 pub const MAX_COALESCE: Duration = Duration::from_millis(250);
 /// The most lag a subscriber may be allowed, whatever the operator asks:
 /// the ring holds this many events per tenant.
@@ -63,9 +62,8 @@ pub struct FeedSettings {
     pub max_subscribers_per_tenant: usize,
     /// Interval between heartbeat comments on an idle stream.
     pub heartbeat: Duration,
-    /// How long a stream pauses after a chunk, so the events that come
-    /// meanwhile share a write; zero writes at once. At most
-    /// [`MAX_COALESCE`].
+    /// How long a stream waits for more events after one is ready, so
+    /// they share a write; zero writes at once. At most [`MAX_COALESCE`].
     pub coalesce: Duration,
 }
 

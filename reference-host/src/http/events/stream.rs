@@ -85,12 +85,10 @@ struct Chunks {
     /// Fires when the stream has been idle for `heartbeat`.
     idle: Pin<Box<Sleep>>,
     coalesce: Duration,
-    /// The pause between two chunks (one timer, reset for each chunk).
-    pause: Pin<Box<Sleep>>,
+    /// The coalescing wait (one timer, reset for each chunk).
+    linger: Pin<Box<Sleep>>,
     /// When the last chunk of events was written.
     written: Option<Instant>,
-    /// The last chunk stopped at a bound: more was ready, write on at once.
-    full: bool,
 }
 
 impl Chunks {
@@ -119,41 +117,30 @@ fn append(out: &mut Vec<u8>, item: FeedItem) -> bool {
     }
 }
 
-/// Until when a stream lets events gather before it looks for them again:
-/// `coalesce` after its last chunk of events (`written`), unless that chunk
-/// stopped at a bound (`full`: a subscriber catching up writes on at once)
-/// or the time has passed. `None`: look now.
-///
-/// So a stream writes at most once per `coalesce`, and an event waits at
-/// most that long: one that comes during the pause goes out at its end
-/// with everything that came meanwhile; one that comes to a stream that
-/// has been quiet longer (a goal's follower, a tenant with little going
-/// on) goes out at once.
-fn pause_until(
-    written: Option<Instant>,
-    full: bool,
-    coalesce: Duration,
-    now: Instant,
-) -> Option<Instant> {
+/// Until when a stream that has an event to write waits for more: a busy
+/// stream (its last chunk, `written`, went out less than `coalesce` ago)
+/// waits `coalesce` from now; `None` (write now) for a stream that has been
+/// quiet longer than that, or has written nothing yet.
+fn linger_until(written: Option<Instant>, coalesce: Duration, now: Instant) -> Option<Instant> {
     written
-        .filter(|_| !full)
-        .map(|at| at + coalesce)
-        .filter(|&until| until > now)
+        .filter(|&at| now.saturating_duration_since(at) < coalesce)
+        .map(|_| now + coalesce)
 }
 
 /// The subscription as body chunks: each chunk is every message ready when
-/// the stream looks (at most [`CHUNK_MESSAGES`] / about [`CHUNK_BYTES`]),
+/// the stream wakes (at most [`CHUNK_MESSAGES`] / about [`CHUNK_BYTES`]),
 /// whole messages only; a heartbeat comment after `heartbeat` without one;
-/// the stream ends after a `stream.dropped` message. Between two chunks
-/// the stream pauses as [`pause_until`] says.
+/// the stream ends after a `stream.dropped` message.
+///
+/// A busy stream, one whose event comes less than `coalesce` after its last
+/// chunk, waits `coalesce` for more to share the write; a quiet stream (a
+/// goal's follower, a tenant with little going on) writes its event at
+/// once instead of waiting for company that is not coming.
 ///
 /// Why chunks and not one message each: with many subscribers per tenant,
 /// a wake-up and a socket write per event per subscriber was most of the
 /// fan-out's cost, and a subscriber that is behind has several events
-/// waiting whenever it runs. Why a pause after a write rather than a wait
-/// after an event: a pausing stream is not waiting for the feed, so
-/// publishing an event wakes none of the busy streams; each wakes once per
-/// chunk, on its own timer.
+/// waiting whenever it runs.
 fn chunks(
     subscription: Subscription,
     heartbeat: Duration,
@@ -164,17 +151,11 @@ fn chunks(
         heartbeat,
         idle: Box::pin(tokio::time::sleep(heartbeat)),
         coalesce,
-        pause: Box::pin(tokio::time::sleep(coalesce)),
+        linger: Box::pin(tokio::time::sleep(coalesce)),
         written: None,
-        full: false,
     };
     futures_util::stream::unfold(Some(state), |state| async move {
         let mut state = state?;
-        if let Some(until) = pause_until(state.written, state.full, state.coalesce, Instant::now())
-        {
-            state.pause.as_mut().reset(until);
-            state.pause.as_mut().await;
-        }
         // Both are cancel-safe: `next` changes nothing until it returns.
         let first = tokio::select! {
             biased;
@@ -197,16 +178,28 @@ fn chunks(
             return Some((Ok(Bytes::from(out)), None));
         }
         let mut messages = 1;
+        // Waits once, and only when nothing more is ready yet and the
+        // stream is busy: a stream catching up, or a quiet one, writes at
+        // once.
+        let mut lingered = false;
         while messages < CHUNK_MESSAGES && out.len() < CHUNK_BYTES {
             let Some(item) = state.subscription.ready() else {
-                break;
+                let until = (!lingered)
+                    .then(|| linger_until(state.written, state.coalesce, Instant::now()))
+                    .flatten();
+                let Some(until) = until else {
+                    break;
+                };
+                lingered = true;
+                state.linger.as_mut().reset(until);
+                state.linger.as_mut().await;
+                continue;
             };
             messages += 1;
             if !append(&mut out, item) {
                 return Some((Ok(Bytes::from(out)), None));
             }
         }
-        state.full = messages >= CHUNK_MESSAGES || out.len() >= CHUNK_BYTES;
         state.written = Some(Instant::now());
         state.rearm();
         Some((Ok(Bytes::from(out)), Some(state)))
@@ -219,30 +212,26 @@ mod tests {
     use crate::http::GOALS_BASE;
 
     #[test]
-    fn a_stream_pauses_after_a_chunk_unless_it_filled_up() {
+    fn a_busy_stream_waits_out_its_interval_and_a_quiet_one_writes_at_once() {
         let coalesce = Duration::from_millis(10);
         let now = Instant::now();
-        // Nothing written yet: look at once.
-        assert_eq!(pause_until(None, false, coalesce, now), None);
-        // A chunk 4 ms ago: pause until 10 ms after it.
+        // Nothing written yet: the first event goes out at once.
+        assert_eq!(linger_until(None, coalesce, now), None);
+        // A chunk 4 ms ago: a busy stream, it waits a whole interval for
+        // more events to share the write.
         let recent = now - Duration::from_millis(4);
         assert_eq!(
-            pause_until(Some(recent), false, coalesce, now),
-            Some(recent + coalesce)
+            linger_until(Some(recent), coalesce, now),
+            Some(now + coalesce)
         );
-        // The same chunk stopped at a bound: more is ready, write on.
-        assert_eq!(pause_until(Some(recent), true, coalesce, now), None);
-        // A chunk 10 ms ago or longer: the pause is over.
+        // A chunk 10 ms ago or longer: the stream is quiet, write now.
+        assert_eq!(linger_until(Some(now - coalesce), coalesce, now), None);
         assert_eq!(
-            pause_until(Some(now - coalesce), false, coalesce, now),
+            linger_until(Some(now - Duration::from_secs(5)), coalesce, now),
             None
         );
-        assert_eq!(
-            pause_until(Some(now - Duration::from_secs(5)), false, coalesce, now),
-            None
-        );
-        // No coalescing asked: never pause.
-        assert_eq!(pause_until(Some(now), false, Duration::ZERO, now), None);
+        // No coalescing asked: never wait.
+        assert_eq!(linger_until(Some(now), Duration::ZERO, now), None);
     }
 
     /// The stream lives under the goals collection, where clients look.
