@@ -396,6 +396,26 @@ async fn only_the_branch_the_answer_took_runs_and_counts_its_checks() {
     let result = run(&setup, scenario(6, json!({}), steps)).await;
     assert_eq!(result.outcome, Outcome::Pass, "{result:?}");
     assert_eq!(result.checks, 6);
+    // The report says which branches the answers did not take, and why.
+    let not_taken: Vec<(usize, &str, &str, Option<u16>)> = result
+        .not_taken
+        .iter()
+        .map(|skip| {
+            (
+                skip.step,
+                skip.name.as_str(),
+                skip.when_step.as_str(),
+                skip.answered,
+            )
+        })
+        .collect();
+    assert_eq!(
+        not_taken,
+        [
+            (3, "refused: never sent", "read the goal", Some(200)),
+            (5, "found: never sent", "read a missing goal", Some(404)),
+        ]
+    );
 }
 
 #[tokio::test]

@@ -44,6 +44,14 @@ mod tests {
         assert_eq!(value["requirements"][3]["reason"], "seam-absent");
         assert_eq!(value["requirements"][0]["reason"], Value::Null);
         assert_eq!(value["scenarios"][2]["durationMs"], 12);
+        // The branch the host's answer did not take, and why; absent where
+        // every step ran.
+        assert_eq!(
+            value["scenarios"][2]["notTaken"],
+            serde_json::json!([{"step": 3, "name": "refused: the goal is as it was",
+                "whenStep": "PATCH the objective", "answered": 200}])
+        );
+        assert!(value["scenarios"][1].get("notTaken").is_none());
         assert!(value["scenarios"][2].get("quietMs").is_none());
     }
 

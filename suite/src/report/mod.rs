@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::Scenario;
 use crate::run::ledger::{Disposition, Ledger, ProfileSummary, RequirementResult};
 use crate::run::outcome::observation::{Observation, RequirementObservation};
-use crate::run::outcome::{DispositionKind, FailedStep, Outcome, OutcomeKind};
+use crate::run::outcome::{DispositionKind, FailedStep, NotTaken, Outcome, OutcomeKind};
 
 pub const SUITE_NAME: &str = "goalpost";
 pub const SUITE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -262,6 +262,10 @@ pub struct ScenarioReport {
     /// The suite's own counts next to the host's claims (observed profile).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub observations: Vec<Observation>,
+    /// Conditional steps that did not run, because the step they depend
+    /// on answered otherwise; absent when every step ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_taken: Vec<NotTaken>,
     /// HTML and Markdown: the scenario's title.
     #[serde(skip)]
     pub title: String,
@@ -318,6 +322,7 @@ impl RunReport {
                     },
                     failed_step: result.and_then(|r| r.failed_step.clone()),
                     observations: result.map(|r| r.observations.clone()).unwrap_or_default(),
+                    not_taken: result.map(|r| r.not_taken.clone()).unwrap_or_default(),
                     title: scenario.title.clone(),
                     profile: scenario.profile.clone(),
                     quiet_ms: result.map_or(0, |r| millis(r.quiet)),
@@ -556,6 +561,12 @@ pub(crate) mod sample {
         report.scenarios[1].failed_step = Some(Box::new(
             crate::run::outcome::exchange::sample::failed_step(),
         ));
+        report.scenarios[2].not_taken = vec![NotTaken {
+            step: 3,
+            name: "refused: the goal is as it was".to_string(),
+            when_step: "PATCH the objective".to_string(),
+            answered: Some(200),
+        }];
         let core = report.profiles.get_mut("core").expect("core");
         (core.advisory, core.not_reached) = (1, 1);
         report.requirements[4].message =

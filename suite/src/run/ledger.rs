@@ -346,6 +346,7 @@ mod tests {
             failed_step: None,
             observations: Vec::new(),
             requirements: BTreeMap::new(),
+            not_taken: Vec::new(),
         }
     }
 

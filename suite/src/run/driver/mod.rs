@@ -20,7 +20,9 @@ use crate::model::{
 };
 use crate::run::discovery::Capabilities;
 use crate::run::outcome::observation;
-use crate::run::outcome::{Check, FailedStep, Outcome, Redactor, ScenarioResult, VIOLATIONS_SHOWN};
+use crate::run::outcome::{
+    Check, FailedStep, NotTaken, Outcome, Redactor, ScenarioResult, VIOLATIONS_SHOWN,
+};
 use crate::template::{TemplateError, Vars};
 use attribution::{End, FailedCheck};
 use step::{Absent, Captured, Repeater, Subject};
@@ -296,6 +298,7 @@ impl Driver {
                     failed_step: None,
                     observations: observation::fill(&scenario.observations, &vars),
                     requirements: BTreeMap::new(),
+                    not_taken: Vec::new(),
                 }
             }
         };
@@ -306,6 +309,7 @@ impl Driver {
         // The status of each request step's final answer, for the `when`
         // of later steps.
         let mut answered: Vec<Option<u16>> = vec![None; scenario.steps.len()];
+        let mut not_taken = Vec::new();
         for step in &scenario.steps {
             if let Some(when) = &step.when {
                 // The loader made it an earlier request step that always
@@ -313,6 +317,16 @@ impl Driver {
                 // (which ended the run).
                 let status = answered.get(when.step).copied().flatten();
                 if !status.is_some_and(|status| when.holds(status)) {
+                    not_taken.push(NotTaken {
+                        step: step.index + 1,
+                        name: step.name.clone(),
+                        when_step: scenario
+                            .steps
+                            .get(when.step)
+                            .map(|earlier| earlier.name.clone())
+                            .unwrap_or_default(),
+                        answered: status,
+                    });
                     continue;
                 }
             }
@@ -462,6 +476,7 @@ impl Driver {
             failed_step,
             observations: observation::fill(&scenario.observations, &vars),
             requirements,
+            not_taken,
         }
     }
 

@@ -207,6 +207,23 @@ pub struct ScenarioResult {
     /// Empty when the scenario did not run (skipped, or errored before it
     /// could): then `outcome` speaks for every requirement it names.
     pub requirements: BTreeMap<String, RequirementOutcome>,
+    /// Conditional steps (`when`) that did not run, in step order: what
+    /// the host answered decided which branch was checked, and a reader
+    /// of the report sees which.
+    pub not_taken: Vec<NotTaken>,
+}
+
+/// A `when` step that did not run: the step it depends on answered a
+/// status its `when` does not name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotTaken {
+    /// 1-based position of the step in its scenario.
+    pub step: usize,
+    pub name: String,
+    /// The earlier step its `when` names, and that step's final status.
+    pub when_step: String,
+    pub answered: Option<u16>,
 }
 
 impl ScenarioResult {
@@ -228,6 +245,7 @@ impl ScenarioResult {
             failed_step: None,
             observations: Vec::new(),
             requirements: BTreeMap::new(),
+            not_taken: Vec::new(),
         }
     }
 }
