@@ -310,12 +310,19 @@ struct Loaded {
     host_cpu: Option<Duration>,
 }
 
-/// Runs `continue` on `pools` from the load's own runtime (`on_load`): load
+/// The load's side: its own runtime, and one client made on it (as one
+/// program would keep its connections), so its connections' tasks run
+/// there too, not among the host's workers.
+struct Load {
+    runtime: tokio::runtime::Handle,
+    client: reqwest::Client,
+}
+
+/// Runs `continue` on `pools` from the load's own runtime: load
 /// worker `w` is tenant `first + w`. `sent[w * GOALS_PER_PHASE + g]` counts
 /// the requests made on goal `g` of worker `w`.
 async fn continues(
-    on_load: &tokio::runtime::Handle,
-    load_client: &reqwest::Client,
+    load: &Load,
     base: &str,
     first: usize,
     pools: Arc<Vec<Vec<String>>>,
@@ -340,10 +347,9 @@ async fn continues(
         max_requests: 1_000_000,
     };
     let start = cpu();
-    // Run on the load's runtime, so its connections' tasks run there too,
-    // not among the host's workers.
-    let client = load_client.clone();
-    let outcome = on_load
+    let client = load.client.clone();
+    let outcome = load
+        .runtime
         .spawn(async move { load::run(&client, spec, 200, make).await })
         .await
         .context("the load's task")?;
@@ -408,7 +414,7 @@ struct Followed {
 /// waits until the host has let every one go.
 async fn with_subscribers(
     host: &RunningHost,
-    (on_load, load_client): (&tokio::runtime::Handle, &reqwest::Client),
+    load: &Load,
     phase: usize,
     pools: Arc<Vec<Vec<String>>>,
 ) -> Result<Followed> {
@@ -465,15 +471,7 @@ async fn with_subscribers(
     until_subscribers(host, first, SUBSCRIBERS).await?;
     since.store(u64::try_from(now_ms()).unwrap_or(0), Ordering::Relaxed);
     let sent = counters();
-    let loaded = continues(
-        on_load,
-        load_client,
-        &host.base_url(),
-        first,
-        pools,
-        Arc::clone(&sent),
-    )
-    .await?;
+    let loaded = continues(load, &host.base_url(), first, pools, Arc::clone(&sent)).await?;
     let expected: u64 = sent
         .iter()
         .zip(&followers)
@@ -563,20 +561,20 @@ pub fn measure() -> Result<Vec<Row>> {
             phases.push(Arc::new(pools));
         }
 
-        // One client for every phase, as one program would keep its
-        // connections, made on the load's runtime.
-        let load_client = on_load
-            .spawn(async { load::client(CONNECTIONS) })
-            .await
-            .context("the load's client")??;
-        let load = (&on_load, &load_client);
-        let before = continues(load.0, load.1, &base, BEFORE * CONNECTIONS, Arc::clone(&phases[BEFORE]), counters()).await?;
+        let load_side = Load {
+            client: on_load
+                .spawn(async { load::client(CONNECTIONS) })
+                .await
+                .context("the load's client")??,
+            runtime: on_load.clone(),
+        };
+        let before = continues(&load_side, &base, BEFORE * CONNECTIONS, Arc::clone(&phases[BEFORE]), counters()).await?;
         let mut tenant_wide =
-            with_subscribers(&host, load, TENANT_WIDE, Arc::clone(&phases[TENANT_WIDE])).await?;
+            with_subscribers(&host, &load_side, TENANT_WIDE, Arc::clone(&phases[TENANT_WIDE])).await?;
         let mut goal_followers =
-            with_subscribers(&host, load, GOAL_FOLLOWERS, Arc::clone(&phases[GOAL_FOLLOWERS]))
+            with_subscribers(&host, &load_side, GOAL_FOLLOWERS, Arc::clone(&phases[GOAL_FOLLOWERS]))
                 .await?;
-        let after = continues(load.0, load.1, &base, AFTER * CONNECTIONS, Arc::clone(&phases[AFTER]), counters()).await?;
+        let after = continues(&load_side, &base, AFTER * CONNECTIONS, Arc::clone(&phases[AFTER]), counters()).await?;
         host.shutdown().await;
         let baseline_cpu = match (before.host_cpu, after.host_cpu) {
             (Some(before), Some(after)) => Some((before + after) / 2),

@@ -13,7 +13,7 @@ use crate::domain::{
     parse_create, parse_patch, Evaluation, Event, Goal, GoalId, GoalPatch, GoalState, Mode, Tenant,
     Timestamp,
 };
-use crate::storage::{CreateGuard, Inserted, StoredKey, Written, WrittenIfIdle};
+use crate::storage::{CreateGuard, Inserted, Pending, Store, StoredKey, Written, WrittenIfIdle};
 
 /// A versioned write loses only to another write of the same goal; that
 /// cannot happen forever, but a bound keeps a bug from spinning.
@@ -425,37 +425,48 @@ impl Engine {
 
     pub(super) async fn write(
         &self,
-        mut change: Change,
+        change: Change,
         expected_version: u64,
         now: Timestamp,
     ) -> Result<Written<Vec<Event>>, EngineError> {
-        self.hold_armless_schedule(&mut change.goal);
-        let written = self
-            .store
-            .apply(&change, expected_version, None, now)
-            .await?;
-        if let Written::Done(_) = written {
-            self.armed(&change.goal, now, true);
-        }
-        Ok(written)
+        self.write_with(
+            change,
+            now,
+            |store, change| store.apply(change, expected_version, None, now),
+            |written| matches!(written, Written::Done(_)),
+        )
+        .await
     }
 
     /// [`Engine::write`], unless a run of the goal is in flight anywhere
     /// ([`Store::apply_unless_run_in_flight`]).
-    ///
-    /// [`Store::apply_unless_run_in_flight`]: crate::storage::Store::apply_unless_run_in_flight
     pub(super) async fn write_unless_run_in_flight(
         &self,
-        mut change: Change,
+        change: Change,
         expected_version: u64,
         now: Timestamp,
     ) -> Result<WrittenIfIdle<Vec<Event>>, EngineError> {
+        self.write_with(
+            change,
+            now,
+            |store, change| store.apply_unless_run_in_flight(change, expected_version, now),
+            |written| matches!(written, WrittenIfIdle::Done(_)),
+        )
+        .await
+    }
+
+    /// What every goal write does around the store's: the armless-schedule
+    /// hold before it, the scheduler told after it when it was `done`.
+    async fn write_with<T>(
+        &self,
+        mut change: Change,
+        now: Timestamp,
+        write: impl FnOnce(&dyn Store, &Change) -> Pending<T>,
+        done: impl FnOnce(&T) -> bool,
+    ) -> Result<T, EngineError> {
         self.hold_armless_schedule(&mut change.goal);
-        let written = self
-            .store
-            .apply_unless_run_in_flight(&change, expected_version, now)
-            .await?;
-        if let WrittenIfIdle::Done(_) = written {
+        let written = write(self.store.as_ref(), &change).await?;
+        if done(&written) {
             self.armed(&change.goal, now, true);
         }
         Ok(written)
