@@ -387,6 +387,42 @@ async fn an_idle_stream_sends_heartbeats_on_its_interval() {
     assert!(before.elapsed() >= Duration::from_secs(8));
 }
 
+/// The heartbeat's timer is set when it fires, not for every chunk: an
+/// event written between two heartbeats still moves the next one to an
+/// interval after it.
+#[tokio::test(start_paused = true)]
+async fn a_heartbeat_comes_an_interval_after_the_last_write() {
+    let host = host(FeedSettings {
+        heartbeat: Duration::from_secs(4),
+        ..FeedSettings::default()
+    });
+    let id = goal(&host, 10).await;
+    let mut stream = open(&host, A, "", None).await.expect("opens");
+    assert_eq!(
+        stream.next().await,
+        Some(Message::Comment("heartbeat".into()))
+    );
+    let beat = tokio::time::Instant::now();
+    tokio::time::advance(Duration::from_secs(3)).await;
+    run(&host, &id).await;
+    let event = stream.next().await.expect("the event");
+    assert!(!matches!(event, Message::Comment(_)), "{event:?}");
+    let written = tokio::time::Instant::now();
+    assert!(
+        written < beat + Duration::from_secs(4),
+        "the event came after the next beat was due"
+    );
+    assert_eq!(
+        stream.next().await,
+        Some(Message::Comment("heartbeat".into()))
+    );
+    assert!(
+        written.elapsed() >= Duration::from_secs(4),
+        "a heartbeat {:?} after the event",
+        written.elapsed()
+    );
+}
+
 #[tokio::test]
 async fn a_slow_subscriber_is_dropped_with_a_final_message_and_resumes_without_gap() {
     let host = host(FeedSettings {

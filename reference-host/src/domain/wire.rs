@@ -126,38 +126,80 @@ pub fn goal_list<'a>(goals: impl IntoIterator<Item = &'a Goal>) -> GoalList<'a> 
     }
 }
 
-pub fn event_payload(payload: &EventPayload) -> Value {
-    match payload {
-        EventPayload::Evaluated {
-            goal_id,
-            satisfied,
-            confidence,
-            run_id,
-            iterations,
-        } => json!({
-            "goalId": goal_id.as_str(),
-            "satisfied": satisfied,
-            "confidence": confidence,
-            "runId": run_id.as_str(),
-            "iterations": iterations,
-        }),
-        EventPayload::Closed {
-            goal_id,
-            final_state,
-        } => json!({
-            "goalId": goal_id.as_str(),
-            "finalState": final_state.as_str(),
-        }),
+/// An event as the wire shows it, serialized straight from the event: the
+/// live stream renders every event it publishes, so the rendering is on
+/// the path of every commit that has a subscriber. Members are declared in
+/// name order, the order a `Value` writes them in, so every rendering of
+/// an event is the same text.
+#[derive(Serialize)]
+struct WireEvent<'a> {
+    at: String,
+    payload: WirePayload<'a>,
+    sequence: u64,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WirePayload<'a> {
+    #[serde(rename_all = "camelCase")]
+    Evaluated {
+        confidence: f64,
+        goal_id: &'a str,
+        iterations: u64,
+        run_id: &'a str,
+        satisfied: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    Closed {
+        final_state: &'static str,
+        goal_id: &'a str,
+    },
+}
+
+impl<'a> WireEvent<'a> {
+    fn new(event: &'a Event) -> WireEvent<'a> {
+        let payload = match &event.payload {
+            EventPayload::Evaluated {
+                goal_id,
+                satisfied,
+                confidence,
+                run_id,
+                iterations,
+            } => WirePayload::Evaluated {
+                confidence: *confidence,
+                goal_id: goal_id.as_str(),
+                iterations: *iterations,
+                run_id: run_id.as_str(),
+                satisfied: *satisfied,
+            },
+            EventPayload::Closed {
+                goal_id,
+                final_state,
+            } => WirePayload::Closed {
+                final_state: final_state.as_str(),
+                goal_id: goal_id.as_str(),
+            },
+        };
+        WireEvent {
+            at: event.at.to_wire(),
+            payload,
+            sequence: event.sequence,
+            kind: event.payload.kind(),
+        }
     }
 }
 
 pub fn event(event: &Event) -> Value {
-    json!({
-        "sequence": event.sequence,
-        "type": event.payload.kind(),
-        "at": event.at.to_wire(),
-        "payload": event_payload(&event.payload),
-    })
+    // Serializing plain fields into a `Value` cannot fail.
+    serde_json::to_value(WireEvent::new(event)).unwrap_or(Value::Null)
+}
+
+/// [`event`] as JSON text, without building the `Value` first.
+pub fn event_text(event: &Event) -> String {
+    // Serializing plain fields cannot fail.
+    serde_json::to_string(&WireEvent::new(event)).unwrap_or_default()
 }
 
 pub fn event_list<'a>(events: impl IntoIterator<Item = &'a Event>) -> Value {
@@ -304,4 +346,62 @@ pub fn verifier(verifier: &CriteriaVerifier) -> Value {
 pub fn verifier_list<'a>(verifiers: impl IntoIterator<Item = &'a CriteriaVerifier>) -> Value {
     let verifiers: Vec<Value> = verifiers.into_iter().map(verifier).collect();
     json!({ "verifiers": verifiers })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{GoalId, GoalState, Timestamp};
+
+    fn with_payload(payload: EventPayload) -> Event {
+        Event {
+            sequence: 3,
+            cursor: 17,
+            at: Timestamp::from_unix_ms(1_781_308_800_123).expect("in range"),
+            payload,
+        }
+    }
+
+    /// The wire shape of both event types, and the text: the live stream's
+    /// rendering is the same text the list's `Value` writes.
+    #[test]
+    fn an_event_renders_its_members_and_the_same_text_either_way() {
+        let goal = GoalId::generate();
+        let run = RunId::generate();
+        let evaluated = with_payload(EventPayload::Evaluated {
+            goal_id: goal.clone(),
+            satisfied: false,
+            confidence: 0.25,
+            run_id: run.clone(),
+            iterations: 4,
+        });
+        let closed = with_payload(EventPayload::Closed {
+            goal_id: goal.clone(),
+            final_state: GoalState::Satisfied,
+        });
+        let expected = [
+            json!({
+                "sequence": 3,
+                "type": "goal.evaluated",
+                "at": "2026-06-13T00:00:00.123Z",
+                "payload": {
+                    "goalId": goal.as_str(),
+                    "satisfied": false,
+                    "confidence": 0.25,
+                    "runId": run.as_str(),
+                    "iterations": 4,
+                },
+            }),
+            json!({
+                "sequence": 3,
+                "type": "goal.closed",
+                "at": "2026-06-13T00:00:00.123Z",
+                "payload": { "goalId": goal.as_str(), "finalState": "satisfied" },
+            }),
+        ];
+        for (stored, expected) in [evaluated, closed].iter().zip(expected) {
+            assert_eq!(event(stored), expected);
+            assert_eq!(event_text(stored), expected.to_string());
+        }
+    }
 }

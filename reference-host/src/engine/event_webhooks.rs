@@ -85,8 +85,7 @@ impl Engine {
                 goal_id.as_str()
             }
         };
-        let body = serde_json::to_vec(&wire::event(event))
-            .map_err(|error| WebhookError::Unavailable(format!("body: {error}")))?;
+        let body = wire::event_text(event).into_bytes();
         let headers = [
             (IDEMPOTENCY_KEY_HEADER, event.cursor.to_string()),
             (EVENT_TYPE_HEADER, event.payload.kind().to_string()),

@@ -84,13 +84,13 @@ impl Default for FeedSettings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeedEvent {
     pub event: Event,
-    /// `wire::event(&event)` as text.
+    /// `wire::event_text(&event)`: the event as the list shows it.
     pub json: Arc<str>,
 }
 
 impl FeedEvent {
     fn new(event: Event) -> FeedEvent {
-        let json = wire::event(&event).to_string().into();
+        let json = wire::event_text(&event).into();
         FeedEvent { event, json }
     }
 }

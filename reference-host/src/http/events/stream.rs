@@ -82,19 +82,17 @@ pub(super) async fn events_stream(
 struct Chunks {
     subscription: Subscription,
     heartbeat: Duration,
-    /// Fires when the stream has been idle for `heartbeat`.
+    /// Fires at the latest `heartbeat` after `sent`. Set when it fires,
+    /// not for every chunk: with many subscribers, re-setting a timer per
+    /// chunk was a timer-wheel update per delivery.
     idle: Pin<Box<Sleep>>,
+    /// When the stream last wrote anything (a chunk or a heartbeat).
+    sent: Instant,
     coalesce: Duration,
     /// The coalescing wait (one timer, reset for each chunk).
     linger: Pin<Box<Sleep>>,
     /// When the last chunk of events was written.
     written: Option<Instant>,
-}
-
-impl Chunks {
-    fn rearm(&mut self) {
-        self.idle.as_mut().reset(Instant::now() + self.heartbeat);
-    }
 }
 
 /// Appends `item` to `out`; `false` when the stream ends after it.
@@ -150,6 +148,7 @@ fn chunks(
         subscription,
         heartbeat,
         idle: Box::pin(tokio::time::sleep(heartbeat)),
+        sent: Instant::now(),
         coalesce,
         linger: Box::pin(tokio::time::sleep(coalesce)),
         written: None,
@@ -157,12 +156,22 @@ fn chunks(
     futures_util::stream::unfold(Some(state), |state| async move {
         let mut state = state?;
         // Both are cancel-safe: `next` changes nothing until it returns.
-        let first = tokio::select! {
-            biased;
-            first = state.subscription.next() => first,
-            () = &mut state.idle => {
-                state.rearm();
-                return Some((Ok(Bytes::from_static(frame::HEARTBEAT)), Some(state)));
+        let first = loop {
+            tokio::select! {
+                biased;
+                first = state.subscription.next() => break first,
+                () = &mut state.idle => {
+                    let due = state.sent + state.heartbeat;
+                    let now = Instant::now();
+                    if now < due {
+                        // Something went out since the timer was set.
+                        state.idle.as_mut().reset(due);
+                        continue;
+                    }
+                    state.sent = now;
+                    state.idle.as_mut().reset(now + state.heartbeat);
+                    return Some((Ok(Bytes::from_static(frame::HEARTBEAT)), Some(state)));
+                }
             }
         };
         let first = match first {
@@ -200,8 +209,9 @@ fn chunks(
                 return Some((Ok(Bytes::from(out)), None));
             }
         }
-        state.written = Some(Instant::now());
-        state.rearm();
+        let now = Instant::now();
+        state.written = Some(now);
+        state.sent = now;
         Some((Ok(Bytes::from(out)), Some(state)))
     })
 }
