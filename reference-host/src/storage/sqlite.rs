@@ -1624,11 +1624,12 @@ mod file_tests {
             .map(|writer| writer.join().expect("no writer panicked"))
             .max()
             .unwrap_or(0);
-        // The WAL starts over instead of growing far past the catch-up
-        // point (a few commits can land while a catch-up waits for the
-        // thread's checkpoint). Without the catch-up it grew past 20,000
-        // pages here.
-        let bound = 3 * thresholds.catch_up as u64 * 4120;
+        // The WAL starts over instead of growing without end. Not close to
+        // the catch-up point: on a loaded machine a catch-up can end busy
+        // and leave the WAL to the next one (once 5,400 pages, under CI's
+        // parallel tests). Without the catch-up it grows past 20,000 pages
+        // here, and the bound is well below that.
+        let bound = 8 * thresholds.catch_up as u64 * 4120;
         assert!(
             largest_wal <= bound,
             "the WAL grew to {largest_wal} bytes (bound {bound})"
