@@ -52,6 +52,23 @@ enum Shape {
     GoalFollowers,
 }
 
+impl Shape {
+    fn describe(self) -> String {
+        match self {
+            Shape::TenantWide => format!("following their {CONNECTIONS} tenants"),
+            Shape::GoalFollowers => format!(
+                "each following one of {} goals (`?goal=`)",
+                CONNECTIONS * GOALS_PER_PHASE
+            ),
+        }
+    }
+
+    /// Whether the targets judge this shape's throughput and delivery time.
+    fn judged(self) -> bool {
+        self == Shape::GoalFollowers
+    }
+}
+
 /// How the subscribers' thread competes with the host for the cores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Priority {
@@ -636,12 +653,11 @@ impl Round<'_> {
 /// subscribers at the lowest priority (median of the rounds' ratios), and
 /// in the `timed` phase run at the host's own; delivery time in the
 /// `timed` phase; the host's CPU per `continue` over the rounds (median
-/// ratio). With `targeted`, throughput and delivery time are judged by the
-/// targets; without, they are reported (see `Shape::TenantWide`). Every
-/// phase is judged by whether every delivery owed arrived.
+/// ratio). Throughput and delivery time are judged by the targets if the
+/// shape is (`Shape::judged`), reported otherwise. Every phase is judged by
+/// whether every delivery owed arrived.
 fn shape_rows(
-    shape: &str,
-    targeted: bool,
+    shape: Shape,
     coalesce: Duration,
     rounds: &[Round<'_>],
     timed: &[Round<'_>],
@@ -663,7 +679,7 @@ fn shape_rows(
     };
     // Streams per event as measured: deliveries owed per `continue`.
     let per_event = expected as f64 / events.max(1) as f64;
-    let what = format!("{shape}, {per_event:.1} streams per event");
+    let what = format!("{}, {per_event:.1} streams per event", shape.describe());
     let subscribers = thousands(SUBSCRIBERS as f64);
 
     let throughput: Vec<f64> = rounds.iter().map(Round::ratio).collect();
@@ -687,17 +703,16 @@ fn shape_rows(
         "continue with {subscribers} SSE subscribers ({what}, coalescing {}, the subscribers at the lowest priority), {CONNECTIONS} connections",
         duration(coalesce),
     );
-    let mut rows = vec![if targeted {
-        Row::target(
-            throughput_metric,
-            value,
+    let (target, met) = if shape.judged() {
+        (
             format!("≥ {RATIO_TARGET} × baseline (median of the rounds)"),
             errors == 0 && ratio >= RATIO_TARGET,
         )
     } else {
-        Row::target(throughput_metric, value, "no errors", errors == 0)
-    }
-    .with_baseline(baseline, ratio)];
+        ("no errors".to_string(), errors == 0)
+    };
+    let mut rows =
+        vec![Row::target(throughput_metric, value, target, met).with_baseline(baseline, ratio)];
 
     let mut latencies = Samples::default();
     for round in timed {
@@ -736,21 +751,15 @@ fn shape_rows(
         thousands(delivered as f64),
         thousands(expected as f64)
     );
-    rows.push(if targeted {
-        Row::target(
-            delivery_metric,
-            delivery,
+    let (target, met) = if shape.judged() {
+        (
             format!("p99 < {}, every event delivered", duration(DELIVERY_P99)),
             p99 < DELIVERY_P99 && all_delivered,
         )
     } else {
-        Row::target(
-            delivery_metric,
-            delivery,
-            "every event delivered",
-            all_delivered,
-        )
-    });
+        ("every event delivered".to_string(), all_delivered)
+    };
+    rows.push(Row::target(delivery_metric, delivery, target, met));
 
     // What the host's own threads spent per `continue`: the share of the
     // cost that stays with the host when its clients run elsewhere (the
@@ -804,10 +813,11 @@ pub fn measure() -> Result<Vec<Row>> {
         .build()
         .context("cannot start the load's runtime")?;
     let on_load = load_runtime.handle().clone();
+    let phases = phases();
     let rows = runtime.block_on(async {
         let client = load::client(CONNECTIONS)?;
         let mut config = Config::conformance_in_memory(
-            (0..phases().len() * CONNECTIONS)
+            (0..phases.len() * CONNECTIONS)
                 .map(|w| (token(w), tenant(w)))
                 .collect(),
         );
@@ -829,7 +839,6 @@ pub fn measure() -> Result<Vec<Row>> {
         };
         let host = RunningHost::start(config).await?;
         let base = host.base_url();
-        let phases = phases();
         let mut pools = Vec::with_capacity(phases.len());
         for phase in 0..phases.len() {
             pools.push(Arc::new(goal_pools(&client, &base, phase).await?));
@@ -863,13 +872,6 @@ pub fn measure() -> Result<Vec<Row>> {
 
         let mut rows = Vec::new();
         for shape in SHAPES {
-            let what = match shape {
-                Shape::TenantWide => format!("following their {CONNECTIONS} tenants"),
-                Shape::GoalFollowers => format!(
-                    "each following one of {} goals (`?goal=`)",
-                    CONNECTIONS * GOALS_PER_PHASE
-                ),
-            };
             let runs = |priority: Priority| -> Vec<Round<'_>> {
                 rounds
                     .iter()
@@ -881,8 +883,7 @@ pub fn measure() -> Result<Vec<Row>> {
                     .collect()
             };
             rows.extend(shape_rows(
-                &what,
-                shape == Shape::GoalFollowers,
+                shape,
                 coalesce,
                 &runs(Priority::Lowest),
                 &runs(Priority::Same),
