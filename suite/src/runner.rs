@@ -26,6 +26,7 @@ use crate::run::gate::gate;
 use crate::run::ledger::{self, Ledger};
 use crate::run::loader::{self, Catalog, LoadError};
 use crate::run::outcome::{Outcome, ScenarioResult, SkipReason};
+use crate::run::scope::{self, Offer};
 use crate::shuffle;
 use crate::start::StartError;
 use crate::timestamp::timestamp;
@@ -172,6 +173,12 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     });
     let mut driver = Driver::new(http, target, plan.schemas.clone(), config.timeout_scale)
         .with_replicas(&config.replicas);
+    let offer = Offer {
+        capabilities: driver.host().capabilities.clone(),
+        attention: scope::attention_advertised(discovery.document.as_ref()),
+        second_tenant: config.token_b.is_some(),
+        endpoints: driver.endpoint_count(),
+    };
     let options = config.options_given();
     let mock = if !config.harness.list
         && needs_mock(
@@ -260,6 +267,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     let mut report = build_report(
         &plan,
         &ledger,
+        &offer,
         loader::profile_version(config.source.scenarios_dir.as_deref()),
         HostInfo {
             url: base_url,
@@ -291,14 +299,20 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
 pub fn build_report(
     plan: &Plan,
     ledger: &Ledger,
+    offer: &Offer,
     profile_version: Option<String>,
     host: HostInfo,
     (started_at, finished_at): (OffsetDateTime, OffsetDateTime),
 ) -> RunReport {
-    let requirements = ledger::dispose(&plan.catalog.requirements, &plan.catalog.scenarios, ledger);
+    let requirements = ledger::dispose(
+        &plan.catalog.requirements,
+        &plan.catalog.scenarios,
+        ledger,
+        offer,
+    );
     let mut profiles = plan.catalog.profiles();
     profiles.extend(plan.selected.iter().cloned());
-    let summaries = ledger::summarize(&requirements, &profiles, &plan.selected);
+    let summaries = ledger::summarize(&requirements, &profiles, &plan.selected, offer);
     RunReport::build(ReportInput {
         host,
         started_at: timestamp(started_at),

@@ -10,8 +10,10 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+pub mod capability;
 pub mod mock_script;
 
+pub use capability::Capability;
 pub use mock_script::MockScript;
 
 /// One scenario file, parsed.
@@ -484,4 +486,15 @@ pub struct Requirement {
     pub level: String,
     pub clause: String,
     pub text: String,
+    /// What it applies to (PROFILE.md "Capabilities"): every feature must
+    /// be advertised for it to apply, every run need met to judge it.
+    /// Empty: every host that advertises `agents.goals`.
+    pub capability: Vec<Capability>,
+}
+
+impl Requirement {
+    /// Its features (the host's choices), in registry order.
+    pub fn features(&self) -> impl Iterator<Item = Capability> + '_ {
+        self.capability.iter().copied().filter(|c| c.is_feature())
+    }
 }

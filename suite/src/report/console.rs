@@ -9,6 +9,7 @@ use std::io::{self, IsTerminal};
 
 use super::{ProfileReport, RunReport};
 use crate::run::outcome::DispositionKind;
+use crate::run::scope::Status;
 
 /// How the summary is printed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -84,7 +85,7 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
         "{}",
         style.paint(
             &format!(
-                "requirements per profile ({version}; certified = every MUST requirement passed):"
+                "requirements per profile ({version}; certified = the minimum scope ran and every MUST requirement that applies passed):"
             ),
             BOLD
         )
@@ -118,12 +119,32 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
             profile.advisory,
             profile.not_reached,
             profile.skip,
+            profile.not_applicable,
             profile.error,
         ];
         for (column, count) in COLUMNS.iter().zip(counts) {
             line.push_str(&format!("  {count:>w$}", w = column.len().max(5)));
         }
         writeln!(out, "{line}")?;
+    }
+    // What each verdict covers, or why a profile was not certified or not
+    // attempted: a certification means nothing without its scope.
+    let covers: Vec<(&String, String)> = report
+        .profiles
+        .iter()
+        .filter(|(_, profile)| profile.status() != Status::OptedOut)
+        .map(|(name, profile)| (name, scope_line(profile)))
+        .collect();
+    if !covers.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}",
+            style.paint("what each verdict covers (scope), or what it needs:", BOLD)
+        )?;
+        for (name, line) in covers {
+            writeln!(out, "  {name}: {line}")?;
+        }
     }
     let broken: Vec<_> = report
         .requirements
@@ -212,7 +233,25 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
 }
 
 /// The count columns of the table, in order.
-const COLUMNS: [&str; 6] = ["pass", "fail", "advisory", "not-reached", "skip", "error"];
+const COLUMNS: [&str; 7] = [
+    "pass",
+    "fail",
+    "advisory",
+    "not-reached",
+    "skip",
+    "n/a",
+    "error",
+];
+
+/// A certified profile's scope, or the reason another was not certified or
+/// not attempted.
+fn scope_line(profile: &ProfileReport) -> String {
+    match (profile.status(), &profile.reason) {
+        (Status::Certified, _) => profile.scope.to_string(),
+        (status, Some(reason)) => format!("{status} — {reason}"),
+        (status, None) => status.to_string(),
+    }
+}
 
 fn plural(n: usize) -> &'static str {
     if n == 1 {
@@ -243,17 +282,17 @@ fn more(out: &mut impl io::Write, listed: usize) -> io::Result<()> {
 
 /// The verdict words and their colour.
 fn verdict(profile: &ProfileReport) -> (String, &'static str) {
-    if !profile.selected {
-        ("opted-out".to_string(), DIM)
-    } else if profile.certified && profile.advisory > 0 {
-        (format!("certified, {} advisory", profile.advisory), GREEN)
-    } else if profile.certified {
-        ("certified".to_string(), GREEN)
-    } else if profile.fail + profile.error > 0 {
-        ("not certified".to_string(), RED)
-    } else {
-        ("not certified".to_string(), YELLOW)
-    }
+    let colour = match profile.status() {
+        Status::OptedOut | Status::NotAttempted => DIM,
+        Status::Certified => GREEN,
+        Status::NotCertified if profile.fail + profile.error > 0 => RED,
+        Status::NotCertified => YELLOW,
+    };
+    let words = match profile.status() {
+        Status::OptedOut => "opted-out".to_string(),
+        _ => profile.verdict_words(),
+    };
+    (words, colour)
 }
 
 #[cfg(test)]

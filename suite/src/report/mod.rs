@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::Scenario;
 use crate::run::ledger::{Disposition, Ledger, ProfileSummary, RequirementResult};
+use crate::run::scope::{Scope, Status};
 use crate::run::outcome::observation::{Observation, RequirementObservation};
 use crate::run::outcome::{DispositionKind, FailedStep, NotTaken, Outcome, OutcomeKind};
 
@@ -88,12 +89,24 @@ pub struct HostInfo {
     pub bundled: bool,
 }
 
-/// Counts of requirements by disposition. `certified`: the profile has at
-/// least one MUST requirement and every MUST requirement passed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A profile's verdict, its scope and its requirements counted by
+/// disposition. `certified`: the minimum scope ran, at least one MUST
+/// requirement applies to the host, and every one that applies passed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ProfileReport {
     pub certified: bool,
+    /// `certified`, `not-certified`, `not-attempted` (its minimum scope was
+    /// not met) or `opted-out`. `None` only in a report written before
+    /// statuses existed; read it through [`ProfileReport::status`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// Why it is not certified (what the minimum scope needs, or which MUST
+    /// requirements did not pass); null when certified or opted out.
+    pub reason: Option<String>,
+    /// What the verdict covers: judge, modes, the features its
+    /// requirements name that the host offers, and those it does not.
+    pub scope: Scope,
     pub pass: u32,
     pub fail: u32,
     /// SHOULD requirements not met: counted apart, never block.
@@ -101,6 +114,10 @@ pub struct ProfileReport {
     #[serde(rename = "notReached")]
     pub not_reached: u32,
     pub skip: u32,
+    /// Requirements that do not apply to this host: never block, never a
+    /// pass.
+    #[serde(rename = "notApplicable")]
+    pub not_applicable: u32,
     pub error: u32,
     /// Console only: whether the run selected the profile.
     #[serde(skip)]
@@ -108,9 +125,48 @@ pub struct ProfileReport {
 }
 
 impl ProfileReport {
-    /// Requirements whose checks ran (everything but skips).
+    /// Requirements whose checks ran (everything but skips and
+    /// requirements that do not apply).
     pub fn ran(&self) -> u32 {
         self.pass + self.fail + self.advisory + self.not_reached + self.error
+    }
+
+    /// The verdict; for a report written before statuses existed, what its
+    /// `certified` says.
+    pub fn status(&self) -> Status {
+        match self.status {
+            Some(status) => status,
+            None if self.certified => Status::Certified,
+            None => Status::NotCertified,
+        }
+    }
+
+    /// The verdict in words, with the advisories of a certified profile:
+    /// `certified, 2 advisory`, `not attempted`.
+    pub fn verdict_words(&self) -> String {
+        match self.status() {
+            Status::Certified if self.advisory > 0 => {
+                format!("certified, {} advisory", self.advisory)
+            }
+            status => status.to_string(),
+        }
+    }
+
+    /// The verdict with what it covers, or what it needs, in one line:
+    /// `certified — judge verifier; modes manual, schedule; not offered:
+    /// heartbeat`, `not attempted — needs 2+ endpoints of one deployment
+    /// (--host once per replica)`.
+    pub fn verdict_line(&self) -> String {
+        let words = self.verdict_words();
+        match (self.status(), &self.reason) {
+            (Status::Certified, _) if !self.scope.is_empty() => {
+                format!("{words} — {}", self.scope)
+            }
+            (Status::NotAttempted | Status::NotCertified, Some(reason)) => {
+                format!("{words} — {reason}")
+            }
+            _ => words,
+        }
     }
 }
 
@@ -118,11 +174,15 @@ impl From<ProfileSummary> for ProfileReport {
     fn from(summary: ProfileSummary) -> Self {
         ProfileReport {
             certified: summary.certified,
+            status: Some(summary.status),
+            reason: summary.reason,
+            scope: summary.scope,
             pass: summary.pass,
             fail: summary.fail,
             advisory: summary.advisory,
             not_reached: summary.not_reached,
             skip: summary.skip,
+            not_applicable: summary.not_applicable,
             error: summary.error,
             selected: summary.selected,
         }
@@ -142,7 +202,9 @@ pub struct RequirementReport {
     pub section: String,
     pub text: String,
     pub disposition: DispositionKind,
-    /// Why it was skipped (a `legend` key); null unless skipped.
+    /// Why it was skipped, or does not apply (a `legend` key): a skip
+    /// reason, or the capability token of a `not-applicable` requirement
+    /// that the host does not advertise; null otherwise.
     pub reason: Option<String>,
     pub scenarios: Vec<String>,
     /// Why it did not pass: for fail, error, advisory and not-reached, what
@@ -218,7 +280,7 @@ impl RequirementReport {
                 .scenarios
                 .iter()
                 .find_map(|name| ledger.get(name).and_then(|r| r.outcome.message())),
-            Disposition::Pass | Disposition::Skip(_) => None,
+            Disposition::Pass | Disposition::Skip(_) | Disposition::NotApplicable(_) => None,
         };
         RequirementReport {
             id: requirement.id.clone(),
@@ -228,7 +290,7 @@ impl RequirementReport {
             section: legend::requirement_section(&requirement.id),
             text: requirement.text.clone(),
             disposition: wanted,
-            reason: result.disposition.reason().map(|r| r.to_string()),
+            reason: result.disposition.reason_keyword(),
             scenarios: result.scenarios.clone(),
             message,
             failed_check,
@@ -342,7 +404,7 @@ impl RunReport {
             profiles: input
                 .profiles
                 .iter()
-                .map(|(name, summary)| (name.clone(), ProfileReport::from(*summary)))
+                .map(|(name, summary)| (name.clone(), ProfileReport::from(summary.clone())))
                 .collect(),
             requirements: input
                 .requirements
@@ -397,27 +459,17 @@ impl RunReport {
             .collect()
     }
 
-    /// Every selected profile this deployment could be judged on is
-    /// certified (and at least one was selected). A profile whose every
-    /// requirement skipped `needs-endpoints` (the `cluster` profile against
-    /// one endpoint) is left out: one process is no cluster, and that says
-    /// nothing against it in the other profiles.
+    /// Every selected profile the run could attempt is certified (and at
+    /// least one was attempted). A profile whose minimum scope the run did
+    /// not meet (`not attempted`: the `cluster` profile against one
+    /// endpoint) is left out: it says nothing against the others.
     pub fn all_selected_certified(&self) -> bool {
-        let needs_endpoints = crate::run::outcome::SkipReason::NeedsEndpoints.as_str();
-        let judged = |name: &str| {
-            let mut own = self
-                .requirements
-                .iter()
-                .filter(|r| r.profile == name)
-                .peekable();
-            own.peek().is_none() || !own.all(|r| r.reason.as_deref() == Some(needs_endpoints))
-        };
-        let mut selected = self
+        let mut attempted = self
             .profiles
-            .iter()
-            .filter(|(name, p)| p.selected && judged(name))
+            .values()
+            .filter(|p| p.selected && p.status() != Status::NotAttempted)
             .peekable();
-        selected.peek().is_some() && selected.all(|(_, p)| p.certified)
+        attempted.peek().is_some() && attempted.all(|p| p.certified)
     }
 
     /// Whether any scenario failed or errored (exit code 1). Advisories

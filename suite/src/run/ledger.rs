@@ -6,10 +6,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{Requirement, Scenario};
+use crate::model::{Capability, Requirement, Scenario};
+use crate::run::gate::{gate, WEBHOOK_SECRET};
 use crate::run::outcome::{
     DispositionKind, Outcome, RequirementOutcome, ScenarioResult, SkipReason,
 };
+use crate::run::scope::{describe_unmet, Offer, Scope, Status};
 
 /// The disposition of one requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +26,9 @@ pub enum Disposition {
     /// requirement, or a setup check) failed: neither proven nor broken.
     NotReached,
     Skip(SkipReason),
+    /// It names a feature the host does not advertise (the first such):
+    /// it does not apply. Never blocks certification, never a pass.
+    NotApplicable(Capability),
     Error,
 }
 
@@ -35,6 +40,7 @@ impl Disposition {
             Disposition::Advisory => DispositionKind::Advisory,
             Disposition::NotReached => DispositionKind::NotReached,
             Disposition::Skip(_) => DispositionKind::Skip,
+            Disposition::NotApplicable(_) => DispositionKind::NotApplicable,
             Disposition::Error => DispositionKind::Error,
         }
     }
@@ -46,6 +52,16 @@ impl Disposition {
     pub fn reason(self) -> Option<SkipReason> {
         match self {
             Disposition::Skip(reason) => Some(reason),
+            _ => None,
+        }
+    }
+
+    /// report.json's `reason`: a skip's reason keyword, or the capability
+    /// token a not-applicable requirement names and the host lacks.
+    pub fn reason_keyword(self) -> Option<String> {
+        match self {
+            Disposition::Skip(reason) => Some(reason.to_string()),
+            Disposition::NotApplicable(capability) => Some(capability.token()),
             _ => None,
         }
     }
@@ -63,16 +79,26 @@ pub struct RequirementResult {
     pub message: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProfileSummary {
     pub selected: bool,
     pub certified: bool,
+    /// Certified, not certified, not attempted (minimum scope unmet) or
+    /// opted out.
+    pub status: Status,
+    /// Why it is not certified: what the minimum scope needs, or which
+    /// MUST requirements did not pass. `None` when certified or opted out.
+    pub reason: Option<String>,
+    /// What the verdict covers.
+    pub scope: Scope,
     pub pass: u32,
     pub fail: u32,
     /// SHOULD requirements not met (never block certification).
     pub advisory: u32,
     pub not_reached: u32,
     pub skip: u32,
+    /// Requirements that do not apply to this host (never block).
+    pub not_applicable: u32,
     pub error: u32,
 }
 
@@ -116,20 +142,20 @@ impl Ledger {
 /// named scenario with no recorded outcome counts as an error: a
 /// requirement is never passed by a scenario that did not run. `message`
 /// is the first (in scenario name order) message of the deciding kind.
+///
+/// A requirement naming a feature the host does not advertise is
+/// `not-applicable` whatever its scenarios said (the loader holds every
+/// scenario naming it to need that feature, so none of them ran: they all
+/// skipped for want of it). An applicable requirement whose scenarios all
+/// skipped `not-advertised` keeps that skip, and its message says the
+/// suite could not judge it on this host's choices: a gap, never hidden.
 pub fn dispose(
     requirements: &[Requirement],
     scenarios: &[Scenario],
     ledger: &Ledger,
+    offer: &Offer,
 ) -> Vec<RequirementResult> {
-    let mut naming: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for scenario in scenarios {
-        for id in &scenario.requirements {
-            naming
-                .entry(id.as_str())
-                .or_default()
-                .insert(scenario.name.as_str());
-        }
-    }
+    let naming = naming(scenarios);
     requirements
         .iter()
         .map(|requirement| {
@@ -137,6 +163,9 @@ pub fn dispose(
                 .get(requirement.id.as_str())
                 .map(|names| names.iter().map(|n| n.to_string()).collect())
                 .unwrap_or_default();
+            if let Some(missing) = offer.missing_feature(requirement) {
+                return not_applicable(requirement, names, missing);
+            }
             let verdicts: Vec<Said> = names
                 .iter()
                 .map(|name| match ledger.get(name) {
@@ -158,7 +187,148 @@ pub fn dispose(
                     },
                 })
                 .collect();
-            let (disposition, message) = merge(&verdicts);
+            let (disposition, mut message) = merge(&verdicts);
+            if disposition == Disposition::Skip(SkipReason::NotAdvertised) {
+                message = Some(unjudged(scenarios, &names, offer));
+            }
+            RequirementResult {
+                requirement: requirement.clone(),
+                disposition,
+                scenarios: names,
+                message,
+            }
+        })
+        .collect()
+}
+
+/// Scenario names by the requirement they name, each set sorted.
+fn naming(scenarios: &[Scenario]) -> BTreeMap<&str, BTreeSet<&str>> {
+    let mut naming: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for scenario in scenarios {
+        for id in &scenario.requirements {
+            naming
+                .entry(id.as_str())
+                .or_default()
+                .insert(scenario.name.as_str());
+        }
+    }
+    naming
+}
+
+fn not_applicable(
+    requirement: &Requirement,
+    scenarios: Vec<String>,
+    missing: Capability,
+) -> RequirementResult {
+    RequirementResult {
+        requirement: requirement.clone(),
+        disposition: Disposition::NotApplicable(missing),
+        scenarios,
+        message: Some(format!(
+            "not applicable: the host does not advertise {}",
+            missing.describe()
+        )),
+    }
+}
+
+/// Why an applicable requirement was not judged: every scenario of it needs
+/// a feature this host does not advertise. The requirement still applies,
+/// so the skip blocks; the message names what the scenarios needed.
+fn unjudged(scenarios: &[Scenario], names: &[String], offer: &Offer) -> String {
+    let needed: BTreeSet<String> = scenarios
+        .iter()
+        .filter(|scenario| names.contains(&scenario.name))
+        .flat_map(|scenario| unmet_features(scenario, offer))
+        .collect();
+    let needed: Vec<String> = needed.into_iter().collect();
+    let what = if needed.is_empty() {
+        "what this host advertises".to_string()
+    } else {
+        format!(
+            "what this host does not advertise ({})",
+            crate::model::capability::join_and(&needed)
+        )
+    };
+    format!(
+        "not judged on this host's choices: the requirement applies to the host, but every scenario of it needs {what}; the suite could not judge it here, so it blocks certification"
+    )
+}
+
+/// The features a scenario needs that the host does not advertise, in
+/// words.
+fn unmet_features(scenario: &Scenario, offer: &Offer) -> Vec<String> {
+    let needs = &scenario.needs;
+    let caps = &offer.capabilities;
+    let mut unmet: Vec<String> = needs
+        .continuation
+        .iter()
+        .filter(|mode| !caps.continuation.contains(*mode))
+        .map(|mode| format!("mode `{mode}`"))
+        .collect();
+    if let Some(judge) = needs.judge.as_ref().filter(|j| caps.judge.as_ref() != Some(j)) {
+        unmet.push(format!("judge `{judge}`"));
+    }
+    if needs.requires_bounds.is_some_and(|wanted| wanted != caps.requires_bounds) {
+        unmet.push(format!(
+            "`requiresBounds: {}`",
+            needs.requires_bounds.unwrap_or(true)
+        ));
+    }
+    if needs.egress_policy && !caps.egress_denies_internal {
+        unmet.push("the egress policy".to_string());
+    }
+    if needs.reported_runs && !offer.has(Capability::ReportedRuns) {
+        unmet.push("reported runs".to_string());
+    }
+    unmet
+}
+
+/// What a run would dispose before it runs: each requirement
+/// `not-applicable` when it names a feature the host lacks, `skip` when
+/// every scenario naming it would be gated out (the first reason in
+/// scenario name order, as [`dispose`] merges), else `pass`: what a host
+/// that holds every rule it is judged on would end with. `goalpost doctor`
+/// predicts a verdict with it and [`summarize`], the same verdict rules a
+/// run applies.
+pub fn predict(
+    requirements: &[Requirement],
+    scenarios: &[Scenario],
+    offer: &Offer,
+    selected: &BTreeSet<String>,
+) -> Vec<RequirementResult> {
+    let naming = naming(scenarios);
+    let options: BTreeSet<String> = [WEBHOOK_SECRET.to_string()].into();
+    requirements
+        .iter()
+        .map(|requirement| {
+            let names: Vec<String> = naming
+                .get(requirement.id.as_str())
+                .map(|names| names.iter().map(|n| n.to_string()).collect())
+                .unwrap_or_default();
+            if let Some(missing) = offer.missing_feature(requirement) {
+                return not_applicable(requirement, names, missing);
+            }
+            let gated: Vec<Option<SkipReason>> = scenarios
+                .iter()
+                .filter(|scenario| names.contains(&scenario.name))
+                .map(|scenario| {
+                    gate(
+                        scenario,
+                        &offer.capabilities,
+                        selected,
+                        offer.second_tenant,
+                        &options,
+                        offer.endpoints,
+                    )
+                })
+                .collect();
+            let disposition = match gated.iter().find_map(|reason| *reason) {
+                Some(first) if gated.iter().all(Option::is_some) => Disposition::Skip(first),
+                _ if gated.is_empty() => Disposition::Error,
+                _ => Disposition::Pass,
+            };
+            let message = (disposition == Disposition::Skip(SkipReason::NotAdvertised))
+                .then(|| unjudged(scenarios, &names, offer));
             RequirementResult {
                 requirement: requirement.clone(),
                 disposition,
@@ -228,7 +398,7 @@ pub fn deciding<'a>(
     ledger: &'a Ledger,
 ) -> Option<(&'a str, RequirementOutcome)> {
     let wanted = match result.disposition {
-        Disposition::Pass | Disposition::Skip(_) => return None,
+        Disposition::Pass | Disposition::Skip(_) | Disposition::NotApplicable(_) => return None,
         decided => decided.kind(),
     };
     result.scenarios.iter().find_map(|name| {
@@ -250,55 +420,116 @@ pub fn is_blocking(requirement: &Requirement) -> bool {
     requirement.level != "SHOULD"
 }
 
-/// Counts per profile. `profiles` lists every profile to report (selected
-/// or not). A profile is certified when it has at least one MUST
-/// requirement and every MUST requirement passed; SHOULD requirements are
-/// counted but never block.
+/// Counts and the verdict per profile. `profiles` lists every profile to
+/// report (selected or not). A profile is certified when its minimum
+/// scope is met (PROFILE.md "Minimum scope"), it has at least one MUST
+/// requirement that applies to the host, and every such requirement
+/// passed. `not-applicable` requirements never block and never count as
+/// passes; SHOULD requirements are counted but never block. A profile
+/// whose minimum scope is not met is `not attempted` unless something it
+/// ran failed, errored or was not reached (then it is `not certified`).
 pub fn summarize(
     results: &[RequirementResult],
     profiles: &BTreeSet<String>,
     selected: &BTreeSet<String>,
+    offer: &Offer,
 ) -> BTreeMap<String, ProfileSummary> {
-    let mut summaries: BTreeMap<String, ProfileSummary> = profiles
-        .iter()
+    let mut names: BTreeSet<String> = profiles.clone();
+    names.extend(results.iter().map(|r| r.requirement.profile.clone()));
+    names
+        .into_iter()
         .map(|profile| {
-            (
-                profile.clone(),
-                ProfileSummary {
-                    selected: selected.contains(profile),
-                    ..ProfileSummary::default()
-                },
-            )
+            let own: Vec<&RequirementResult> = results
+                .iter()
+                .filter(|r| r.requirement.profile == profile)
+                .collect();
+            let summary = summarize_one(&profile, &own, selected.contains(&profile), offer);
+            (profile, summary)
         })
-        .collect();
-    // Per profile: (MUST requirements, MUST requirements that passed).
-    let mut must: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+        .collect()
+}
+
+fn summarize_one(
+    profile: &str,
+    results: &[&RequirementResult],
+    selected: bool,
+    offer: &Offer,
+) -> ProfileSummary {
+    let mut summary = ProfileSummary {
+        selected,
+        scope: offer.scope(profile, results.iter().map(|r| &r.requirement)),
+        ..ProfileSummary::default()
+    };
     for result in results {
-        let summary = summaries
-            .entry(result.requirement.profile.clone())
-            .or_insert_with(|| ProfileSummary {
-                selected: selected.contains(&result.requirement.profile),
-                ..ProfileSummary::default()
-            });
         match result.disposition {
             Disposition::Pass => summary.pass += 1,
             Disposition::Fail => summary.fail += 1,
             Disposition::Advisory => summary.advisory += 1,
             Disposition::NotReached => summary.not_reached += 1,
             Disposition::Skip(_) => summary.skip += 1,
+            Disposition::NotApplicable(_) => summary.not_applicable += 1,
             Disposition::Error => summary.error += 1,
         }
-        if is_blocking(&result.requirement) {
-            let (total, passed) = must.entry(result.requirement.profile.clone()).or_default();
-            *total += 1;
-            *passed += u32::from(result.disposition == Disposition::Pass);
-        }
     }
-    for (profile, summary) in summaries.iter_mut() {
-        let (total, passed) = must.get(profile).copied().unwrap_or_default();
-        summary.certified = total > 0 && passed == total;
+    // The MUST requirements that apply to this host, and those that did
+    // not pass.
+    let applicable: Vec<&&RequirementResult> = results
+        .iter()
+        .filter(|r| is_blocking(&r.requirement))
+        .filter(|r| !matches!(r.disposition, Disposition::NotApplicable(_)))
+        .collect();
+    let unpassed: Vec<Disposition> = applicable
+        .iter()
+        .map(|r| r.disposition)
+        .filter(|d| *d != Disposition::Pass)
+        .collect();
+    let broke = unpassed
+        .iter()
+        .any(|d| d.kind().is_blocking_failure());
+    let unmet = offer.unmet(profile);
+    (summary.status, summary.reason) = if !selected {
+        (Status::OptedOut, None)
+    } else if !unmet.is_empty() && !broke {
+        (Status::NotAttempted, Some(describe_unmet(&unmet)))
+    } else if !unmet.is_empty() {
+        (
+            Status::NotCertified,
+            Some(format!("{}; {}", unpassed_reason(&unpassed), describe_unmet(&unmet))),
+        )
+    } else if applicable.is_empty() {
+        (
+            Status::NotCertified,
+            Some("no MUST requirement of it applies to this host".to_string()),
+        )
+    } else if !unpassed.is_empty() {
+        (Status::NotCertified, Some(unpassed_reason(&unpassed)))
+    } else {
+        (Status::Certified, None)
+    };
+    summary.certified = summary.status == Status::Certified;
+    summary
+}
+
+/// `2 MUST requirements did not pass: 1 fail, 1 skip (seam-absent)`.
+fn unpassed_reason(unpassed: &[Disposition]) -> String {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for disposition in unpassed {
+        let key = match disposition.reason() {
+            Some(reason) => format!("{} ({reason})", disposition.keyword()),
+            None => disposition.keyword().to_string(),
+        };
+        *counts.entry(key).or_default() += 1;
     }
-    summaries
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(what, count)| format!("{count} {what}"))
+        .collect();
+    format!(
+        "{} MUST requirement{} did not pass: {}",
+        unpassed.len(),
+        if unpassed.len() == 1 { "" } else { "s" },
+        parts.join(", ")
+    )
 }
 
 #[cfg(test)]

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use goalpost_schemas::Schemas;
 use serde_json::{Map, Value};
 
-use crate::model::Requirement;
+use crate::model::capability::applies_to;
+use crate::model::{Requirement, Scenario};
 use crate::run::loader::{self, LoadError, REQUIREMENTS_FILE};
 
 mod arrays;
@@ -43,10 +44,12 @@ pub enum Rule {
     RequirementUnproven,
     ClauseUnresolved,
     CreateWithoutNonce,
+    CapabilityUnneeded,
+    CapabilityUnstated,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 13] = [
+    pub const ALL: [Rule; 15] = [
         Rule::ScenarioInvalid,
         Rule::StepAssertsNothing,
         Rule::QuietStepLast,
@@ -60,6 +63,8 @@ impl Rule {
         Rule::RequirementUnproven,
         Rule::ClauseUnresolved,
         Rule::CreateWithoutNonce,
+        Rule::CapabilityUnneeded,
+        Rule::CapabilityUnstated,
     ];
 
     pub fn id(self) -> &'static str {
@@ -77,6 +82,8 @@ impl Rule {
             Rule::RequirementUnproven => "requirement-unproven",
             Rule::ClauseUnresolved => "clause-unresolved",
             Rule::CreateWithoutNonce => "create-without-nonce",
+            Rule::CapabilityUnneeded => "capability-unneeded",
+            Rule::CapabilityUnstated => "capability-unstated",
         }
     }
 
@@ -107,6 +114,12 @@ impl Rule {
             }
             Rule::CreateWithoutNonce => {
                 "a create body whose objective lacks `goalpost {nonce}`, so its scenario cannot find it"
+            }
+            Rule::CapabilityUnneeded => {
+                "a scenario names a requirement whose capability it does not need, so it could run where the requirement does not apply"
+            }
+            Rule::CapabilityUnstated => {
+                "a requirement's PROFILE.md section does not state its capability in its `Applies to` line"
             }
         }
     }
@@ -232,7 +245,10 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
             ids: string_list(value.get("requirements")),
         });
         match loader::load_scenario(path, profile, schemas) {
-            Ok(_) => findings.extend(lint_scenario(path, &value)),
+            Ok(scenario) => {
+                findings.extend(lint_scenario(path, &value));
+                findings.extend(capability_unneeded(&scenario, &requirements));
+            }
             Err(error @ LoadError::Read { .. }) => return Err(LintError::Unreadable(error)),
             Err(error) => findings.push(Finding {
                 file: path.clone(),
@@ -248,6 +264,7 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
     let (cross, coverage) = cross_check(&registry, &requirements, &named);
     findings.extend(cross);
     findings.extend(clause_check(dir, &registry, &requirements));
+    findings.extend(capability_stated(dir, &registry, &requirements));
     Ok(LintReport {
         findings,
         scenarios: files.len(),
@@ -349,6 +366,62 @@ fn clause_check(dir: &Path, registry: &Path, requirements: &[Requirement]) -> Ve
                 pointer: format!("/requirements/{index}/clause"),
                 rule: Rule::ClauseUnresolved,
                 message,
+            });
+        }
+    }
+    findings
+}
+
+/// `capability-unneeded` over one loaded scenario: each requirement it
+/// names must be one whose capability the scenario needs, all of it.
+fn capability_unneeded(scenario: &Scenario, requirements: &[Requirement]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (index, id) in scenario.requirements.iter().enumerate() {
+        let Some(requirement) = requirements.iter().find(|r| &r.id == id) else {
+            continue;
+        };
+        let gaps = loader::capability_gaps(requirement, scenario);
+        if gaps.is_empty() {
+            continue;
+        }
+        let gaps: Vec<String> = gaps.iter().map(|c| format!("`{c}`")).collect();
+        findings.push(Finding {
+            file: scenario.path.clone(),
+            pointer: format!("/requirements/{index}"),
+            rule: Rule::CapabilityUnneeded,
+            message: format!(
+                "`{id}` applies only with {}, which the scenario does not need: add it to `needs`, or prove the requirement elsewhere",
+                gaps.join(", ")
+            ),
+        });
+    }
+    findings
+}
+
+/// `capability-unstated` over the registry: each requirement's section
+/// (from its anchor to the next one) carries the `Applies to` line its
+/// capability reads as, word for word, so the section and the registry
+/// never disagree about what the requirement applies to.
+fn capability_stated(dir: &Path, registry: &Path, requirements: &[Requirement]) -> Vec<Finding> {
+    // An unreadable PROFILE.md is `clause-unresolved`'s finding already.
+    let Ok(text) = std::fs::read_to_string(profile_path(dir)) else {
+        return Vec::new();
+    };
+    let mut findings = Vec::new();
+    for (index, requirement) in requirements.iter().enumerate() {
+        let Some(section) = profile::section(&text, &requirement.id) else {
+            continue;
+        };
+        let line = applies_to(&requirement.capability);
+        if !section.lines().any(|l| l.trim() == line) {
+            findings.push(Finding {
+                file: registry.to_path_buf(),
+                pointer: format!("/requirements/{index}/capability"),
+                rule: Rule::CapabilityUnstated,
+                message: format!(
+                    "the {PROFILE_FILE} section of `{}` must state its capability in the line `{line}`",
+                    requirement.id
+                ),
             });
         }
     }

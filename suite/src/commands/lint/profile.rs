@@ -34,6 +34,16 @@ pub fn anchors(text: &str) -> BTreeSet<String> {
     found
 }
 
+/// The text of the section anchored `id`: from its `<a id="...">` tag to
+/// the next tag, or to the end. `None` when there is no such anchor.
+pub fn section<'a>(text: &'a str, id: &str) -> Option<&'a str> {
+    let tag = format!("<a id=\"{id}\"></a>");
+    let start = text.find(&tag)? + tag.len();
+    let rest = &text[start..];
+    let end = rest.find("<a id=\"").unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
 /// Why one requirement's clause does not resolve; `None` when it does.
 /// `anchors` is `None` when PROFILE.md could not be read.
 pub fn unresolved(requirement: &Requirement, anchors: Option<&BTreeSet<String>>) -> Option<String> {
