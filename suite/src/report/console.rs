@@ -209,7 +209,7 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
             out,
             "{}",
             style.paint(
-                "skip reasons in this run (and the section that says how to act):",
+                "reasons in this run: skips, and what does not apply (and the section that says how to act):",
                 BOLD
             )
         )?;
@@ -316,6 +316,7 @@ mod tests {
         let mut report = sample::report();
         let behavior = report.profiles.get_mut("behavior").unwrap();
         (behavior.certified, behavior.pass, behavior.skip) = (true, 4, 0);
+        (behavior.status, behavior.reason) = (Some(Status::Certified), None);
         report.scenarios[2].quiet_ms = 1500;
         report.requirements[1].message =
             Some("core/bounds.json step 1: status did not hold\n  more".into());
@@ -323,19 +324,23 @@ mod tests {
             lines(&report, Style::default()),
             [
                 "3 scenarios (trials) ran, 1 skipped: the harness counts these trials; the table below counts requirements.",
-                "requirements per profile (profile 1.0; certified = every MUST requirement passed):",
-                "profile   verdict         pass   fail  advisory  not-reached   skip  error",
-                "behavior  certified          4      0         0            0      0      0",
-                "core      not certified      1      1         1            1      0      1",
-                "strict    opted-out          0      0         0            0      0      0",
+                "requirements per profile (profile 1.0; certified = the minimum scope ran and every MUST requirement that applies passed):",
+                "profile   verdict         pass   fail  advisory  not-reached   skip    n/a  error",
+                "behavior  certified          4      0         0            0      0      1      0",
+                "core      not certified      1      1         1            1      0      0      1",
+                "strict    opted-out          0      0         0            0      0      0      0",
+                "what each verdict covers (scope), or what it needs:",
+                "  behavior: judge verifier; modes manual, schedule; not offered: heartbeat",
+                "  core: not certified — 3 MUST requirements did not pass: 1 error, 1 fail, 1 not-reached",
                 "failed, errored or not reached:",
                 "  fail        core.create.bounds-required  core/bounds.json step 1: status did not hold",
                 "  error       core.discovery.shape",
                 "  not-reached core.lifecycle.abandon  not reached: step 1 \"create\" failed on core.create.bounds-required",
                 "advisory (SHOULD requirements not met: counted apart, never block certification):",
                 "  core.create.location  core/create.json step 1 \"create\": header location is absent",
-                "skip reasons in this run (and the section that says how to act):",
+                "reasons in this run: skips, and what does not apply (and the section that says how to act):",
                 "  seam-absent: The host does not list a conformance seam the scenario drives (conformanceSeams.goals); add the seam as the profile's seam contract describes to have the requirement checked. (PROFILE.md#skip-seam-absent)",
+                "  mode:heartbeat: The host does not advertise the `heartbeat` continuation mode (`mode:heartbeat`), so requirements about it do not apply to this host: they never block certification and never count as passes, and the profile's scope lists it as not offered. (PROFILE.md#not-applicable-mode)",
                 "unavoidable waits: 1.5 s in 1 scenario (quiet periods the profile requires)",
             ]
         );

@@ -639,7 +639,7 @@ mod tests {
     #[test]
     fn one_row_per_requirement_with_filter_attributes() {
         let html = written(&sample::report());
-        assert_eq!(html.matches("<tr data-profile=").count(), 6);
+        assert_eq!(html.matches("<tr data-profile=").count(), 7);
         assert!(html.contains(
             "<tr data-profile=\"core\" data-disposition=\"fail\"><td><code class=\"id\">core.create.bounds-required</code>"
         ));

@@ -356,12 +356,12 @@ mod tests {
     fn one_line_per_profile() {
         let md = written(&sample::report());
         assert!(md.contains(
-            "- ❌ **core**: not certified (1 pass, 1 fail, 1 advisory, 1 not reached, 0 skip, 1 error)\n"
-        ));
+            "- ❌ **core**: not certified — 3 MUST requirements did not pass: 1 error, 1 fail, 1 not-reached (1 pass, 1 fail, 1 advisory, 1 not reached, 0 skip, 0 not applicable, 1 error)\n"
+        ), "{md}");
         assert!(md.contains(
-            "- ⚪ **strict**: opted out (0 pass, 0 fail, 0 advisory, 0 not reached, 0 skip, 0 error)\n"
+            "- ⚪ **strict**: opted out (0 pass, 0 fail, 0 advisory, 0 not reached, 0 skip, 0 not applicable, 0 error)\n"
         ));
-        assert!(md.contains("0 of 2 selected profiles certified"));
+        assert!(md.contains("0 of 2 attempted profiles certified"));
         assert!(md.contains("· profile 1.0\n"), "{md}");
         assert!(md.contains("(3 scenarios ran)"), "{md}");
     }
@@ -395,7 +395,7 @@ mod tests {
         let md = written(&report);
         assert!(
             md.contains(
-                "#### Why requirements were skipped\n\n- `seam-absent`: The host does not list"
+                "#### Why requirements were skipped, or do not apply\n\n- `seam-absent`: The host does not list"
             ),
             "{md}"
         );
@@ -404,6 +404,14 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("`filtered`"));
+        assert!(
+            md.contains("- `mode:heartbeat`: The host does not advertise the \\`heartbeat\\` continuation mode"),
+            "{md}"
+        );
+        assert!(
+            md.contains("([how to act](../../PROFILE.md#not-applicable-mode))\n"),
+            "{md}"
+        );
         // Without PROFILE.md the section is named, not linked.
         report.profile_href = None;
         let md = written(&report);
@@ -433,9 +441,29 @@ mod tests {
             .retain(|s| s.outcome == crate::run::outcome::OutcomeKind::Pass);
         for profile in report.profiles.values_mut() {
             profile.certified = profile.selected;
+            if profile.selected {
+                (profile.status, profile.reason) = (Some(Status::Certified), None);
+            }
         }
         let md = written(&report);
-        assert!(md.contains("every selected profile certified"), "{md}");
+        assert!(md.contains("every attempted profile certified"), "{md}");
+        assert!(
+            md.contains("- ✅ **core**: certified, 1 advisory — judge verifier; modes manual, schedule ("),
+            "{md}"
+        );
+        // A profile the run could not attempt is named, and costs nothing.
+        let cluster = report.profiles.entry("cluster".to_string()).or_default();
+        (cluster.selected, cluster.status) = (true, Some(Status::NotAttempted));
+        cluster.reason = Some("needs 2+ endpoints".to_string());
+        let md = written(&report);
+        assert!(
+            md.contains("every attempted profile certified; not attempted: cluster"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- ⚪ **cluster**: not attempted — needs 2+ endpoints ("),
+            "{md}"
+        );
         assert!(md.contains("No scenario failed or errored."));
     }
 }

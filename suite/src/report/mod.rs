@@ -590,6 +590,12 @@ pub(crate) mod sample {
                     None,
                     "core::bounds",
                 ),
+                requirement(
+                    "behavior.heartbeat.fires",
+                    DispositionKind::NotApplicable,
+                    Some("mode:heartbeat"),
+                    "behavior::pause",
+                ),
             ],
             scenarios: vec![
                 scenario("behavior::pause", OutcomeKind::Skip, Some("seam-absent")),
@@ -619,8 +625,29 @@ pub(crate) mod sample {
             when_step: "PATCH the objective".to_string(),
             answered: Some(200),
         }];
+        let scope = |not_offered: &[&str]| Scope {
+            judge: Some("verifier".to_string()),
+            modes: vec!["manual".to_string(), "schedule".to_string()],
+            offered: Vec::new(),
+            not_offered: not_offered.iter().map(|t| t.to_string()).collect(),
+        };
         let core = report.profiles.get_mut("core").expect("core");
         (core.advisory, core.not_reached) = (1, 1);
+        core.status = Some(Status::NotCertified);
+        core.reason =
+            Some("3 MUST requirements did not pass: 1 error, 1 fail, 1 not-reached".to_string());
+        core.scope = scope(&[]);
+        let behavior = report.profiles.get_mut("behavior").expect("behavior");
+        behavior.status = Some(Status::NotCertified);
+        behavior.reason = Some("1 MUST requirement did not pass: 1 skip (seam-absent)".to_string());
+        behavior.not_applicable = 1;
+        behavior.scope = scope(&["mode:heartbeat"]);
+        let strict = report.profiles.get_mut("strict").expect("strict");
+        strict.status = Some(Status::OptedOut);
+        report.requirements[6].message = Some(
+            "not applicable: the host does not advertise the `heartbeat` continuation mode (`mode:heartbeat`)"
+                .to_string(),
+        );
         report.requirements[4].message =
             Some("core/create.json step 1 \"create\": header location is absent".to_string());
         let step = crate::run::outcome::exchange::sample::failed_step();
@@ -643,41 +670,71 @@ pub(crate) mod sample {
 mod tests {
     use super::*;
 
-    /// Every profile certified except one that skipped whole with `reason`.
-    fn certified_but(reason: &str) -> RunReport {
+    /// Every profile certified except `cluster`, with `status`.
+    fn certified_but(status: Status) -> RunReport {
         let mut report = sample::report();
         for profile in report.profiles.values_mut() {
             (profile.certified, profile.selected) = (true, true);
+            profile.status = Some(Status::Certified);
         }
         report.profiles.insert(
             "cluster".to_string(),
             ProfileReport {
                 selected: true,
+                status: Some(status),
                 skip: 1,
                 ..ProfileReport::default()
             },
         );
-        report.requirements.push(RequirementReport {
-            id: "cluster.continue.bound".to_string(),
-            profile: "cluster".to_string(),
-            disposition: DispositionKind::Skip,
-            reason: Some(reason.to_string()),
-            ..RequirementReport::default()
-        });
         report
     }
 
     #[test]
-    fn a_profile_one_endpoint_cannot_judge_does_not_count_against_the_others() {
-        assert!(certified_but("needs-endpoints").all_selected_certified());
-        assert!(!certified_but("seam-absent").all_selected_certified());
-        let mut mixed = certified_but("needs-endpoints");
-        mixed.requirements.push(RequirementReport {
-            id: "cluster.pause.every-replica".to_string(),
-            profile: "cluster".to_string(),
-            disposition: DispositionKind::Fail,
-            ..RequirementReport::default()
-        });
-        assert!(!mixed.all_selected_certified(), "a judged profile counts");
+    fn a_profile_the_run_could_not_attempt_does_not_count_against_the_others() {
+        assert!(certified_but(Status::NotAttempted).all_selected_certified());
+        assert!(!certified_but(Status::NotCertified).all_selected_certified());
+        let mut none = certified_but(Status::NotAttempted);
+        for profile in none.profiles.values_mut() {
+            profile.status = Some(Status::NotAttempted);
+            profile.certified = false;
+        }
+        assert!(
+            !none.all_selected_certified(),
+            "a run that attempted nothing certifies nothing"
+        );
+    }
+
+    #[test]
+    fn a_verdict_line_says_what_it_covers_or_what_it_needs() {
+        let mut profile = ProfileReport {
+            certified: true,
+            status: Some(Status::Certified),
+            advisory: 1,
+            scope: Scope {
+                judge: Some("verifier".to_string()),
+                modes: vec!["manual".to_string()],
+                offered: vec!["reported-runs".to_string()],
+                not_offered: vec!["mode:heartbeat".to_string(), "egress-policy".to_string()],
+            },
+            ..ProfileReport::default()
+        };
+        assert_eq!(
+            profile.verdict_line(),
+            "certified, 1 advisory — judge verifier; mode manual; reported runs; not offered: heartbeat, egress policy"
+        );
+        profile.certified = false;
+        profile.status = Some(Status::NotAttempted);
+        profile.reason = Some("needs 2+ endpoints of one deployment (--host once per replica)".to_string());
+        assert_eq!(
+            profile.verdict_line(),
+            "not attempted — needs 2+ endpoints of one deployment (--host once per replica)"
+        );
+        // A report from before statuses reads its verdict from `certified`.
+        let old = ProfileReport {
+            certified: true,
+            ..ProfileReport::default()
+        };
+        assert_eq!(old.status(), Status::Certified);
+        assert_eq!(ProfileReport::default().status(), Status::NotCertified);
     }
 }

@@ -242,15 +242,15 @@ fn unjudged(scenarios: &[Scenario], names: &[String], offer: &Offer) -> String {
         .collect();
     let needed: Vec<String> = needed.into_iter().collect();
     let what = if needed.is_empty() {
-        "what this host advertises".to_string()
+        "more than this host advertises".to_string()
     } else {
         format!(
-            "what this host does not advertise ({})",
+            "something this host does not advertise ({})",
             crate::model::capability::join_and(&needed)
         )
     };
     format!(
-        "not judged on this host's choices: the requirement applies to the host, but every scenario of it needs {what}; the suite could not judge it here, so it blocks certification"
+        "not judged on this host's choices: the requirement applies to the host, but each of its scenarios needs {what}; the suite could not judge it here, so it blocks certification"
     )
 }
 
@@ -547,6 +547,24 @@ mod tests {
             level: "MUST".to_string(),
             clause: "§2".to_string(),
             text: "t".to_string(),
+            capability: Vec::new(),
+        }
+    }
+
+    /// A host that advertises everything the profiles need, seams and
+    /// both judges' scripts aside: the verifier judge with its fixtures, two
+    /// modes, two tenants and two endpoints.
+    fn offer() -> Offer {
+        let document = serde_json::json!({
+            "agents": {"goals": {"judge": "verifier", "continuation": ["manual", "schedule"]}},
+            "conformanceSeams": {"goals": {"continue": true, "events": true,
+                                           "fixtures": true, "webhooks": true}}
+        });
+        Offer {
+            capabilities: crate::run::discovery::Capabilities::from_document(Some(&document)),
+            attention: false,
+            second_tenant: true,
+            endpoints: 2,
         }
     }
 
@@ -591,7 +609,7 @@ mod tests {
                 ledger.record(result(name, outcome.clone()));
             }
         }
-        let results = dispose(&[requirement("core.r")], &scenarios, &ledger);
+        let results = dispose(&[requirement("core.r")], &scenarios, &ledger, &offer());
         assert_eq!(results.len(), 1);
         assert_eq!(results[0].scenarios, names);
         results[0].disposition
@@ -644,7 +662,7 @@ mod tests {
             level: level.to_string(),
             ..requirement("core.r")
         };
-        let results = dispose(&[requirement], &scenarios, &ledger);
+        let results = dispose(&[requirement], &scenarios, &ledger, &offer());
         results.into_iter().next().expect("one result")
     }
 
@@ -744,7 +762,7 @@ mod tests {
             level: "SHOULD".to_string(),
             ..requirement("core.r")
         };
-        let results = dispose(&[requirement], &scenarios, &ledger);
+        let results = dispose(&[requirement], &scenarios, &ledger, &offer());
         assert_eq!(results[0].disposition, Disposition::Advisory);
         let (name, outcome) = deciding(&results[0], &ledger).expect("a deciding scenario");
         assert_eq!(name, "core::s1");
@@ -848,7 +866,7 @@ mod tests {
             .collect();
         let profiles: BTreeSet<String> = ["core", "behavior", "strict"].map(String::from).into();
         let selected: BTreeSet<String> = selected.iter().map(|s| s.to_string()).collect();
-        summarize(&results, &profiles, &selected)
+        summarize(&results, &profiles, &selected, &offer())
     }
 
     #[test]
@@ -862,10 +880,10 @@ mod tests {
             ],
             &["core", "behavior"],
         );
-        let core = summary["core"];
+        let core = &summary["core"];
         assert!(core.certified && core.selected);
         assert_eq!((core.pass, core.fail, core.skip, core.error), (2, 0, 0, 0));
-        let behavior = summary["behavior"];
+        let behavior = &summary["behavior"];
         assert!(!behavior.certified);
         assert_eq!((behavior.pass, behavior.skip), (1, 1));
     }
@@ -879,7 +897,7 @@ mod tests {
             ],
             &["core"],
         );
-        let core = summary["core"];
+        let core = &summary["core"];
         assert_eq!((core.pass, core.fail, core.error), (0, 1, 1));
         assert!(!core.certified);
     }
@@ -887,7 +905,7 @@ mod tests {
     #[test]
     fn a_profile_with_zero_requirements_is_not_certified() {
         let summary = summaries(&[("core.a", Disposition::Pass)], &["core", "strict"]);
-        let strict = summary["strict"];
+        let strict = &summary["strict"];
         assert!(strict.selected);
         assert!(!strict.certified);
         assert_eq!(strict.pass + strict.fail + strict.skip + strict.error, 0);
@@ -911,7 +929,7 @@ mod tests {
             ],
             &["core"],
         );
-        let core = summary["core"];
+        let core = &summary["core"];
         assert!(core.certified);
         assert_eq!(
             (
@@ -972,6 +990,224 @@ mod tests {
             &["core"],
         );
         assert!(!summary["core"].certified);
+    }
+
+    fn with_capability(id: &str, tokens: &[&str]) -> Requirement {
+        Requirement {
+            capability: tokens
+                .iter()
+                .map(|t| Capability::parse(t).expect("a token"))
+                .collect(),
+            ..requirement(id)
+        }
+    }
+
+    /// [`offer`] without `mode` in its continuation modes.
+    fn offer_without_mode(mode: &str) -> Offer {
+        let mut offer = offer();
+        offer.capabilities.continuation.remove(mode);
+        offer
+    }
+
+    #[test]
+    fn a_missing_feature_is_not_applicable_over_the_skips_it_causes() {
+        let names = ["behavior::s0", "behavior::s1"];
+        let scenarios: Vec<Scenario> = names
+            .iter()
+            .map(|n| scenario(n, &["behavior.sched"]))
+            .collect();
+        let mut ledger = Ledger::default();
+        ledger.record(ScenarioResult::skipped(names[0], SkipReason::NotAdvertised));
+        ledger.record(ScenarioResult::skipped(names[1], SkipReason::Filtered));
+        let requirement = with_capability("behavior.sched", &["mode:schedule"]);
+        let results = dispose(
+            std::slice::from_ref(&requirement),
+            &scenarios,
+            &ledger,
+            &offer_without_mode("schedule"),
+        );
+        assert_eq!(
+            results[0].disposition,
+            Disposition::NotApplicable(Capability::Mode("schedule"))
+        );
+        assert_eq!(results[0].disposition.reason_keyword().as_deref(), Some("mode:schedule"));
+        assert!(
+            results[0].message.as_deref().unwrap_or_default().contains("`schedule` continuation mode"),
+            "{:?}",
+            results[0].message
+        );
+        assert_eq!(results[0].scenarios, names);
+        // Advertised, the same skips are skips again (the first reason).
+        let results = dispose(&[requirement], &scenarios, &ledger, &offer());
+        assert_eq!(
+            results[0].disposition,
+            Disposition::Skip(SkipReason::NotAdvertised)
+        );
+    }
+
+    #[test]
+    fn an_applicable_requirement_no_scenario_could_judge_here_blocks_and_says_so() {
+        let mut needy = scenario("behavior::s0", &["behavior.any"]);
+        needy.needs.continuation = vec!["schedule".to_string()];
+        needy.needs.judge = Some("host".to_string());
+        let mut ledger = Ledger::default();
+        ledger.record(ScenarioResult::skipped("behavior::s0", SkipReason::NotAdvertised));
+        let offer = offer_without_mode("schedule");
+        let results = dispose(&[requirement("behavior.any")], &[needy], &ledger, &offer);
+        assert_eq!(
+            results[0].disposition,
+            Disposition::Skip(SkipReason::NotAdvertised)
+        );
+        let message = results[0].message.clone().unwrap_or_default();
+        assert!(message.contains("not judged on this host's choices"), "{message}");
+        assert!(
+            message.contains("needs something this host does not advertise (judge `host` and mode `schedule`)"),
+            "{message}"
+        );
+        let profiles: BTreeSet<String> = ["behavior".to_string()].into();
+        let summary = &summarize(&results, &profiles, &profiles, &offer)["behavior"];
+        assert_eq!(summary.status, Status::NotCertified);
+        assert!(!summary.certified);
+        assert_eq!(
+            summary.reason.as_deref(),
+            Some("1 MUST requirement did not pass: 1 skip (not-advertised)")
+        );
+    }
+
+    /// One result per `(id, tokens, disposition)`, MUST, summarized for
+    /// every profile named under `offer`.
+    fn summarized(
+        results: &[(&str, &[&str], Disposition)],
+        offer: &Offer,
+    ) -> BTreeMap<String, ProfileSummary> {
+        let results: Vec<RequirementResult> = results
+            .iter()
+            .map(|(id, tokens, disposition)| RequirementResult {
+                requirement: with_capability(id, tokens),
+                disposition: *disposition,
+                scenarios: Vec::new(),
+                message: None,
+            })
+            .collect();
+        let profiles: BTreeSet<String> = results
+            .iter()
+            .map(|r| r.requirement.profile.clone())
+            .collect();
+        summarize(&results, &profiles, &profiles, offer)
+    }
+
+    #[test]
+    fn not_applicable_never_blocks_and_never_counts_as_a_pass() {
+        let na = Disposition::NotApplicable(Capability::Mode("heartbeat"));
+        let offer = offer_without_mode("heartbeat");
+        let summary = summarized(
+            &[
+                ("behavior.a", &[], Disposition::Pass),
+                ("behavior.b", &["mode:heartbeat"], na),
+            ],
+            &offer,
+        );
+        let behavior = &summary["behavior"];
+        assert!(behavior.certified);
+        assert_eq!(behavior.status, Status::Certified);
+        assert_eq!((behavior.pass, behavior.not_applicable), (1, 1));
+        assert_eq!(behavior.scope.not_offered, ["mode:heartbeat"]);
+        assert_eq!(behavior.reason, None);
+        // Nothing but requirements that do not apply: nothing certified.
+        let summary = summarized(&[("behavior.b", &["mode:heartbeat"], na)], &offer);
+        let behavior = &summary["behavior"];
+        assert!(!behavior.certified);
+        assert_eq!(behavior.pass, 0);
+        assert_eq!(
+            behavior.reason.as_deref(),
+            Some("no MUST requirement of it applies to this host")
+        );
+    }
+
+    #[test]
+    fn an_unmet_minimum_scope_is_not_attempted_unless_something_broke() {
+        let mut one_endpoint = offer();
+        one_endpoint.endpoints = 1;
+        let skip = Disposition::Skip(SkipReason::NeedsEndpoints);
+        let summary = summarized(
+            &[
+                ("cluster.a", &["endpoints:2"], skip),
+                ("core.a", &[], Disposition::Pass),
+            ],
+            &one_endpoint,
+        );
+        assert_eq!(summary["cluster"].status, Status::NotAttempted);
+        assert!(!summary["cluster"].certified);
+        assert_eq!(
+            summary["cluster"].reason.as_deref(),
+            Some("needs 2+ endpoints of one deployment (--host once per replica)")
+        );
+        assert_eq!(summary["core"].status, Status::Certified);
+        // Everything passing does not make up for a minimum scope unmet.
+        let summary = summarized(&[("cluster.a", &[], Disposition::Pass)], &one_endpoint);
+        assert_eq!(summary["cluster"].status, Status::NotAttempted);
+        // A failure is never hidden behind "not attempted".
+        let summary = summarized(
+            &[
+                ("cluster.a", &["endpoints:2"], skip),
+                ("cluster.b", &[], Disposition::Fail),
+            ],
+            &one_endpoint,
+        );
+        assert_eq!(summary["cluster"].status, Status::NotCertified);
+        let reason = summary["cluster"].reason.clone().unwrap_or_default();
+        assert!(reason.starts_with("2 MUST requirements did not pass: 1 fail, 1 skip (needs-endpoints); needs 2+ endpoints"), "{reason}");
+        // Unselected: opted out, whatever else.
+        let results = vec![RequirementResult {
+            requirement: requirement("core.a"),
+            disposition: Disposition::Pass,
+            scenarios: Vec::new(),
+            message: None,
+        }];
+        let profiles: BTreeSet<String> = ["core".to_string()].into();
+        let summary = summarize(&results, &profiles, &BTreeSet::new(), &offer());
+        assert_eq!(summary["core"].status, Status::OptedOut);
+        assert!(!summary["core"].certified);
+    }
+
+    #[test]
+    fn a_prediction_gates_as_a_run_would_and_passes_what_would_run() {
+        let mut manual = scenario("behavior::manual", &["behavior.a", "behavior.b"]);
+        manual.needs.continuation = vec!["manual".to_string()];
+        manual.needs.seams = vec!["continue".to_string()];
+        let mut tenancy = scenario("hardening::tenancy", &["hardening.t"]);
+        tenancy.needs.tenants = 2;
+        let mut heartbeat = scenario("behavior::heartbeat", &["behavior.h"]);
+        heartbeat.needs.continuation = vec!["heartbeat".to_string()];
+        let scenarios = [manual, tenancy, heartbeat];
+        let requirements = [
+            requirement("behavior.a"),
+            with_capability("behavior.b", &["seam:continue"]),
+            with_capability("hardening.t", &["tenants:2"]),
+            with_capability("behavior.h", &["mode:heartbeat"]),
+        ];
+        let mut offer = offer_without_mode("heartbeat");
+        offer.second_tenant = false;
+        offer.capabilities.seams.remove("continue");
+        let selected: BTreeSet<String> = ["behavior", "hardening"].map(String::from).into();
+        let predicted = predict(&requirements, &scenarios, &offer, &selected);
+        let dispositions: Vec<Disposition> = predicted.iter().map(|r| r.disposition).collect();
+        assert_eq!(
+            dispositions,
+            [
+                Disposition::Skip(SkipReason::SeamAbsent),
+                Disposition::Skip(SkipReason::SeamAbsent),
+                Disposition::Skip(SkipReason::NeedsSecondTenant),
+                Disposition::NotApplicable(Capability::Mode("heartbeat")),
+            ]
+        );
+        offer.capabilities.seams.insert("continue".to_string());
+        offer.second_tenant = true;
+        let predicted = predict(&requirements, &scenarios, &offer, &selected);
+        let summary = summarize(&predicted, &selected, &selected, &offer);
+        assert_eq!(summary["behavior"].status, Status::Certified, "{summary:?}");
+        assert_eq!(summary["behavior"].scope.not_offered, ["mode:heartbeat"]);
+        assert_eq!(summary["hardening"].status, Status::Certified);
     }
 
     #[test]

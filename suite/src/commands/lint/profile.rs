@@ -74,7 +74,16 @@ mod tests {
             level: "MUST".to_string(),
             clause: clause.to_string(),
             text: "t".to_string(),
+            capability: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_section_runs_from_its_anchor_to_the_next() {
+        let text = "intro\n<a id=\"a\"></a>\n### a\nrule a\n<a id=\"b\"></a>\n### b\nrule b\n";
+        assert_eq!(section(text, "a"), Some("\n### a\nrule a\n"));
+        assert_eq!(section(text, "b"), Some("\n### b\nrule b\n"));
+        assert_eq!(section(text, "c"), None);
     }
 
     #[test]

@@ -12,6 +12,7 @@ fn requirements(ids: &[&str]) -> Value {
         "level": "MUST",
         "clause": "§2",
         "text": "a requirement",
+        "capability": [],
     })).collect::<Vec<_>>() })
 }
 
@@ -231,6 +232,70 @@ fn an_invalid_registry_names_its_pointer() {
         matches!(&error, LoadError::Invalid { pointer, .. } if pointer == "/requirements/0/level"),
         "{error:?}"
     );
+}
+
+#[test]
+fn capability_tokens_are_typed_and_unknown_ones_refused() {
+    let mut registry = requirements(&["core.a"]);
+    registry["requirements"][0]["capability"] = json!(["mode:schedule", "seam:continue", "tenants:2"]);
+    let mut s = scenario(&["core.a"], json!([get_step()]));
+    s["needs"] = json!({"continuation": ["schedule"], "seams": ["continue"], "tenants": 2});
+    let dir = folder(&[("requirements.json", &registry), ("core/s.json", &s)]);
+    let catalog = load(dir.path(), &schemas()).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(
+        catalog.requirements[0].capability,
+        [
+            Capability::Mode("schedule"),
+            Capability::Seam("continue"),
+            Capability::SecondTenant
+        ]
+    );
+    for bad in [json!(["mode:hourly"]), json!(["tenants:3"]), json!("mode:manual")] {
+        registry["requirements"][0]["capability"] = bad.clone();
+        let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &s)]);
+        assert!(
+            matches!(&error, LoadError::Invalid { pointer, .. } if pointer.starts_with("/requirements/0/capability")),
+            "{bad}: {error:?}"
+        );
+    }
+    registry["requirements"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("capability");
+    let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &s)]);
+    assert!(
+        matches!(&error, LoadError::Invalid { .. }),
+        "every requirement states its capability: {error:?}"
+    );
+}
+
+#[test]
+fn a_scenario_must_need_every_capability_of_what_it_proves() {
+    let mut registry = requirements(&["core.a", "core.b"]);
+    registry["requirements"][1]["capability"] = json!(["judge:verifier", "seam:events"]);
+    let mut s = scenario(&["core.a", "core.b"], json!([get_step()]));
+    s["needs"] = json!({"judge": "verifier"});
+    let (error, dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &s)]);
+    let LoadError::CapabilityUnneeded {
+        path,
+        pointer,
+        id,
+        capability,
+    } = &error
+    else {
+        panic!("expected a capability the scenario does not need, got {error:?}")
+    };
+    assert_eq!(path, &dir.path().join("core/s.json"));
+    assert_eq!(
+        (pointer.as_str(), id.as_str(), *capability),
+        ("/requirements/1", "core.b", Capability::Seam("events"))
+    );
+    assert!(error.to_string().contains("add it to `needs`"), "{error}");
+    // Needing more than the requirement names is fine: the rule may hold
+    // for every host even where one scenario can only judge it on some.
+    s["needs"] = json!({"judge": "verifier", "seams": ["events", "continue"], "continuation": ["manual"]});
+    let dir = folder(&[("requirements.json", &registry), ("core/s.json", &s)]);
+    assert!(load(dir.path(), &schemas()).is_ok());
 }
 
 #[test]
