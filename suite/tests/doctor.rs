@@ -2,6 +2,8 @@
 //! conformance seams on and off: what it advertises, what is missing, the
 //! PROFILE.md section for each, the exit code, and that it changes nothing.
 
+mod support;
+
 use std::process::{Command, Output};
 
 const TOKEN_A: &str = "doctor-a";
@@ -108,9 +110,26 @@ fn a_host_with_its_seams_is_ready_for_every_profile() {
         text.contains("conformance seams: continue, events, fixtures, webhooks"),
         "{text}"
     );
+    // The verdict a run would reach, with the scope it would cover.
     for profile in ["core", "behavior", "observed", "hardening"] {
-        assert!(text.contains(&format!("  {profile}: ready: ")), "{text}");
+        assert!(
+            text.contains(&format!(
+                "  {profile}: would be certified — judge verifier; modes manual, schedule, heartbeat, commitment"
+            )),
+            "{profile}: {text}"
+        );
     }
+    assert_eq!(text.matches("    ready: ").count(), 5, "{text}");
+    assert!(
+        text.contains(
+            "  cluster: not attempted — needs 2+ endpoints of one deployment (--host once per replica)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("A run would certify: core, behavior, observed, hardening; it would not attempt cluster"),
+        "{text}"
+    );
     // One endpoint cannot show a cluster: a run option, not a gap.
     assert!(
         text.contains("    run option: one endpoint: needs two or more endpoints"),
@@ -129,11 +148,24 @@ fn a_host_without_seams_is_told_which_sections_to_implement_and_nothing_is_writt
     let text = all(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("conformance seams: none"), "{text}");
-    // Core needs no seam: only the tenancy scenarios wait for --token-b.
-    assert!(text.contains("  core: partly: "), "{text}");
-    // Behavior needs the seams but for one scenario: the reported run's
-    // claims, which rides on host API (`POST {base}/{id}/runs`).
-    assert!(text.contains("  behavior: partly: 1 of "), "{text}");
+    // Core needs no seam: only the tenancy scenarios wait for --token-b,
+    // and the prediction names them.
+    assert!(
+        text.contains("  core: cannot be certified — 2 MUST requirements would skip `needs-second-tenant`"),
+        "{text}"
+    );
+    // Behavior needs the seams but for one scenario (the reported run's
+    // claims, which rides on host API, `POST {base}/{id}/runs`): its
+    // minimum scope is not met, and doctor says what it needs.
+    assert!(
+        text.contains("  behavior: not attempted — needs the `continue` seam"),
+        "{text}"
+    );
+    assert!(text.contains("    partly: 1 of 32 "), "{text}");
+    assert!(
+        text.contains("  hardening: not attempted — needs a second tenant's token (--token-b)"),
+        "{text}"
+    );
     for seam in ["continue", "events", "fixtures", "webhooks"] {
         assert!(
             text.contains(&format!(
@@ -168,6 +200,16 @@ fn probe_write_creates_one_goal_and_abandons_it() {
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(text.contains("(create one goal)"), "{text}");
     assert!(text.contains("(abandon the probe goal)"), "{text}");
+    // The seams discovery advertises are probed, and answer.
+    for probe in [
+        "ok    GET /v1/host/sample/goals/",
+        "/events (the probe goal's events)",
+        "/evaluations (the probe goal's evaluations)",
+        "/continue (continue the abandoned probe goal)",
+    ] {
+        assert!(text.contains(probe), "{probe}: {text}");
+    }
+    assert!(!text.contains("WRONG"), "{text}");
     assert_eq!(host.goal_count(), before + 1, "{text}");
 }
 
@@ -206,4 +248,28 @@ fn nobody_listening_cannot_start() {
         TOKEN_A,
     ]);
     assert_eq!(output.status.code(), Some(2), "{}", all(&output));
+}
+
+#[test]
+fn a_seam_advertised_but_absent_is_found_by_the_write_probe() {
+    // The fake host advertises `continue` and answers it 404.
+    let url = support::start_in_background(support::FakeOptions {
+        advertise_seams: true,
+        advertise_goals: true,
+    });
+    let output = doctor(&[
+        "--host",
+        &url,
+        "--token",
+        support::TOKEN_A,
+        "--probe-write",
+    ]);
+    let text = all(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "WRONG POST /v1/host/sample/goals/goal-1/continue (continue the abandoned probe goal): answered 404, expected 409"
+        ) && text.contains("(see PROFILE.md#seam-continue)"),
+        "{text}"
+    );
 }
