@@ -67,6 +67,7 @@ fn requirement(id: &str, level: &str) -> Requirement {
         level: level.to_string(),
         clause: "PROFILE.md#x".to_string(),
         text: "a requirement".to_string(),
+        capability: Vec::new(),
     }
 }
 

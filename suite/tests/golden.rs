@@ -87,6 +87,9 @@ fn badges() {
     check("badge-core.svg", |r, out| {
         badge::write_profile(r, "core", out)
     });
+    check("badge-hardening.svg", |r, out| {
+        badge::write_profile(r, "hardening", out)
+    });
     check("badge-observed.svg", |r, out| {
         badge::write_profile(r, "observed", out)
     });

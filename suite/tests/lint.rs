@@ -443,6 +443,7 @@ fn profiled_folder(ids: &[&str], files: &[(&str, Value)]) -> (tempfile::TempDir,
     let requirements = json!({ "profileVersion": "1.0", "requirements": ids.iter().map(|id| json!({
         "id": id, "profile": id.split('.').next().unwrap_or_default(),
         "level": "MUST", "clause": format!("PROFILE.md#{id}"), "text": "a requirement",
+        "capability": [],
     })).collect::<Vec<_>>() });
     std::fs::write(
         scenarios.join("requirements.json"),
@@ -451,7 +452,11 @@ fn profiled_folder(ids: &[&str], files: &[(&str, Value)]) -> (tempfile::TempDir,
     .expect("write");
     let profile: String = ids
         .iter()
-        .map(|id| format!("<a id=\"{id}\"></a>\n### {id}\n\nThe rule.\n\n"))
+        .map(|id| {
+            format!(
+                "<a id=\"{id}\"></a>\n### {id}\n\nThe rule.\n\n**Applies to:** every host that advertises `agents.goals`.\n\n"
+            )
+        })
         .collect();
     std::fs::write(root.path().join("PROFILE.md"), profile).expect("write");
     for (path, value) in files {
@@ -618,6 +623,46 @@ fn a_clause_must_resolve_to_an_anchor_of_profile_md() {
         (Rule::ClauseUnresolved, "")
     );
     assert!(found[0].message.contains("PROFILE.md"), "{}", found[0]);
+}
+
+#[test]
+fn a_capability_must_be_stated_in_its_section_and_needed_by_its_scenarios() {
+    let (root, dir) = profiled_folder(&["core.a"], &[("core/one.json", good_file("core.a"))]);
+    assert_eq!(folder_findings(&dir), []);
+    // The registry says core.a is about schedule goals: the section still
+    // says every host, and the scenario does not need `schedule`.
+    let registry = dir.join("requirements.json");
+    let mut value: Value = serde_json::from_slice(&std::fs::read(&registry).unwrap()).unwrap();
+    value["requirements"][0]["capability"] = json!(["mode:schedule"]);
+    std::fs::write(&registry, value.to_string()).unwrap();
+    let found = folder_findings(&dir);
+    let shown: Vec<(Rule, &str)> = found.iter().map(|f| (f.rule, f.pointer.as_str())).collect();
+    assert_eq!(
+        shown,
+        [
+            (Rule::CapabilityUnneeded, "/requirements/0"),
+            (Rule::CapabilityUnstated, "/requirements/0/capability"),
+        ],
+        "{found:#?}"
+    );
+    assert!(found[0].message.contains("`mode:schedule`"), "{}", found[0]);
+    assert!(
+        found[1].message.contains(
+            "**Applies to:** hosts that advertise the `schedule` continuation mode (`mode:schedule`)."
+        ),
+        "{}",
+        found[1]
+    );
+    // Stated, and needed: clean again.
+    let profile = std::fs::read_to_string(root.path().join("PROFILE.md")).unwrap().replace(
+        "**Applies to:** every host that advertises `agents.goals`.",
+        "**Applies to:** hosts that advertise the `schedule` continuation mode (`mode:schedule`).",
+    );
+    std::fs::write(root.path().join("PROFILE.md"), profile).unwrap();
+    let mut file = good_file("core.a");
+    file["needs"] = json!({"continuation": ["schedule"]});
+    std::fs::write(dir.join("core/one.json"), file.to_string()).unwrap();
+    assert_eq!(folder_findings(&dir), []);
 }
 
 fn two_requirements(steps: Value) -> Value {

@@ -532,7 +532,7 @@ fn a_run_reports_the_suites_counts_next_to_the_hosts() {
     let scenarios = tempfile::tempdir().expect("tempdir");
     let reports = tempfile::tempdir().expect("tempdir");
     let registry = json!({"requirements": [
-        {"id": "observed.fake", "profile": "observed", "level": "MUST", "clause": "§4", "text": "counted"}]});
+        {"id": "observed.fake", "profile": "observed", "level": "MUST", "clause": "§4", "text": "counted", "capability": []}]});
     std::fs::write(
         scenarios.path().join("requirements.json"),
         registry.to_string(),

@@ -13,6 +13,7 @@ use goalpost::run::outcome::exchange::{
     Check, FailedStep, Header, RecordedBody, RecordedRequest, RecordedResponse,
 };
 use goalpost::run::outcome::{DispositionKind, OutcomeKind};
+use goalpost::run::scope::{Scope, Status};
 
 /// What the hostile host answers: markup and script that must stay text.
 pub const HOSTILE_BODY: &str = r#"{"id":"goal-1","state":"active","objective":"</pre><script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"}"#;
@@ -233,13 +234,39 @@ pub fn report() -> RunReport {
     quiet.quiet_ms = 2000;
     let mut filtered = scenario("behavior::pause", "Pause stops the arm", "skip", 0);
     filtered.reason = Some("filtered".to_string());
+    // The reference host's judge and modes, less `commitment`.
+    let scope = |offered: &[&str], not_offered: &[&str]| Scope {
+        judge: Some("verifier".to_string()),
+        modes: ["manual", "schedule", "heartbeat"].map(String::from).to_vec(),
+        offered: offered.iter().map(|t| t.to_string()).collect(),
+        not_offered: not_offered.iter().map(|t| t.to_string()).collect(),
+    };
     let mut core = profile(1, 1, 0, 1, true);
     (core.advisory, core.not_reached) = (1, 1);
+    core.status = Some(Status::NotCertified);
+    core.reason =
+        Some("3 MUST requirements did not pass: 1 error, 1 fail, 1 not-reached".to_string());
+    core.scope = scope(&["requires-bounds"], &[]);
     let mut behavior = profile(1, 1, 1, 0, true);
     behavior.certified = false;
+    behavior.status = Some(Status::NotCertified);
+    behavior.reason =
+        Some("2 MUST requirements did not pass: 1 fail, 1 skip (filtered)".to_string());
+    behavior.not_applicable = 1;
+    behavior.scope = scope(&["reported-runs"], &["mode:commitment"]);
     // Certified although a SHOULD requirement was not met.
     let mut hardening = profile(1, 0, 0, 0, true);
     hardening.advisory = 1;
+    hardening.status = Some(Status::Certified);
+    hardening.scope = scope(&["egress-policy"], &[]);
+    // No webhooks seam: the run could not attempt it, and says what it
+    // needs.
+    let mut observed = profile(0, 0, 1, 0, true);
+    observed.status = Some(Status::NotAttempted);
+    observed.reason = Some("needs the `webhooks` seam (`conformanceSeams.goals.webhooks`)".to_string());
+    observed.scope = scope(&[], &[]);
+    let mut strict = profile(0, 0, 1, 0, false);
+    strict.status = Some(Status::OptedOut);
     let mut report = RunReport {
         suite: SuiteInfo {
             name: "goalpost".to_string(),
@@ -257,8 +284,8 @@ pub fn report() -> RunReport {
             ("behavior".to_string(), behavior),
             ("core".to_string(), core),
             ("hardening".to_string(), hardening),
-            ("observed".to_string(), profile(0, 0, 1, 0, true)),
-            ("strict".to_string(), profile(0, 0, 1, 0, false)),
+            ("observed".to_string(), observed),
+            ("strict".to_string(), strict),
         ]),
         requirements: vec![
             requirement(
@@ -276,6 +303,14 @@ pub fn report() -> RunReport {
                 Some("filtered"),
                 &["behavior::pause"],
                 None,
+            ),
+            requirement(
+                "behavior.commitment.fires",
+                "PROFILE.md#behavior.commitment.fires",
+                "not-applicable",
+                Some("mode:commitment"),
+                &["behavior::pause"],
+                Some("not applicable: the host does not advertise the `commitment` continuation mode (`mode:commitment`)"),
             ),
             requirement(
                 "behavior.bound.wall-clock",

@@ -191,7 +191,7 @@ pub fn scenarios_folder(ids: &[&str], files: &[(&str, Value)]) -> tempfile::Temp
     let dir = tempfile::tempdir().expect("tempdir");
     let requirements = json!({ "requirements": ids.iter().map(|id| json!({
         "id": id, "profile": id.split('.').next().unwrap_or_default(),
-        "level": "MUST", "clause": "§2", "text": "a requirement",
+        "level": "MUST", "clause": "§2", "text": "a requirement", "capability": [],
     })).collect::<Vec<_>>() });
     std::fs::write(
         dir.path().join("requirements.json"),
