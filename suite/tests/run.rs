@@ -67,9 +67,21 @@ fn a_host_without_seams_passes_core_and_skips_behavior_with_a_reason() {
         .unwrap_or_else(|v| panic!("report.json invalid: {v:?}"));
     assert_eq!(
         report["profiles"]["core"],
-        json!({"certified": true, "pass": 2, "fail": 0, "advisory": 0, "notReached": 0, "skip": 0, "error": 0})
+        json!({"certified": true, "status": "certified", "reason": null,
+               "scope": {"judge": "verifier", "modes": ["manual"], "offered": [], "notOffered": []},
+               "pass": 2, "fail": 0, "advisory": 0, "notReached": 0, "skip": 0, "notApplicable": 0, "error": 0})
     );
-    assert_eq!(report["profiles"]["behavior"]["certified"], false);
+    // No seams: behavior's minimum scope is not met, and the report says
+    // what it needs instead of "not certified".
+    let behavior = &report["profiles"]["behavior"];
+    assert_eq!(behavior["certified"], false);
+    assert_eq!(behavior["status"], "not-attempted");
+    assert!(
+        behavior["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.starts_with("needs the `continue` seam")),
+        "{behavior}"
+    );
     let skipped = requirement(&report, "behavior.fake.continue");
     assert_eq!(
         (&skipped["disposition"], &skipped["reason"]),
