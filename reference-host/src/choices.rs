@@ -34,6 +34,12 @@ pub struct Choices {
     pub modes: &'static [Mode],
     /// What a `schedule` goal without an `armRef` does.
     pub armless_schedule: ArmlessSchedule,
+    /// Whether runs executed elsewhere may be reported to a goal
+    /// (`POST {base}/{id}/runs`, advertised as `host.reportedRuns`).
+    pub reported_runs: ReportedRuns,
+    /// Whether discovery says how webhook targets are checked
+    /// (`webhookEgress`). The policy itself holds either way.
+    pub egress_policy: EgressPolicy,
 }
 
 impl Default for Choices {
@@ -49,6 +55,8 @@ impl Default for Choices {
             judge: Check::Verifier,
             modes: &Mode::SUPPORTED,
             armless_schedule: ArmlessSchedule::FiresAtOnce,
+            reported_runs: ReportedRuns::Offered,
+            egress_policy: EgressPolicy::Advertised,
         }
     }
 }
@@ -96,6 +104,24 @@ pub enum ArmlessSchedule {
     /// Waits, never fired by the scheduler, until an edit gives it an
     /// `armRef` (then it fires at once). `continue` still runs it.
     WaitsForArm,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportedRuns {
+    /// `POST {base}/{id}/runs` is served and advertised.
+    Offered,
+    /// Not offered: no route (an unknown route's 404), nothing in
+    /// discovery. A host need not take runs from outside.
+    NotOffered,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EgressPolicy {
+    /// Discovery advertises `webhookEgress: {internal: "denied"}`.
+    Advertised,
+    /// Discovery says nothing of it (the host still refuses internal
+    /// targets: saying so is the choice, not having the policy).
+    Unadvertised,
 }
 
 /// openwop's code for one of ours: what a host that uses openwop's

@@ -12,6 +12,15 @@
 //! - a profile in `certifies` is not certified: every MUST requirement of it
 //!   that did not pass is named, with its disposition and message (it
 //!   over-reached: it demands what the profile leaves open);
+//! - a certified profile covers another scope than `scope` names for it
+//!   (judge, modes, what the host offers and what it does not), or a
+//!   profile `certifies` does not list is certified all the same;
+//! - a profile in `uncertified` is not concluded as it says (the verdict
+//!   and the reason: what the minimum scope needs, or what blocked it);
+//! - `goalpost doctor`, run against the same host first (with
+//!   `--probe-write`), predicted another verdict or scope for any profile
+//!   than the run concluded (`strict` aside where the variant's pins fail
+//!   it: doctor predicts a run whose checks all hold);
 //! - a requirement in `pins` did not fail (strict no longer pins the
 //!   choice, or the variant does not make it);
 //! - any other `strict` requirement failed, errored or was not reached
@@ -44,7 +53,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use goalpost::commands::doctor::{self, DoctorConfig, Prediction};
 use goalpost::report::RunReport;
+use goalpost::run::scope::{Scope, Status};
 use goalpost_host::variants::{Variant, REGISTRY};
 use serde_json::Value;
 
@@ -79,6 +90,21 @@ struct Expectation {
     /// `clusterSkips`: the `cluster` requirements that skip on replicas of
     /// the variant, each with its reason; every other one must pass.
     cluster_skips: BTreeMap<String, String>,
+    /// `scope`: per profile in `certifies`, the scope its certification
+    /// covers, as reports write it in one line.
+    scope: BTreeMap<String, String>,
+    /// `uncertified`: per profile, how the verdict line of a profile the
+    /// variant is not certified in begins (`not attempted — needs ...`).
+    uncertified: BTreeMap<String, String>,
+}
+
+fn string_map(value: &Value) -> BTreeMap<String, String> {
+    value
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, text)| (key.clone(), text.as_str().unwrap_or_default().to_string()))
+        .collect()
 }
 
 fn strings(value: &Value) -> BTreeSet<String> {
@@ -105,12 +131,9 @@ fn expectations() -> Vec<Expectation> {
                 .to_string(),
             certifies: strings(&variant["certifies"]),
             pins: strings(&variant["pins"]),
-            cluster_skips: variant["clusterSkips"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(id, reason)| (id.clone(), reason.as_str().unwrap_or_default().to_string()))
-                .collect(),
+            cluster_skips: string_map(&variant["clusterSkips"]),
+            scope: string_map(&variant["scope"]),
+            uncertified: string_map(&variant["uncertified"]),
         })
         .collect()
 }
@@ -139,13 +162,30 @@ struct Ended {
     why: String,
 }
 
+/// How a run (or doctor's prediction) concluded one profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Verdict {
+    status: Status,
+    /// What the minimum scope needs, or what blocked it.
+    reason: Option<String>,
+    scope: Scope,
+    /// The report's one line: `certified — judge ...`.
+    line: String,
+}
+
 /// One run of the suite against `variant`.
 #[derive(Debug, Clone, Default)]
 struct Run {
     requirements: BTreeMap<String, Ended>,
     certified: BTreeMap<String, bool>,
+    verdicts: BTreeMap<String, Verdict>,
     /// Scenario name → its outcome (`pass`, `skip`, ...) and skip reason.
     scenarios: BTreeMap<String, (String, Option<String>)>,
+    /// What doctor predicted of each profile, against the same host just
+    /// before the run.
+    predicted: Vec<Prediction>,
+    /// Doctor's printed diagnosis.
+    diagnosis: String,
 }
 
 impl Run {
@@ -153,6 +193,15 @@ impl Run {
         let mut ended = Run::default();
         for (profile, summary) in &report.profiles {
             ended.certified.insert(profile.clone(), summary.certified);
+            ended.verdicts.insert(
+                profile.clone(),
+                Verdict {
+                    status: summary.status(),
+                    reason: summary.reason.clone(),
+                    scope: summary.scope.clone(),
+                    line: summary.verdict_line(),
+                },
+            );
         }
         for scenario in report.scenarios {
             ended.scenarios.insert(
@@ -161,12 +210,13 @@ impl Run {
             );
         }
         for requirement in report.requirements {
-            let why = requirement
-                .message
-                .as_deref()
-                .map(gist)
-                .or(requirement.reason)
-                .unwrap_or_default();
+            // A skip or a requirement that does not apply is told by its
+            // reason (the message says it in words); anything else by its
+            // message.
+            let why = match requirement.reason {
+                Some(reason) => reason,
+                None => requirement.message.as_deref().map(gist).unwrap_or_default(),
+            };
             ended.requirements.insert(
                 requirement.id,
                 Ended {
@@ -181,14 +231,59 @@ impl Run {
     }
 }
 
+/// Doctor against the host at `url`, both tenants and the write probe,
+/// as an operator would run it before the suite: what it predicts, and
+/// what it prints.
+fn diagnose(
+    runtime: &tokio::runtime::Runtime,
+    url: &str,
+) -> Result<(Vec<Prediction>, String), String> {
+    let schemas = goalpost_schemas::Schemas::embedded().map_err(|e| e.to_string())?;
+    let catalog =
+        goalpost::run::loader::load(&scenarios(), &schemas).map_err(|e| e.to_string())?;
+    let config = DoctorConfig {
+        base_url: url.trim_end_matches('/').to_string(),
+        token_a: goalpost::bundled::DEFAULT_TOKEN_A.to_string(),
+        token_b: Some(goalpost::bundled::DEFAULT_TOKEN_B.to_string()),
+        base_path: None,
+        probe_write: true,
+        timeout_scale: 1.0,
+    };
+    let http = goalpost::http::Http::new(1.0, goalpost::http::DEFAULT_BODY_CAP)?;
+    let diagnosis = runtime
+        .block_on(doctor::diagnose(&config, &catalog, &http, &schemas))
+        .map_err(|error| format!("doctor could not start: {error}"))?;
+    let mut text = Vec::new();
+    doctor::write(&diagnosis, &mut text).map_err(|e| e.to_string())?;
+    Ok((
+        diagnosis.predictions,
+        String::from_utf8_lossy(&text).into_owned(),
+    ))
+}
+
 fn run_suite(variant: Variant) -> Result<Run, String> {
     let callback = common::callback_listen()?;
     let config = variant.apply(common::host_config(SECRET, callback)?);
-    let report = common::run_suite(config, SECRET, callback, "variant-matrix-host", |run| {
-        run.profiles = None;
-        run.strict = true;
-    })?;
-    Ok(Run::of(report))
+    let mut doctored = None;
+    let report = common::run_suite_checked(
+        config,
+        SECRET,
+        callback,
+        "variant-matrix-host",
+        |runtime, url| {
+            doctored = Some(diagnose(runtime, url)?);
+            Ok(())
+        },
+        |run| {
+            run.profiles = None;
+            run.strict = true;
+        },
+    )?;
+    let mut run = Run::of(report);
+    if let Some((predicted, diagnosis)) = doctored {
+        (run.predicted, run.diagnosis) = (predicted, diagnosis);
+    }
+    Ok(run)
 }
 
 /// A failure message in two lines: which check of which step, and what the
@@ -229,6 +324,39 @@ fn problems(expected: &Expectation, run: &Run) -> Vec<String> {
             }
         ));
     }
+    for (profile, verdict) in &run.verdicts {
+        let certified = verdict.status == Status::Certified;
+        if certified && !expected.certifies.contains(profile) && profile != STRICT {
+            found.push(format!(
+                "{name}: `{profile}` is certified ({}), but variants.json does not list it in `certifies`",
+                verdict.line
+            ));
+        }
+        if certified && profile != CLUSTER {
+            let scope = verdict.scope.to_string();
+            match expected.scope.get(profile) {
+                Some(wanted) if *wanted == scope => {}
+                Some(wanted) => found.push(format!(
+                    "{name}: `{profile}` is certified for the scope `{scope}`, variants.json says `{wanted}`"
+                )),
+                None if profile == STRICT => {}
+                None => found.push(format!(
+                    "{name}: `{profile}` is certified for `{scope}`; variants.json names no scope for it"
+                )),
+            }
+        }
+    }
+    for (profile, wanted) in &expected.uncertified {
+        match run.verdicts.get(profile) {
+            Some(verdict) if verdict.line.starts_with(wanted.as_str()) => {}
+            Some(verdict) => found.push(format!(
+                "{name}: `{profile}` ends `{}`, variants.json says it begins `{wanted}`",
+                verdict.line
+            )),
+            None => found.push(format!("{name}: `{profile}` has no verdict")),
+        }
+    }
+    found.extend(prediction_problems(expected, run));
     for id in &expected.pins {
         match run.requirements.get(id) {
             Some(ended) if ended.disposition == "fail" => {}
@@ -249,6 +377,48 @@ fn problems(expected: &Expectation, run: &Run) -> Vec<String> {
             found.push(format!(
                 "{name}: strict over-reached: {id} is `{}` but pins no part of this choice: {}",
                 ended.disposition, ended.why
+            ));
+        }
+    }
+    found
+}
+
+/// Where doctor's prediction, made against the same host just before the
+/// run, differs from what the run concluded: every profile's verdict
+/// (status, and the reason of one not attempted) and scope, and the line
+/// doctor printed for it. `strict` is left out where the variant's pins
+/// fail it: doctor predicts a run whose checks all hold, and pins are
+/// checks a conforming variant fails by design.
+fn prediction_problems(expected: &Expectation, run: &Run) -> Vec<String> {
+    let name = &expected.name;
+    if run.predicted.is_empty() {
+        return vec![format!("{name}: doctor predicted nothing")];
+    }
+    let mut found = Vec::new();
+    for prediction in &run.predicted {
+        let profile = &prediction.profile;
+        if profile == STRICT && !expected.pins.is_empty() {
+            continue;
+        }
+        let Some(verdict) = run.verdicts.get(profile) else {
+            found.push(format!("{name}: doctor predicts `{profile}`, the run has no verdict for it"));
+            continue;
+        };
+        let summary = &prediction.summary;
+        let reason_differs =
+            summary.status == Status::NotAttempted && summary.reason != verdict.reason;
+        if summary.status != verdict.status || summary.scope != verdict.scope || reason_differs {
+            found.push(format!(
+                "{name}: doctor predicts `{profile}: {}`, the run concluded `{}`",
+                prediction.line(),
+                verdict.line
+            ));
+        }
+        let printed = format!("  {profile}: {}", prediction.line());
+        if !run.diagnosis.contains(&printed) {
+            found.push(format!(
+                "{name}: doctor's output lacks `{printed}`:\n{}",
+                run.diagnosis
             ));
         }
     }
@@ -338,6 +508,21 @@ fn every_variant_is_declared_once_with_known_requirements_and_sections() {
                 "{name}: `{CLUSTER}` must be in `certifies` exactly when clusterSkips names no MUST requirement"
             ));
         }
+        let scoped: BTreeSet<String> = expected.scope.keys().cloned().collect();
+        if scoped != expected.certifies {
+            problems.push(format!(
+                "{name}: `scope` must name exactly the profiles in `certifies`, each with the scope it covers"
+            ));
+        }
+        if let Some(profile) = expected
+            .uncertified
+            .keys()
+            .find(|profile| expected.certifies.contains(*profile))
+        {
+            problems.push(format!(
+                "{name}: `{profile}` is both in `certifies` and in `uncertified`"
+            ));
+        }
         let anchor = expected.allowed_by.trim_start_matches("PROFILE.md#");
         if let Some(profile) = &profile {
             if !profile.contains(&format!("<a id=\"{anchor}\"></a>")) {
@@ -384,6 +569,10 @@ fn every_variant_is_certified_where_its_choice_is_legal_and_fails_only_its_pins(
                 format!("  advisory: {}", advisories.join(", "))
             }
         );
+        // What was measured, profile by profile: the verdict and its scope.
+        for verdict in run.iter().flat_map(|run| run.verdicts.iter()) {
+            eprintln!("variant-matrix:   {:<10} {}", verdict.0, verdict.1.line);
+        }
         // A published report that differs is rechecked like a suspect: a
         // race lost to the load must not read as a stale page.
         let found = match &run {
@@ -536,6 +725,13 @@ fn cluster_problems(expected: &Expectation, one: &Run, replicas: &Run) -> Vec<St
             continue;
         };
         let wrong = match expected.cluster_skips.get(&id) {
+            // The variant does not advertise what the requirement is about.
+            Some(reason) if reason == "not-applicable" && ended.disposition == "not-applicable" => {
+                continue
+            }
+            Some(reason) if reason == "not-applicable" => {
+                "not `not-applicable` as clusterSkips declares".to_string()
+            }
             Some(reason) if ended.disposition != "skip" || ended.why != *reason => {
                 format!("not `skip` ({reason}) as clusterSkips declares")
             }
@@ -570,6 +766,16 @@ fn cluster_problems(expected: &Expectation, one: &Run, replicas: &Run) -> Vec<St
         found.push(format!(
             "{name}: `{CLUSTER}` is not certified on replicas, yet variants.json says it must be"
         ));
+    }
+    // What a cluster certification covers, as for every other profile.
+    if let (true, Some(verdict)) = (certified, replicas.verdicts.get(CLUSTER)) {
+        let scope = verdict.scope.to_string();
+        if expected.scope.get(CLUSTER) != Some(&scope) {
+            found.push(format!(
+                "{name}: `{CLUSTER}` is certified on replicas for the scope `{scope}`, variants.json says `{}`",
+                expected.scope.get(CLUSTER).map_or("nothing", String::as_str)
+            ));
+        }
     }
     found
 }
@@ -690,6 +896,8 @@ fn the_cluster_half_fails_a_variant_that_fails_skips_or_skips_for_another_reason
             .iter()
             .map(|(id, reason)| (id.to_string(), reason.to_string()))
             .collect(),
+        scope: BTreeMap::new(),
+        uncertified: BTreeMap::new(),
     };
     let ids: Vec<String> = requirements()
         .into_iter()

@@ -28,7 +28,7 @@ use axum::Router;
 use serde_json::Value;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::choices::ErrorCodes;
+use crate::choices::{ErrorCodes, ReportedRuns};
 use crate::domain::GoalId;
 use crate::engine::{Engine, IfMatch};
 
@@ -112,8 +112,10 @@ pub fn app(state: AppState) -> Router {
         .merge(events::routes())
         .merge(goals::routes())
         .merge(transitions::routes())
-        .merge(runs::routes())
         .merge(verifiers::routes());
+    if state.engine.choices().reported_runs == ReportedRuns::Offered {
+        routes = routes.merge(runs::routes());
+    }
     if state.seams {
         routes = routes.merge(seams::routes());
     }
