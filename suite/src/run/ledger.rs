@@ -7,7 +7,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{Capability, Requirement, Scenario};
-use crate::run::gate::{gate, WEBHOOK_SECRET};
 use crate::run::outcome::{
     DispositionKind, Outcome, RequirementOutcome, ScenarioResult, SkipReason,
 };
@@ -285,19 +284,18 @@ fn unmet_features(scenario: &Scenario, offer: &Offer) -> Vec<String> {
 
 /// What a run would dispose before it runs: each requirement
 /// `not-applicable` when it names a feature the host lacks, `skip` when
-/// every scenario naming it would be gated out (the first reason in
-/// scenario name order, as [`dispose`] merges), else `pass`: what a host
-/// that holds every rule it is judged on would end with. `goalpost doctor`
-/// predicts a verdict with it and [`summarize`], the same verdict rules a
-/// run applies.
+/// every scenario naming it would be gated out (`gated`: the run's gate,
+/// with the run's selection and options; the first reason in scenario name
+/// order, as [`dispose`] merges), else `pass`: what a host that holds every
+/// rule it is judged on would end with. `goalpost doctor` predicts a
+/// verdict with it and [`summarize`], the same verdict rules a run applies.
 pub fn predict(
     requirements: &[Requirement],
     scenarios: &[Scenario],
     offer: &Offer,
-    selected: &BTreeSet<String>,
+    gated: impl Fn(&Scenario) -> Option<SkipReason>,
 ) -> Vec<RequirementResult> {
     let naming = naming(scenarios);
-    let options: BTreeSet<String> = [WEBHOOK_SECRET.to_string()].into();
     requirements
         .iter()
         .map(|requirement| {
@@ -311,16 +309,7 @@ pub fn predict(
             let gated: Vec<Option<SkipReason>> = scenarios
                 .iter()
                 .filter(|scenario| names.contains(&scenario.name))
-                .map(|scenario| {
-                    gate(
-                        scenario,
-                        &offer.capabilities,
-                        selected,
-                        offer.second_tenant,
-                        &options,
-                        offer.endpoints,
-                    )
-                })
+                .map(&gated)
                 .collect();
             let disposition = match gated.iter().find_map(|reason| *reason) {
                 Some(first) if gated.iter().all(Option::is_some) => Disposition::Skip(first),
@@ -1190,7 +1179,21 @@ mod tests {
         offer.second_tenant = false;
         offer.capabilities.seams.remove("continue");
         let selected: BTreeSet<String> = ["behavior", "hardening"].map(String::from).into();
-        let predicted = predict(&requirements, &scenarios, &offer, &selected);
+        let gated = |offer: &Offer| {
+            let offer = offer.clone();
+            let selected = selected.clone();
+            move |scenario: &Scenario| {
+                crate::run::gate::gate(
+                    scenario,
+                    &offer.capabilities,
+                    &selected,
+                    offer.second_tenant,
+                    &BTreeSet::new(),
+                    offer.endpoints,
+                )
+            }
+        };
+        let predicted = predict(&requirements, &scenarios, &offer, gated(&offer));
         let dispositions: Vec<Disposition> = predicted.iter().map(|r| r.disposition).collect();
         assert_eq!(
             dispositions,
@@ -1203,7 +1206,7 @@ mod tests {
         );
         offer.capabilities.seams.insert("continue".to_string());
         offer.second_tenant = true;
-        let predicted = predict(&requirements, &scenarios, &offer, &selected);
+        let predicted = predict(&requirements, &scenarios, &offer, gated(&offer));
         let summary = summarize(&predicted, &selected, &selected, &offer);
         assert_eq!(summary["behavior"].status, Status::Certified, "{summary:?}");
         assert_eq!(summary["behavior"].scope.not_offered, ["mode:heartbeat"]);

@@ -284,7 +284,19 @@ pub fn predict(
     absent: &BTreeMap<String, String>,
 ) -> Vec<Prediction> {
     let selected = catalog.profiles();
-    let mut results = ledger::predict(&catalog.requirements, &catalog.scenarios, offer, &selected);
+    // Every suite option counted as given, as `readiness` counts them.
+    let options: BTreeSet<String> = [WEBHOOK_SECRET.to_string()].into();
+    let gated = |scenario: &Scenario| {
+        gate(
+            scenario,
+            &offer.capabilities,
+            &selected,
+            offer.second_tenant,
+            &options,
+            offer.endpoints,
+        )
+    };
+    let mut results = ledger::predict(&catalog.requirements, &catalog.scenarios, offer, gated);
     let mut broken_seams: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for result in &mut results {
         if result.disposition != Disposition::Pass {
