@@ -199,6 +199,41 @@ mod tests {
     }
 
     #[test]
+    fn a_certified_badge_titles_its_scope_and_an_unattempted_one_its_needs() {
+        let certified = badge(ProfileReport {
+            certified: true,
+            status: Some(Status::Certified),
+            pass: 3,
+            selected: true,
+            scope: crate::run::scope::Scope {
+                judge: Some("verifier".to_string()),
+                modes: vec!["manual".to_string()],
+                ..Default::default()
+            },
+            ..ProfileReport::default()
+        });
+        assert!(
+            certified.contains("<title>goalpost core: certified (judge verifier; mode manual)</title>"),
+            "{certified}"
+        );
+        assert!(certified.contains(GREEN));
+        let unattempted = badge(ProfileReport {
+            status: Some(Status::NotAttempted),
+            reason: Some("needs 2+ endpoints".to_string()),
+            skip: 5,
+            selected: true,
+            ..ProfileReport::default()
+        });
+        assert!(
+            unattempted.contains("<title>goalpost core: not attempted (needs 2+ endpoints)</title>"),
+            "{unattempted}"
+        );
+        assert!(unattempted.contains(GREY));
+        // The visible text stays short.
+        assert!(unattempted.contains(">not attempted</text>"), "{unattempted}");
+    }
+
+    #[test]
     fn every_profile_gets_a_file_name_and_text_is_escaped() {
         assert_eq!(file_name("core"), "badge-core.svg");
         let svg = svg("a<b>&\"", "x", None, GREY);
