@@ -61,7 +61,7 @@ fn a_failing_report_shows_every_row_filters_and_the_curl_command() {
 
     let dom = dump_dom(&report, "");
     let all = rows(&dom);
-    assert_eq!(all.len(), 12, "{dom}");
+    assert_eq!(all.len(), 13, "{dom}");
     assert!(all.iter().all(|(_, _, hidden)| !hidden), "{all:?}");
     assert!(
         !dom.contains("<form id=\"filters\" hidden"),
@@ -69,20 +69,20 @@ fn a_failing_report_shows_every_row_filters_and_the_curl_command() {
     );
     assert_eq!(
         element_text(&dom, "<output id=\"shown\">"),
-        "12 of 12 requirements shown"
+        "13 of 13 requirements shown"
     );
 
     // The fragment sets the select and fires its change event, the same
     // path as choosing "fail" with the mouse.
     let failed = dump_dom(&report, "#disposition=fail");
     let rows_after = rows(&failed);
-    assert_eq!(rows_after.len(), 12);
+    assert_eq!(rows_after.len(), 13);
     for (disposition, _, hidden) in &rows_after {
         assert_eq!(*hidden, disposition != "fail", "{rows_after:?}");
     }
     assert_eq!(
         element_text(&failed, "<output id=\"shown\">"),
-        "2 of 12 requirements shown"
+        "2 of 13 requirements shown"
     );
     assert!(failed.contains("data-filter-disposition=\"fail\""));
 
@@ -90,7 +90,7 @@ fn a_failing_report_shows_every_row_filters_and_the_curl_command() {
     let advisory = dump_dom(&report, "#disposition=advisory");
     assert_eq!(
         element_text(&advisory, "<output id=\"shown\">"),
-        "2 of 12 requirements shown"
+        "2 of 13 requirements shown"
     );
 
     let core_failed = dump_dom(&report, "#profile=core&disposition=fail");
