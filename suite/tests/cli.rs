@@ -63,16 +63,23 @@ fn a_clean_run_exits_zero_and_prints_the_summary() {
         "{all}"
     );
     assert!(
-        all.contains("core      certified          2      0         0            0      0      0      0"),
+        all.contains(
+            "core      certified          2      0         0            0      0      0      0"
+        ),
         "{all}"
     );
     // The fake host advertises no seams: behavior's minimum scope is not
     // met, so the run says what it would need rather than "not certified".
     assert!(
-        all.contains("behavior  not attempted      0      0         0            0      1      0      0"),
+        all.contains(
+            "behavior  not attempted      0      0         0            0      1      0      0"
+        ),
         "{all}"
     );
-    assert!(all.contains("  core: judge verifier; mode manual\n"), "{all}");
+    assert!(
+        all.contains("  core: judge verifier; mode manual\n"),
+        "{all}"
+    );
     assert!(
         all.contains("  behavior: not attempted — needs the `continue` seam"),
         "{all}"

@@ -151,7 +151,9 @@ fn a_host_without_seams_is_told_which_sections_to_implement_and_nothing_is_writt
     // Core needs no seam: only the tenancy scenarios wait for --token-b,
     // and the prediction names them.
     assert!(
-        text.contains("  core: cannot be certified — 2 MUST requirements would skip `needs-second-tenant`"),
+        text.contains(
+            "  core: cannot be certified — 2 MUST requirements would skip `needs-second-tenant`"
+        ),
         "{text}"
     );
     // Behavior needs the seams but for one scenario (the reported run's
@@ -257,13 +259,7 @@ fn a_seam_advertised_but_absent_is_found_by_the_write_probe() {
         advertise_seams: true,
         advertise_goals: true,
     });
-    let output = doctor(&[
-        "--host",
-        &url,
-        "--token",
-        support::TOKEN_A,
-        "--probe-write",
-    ]);
+    let output = doctor(&["--host", &url, "--token", support::TOKEN_A, "--probe-write"]);
     let text = all(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(

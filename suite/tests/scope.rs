@@ -84,7 +84,10 @@ fn removals() -> Vec<Removal> {
         Removal {
             name: "the judge",
             edit: |d| {
-                if let Some(goals) = d.pointer_mut("/agents/goals").and_then(Value::as_object_mut) {
+                if let Some(goals) = d
+                    .pointer_mut("/agents/goals")
+                    .and_then(Value::as_object_mut)
+                {
                     goals.remove("judge");
                 }
             },
@@ -179,8 +182,7 @@ async fn forward(State(proxy): State<Proxy>, request: Request) -> Response {
         if passes(name.as_str()) {
             response = response.header(
                 HeaderName::from(name),
-                HeaderValue::from_bytes(value.as_bytes())
-                    .unwrap_or(HeaderValue::from_static("")),
+                HeaderValue::from_bytes(value.as_bytes()).unwrap_or(HeaderValue::from_static("")),
             );
         }
     }

@@ -239,8 +239,7 @@ fn diagnose(
     url: &str,
 ) -> Result<(Vec<Prediction>, String), String> {
     let schemas = goalpost_schemas::Schemas::embedded().map_err(|e| e.to_string())?;
-    let catalog =
-        goalpost::run::loader::load(&scenarios(), &schemas).map_err(|e| e.to_string())?;
+    let catalog = goalpost::run::loader::load(&scenarios(), &schemas).map_err(|e| e.to_string())?;
     let config = DoctorConfig {
         base_url: url.trim_end_matches('/').to_string(),
         token_a: goalpost::bundled::DEFAULT_TOKEN_A.to_string(),
@@ -401,7 +400,9 @@ fn prediction_problems(expected: &Expectation, run: &Run) -> Vec<String> {
             continue;
         }
         let Some(verdict) = run.verdicts.get(profile) else {
-            found.push(format!("{name}: doctor predicts `{profile}`, the run has no verdict for it"));
+            found.push(format!(
+                "{name}: doctor predicts `{profile}`, the run has no verdict for it"
+            ));
             continue;
         };
         let summary = &prediction.summary;

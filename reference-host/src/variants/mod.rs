@@ -18,8 +18,8 @@
 //! nothing else, each other profile saying why.
 
 use crate::choices::{
-    ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus,
-    EgressPolicy, ErrorCodes, EscalatedContinue, ReportedRuns, WebhookSigning,
+    ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus, EgressPolicy,
+    ErrorCodes, EscalatedContinue, ReportedRuns, WebhookSigning,
 };
 use crate::config::Config;
 use crate::domain::{Check, CostReading, Mode};

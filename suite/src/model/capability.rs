@@ -19,7 +19,13 @@ pub const MODES: [&str; 4] = ["manual", "schedule", "heartbeat", "commitment"];
 /// The judges `agents.goals.judge` may name.
 pub const JUDGES: [&str; 2] = ["verifier", "host"];
 /// The flags of `conformanceSeams.goals` a requirement may need.
-pub const SEAMS: [&str; 5] = ["continue", "events", "fixtures", "webhooks", "scriptedJudge"];
+pub const SEAMS: [&str; 5] = [
+    "continue",
+    "events",
+    "fixtures",
+    "webhooks",
+    "scriptedJudge",
+];
 
 /// One token of a requirement's `capability`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -149,9 +155,8 @@ impl fmt::Display for Capability {
 impl<'de> serde::Deserialize<'de> for Capability {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let token = String::deserialize(deserializer)?;
-        Capability::parse(&token).ok_or_else(|| {
-            serde::de::Error::custom(format!("unknown capability token `{token}`"))
-        })
+        Capability::parse(&token)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown capability token `{token}`")))
     }
 }
 

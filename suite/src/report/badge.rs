@@ -213,7 +213,8 @@ mod tests {
             ..ProfileReport::default()
         });
         assert!(
-            certified.contains("<title>goalpost core: certified (judge verifier; mode manual)</title>"),
+            certified
+                .contains("<title>goalpost core: certified (judge verifier; mode manual)</title>"),
             "{certified}"
         );
         assert!(certified.contains(GREEN));
@@ -225,12 +226,16 @@ mod tests {
             ..ProfileReport::default()
         });
         assert!(
-            unattempted.contains("<title>goalpost core: not attempted (needs 2+ endpoints)</title>"),
+            unattempted
+                .contains("<title>goalpost core: not attempted (needs 2+ endpoints)</title>"),
             "{unattempted}"
         );
         assert!(unattempted.contains(GREY));
         // The visible text stays short.
-        assert!(unattempted.contains(">not attempted</text>"), "{unattempted}");
+        assert!(
+            unattempted.contains(">not attempted</text>"),
+            "{unattempted}"
+        );
     }
 
     #[test]

@@ -448,7 +448,9 @@ mod tests {
         let md = written(&report);
         assert!(md.contains("every attempted profile certified"), "{md}");
         assert!(
-            md.contains("- ✅ **core**: certified, 1 advisory — judge verifier; modes manual, schedule ("),
+            md.contains(
+                "- ✅ **core**: certified, 1 advisory — judge verifier; modes manual, schedule ("
+            ),
             "{md}"
         );
         // A profile the run could not attempt is named, and costs nothing.

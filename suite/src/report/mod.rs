@@ -20,9 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::Scenario;
 use crate::run::ledger::{Disposition, Ledger, ProfileSummary, RequirementResult};
-use crate::run::scope::{Scope, Status};
 use crate::run::outcome::observation::{Observation, RequirementObservation};
 use crate::run::outcome::{DispositionKind, FailedStep, NotTaken, Outcome, OutcomeKind};
+use crate::run::scope::{Scope, Status};
 
 pub const SUITE_NAME: &str = "goalpost";
 pub const SUITE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -724,7 +724,8 @@ mod tests {
         );
         profile.certified = false;
         profile.status = Some(Status::NotAttempted);
-        profile.reason = Some("needs 2+ endpoints of one deployment (--host once per replica)".to_string());
+        profile.reason =
+            Some("needs 2+ endpoints of one deployment (--host once per replica)".to_string());
         assert_eq!(
             profile.verdict_line(),
             "not attempted — needs 2+ endpoints of one deployment (--host once per replica)"

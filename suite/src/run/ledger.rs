@@ -264,10 +264,17 @@ fn unmet_features(scenario: &Scenario, offer: &Offer) -> Vec<String> {
         .filter(|mode| !caps.continuation.contains(*mode))
         .map(|mode| format!("mode `{mode}`"))
         .collect();
-    if let Some(judge) = needs.judge.as_ref().filter(|j| caps.judge.as_ref() != Some(j)) {
+    if let Some(judge) = needs
+        .judge
+        .as_ref()
+        .filter(|j| caps.judge.as_ref() != Some(j))
+    {
         unmet.push(format!("judge `{judge}`"));
     }
-    if needs.requires_bounds.is_some_and(|wanted| wanted != caps.requires_bounds) {
+    if needs
+        .requires_bounds
+        .is_some_and(|wanted| wanted != caps.requires_bounds)
+    {
         unmet.push(format!(
             "`requiresBounds: {}`",
             needs.requires_bounds.unwrap_or(true)
@@ -472,9 +479,7 @@ fn summarize_one(
         .map(|r| r.disposition)
         .filter(|d| *d != Disposition::Pass)
         .collect();
-    let broke = unpassed
-        .iter()
-        .any(|d| d.kind().is_blocking_failure());
+    let broke = unpassed.iter().any(|d| d.kind().is_blocking_failure());
     let unmet = offer.unmet(profile);
     (summary.status, summary.reason) = if !selected {
         (Status::OptedOut, None)
@@ -483,7 +488,11 @@ fn summarize_one(
     } else if !unmet.is_empty() {
         (
             Status::NotCertified,
-            Some(format!("{}; {}", unpassed_reason(&unpassed), describe_unmet(&unmet))),
+            Some(format!(
+                "{}; {}",
+                unpassed_reason(&unpassed),
+                describe_unmet(&unmet)
+            )),
         )
     } else if applicable.is_empty() {
         (
@@ -1019,9 +1028,16 @@ mod tests {
             results[0].disposition,
             Disposition::NotApplicable(Capability::Mode("schedule"))
         );
-        assert_eq!(results[0].disposition.reason_keyword().as_deref(), Some("mode:schedule"));
+        assert_eq!(
+            results[0].disposition.reason_keyword().as_deref(),
+            Some("mode:schedule")
+        );
         assert!(
-            results[0].message.as_deref().unwrap_or_default().contains("`schedule` continuation mode"),
+            results[0]
+                .message
+                .as_deref()
+                .unwrap_or_default()
+                .contains("`schedule` continuation mode"),
             "{:?}",
             results[0].message
         );
@@ -1040,7 +1056,10 @@ mod tests {
         needy.needs.continuation = vec!["schedule".to_string()];
         needy.needs.judge = Some("host".to_string());
         let mut ledger = Ledger::default();
-        ledger.record(ScenarioResult::skipped("behavior::s0", SkipReason::NotAdvertised));
+        ledger.record(ScenarioResult::skipped(
+            "behavior::s0",
+            SkipReason::NotAdvertised,
+        ));
         let offer = offer_without_mode("schedule");
         let results = dispose(&[requirement("behavior.any")], &[needy], &ledger, &offer);
         assert_eq!(
@@ -1048,9 +1067,14 @@ mod tests {
             Disposition::Skip(SkipReason::NotAdvertised)
         );
         let message = results[0].message.clone().unwrap_or_default();
-        assert!(message.contains("not judged on this host's choices"), "{message}");
         assert!(
-            message.contains("needs something this host does not advertise (judge `host` and mode `schedule`)"),
+            message.contains("not judged on this host's choices"),
+            "{message}"
+        );
+        assert!(
+            message.contains(
+                "needs something this host does not advertise (judge `host` and mode `schedule`)"
+            ),
             "{message}"
         );
         let profiles: BTreeSet<String> = ["behavior".to_string()].into();

@@ -237,7 +237,9 @@ pub fn report() -> RunReport {
     // The reference host's judge and modes, less `commitment`.
     let scope = |offered: &[&str], not_offered: &[&str]| Scope {
         judge: Some("verifier".to_string()),
-        modes: ["manual", "schedule", "heartbeat"].map(String::from).to_vec(),
+        modes: ["manual", "schedule", "heartbeat"]
+            .map(String::from)
+            .to_vec(),
         offered: offered.iter().map(|t| t.to_string()).collect(),
         not_offered: not_offered.iter().map(|t| t.to_string()).collect(),
     };
@@ -263,7 +265,8 @@ pub fn report() -> RunReport {
     // needs.
     let mut observed = profile(0, 0, 1, 0, true);
     observed.status = Some(Status::NotAttempted);
-    observed.reason = Some("needs the `webhooks` seam (`conformanceSeams.goals.webhooks`)".to_string());
+    observed.reason =
+        Some("needs the `webhooks` seam (`conformanceSeams.goals.webhooks`)".to_string());
     observed.scope = scope(&[], &[]);
     let mut strict = profile(0, 0, 1, 0, false);
     strict.status = Some(Status::OptedOut);

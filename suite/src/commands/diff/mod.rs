@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 
 use crate::report::{ProfileReport, RequirementReport, RunReport};
-use crate::run::scope::Status;
 use crate::run::outcome::DispositionKind;
+use crate::run::scope::Status;
 
 /// One requirement whose disposition moved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,11 +157,8 @@ impl Diff {
                 continue;
             };
             if was.status() != now.status() {
-                diff.profiles.push(format!(
-                    "{profile}: {} → {}",
-                    was.status(),
-                    now.status()
-                ));
+                diff.profiles
+                    .push(format!("{profile}: {} → {}", was.status(), now.status()));
             }
             if let Some(change) = scope_change(profile, was, now) {
                 diff.scopes.push(change);
@@ -307,11 +304,7 @@ pub fn write(diff: &Diff, mut out: impl Write) -> io::Result<()> {
         .map(|change| change.profile.as_str())
         .collect();
     if !shrunk.is_empty() {
-        writeln!(
-            out,
-            "scope shrank (a regression): {}",
-            shrunk.join(", ")
-        )?;
+        writeln!(out, "scope shrank (a regression): {}", shrunk.join(", "))?;
     }
     Ok(())
 }

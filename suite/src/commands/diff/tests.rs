@@ -147,7 +147,11 @@ fn a_scope_that_shrinks_is_a_regression_and_one_that_grows_a_change() {
     assert_eq!(diff.scopes.len(), 1);
     assert_eq!(diff.scopes[0].lost, ["mode:schedule"]);
     assert!(diff.scopes[0].shrank());
-    assert_eq!(diff.exit_code(), 1, "no requirement moved, yet the scope shrank");
+    assert_eq!(
+        diff.exit_code(),
+        1,
+        "no requirement moved, yet the scope shrank"
+    );
     let mut text = Vec::new();
     write(&diff, &mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
@@ -155,7 +159,10 @@ fn a_scope_that_shrinks_is_a_regression_and_one_that_grows_a_change() {
         text.contains("scope of core shrank (no longer: mode:schedule): judge verifier; modes manual, schedule → judge verifier; mode manual; not offered: schedule\n"),
         "{text}"
     );
-    assert!(text.ends_with("scope shrank (a regression): core\n"), "{text}");
+    assert!(
+        text.ends_with("scope shrank (a regression): core\n"),
+        "{text}"
+    );
     // The other way: the certification covers more. A change, not a
     // regression.
     let diff = Diff::between(&narrow, &wide);
@@ -168,7 +175,10 @@ fn a_scope_that_shrinks_is_a_regression_and_one_that_grows_a_change() {
     assert_eq!(diff.scopes[0].gained, ["judge:host"]);
     assert_eq!(diff.exit_code(), 1);
     // A report from before scopes has none to compare.
-    let diff = Diff::between(&report(vec![requirement("core.a", "MUST", "pass", None)]), &wide);
+    let diff = Diff::between(
+        &report(vec![requirement("core.a", "MUST", "pass", None)]),
+        &wide,
+    );
     assert!(diff.scopes.is_empty());
     assert_eq!(diff.exit_code(), 0);
 }

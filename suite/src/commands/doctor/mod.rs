@@ -327,7 +327,10 @@ pub fn predict(
                     r.requirement.profile == profile && ledger::is_blocking(&r.requirement)
                 }) {
                     if let Disposition::Skip(reason) = result.disposition {
-                        skips.entry(reason).or_default().push(&result.requirement.id);
+                        skips
+                            .entry(reason)
+                            .or_default()
+                            .push(&result.requirement.id);
                     }
                 }
                 for (reason, ids) in skips {
@@ -374,7 +377,12 @@ fn skip_cause(reason: SkipReason) -> &'static str {
 /// Up to three ids, and how many more.
 fn shortened(ids: &[&str]) -> String {
     const SHOWN: usize = 3;
-    let mut text = ids.iter().take(SHOWN).copied().collect::<Vec<_>>().join(", ");
+    let mut text = ids
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
     if ids.len() > SHOWN {
         text.push_str(&format!(" and {} more", ids.len() - SHOWN));
     }

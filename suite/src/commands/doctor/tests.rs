@@ -73,7 +73,10 @@ fn a_host_offering_everything_would_be_certified_but_in_cluster() {
         cluster.line(),
         "not attempted — needs 2+ endpoints of one deployment (--host once per replica)"
     );
-    let behavior = predictions.iter().find(|p| p.profile == "behavior").unwrap();
+    let behavior = predictions
+        .iter()
+        .find(|p| p.profile == "behavior")
+        .unwrap();
     assert_eq!(
         behavior.line(),
         "would be certified — judge verifier; modes manual, schedule, heartbeat, commitment; reported runs"
@@ -108,7 +111,10 @@ fn a_missing_token_or_an_absent_seam_is_the_reason_it_cannot_be_certified() {
         "answered 404, expected 200".to_string(),
     )]);
     let predictions = predict(&catalog, &offer(&reference(), true), &absent);
-    let behavior = predictions.iter().find(|p| p.profile == "behavior").unwrap();
+    let behavior = predictions
+        .iter()
+        .find(|p| p.profile == "behavior")
+        .unwrap();
     assert_eq!(behavior.summary.status, Status::NotCertified);
     assert_eq!(
         behavior.blockers,
@@ -131,7 +137,10 @@ fn a_host_without_seams_or_with_its_own_judge_says_what_behavior_needs() {
         &offer(&Capabilities::from_document(Some(&document)), true),
         &BTreeMap::new(),
     );
-    let behavior = predictions.iter().find(|p| p.profile == "behavior").unwrap();
+    let behavior = predictions
+        .iter()
+        .find(|p| p.profile == "behavior")
+        .unwrap();
     assert_eq!(behavior.summary.status, Status::NotAttempted);
     assert!(
         behavior.line().contains("`continue` seam") && behavior.line().contains("scriptedJudge"),

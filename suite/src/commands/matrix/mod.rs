@@ -135,9 +135,7 @@ fn verdict(profile: &ProfileReport) -> (String, &'static str) {
         Status::OptedOut => ("not run".to_string(), "not-run"),
         Status::NotAttempted if !broken => ("not attempted".to_string(), "not-run"),
         // A report from before statuses: nothing ran, so nothing was judged.
-        _ if profile.status.is_none() && profile.ran() == 0 => {
-            ("not run".to_string(), "not-run")
-        }
+        _ if profile.status.is_none() && profile.ran() == 0 => ("not run".to_string(), "not-run"),
         Status::Certified => (profile.verdict_words(), "certified"),
         _ if profile.fail + profile.error > 0 => ("not certified".to_string(), "failed"),
         _ => ("not certified".to_string(), "incomplete"),
@@ -381,17 +379,13 @@ pub fn markdown_page(columns: &[Column]) -> String {
     for profile in profiles(columns) {
         out.push_str(&format!("| {} |", md(&profile)));
         for column in columns {
-            let word = column
-                .report
-                .profiles
-                .get(&profile)
-                .map_or_else(
-                    || "—".to_string(),
-                    |report| match verdict_detail(report) {
-                        Some(detail) => format!("{} ({})", verdict(report).0, md(&detail)),
-                        None => verdict(report).0,
-                    },
-                );
+            let word = column.report.profiles.get(&profile).map_or_else(
+                || "—".to_string(),
+                |report| match verdict_detail(report) {
+                    Some(detail) => format!("{} ({})", verdict(report).0, md(&detail)),
+                    None => verdict(report).0,
+                },
+            );
             out.push_str(&format!(" {word} |"));
         }
         out.push('\n');

@@ -12,9 +12,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::{
-    Action, Assertion, Body, Capability, Capture, ClockFormat, CompareOp, Expect, LengthOp, Needs, Parallel,
-    Predicate, Principal, Repeat, Request, RequestStep, Requirement, Scenario, StatusMatch, Step,
-    Target, When,
+    Action, Assertion, Body, Capability, Capture, ClockFormat, CompareOp, Expect, LengthOp, Needs,
+    Parallel, Predicate, Principal, Repeat, Request, RequestStep, Requirement, Scenario,
+    StatusMatch, Step, Target, When,
 };
 use crate::run::outcome::VIOLATIONS_SHOWN;
 use crate::template::{names_in_str, names_in_value, BUILTINS};

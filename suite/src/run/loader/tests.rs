@@ -237,7 +237,8 @@ fn an_invalid_registry_names_its_pointer() {
 #[test]
 fn capability_tokens_are_typed_and_unknown_ones_refused() {
     let mut registry = requirements(&["core.a"]);
-    registry["requirements"][0]["capability"] = json!(["mode:schedule", "seam:continue", "tenants:2"]);
+    registry["requirements"][0]["capability"] =
+        json!(["mode:schedule", "seam:continue", "tenants:2"]);
     let mut s = scenario(&["core.a"], json!([get_step()]));
     s["needs"] = json!({"continuation": ["schedule"], "seams": ["continue"], "tenants": 2});
     let dir = folder(&[("requirements.json", &registry), ("core/s.json", &s)]);
@@ -250,7 +251,11 @@ fn capability_tokens_are_typed_and_unknown_ones_refused() {
             Capability::SecondTenant
         ]
     );
-    for bad in [json!(["mode:hourly"]), json!(["tenants:3"]), json!("mode:manual")] {
+    for bad in [
+        json!(["mode:hourly"]),
+        json!(["tenants:3"]),
+        json!("mode:manual"),
+    ] {
         registry["requirements"][0]["capability"] = bad.clone();
         let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &s)]);
         assert!(
@@ -293,7 +298,8 @@ fn a_scenario_must_need_every_capability_of_what_it_proves() {
     assert!(error.to_string().contains("add it to `needs`"), "{error}");
     // Needing more than the requirement names is fine: the rule may hold
     // for every host even where one scenario can only judge it on some.
-    s["needs"] = json!({"judge": "verifier", "seams": ["events", "continue"], "continuation": ["manual"]});
+    s["needs"] =
+        json!({"judge": "verifier", "seams": ["events", "continue"], "continuation": ["manual"]});
     let dir = folder(&[("requirements.json", &registry), ("core/s.json", &s)]);
     assert!(load(dir.path(), &schemas()).is_ok());
 }

@@ -118,8 +118,7 @@ impl Offer {
             "webhooks"
         };
         (self.has(Capability::Judge("verifier")) && self.has(Capability::Seam(verifier_script)))
-            || (self.has(Capability::Judge("host"))
-                && self.has(Capability::Seam("scriptedJudge")))
+            || (self.has(Capability::Judge("host")) && self.has(Capability::Seam("scriptedJudge")))
     }
 
     /// The scope a verdict of `profile` covers: the host's judge and modes,
@@ -301,7 +300,9 @@ pub fn describe_unmet(unmet: &[Unmet]) -> String {
         .iter()
         .map(|u| {
             let text = u.describe();
-            text.strip_prefix("needs ").map(str::to_string).unwrap_or(text)
+            text.strip_prefix("needs ")
+                .map(str::to_string)
+                .unwrap_or(text)
         })
         .collect();
     format!("needs {}", join_and(&parts))

@@ -74,7 +74,10 @@ fn only_features_make_a_requirement_not_applicable_never_run_needs() {
     let mut document = reference();
     document["conformanceSeams"] = json!({});
     let bare = offer(&document, false, 1);
-    let needs = requirement("hardening.x", &["seam:continue", "tenants:2", "endpoints:2"]);
+    let needs = requirement(
+        "hardening.x",
+        &["seam:continue", "tenants:2", "endpoints:2"],
+    );
     assert_eq!(bare.missing_feature(&needs), None);
     for token in ["seam:continue", "tenants:2", "endpoints:2"] {
         assert!(!bare.has(Capability::parse(token).unwrap()), "{token}");
@@ -110,7 +113,14 @@ fn without_agents_goals_nothing_is_not_applicable_and_nothing_can_be_attempted()
         nothing.missing_feature(&requirement("behavior.x", &["mode:heartbeat"])),
         None
     );
-    for profile in ["core", "behavior", "observed", "hardening", "cluster", "strict"] {
+    for profile in [
+        "core",
+        "behavior",
+        "observed",
+        "hardening",
+        "cluster",
+        "strict",
+    ] {
         assert_eq!(nothing.unmet(profile), [Unmet::Goals], "{profile}");
     }
     assert!(nothing.scope("core", std::iter::empty()).is_empty());
@@ -119,7 +129,14 @@ fn without_agents_goals_nothing_is_not_applicable_and_nothing_can_be_attempted()
 #[test]
 fn each_profile_has_its_minimum_scope() {
     let full = offer(&reference(), true, 2);
-    for profile in ["core", "behavior", "observed", "hardening", "cluster", "strict"] {
+    for profile in [
+        "core",
+        "behavior",
+        "observed",
+        "hardening",
+        "cluster",
+        "strict",
+    ] {
         assert_eq!(full.unmet(profile), [], "{profile}");
     }
     let one = offer(&reference(), false, 1);
@@ -171,7 +188,9 @@ fn each_profile_has_its_minimum_scope() {
     assert_eq!(off.unmet("hardening"), []);
     let text = describe_unmet(&off.unmet("behavior"));
     assert!(
-        text.starts_with("needs the `continue` seam (`conformanceSeams.goals.continue`), the `events` seam"),
+        text.starts_with(
+            "needs the `continue` seam (`conformanceSeams.goals.continue`), the `events` seam"
+        ),
         "{text}"
     );
     // No mode at all.
@@ -208,9 +227,14 @@ fn the_scope_lists_judge_modes_and_what_the_profile_names() {
     );
     assert_eq!(
         scope.covered(),
-        ["judge:verifier", "mode:manual", "mode:schedule", "reported-runs"]
-            .map(String::from)
-            .into()
+        [
+            "judge:verifier",
+            "mode:manual",
+            "mode:schedule",
+            "reported-runs"
+        ]
+        .map(String::from)
+        .into()
     );
     // Run needs never show in a scope; another profile's features neither.
     assert!(!scope.to_string().contains("webhooks"));
