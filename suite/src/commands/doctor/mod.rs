@@ -872,6 +872,13 @@ pub fn write(diagnosis: &Diagnosis, mut out: impl Write) -> io::Result<()> {
         out,
         "Profiles (what `goalpost run` would conclude here, if every check it makes holds):"
     )?;
+    let seams_probed = diagnosis.probes.iter().any(|probe| probe.seam.is_some());
+    if !caps.seams.is_empty() && !seams_probed {
+        writeln!(
+            out,
+            "  (the advertised seams are taken at their word: --probe-write calls `continue` and `events`)"
+        )?;
+    }
     let readiness: BTreeMap<&str, &Readiness> = diagnosis
         .profiles
         .iter()
