@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};
 use goalpost_host::choices::{
-    ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus, ErrorCodes,
-    EscalatedContinue, WebhookSigning,
+    ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus,
+    EgressPolicy, ErrorCodes, EscalatedContinue, ReportedRuns, WebhookSigning,
 };
 use goalpost_host::clock::ManualClock;
 use goalpost_host::domain::{Check, CostReading, Mode};
@@ -288,4 +288,34 @@ async fn the_reference_host_s_armless_schedule_goal_fires_at_once() {
     let id = id_of(&host.create(body).await);
     host.tick().await;
     assert_eq!(host.goal(&id).await["progress"]["iterations"], 1);
+}
+
+#[tokio::test]
+async fn a_host_may_take_no_reported_runs_and_keep_its_egress_policy_to_itself() {
+    let host = host(Choices {
+        reported_runs: ReportedRuns::NotOffered,
+        egress_policy: EgressPolicy::Unadvertised,
+        ..Choices::default()
+    });
+    let document = discovery(&host).await;
+    assert_eq!(document.pointer("/host/reportedRuns"), None, "{document}");
+    assert_eq!(document.get("webhookEgress"), None, "{document}");
+    // No route for reported runs: the unknown route's 404, with the
+    // envelope, and the goal is untouched.
+    let reply = host.post(BASE, Some(plain_body())).await;
+    let id = id_of(reply.expect(StatusCode::CREATED, "goal")).to_string();
+    let report = host
+        .post(
+            &format!("{BASE}/{id}/runs"),
+            Some(json!({"output": {"done": true}})),
+        )
+        .await;
+    report.expect(StatusCode::NOT_FOUND, "error");
+    let goal = host.get(&format!("{BASE}/{id}")).await;
+    assert_eq!(goal.body.pointer("/progress/iterations"), Some(&json!(0)));
+    // The policy still holds: an internal target is refused at create.
+    let mut internal = plain_body();
+    internal["completion"]["verifierRef"] = json!("http://169.254.169.254/latest");
+    let refused = host.post(BASE, Some(internal)).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{:?}", refused.body);
 }
