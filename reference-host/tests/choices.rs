@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};
 use goalpost_host::choices::{
-    ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus,
-    EgressPolicy, ErrorCodes, EscalatedContinue, ReportedRuns, WebhookSigning,
+    ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus, EgressPolicy,
+    ErrorCodes, EscalatedContinue, ReportedRuns, WebhookSigning,
 };
 use goalpost_host::clock::ManualClock;
 use goalpost_host::domain::{Check, CostReading, Mode};
@@ -317,5 +317,10 @@ async fn a_host_may_take_no_reported_runs_and_keep_its_egress_policy_to_itself()
     let mut internal = plain_body();
     internal["completion"]["verifierRef"] = json!("http://169.254.169.254/latest");
     let refused = host.post(BASE, Some(internal)).await;
-    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{:?}", refused.body);
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{:?}",
+        refused.body
+    );
 }
