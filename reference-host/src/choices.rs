@@ -34,6 +34,8 @@ pub struct Choices {
     pub modes: &'static [Mode],
     /// What a `schedule` goal without an `armRef` does.
     pub armless_schedule: ArmlessSchedule,
+    /// What an arm request carries beside the attention projection.
+    pub arm_request: ArmRequestBody,
 }
 
 impl Default for Choices {
@@ -49,6 +51,7 @@ impl Default for Choices {
             judge: Check::Verifier,
             modes: &Mode::SUPPORTED,
             armless_schedule: ArmlessSchedule::FiresAtOnce,
+            arm_request: ArmRequestBody::Projection,
         }
     }
 }
@@ -96,6 +99,17 @@ pub enum ArmlessSchedule {
     /// Waits, never fired by the scheduler, until an edit gives it an
     /// `armRef` (then it fires at once). `continue` still runs it.
     WaitsForArm,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArmRequestBody {
+    /// The attention projection and this host's `previous` and
+    /// `resolution`.
+    Projection,
+    /// Also the goal's `revision` (its version when the run was reserved)
+    /// and continuation `mode`: members of the host's own, which the seam
+    /// contract lets an arm request carry.
+    WithRevision,
 }
 
 /// openwop's code for one of ours: what a host that uses openwop's

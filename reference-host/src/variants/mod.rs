@@ -12,7 +12,7 @@
 //! cargo feature.
 
 use crate::choices::{
-    ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus, ErrorCodes,
+    ArmRequestBody, ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus, ErrorCodes,
     EscalatedContinue, WebhookSigning,
 };
 use crate::config::Config;
@@ -51,6 +51,7 @@ registry! {
     JudgeHost "judge-host",
     ScheduleOnly "schedule-only",
     SeamsOff "seams-off",
+    ArmRequestRevision "arm-request-revision",
 }
 
 /// The one mode a `schedule-only` host offers.
@@ -113,6 +114,12 @@ impl Variant {
                 ..reference
             },
             Variant::SeamsOff => reference,
+            // Members of the host's own beside the projection, as a typed
+            // projection of the goal would carry them.
+            Variant::ArmRequestRevision => Choices {
+                arm_request: ArmRequestBody::WithRevision,
+                ..reference
+            },
         }
     }
 
@@ -183,6 +190,9 @@ mod tests {
         {
             changed.push("modes");
         }
+        if choices.arm_request != reference.arm_request {
+            changed.push("arm_request");
+        }
         changed
     }
 
@@ -222,7 +232,7 @@ mod tests {
             .iter()
             .flat_map(|variant| changed(&variant.choices()))
             .collect();
-        assert_eq!(made.len(), 9, "{made:?}");
+        assert_eq!(made.len(), 10, "{made:?}");
     }
 
     #[test]

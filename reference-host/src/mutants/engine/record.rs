@@ -1,11 +1,11 @@
 //! Recording a finished run: counts, verdicts, events and the decision as
 //! a buggy host writes them.
 
-use super::dispatch::{cost_spent, with_iterations};
+use super::dispatch::{cost_spent, off_schedule, with_iterations};
 use super::transitions::bumped;
 use crate::domain::transition::{self, Change, FinishedRun};
 use crate::domain::{
-    exhausted, Evaluation, EventPayload, FailureClass, Goal, GoalState, RunId, RunOutcome,
+    exhausted, Bounds, Evaluation, EventPayload, FailureClass, Goal, GoalState, RunId, RunOutcome,
     Timestamp, Verdict,
 };
 use crate::mutants::{Mutant, Switch};
@@ -142,6 +142,21 @@ pub(crate) fn record(
             let max = before.bounds.max_loop_iterations();
             let mut view = before.clone();
             view.bounds = with_iterations(&before.bounds, max.map(|max| max.saturating_add(1)));
+            if let Some(mut recounted) =
+                transition::record_run(&view, run, now, crate::domain::CostReading::Budget)
+            {
+                recounted.goal.bounds = before.bounds.clone();
+                change = recounted;
+            }
+        }
+        // Recorded as if the goal had no bounds, which it keeps.
+        Mutant::HeartbeatCommitmentUnbounded
+            if off_schedule(before) && closing_state(&change) == Some(GoalState::BoundExceeded) =>
+        {
+            let mut view = before.clone();
+            if let Some(unbounded) = Bounds::new(Some(u64::MAX), None, None) {
+                view.bounds = unbounded;
+            }
             if let Some(mut recounted) =
                 transition::record_run(&view, run, now, crate::domain::CostReading::Budget)
             {
