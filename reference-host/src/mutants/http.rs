@@ -40,7 +40,8 @@ const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50)
 const READ_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The mutants this middleware implements.
-const HERE: [Mutant; 54] = [
+const HERE: [Mutant; 55] = [
+    Mutant::EventStreamSilent,
     Mutant::CompleteRouteServed,
     Mutant::AttentionOpenAfterClose,
     Mutant::CreateAnswersUnstamped,
@@ -462,6 +463,15 @@ async fn middleware(
                 ),
                 Err(_) => next.run(request).await,
             }
+        }
+        (Mutant::EventStreamSilent, &Method::GET, Route::Goal(id)) if id == "events" => {
+            // Advertised, answered, and silent.
+            let mut response = Response::new(Body::from(": no events here\n\n"));
+            response.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            response
         }
         (Mutant::AttentionOpenAfterClose, &Method::GET, Route::Sub(_, "attention")) => {
             let response = next.run(request).await;

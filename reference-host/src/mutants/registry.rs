@@ -359,6 +359,10 @@ registry! {
         "A worker's answer is read loosely instead of checked against its schema: unknown members dropped, an escalate without a kind escalates, a commitment's afterMs is clamped into range."
     VerifierConfidenceUnchecked "verifier-confidence-unchecked"
         "A verifier's confidence is clamped into 0..1 instead of checked, so an answer whose confidence is out of range is taken as a verdict."
+    ReportedRunUnannounced "reported-run-unannounced"
+        "A run reported through POST {base}/{id}/runs is judged and recorded without its goal.evaluated, so the host's own event list never shows it."
+    EventStreamSilent "event-stream-silent"
+        "The event stream discovery advertises answers 200 text/event-stream with a comment and no event."
 }
 
 impl Mutant {

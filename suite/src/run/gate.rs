@@ -38,6 +38,10 @@ pub fn gate(
             .is_some_and(|judge| capabilities.judge.as_ref() != Some(judge))
         || (needs.egress_policy && !capabilities.egress_denies_internal)
         || (needs.reported_runs && !capabilities.reported_runs.contains(PREFERRED_MODE))
+        || needs
+            .host_events
+            .as_ref()
+            .is_some_and(|offer| !capabilities.host_events.contains(offer))
     {
         Some(SkipReason::NotAdvertised)
     } else if needs
@@ -91,6 +95,8 @@ mod tests {
             requires_bounds: true,
             egress_denies_internal: false,
             reported_runs: ["manual".to_string()].into(),
+            host_events: BTreeSet::new(),
+            events_stream: None,
         }
     }
 
@@ -104,6 +110,7 @@ mod tests {
             options: Vec::new(),
             egress_policy: false,
             reported_runs: false,
+            host_events: None,
             endpoints: 1,
         }
     }

@@ -18,6 +18,15 @@ fn evaluated(change: &Change) -> Option<(usize, &EventPayload)> {
         .find(|(_, event)| matches!(event, EventPayload::Evaluated { .. }))
 }
 
+/// Whether `run` is a reported run's: the host minted its id from the
+/// reporter's key (a version 8 UUID), not for a run of its own (version 7).
+fn reported(run: &RunId) -> bool {
+    run.as_str()
+        .strip_prefix("run-")
+        .and_then(|uuid| uuid::Uuid::try_parse(uuid).ok())
+        .is_some_and(|uuid| uuid.get_version_num() == 8)
+}
+
 pub(super) fn previous_run(goal: &Goal) -> Option<RunId> {
     goal.progress.contributing_run_ids.last().cloned()
 }
@@ -295,6 +304,11 @@ pub(crate) fn record(
             }
         }
         Mutant::EtagUnchangedByRuns => change.goal.version = before.version,
+        // A reported run's id is the host's version 8 UUID of the
+        // reporter's key (`RunId::for_reported`).
+        Mutant::ReportedRunUnannounced if reported(&run.run_id) => change
+            .events
+            .retain(|event| !matches!(event, EventPayload::Evaluated { .. })),
         Mutant::CostExceedsNotReaches
             if closing_state(&change) == Some(GoalState::BoundExceeded)
                 && cost_spent(&change.goal, now)

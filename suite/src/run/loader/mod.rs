@@ -402,6 +402,8 @@ struct RawNeeds {
     egress_policy: bool,
     #[serde(default, rename = "reportedRuns")]
     reported_runs: bool,
+    #[serde(default, rename = "hostEvents")]
+    host_events: Option<String>,
     #[serde(default)]
     endpoints: Option<u8>,
 }
@@ -460,6 +462,7 @@ struct RawRequest {
     content_type: Option<String>,
     seam: Option<String>,
     endpoint: Option<u8>,
+    stream_ms: Option<u64>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -613,6 +616,7 @@ fn scenario_from(
         options: raw.needs.options,
         egress_policy: raw.needs.egress_policy,
         reported_runs: raw.needs.reported_runs,
+        host_events: raw.needs.host_events,
         endpoints: raw.needs.endpoints.unwrap_or(1),
     };
     let generated = request::generate(path, raw.generate)?;
@@ -960,6 +964,7 @@ fn parse_request(
         content_type: raw.content_type,
         seam: raw.seam,
         endpoint: raw.endpoint,
+        stream_ms: raw.stream_ms,
     })
 }
 
