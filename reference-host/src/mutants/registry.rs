@@ -363,6 +363,10 @@ registry! {
         "A run reported through POST {base}/{id}/runs is judged and recorded without its goal.evaluated, so the host's own event list never shows it."
     EventStreamSilent "event-stream-silent"
         "The event stream discovery advertises answers 200 text/event-stream with a comment and no event."
+    ZeroCostBoundIgnored "zero-cost-bound-ignored"
+        "A maxCostUsd of 0 is read as no cost bound (a falsy check), so the goal runs on whatever its runs cost."
+    EnvironmentalUnannounced "environmental-unannounced"
+        "An environmental failure is recorded as an evaluation but emits no goal.evaluated, as if only a judge's verdict were an event."
 }
 
 impl Mutant {

@@ -91,6 +91,11 @@ pub(crate) fn dispatch_view(
             )
             .unwrap_or_else(|| goal.bounds.clone());
         }
+        // A cap of 0 is taken for "no cap".
+        Some(Mutant::ZeroCostBoundIgnored) if cap == Some(0) => {
+            goal.bounds = Bounds::new(max.or(Some(u64::MAX)), goal.bounds.run_timeout_ms(), None)
+                .unwrap_or_else(|| goal.bounds.clone());
+        }
         // Only manual and schedule goals are held to their bounds.
         Some(Mutant::HeartbeatCommitmentUnbounded) if off_schedule(&goal) => {
             if let Some(bounds) = Bounds::new(Some(u64::MAX), None, None) {

@@ -304,6 +304,32 @@ pub(crate) fn record(
             }
         }
         Mutant::EtagUnchangedByRuns => change.goal.version = before.version,
+        Mutant::ZeroCostBoundIgnored
+            if closing_state(&change) == Some(GoalState::BoundExceeded)
+                && before.bounds.max_cost().map(|cap| cap.micros().micros()) == Some(0) =>
+        {
+            let mut view = change.goal.clone();
+            view.state = GoalState::Active;
+            view.bounds = Bounds::new(
+                view.bounds.max_loop_iterations(),
+                view.bounds.run_timeout_ms(),
+                None,
+            )
+            .unwrap_or_else(|| view.bounds.clone());
+            if exhausted(&view, now, crate::domain::CostReading::Budget).is_none() {
+                reopen(&mut change, now);
+            }
+        }
+        Mutant::EnvironmentalUnannounced
+            if verdict.is_some_and(|verdict| {
+                verdict.criteria().is_none()
+                    && verdict.failure_class() == Some(FailureClass::Environmental)
+            }) =>
+        {
+            change
+                .events
+                .retain(|event| !matches!(event, EventPayload::Evaluated { .. }));
+        }
         // A reported run's id is the host's version 8 UUID of the
         // reporter's key (`RunId::for_reported`).
         Mutant::ReportedRunUnannounced if reported(&run.run_id) => change
