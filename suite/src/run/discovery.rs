@@ -279,7 +279,8 @@ mod tests {
             caps.variables(),
             vec![
                 ("discovery.judge", json!("host")),
-                ("discovery.mode", json!("manual"))
+                ("discovery.mode", json!("manual")),
+                ("discovery.eventsStream", json!("/"))
             ]
         );
         let odd = json!({"agents": {"goals": {"judge": 3, "requiresBounds": "no"}}});
@@ -289,11 +290,30 @@ mod tests {
             caps.variables(),
             vec![
                 ("discovery.judge", json!("verifier")),
-                ("discovery.mode", json!("manual"))
+                ("discovery.mode", json!("manual")),
+                ("discovery.eventsStream", json!("/"))
             ]
         );
         let names: Vec<&str> = caps.variables().iter().map(|(name, _)| *name).collect();
         assert_eq!(names, VARIABLES);
+    }
+
+    #[test]
+    fn host_events_are_read_from_the_host_member() {
+        let document = json!({"agents": {"goals": {"judge": "verifier", "continuation": ["manual"]}},
+                              "host": {"events": {"goalList": true, "stream": "/v1/g/events"}}});
+        let caps = Capabilities::from_document(Some(&document));
+        assert_eq!(caps.host_events, ["goalList", "stream"].map(String::from).into());
+        assert_eq!(caps.events_stream.as_deref(), Some("/v1/g/events"));
+        assert!(caps
+            .variables()
+            .contains(&("discovery.eventsStream", json!("/v1/g/events"))));
+        // A stream that is no path, or a list that is not `true`, is not
+        // advertised.
+        let odd = json!({"host": {"events": {"goalList": "yes", "stream": "events"}}});
+        let caps = Capabilities::from_document(Some(&odd));
+        assert!(caps.host_events.is_empty());
+        assert_eq!(caps.events_stream, None);
     }
 
     #[test]

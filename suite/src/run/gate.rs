@@ -144,6 +144,23 @@ mod tests {
     }
 
     #[test]
+    fn host_events_run_only_where_that_surface_is_advertised() {
+        let mut wants = needs(&[], &["manual"], 1);
+        wants.host_events = Some("stream".to_string());
+        let s = scenario("core", wants);
+        let selection = selected(&["core"]);
+        let mut list_only = full_host();
+        list_only.host_events = ["goalList".to_string()].into();
+        assert_eq!(
+            gate(&s, &list_only, &selection, true, &given(), 1),
+            Some(SkipReason::NotAdvertised)
+        );
+        let mut both = list_only.clone();
+        both.host_events.insert("stream".to_string());
+        assert_eq!(gate(&s, &both, &selection, true, &given(), 1), None);
+    }
+
+    #[test]
     fn runs_when_every_need_is_met() {
         let s = scenario("behavior", needs(&["continue"], &["schedule"], 2));
         assert_eq!(
