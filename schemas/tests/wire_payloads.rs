@@ -415,7 +415,11 @@ fn webhook_requests_are_the_documented_projections() {
     // seam-webhooks: a revision, the mode, evidence refs); the worker
     // ignores what it does not know.
     let typed = with(
-        &with(&with(&arm, "/revision", json!(7)), "/mode", json!("schedule")),
+        &with(
+            &with(&arm, "/revision", json!(7)),
+            "/mode",
+            json!("schedule"),
+        ),
         "/evidenceRefs",
         json!([{ "kind": "pr", "id": "42" }]),
     );

@@ -316,8 +316,8 @@ pub fn sse_document(text: &str, ended: bool) -> serde_json::Value {
         if line.is_empty() {
             if seen {
                 let joined = data.join("\n");
-                let data = serde_json::from_str(&joined)
-                    .unwrap_or(serde_json::Value::String(joined));
+                let data =
+                    serde_json::from_str(&joined).unwrap_or(serde_json::Value::String(joined));
                 messages.push(serde_json::json!({ "id": id, "event": event, "data": data }));
             }
             (id, event, data, seen) = (None, None, Vec::new(), false);

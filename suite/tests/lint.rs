@@ -458,7 +458,10 @@ fn profiled_folder(ids: &[&str], files: &[(&str, Value)]) -> (tempfile::TempDir,
         .iter()
         .map(|id| format!("| `{id}` | audited |\n"))
         .collect();
-    write_coverage(root.path(), &format!("| requirement | audit |\n|---|---|\n{rows}"));
+    write_coverage(
+        root.path(),
+        &format!("| requirement | audit |\n|---|---|\n{rows}"),
+    );
     for (path, value) in files {
         let path = scenarios.join(path);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
@@ -819,7 +822,11 @@ fn a_should_requirement_needs_a_row_but_no_audit() {
     let requirements = json!({ "requirements": [
         {"id": "core.s", "profile": "core", "level": "SHOULD", "clause": "PROFILE.md#core.s", "text": "t"}
     ] });
-    std::fs::write(scenarios.join("requirements.json"), requirements.to_string()).unwrap();
+    std::fs::write(
+        scenarios.join("requirements.json"),
+        requirements.to_string(),
+    )
+    .unwrap();
     std::fs::write(root.path().join("PROFILE.md"), "<a id=\"core.s\"></a>\n").unwrap();
     std::fs::write(
         scenarios.join("core/one.json"),
@@ -836,5 +843,8 @@ fn the_real_coverage_map_is_consistent_with_the_registry() {
     assert!(found.is_empty(), "{found:?}");
     let text = std::fs::read_to_string(real_scenarios().join("../docs/COVERAGE.md"))
         .expect("docs/COVERAGE.md is committed");
-    assert!(text.contains("<a id=\"audit\"></a>"), "the audit table has its anchor");
+    assert!(
+        text.contains("<a id=\"audit\"></a>"),
+        "the audit table has its anchor"
+    );
 }

@@ -193,8 +193,7 @@ impl Engine {
             let Some(swept) = self.faults.deadline_sweep(&goal, now) else {
                 return Ok(false);
             };
-            let Some(change) = close_if_exhausted(&goal, swept, self.choices().cost_reading)
-            else {
+            let Some(change) = close_if_exhausted(&goal, swept, self.choices().cost_reading) else {
                 return Ok(false);
             };
             // The same for a run in flight on another replica (the lock
@@ -437,12 +436,12 @@ impl Engine {
             remaining: goal.remaining(),
             previous: goal.notes.feedback.clone(),
             resolution: goal.notes.resolution.clone(),
-            extras: (self.choices().arm_request == ArmRequestBody::WithRevision).then(|| {
+            extras: (self.choices().arm_request == ArmRequestBody::WithRevision).then_some(
                 RunExtras {
                     revision: goal.version,
                     mode: goal.continuation.mode,
-                }
-            }),
+                },
+            ),
         };
         let environmental = |cost| (environmental(&reservation.run_id, cost), None);
         let report = match tokio::time::timeout(self.settings.run_limit, worker.run(request)).await

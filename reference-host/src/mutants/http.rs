@@ -467,10 +467,9 @@ async fn middleware(
         (Mutant::EventStreamSilent, &Method::GET, Route::Goal(id)) if id == "events" => {
             // Advertised, answered, and silent.
             let mut response = Response::new(Body::from(": no events here\n\n"));
-            response.headers_mut().insert(
-                CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            );
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
             response
         }
         (Mutant::AttentionOpenAfterClose, &Method::GET, Route::Sub(_, "attention")) => {

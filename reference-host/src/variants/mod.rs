@@ -12,8 +12,8 @@
 //! cargo feature.
 
 use crate::choices::{
-    ArmRequestBody, ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus, ErrorCodes,
-    EscalatedContinue, WebhookSigning,
+    ArmRequestBody, ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict,
+    CreateStatus, ErrorCodes, EscalatedContinue, WebhookSigning,
 };
 use crate::config::Config;
 use crate::domain::{Check, CostReading, Mode};

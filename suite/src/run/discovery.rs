@@ -14,7 +14,11 @@ pub const DISCOVERY_PATH: &str = "/.well-known/openwop";
 /// `{base}` when the host does not name one in `conformanceSeams`.
 pub const DEFAULT_BASE_PATH: &str = "/v1/host/sample/goals";
 /// Template variables every scenario run gets from discovery.
-pub const VARIABLES: &[&str] = &["discovery.judge", "discovery.mode", "discovery.eventsStream"];
+pub const VARIABLES: &[&str] = &[
+    "discovery.judge",
+    "discovery.mode",
+    "discovery.eventsStream",
+];
 /// `{discovery.judge}` when the host names no judge (its discovery
 /// scenario fails on that; the creates should still say something valid).
 pub const DEFAULT_JUDGE: &str = "verifier";
@@ -128,7 +132,13 @@ impl Capabilities {
             .into_iter()
             .collect(),
             host_events: [
-                ("goalList", events.and_then(|e| e.get("goalList")).and_then(Value::as_bool) == Some(true)),
+                (
+                    "goalList",
+                    events
+                        .and_then(|e| e.get("goalList"))
+                        .and_then(Value::as_bool)
+                        == Some(true),
+                ),
                 ("stream", events_stream.is_some()),
             ]
             .into_iter()
@@ -150,7 +160,11 @@ impl Capabilities {
             ("discovery.mode", Value::from(self.mode())),
             (
                 "discovery.eventsStream",
-                Value::from(self.events_stream.as_deref().unwrap_or(DEFAULT_EVENTS_STREAM)),
+                Value::from(
+                    self.events_stream
+                        .as_deref()
+                        .unwrap_or(DEFAULT_EVENTS_STREAM),
+                ),
             ),
         ]
     }
@@ -303,7 +317,10 @@ mod tests {
         let document = json!({"agents": {"goals": {"judge": "verifier", "continuation": ["manual"]}},
                               "host": {"events": {"goalList": true, "stream": "/v1/g/events"}}});
         let caps = Capabilities::from_document(Some(&document));
-        assert_eq!(caps.host_events, ["goalList", "stream"].map(String::from).into());
+        assert_eq!(
+            caps.host_events,
+            ["goalList", "stream"].map(String::from).into()
+        );
         assert_eq!(caps.events_stream.as_deref(), Some("/v1/g/events"));
         assert!(caps
             .variables()

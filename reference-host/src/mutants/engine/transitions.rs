@@ -197,7 +197,9 @@ pub(crate) fn patch(
             patched_without(goal, body, &["/objective"], context, now)
         }
         Mutant::PatchClearsVerdict
-            if EDITABLE.iter().any(|pointer| body.pointer(pointer).is_some()) =>
+            if EDITABLE
+                .iter()
+                .any(|pointer| body.pointer(pointer).is_some()) =>
         {
             let patched = patched_without(goal, body, &[], context, now)?;
             Some(patched.map(|change| {

@@ -23,7 +23,14 @@ use crate::model::Requirement;
 /// scenarios folder).
 pub const COVERAGE_FILE: &str = "docs/COVERAGE.md";
 
-const PROFILES: [&str; 6] = ["core", "behavior", "observed", "hardening", "cluster", "strict"];
+const PROFILES: [&str; 6] = [
+    "core",
+    "behavior",
+    "observed",
+    "hardening",
+    "cluster",
+    "strict",
+];
 
 /// Where `goalpost lint` looks for the map: `docs/COVERAGE.md` in the
 /// parent of `scenarios`.
