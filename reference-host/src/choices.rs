@@ -40,6 +40,8 @@ pub struct Choices {
     /// Whether discovery says how webhook targets are checked
     /// (`webhookEgress`). The policy itself holds either way.
     pub egress_policy: EgressPolicy,
+    /// What an arm request carries beside the attention projection.
+    pub arm_request: ArmRequestBody,
 }
 
 impl Default for Choices {
@@ -57,6 +59,7 @@ impl Default for Choices {
             armless_schedule: ArmlessSchedule::FiresAtOnce,
             reported_runs: ReportedRuns::Offered,
             egress_policy: EgressPolicy::Advertised,
+            arm_request: ArmRequestBody::Projection,
         }
     }
 }
@@ -122,6 +125,17 @@ pub enum EgressPolicy {
     /// Discovery says nothing of it (the host still refuses internal
     /// targets: saying so is the choice, not having the policy).
     Unadvertised,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArmRequestBody {
+    /// The attention projection and this host's `previous` and
+    /// `resolution`.
+    Projection,
+    /// Also the goal's `revision` (its version when the run was reserved)
+    /// and continuation `mode`: members of the host's own, which the seam
+    /// contract lets an arm request carry.
+    WithRevision,
 }
 
 /// openwop's code for one of ours: what a host that uses openwop's

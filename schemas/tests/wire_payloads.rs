@@ -411,10 +411,24 @@ fn webhook_requests_are_the_documented_projections() {
         &without(&arm, "/remaining/costUsd"),
         "/remaining",
     );
+    // A host may add members of its own beside the projection (PROFILE.md
+    // seam-webhooks: a revision, the mode, evidence refs); the worker
+    // ignores what it does not know.
+    let typed = with(
+        &with(
+            &with(&arm, "/revision", json!(7)),
+            "/mode",
+            json!("schedule"),
+        ),
+        "/evidenceRefs",
+        json!([{ "kind": "pr", "id": "42" }]),
+    );
+    assert_valid("webhook-arm-request", &typed);
+    // What the projection itself defines stays closed.
     assert_invalid_at(
         "webhook-arm-request",
-        &with(&arm, "/state", json!("active")),
-        "",
+        &with(&arm, "/remaining/runs", json!(3)),
+        "/remaining",
     );
     // The previous outcome and a resolution are optional host additions,
     // closed themselves: flags and ids, never a verdict's text.

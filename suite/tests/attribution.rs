@@ -44,6 +44,8 @@ async fn setup() -> Setup {
         requires_bounds: true,
         egress_denies_internal: false,
         reported_runs: Default::default(),
+        host_events: Default::default(),
+        events_stream: None,
     };
     let target = HostTarget {
         base_url,

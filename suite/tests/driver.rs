@@ -40,6 +40,8 @@ async fn setup(seams: &[&str], http: Http) -> Setup {
         requires_bounds: true,
         egress_denies_internal: false,
         reported_runs: Default::default(),
+        host_events: Default::default(),
+        events_stream: None,
     };
     let target = HostTarget {
         base_url,

@@ -35,6 +35,8 @@ async fn run_with(http: Http, steps: Value) -> ScenarioResult {
             requires_bounds: true,
             egress_denies_internal: false,
             reported_runs: Default::default(),
+            host_events: Default::default(),
+            events_stream: None,
         },
         token_a: Some(TOKEN_A.to_string()),
         token_b: Some(TOKEN_B.to_string()),

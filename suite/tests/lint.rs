@@ -434,8 +434,8 @@ fn good_file(requirement: &str) -> Value {
 
 /// A repository in miniature: `scenarios/` with `requirements.json` for
 /// `ids` (each clause `PROFILE.md#<id>`) and the given files, and beside it
-/// a PROFILE.md with an anchor for each id. Returns the root and the
-/// scenarios folder.
+/// a PROFILE.md with an anchor for each id and a `docs/COVERAGE.md` with an
+/// audit row for each. Returns the root and the scenarios folder.
 fn profiled_folder(ids: &[&str], files: &[(&str, Value)]) -> (tempfile::TempDir, PathBuf) {
     let root = tempfile::tempdir().expect("tempdir");
     let scenarios = root.path().join("scenarios");
@@ -459,12 +459,26 @@ fn profiled_folder(ids: &[&str], files: &[(&str, Value)]) -> (tempfile::TempDir,
         })
         .collect();
     std::fs::write(root.path().join("PROFILE.md"), profile).expect("write");
+    let rows: String = ids
+        .iter()
+        .map(|id| format!("| `{id}` | audited |\n"))
+        .collect();
+    write_coverage(
+        root.path(),
+        &format!("| requirement | audit |\n|---|---|\n{rows}"),
+    );
     for (path, value) in files {
         let path = scenarios.join(path);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         std::fs::write(path, serde_json::to_vec_pretty(value).expect("json")).expect("write");
     }
     (root, scenarios)
+}
+
+fn write_coverage(root: &Path, text: &str) {
+    let docs = root.join("docs");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    std::fs::write(docs.join("COVERAGE.md"), text).expect("write");
 }
 
 fn folder_findings(dir: &Path) -> Vec<Finding> {
@@ -784,4 +798,98 @@ fn the_command_exits_0_clean_1_findings_2_unreadable() {
     std::fs::write(dirty.join("requirements.json"), "nope").unwrap();
     let (code, out) = goalpost_lint(&dirty);
     assert_eq!(code, Some(2), "{out}");
+}
+
+// ---- the coverage map --------------------------------------------------------
+
+/// `(rule, pointer, message)` of the `coverage-*` findings of `dir`.
+fn coverage_findings(dir: &Path) -> Vec<(Rule, String, String)> {
+    folder_findings(dir)
+        .into_iter()
+        .filter(|f| {
+            matches!(
+                f.rule,
+                Rule::CoverageUnknown | Rule::CoverageUnmapped | Rule::CoverageUnaudited
+            )
+        })
+        .map(|f| (f.rule, f.pointer, f.message))
+        .collect()
+}
+
+#[test]
+fn the_coverage_map_names_only_what_exists_and_every_requirement() {
+    let (root, dir) = profiled_folder(
+        &["core.a", "core.b"],
+        &[
+            ("core/one.json", good_file("core.a")),
+            ("core/two.json", good_file("core.b")),
+        ],
+    );
+    assert_eq!(coverage_findings(&dir), []);
+    // A row naming a requirement and a scenario nobody has; `core.b` in
+    // prose only, so in no row; `core.a` mapped but not audited.
+    write_coverage(
+        root.path(),
+        "`core.b` is discussed here, outside any table.\n\
+         | # | promise | requirements | scenarios |\n\
+         |---|---|---|---|\n\
+         | A.1 | a promise | `core.a`, `core.gone` | `core/one.json`, `core/none.json` |\n",
+    );
+    let found = coverage_findings(&dir);
+    let rules: Vec<(Rule, String)> = found.iter().map(|(r, p, _)| (*r, p.clone())).collect();
+    assert_eq!(
+        rules,
+        [
+            (Rule::CoverageUnknown, "line 4".to_string()),
+            (Rule::CoverageUnknown, "line 4".to_string()),
+            (Rule::CoverageUnaudited, String::new()),
+            (Rule::CoverageUnmapped, String::new()),
+        ],
+        "{found:?}"
+    );
+    assert!(found[0].2.contains("core.gone"), "{}", found[0].2);
+    assert!(found[1].2.contains("core/none.json"), "{}", found[1].2);
+    assert!(found[2].2.contains("core.a"), "{}", found[2].2);
+    assert!(found[3].2.contains("core.b"), "{}", found[3].2);
+    // No map at all: one finding says where it belongs.
+    std::fs::remove_file(root.path().join("docs/COVERAGE.md")).unwrap();
+    let found = coverage_findings(&dir);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, Rule::CoverageUnmapped);
+    assert!(found[0].2.contains("docs/COVERAGE.md"), "{}", found[0].2);
+}
+
+#[test]
+fn a_should_requirement_needs_a_row_but_no_audit() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let scenarios = root.path().join("scenarios");
+    std::fs::create_dir_all(scenarios.join("core")).expect("mkdir");
+    let requirements = json!({ "requirements": [
+        {"id": "core.s", "profile": "core", "level": "SHOULD", "clause": "PROFILE.md#core.s", "text": "t"}
+    ] });
+    std::fs::write(
+        scenarios.join("requirements.json"),
+        requirements.to_string(),
+    )
+    .unwrap();
+    std::fs::write(root.path().join("PROFILE.md"), "<a id=\"core.s\"></a>\n").unwrap();
+    std::fs::write(
+        scenarios.join("core/one.json"),
+        serde_json::to_vec(&good_file("core.s")).unwrap(),
+    )
+    .unwrap();
+    write_coverage(root.path(), "| P.1 | a promise | `core.s` |\n");
+    assert_eq!(coverage_findings(&scenarios), []);
+}
+
+#[test]
+fn the_real_coverage_map_is_consistent_with_the_registry() {
+    let found = coverage_findings(&real_scenarios());
+    assert!(found.is_empty(), "{found:?}");
+    let text = std::fs::read_to_string(real_scenarios().join("../docs/COVERAGE.md"))
+        .expect("docs/COVERAGE.md is committed");
+    assert!(
+        text.contains("<a id=\"audit\"></a>"),
+        "the audit table has its anchor"
+    );
 }

@@ -233,6 +233,8 @@ async fn setup(faults: Faults, secret: Option<&str>) -> Setup {
         requires_bounds: true,
         egress_denies_internal: false,
         reported_runs: Default::default(),
+        host_events: Default::default(),
+        events_stream: None,
     };
     let target = HostTarget {
         base_url,

@@ -113,6 +113,8 @@ async fn run_judged(base_url: String, scenario: Value, judge: &str) -> ScenarioR
             requires_bounds: true,
             egress_denies_internal: false,
             reported_runs: Default::default(),
+            host_events: Default::default(),
+            events_stream: None,
         },
         token_a: Some("token-a".to_string()),
         token_b: None,

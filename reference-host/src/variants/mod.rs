@@ -18,8 +18,8 @@
 //! nothing else, each other profile saying why.
 
 use crate::choices::{
-    ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus, EgressPolicy,
-    ErrorCodes, EscalatedContinue, ReportedRuns, WebhookSigning,
+    ArmRequestBody, ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict,
+    CreateStatus, EgressPolicy, ErrorCodes, EscalatedContinue, ReportedRuns, WebhookSigning,
 };
 use crate::config::Config;
 use crate::domain::{Check, CostReading, Mode};
@@ -58,6 +58,7 @@ registry! {
     ScheduleOnly "schedule-only",
     SeamsOff "seams-off",
     CoreOnly "core-only",
+    ArmRequestRevision "arm-request-revision",
 }
 
 /// The one mode a `schedule-only` host offers.
@@ -129,6 +130,12 @@ impl Variant {
                 modes: &MANUAL_ONLY,
                 reported_runs: ReportedRuns::NotOffered,
                 egress_policy: EgressPolicy::Unadvertised,
+                ..reference
+            },
+            // Members of the host's own beside the projection, as a typed
+            // projection of the goal would carry them.
+            Variant::ArmRequestRevision => Choices {
+                arm_request: ArmRequestBody::WithRevision,
                 ..reference
             },
         }
@@ -207,6 +214,9 @@ mod tests {
         if choices.egress_policy != reference.egress_policy {
             changed.push("egress_policy");
         }
+        if choices.arm_request != reference.arm_request {
+            changed.push("arm_request");
+        }
         changed
     }
 
@@ -255,7 +265,7 @@ mod tests {
             .iter()
             .flat_map(|variant| changed(&variant.choices()))
             .collect();
-        assert_eq!(made.len(), 11, "{made:?}");
+        assert_eq!(made.len(), 12, "{made:?}");
     }
 
     #[test]

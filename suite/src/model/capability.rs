@@ -27,6 +27,10 @@ pub const SEAMS: [&str; 5] = [
     "scriptedJudge",
 ];
 
+/// The host surfaces for events `host.events` may advertise: the goal's
+/// event list (`goalList: true`) and the tenant's event stream (`stream`).
+pub const HOST_EVENTS: [&str; 2] = ["goalList", "stream"];
+
 /// One token of a requirement's `capability`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Capability {
@@ -42,6 +46,9 @@ pub enum Capability {
     RequiresBounds,
     /// `attention`: the attention extension profile is advertised.
     Attention,
+    /// `host-events:E`: `host.events` advertises the surface E (one of
+    /// [`HOST_EVENTS`]), where a client reads events without any seam.
+    HostEvents(&'static str),
     /// `seam:S`: the `conformanceSeams.goals` flag S (one of [`SEAMS`]).
     Seam(&'static str),
     /// `tenants:2`: a second tenant's credential (`--token-b`).
@@ -60,6 +67,7 @@ impl Capability {
             Capability::EgressPolicy => "egress-policy".to_string(),
             Capability::RequiresBounds => "requires-bounds".to_string(),
             Capability::Attention => "attention".to_string(),
+            Capability::HostEvents(surface) => format!("host-events:{surface}"),
             Capability::Seam(seam) => format!("seam:{seam}"),
             Capability::SecondTenant => "tenants:2".to_string(),
             Capability::Endpoints => "endpoints:2".to_string(),
@@ -73,6 +81,9 @@ impl Capability {
             Some(("mode", mode)) => known(&MODES, mode).map(Capability::Mode),
             Some(("judge", judge)) => known(&JUDGES, judge).map(Capability::Judge),
             Some(("seam", seam)) => known(&SEAMS, seam).map(Capability::Seam),
+            Some(("host-events", surface)) => {
+                known(&HOST_EVENTS, surface).map(Capability::HostEvents)
+            }
             Some(("tenants", "2")) => Some(Capability::SecondTenant),
             Some(("endpoints", "2")) => Some(Capability::Endpoints),
             Some(_) => None,
@@ -106,6 +117,7 @@ impl Capability {
             Capability::EgressPolicy => "egress-policy",
             Capability::RequiresBounds => "requires-bounds",
             Capability::Attention => "attention",
+            Capability::HostEvents(_) => "host-events",
             Capability::Seam(_) => "seam",
             Capability::SecondTenant => "tenants",
             Capability::Endpoints => "endpoints",
@@ -121,6 +133,8 @@ impl Capability {
             Capability::EgressPolicy => "egress policy".to_string(),
             Capability::RequiresBounds => "bounds required".to_string(),
             Capability::Attention => "attention".to_string(),
+            Capability::HostEvents("goalList") => "host event list".to_string(),
+            Capability::HostEvents(_) => "host event stream".to_string(),
             Capability::Seam(seam) => format!("{seam} seam"),
             Capability::SecondTenant => "two tenants".to_string(),
             Capability::Endpoints => "2+ endpoints".to_string(),
@@ -137,6 +151,12 @@ impl Capability {
             Capability::EgressPolicy => "an egress policy that denies internal targets".to_string(),
             Capability::RequiresBounds => "required bounds".to_string(),
             Capability::Attention => "the attention extension".to_string(),
+            Capability::HostEvents("goalList") => {
+                "a goal's event list on the host's own API".to_string()
+            }
+            Capability::HostEvents(_) => {
+                "the tenant's event stream on the host's own API".to_string()
+            }
             Capability::Seam(seam) => format!("the `{seam}` seam"),
             Capability::SecondTenant => "a second tenant".to_string(),
             Capability::Endpoints => "two or more endpoints of one deployment".to_string(),

@@ -141,6 +141,11 @@ pub struct Needs {
     /// goals (`host.reportedRuns.continuation`; PROFILE.md "Reported
     /// runs").
     pub reported_runs: bool,
+    /// Runs only when discovery advertises the goal's events as host API
+    /// (`host.events`: `goalList` for `{base}/{id}/events` and
+    /// `/evaluations`, `stream` for the tenant's event stream; PROFILE.md
+    /// "Host events").
+    pub host_events: Option<String>,
     /// Endpoints of one deployment the run must name (`--host` once per
     /// replica): the cluster profile's scenarios need 2 or more.
     pub endpoints: u8,
@@ -332,6 +337,10 @@ pub struct Request {
     /// given) instead of the next in turn: a scenario that must reach a
     /// second replica names it.
     pub endpoint: Option<u8>,
+    /// Read the answer as a Server-Sent Events stream for this long (ms),
+    /// then close it: the step's JSON is the messages read
+    /// (`{messages: [{id, event, data}], ended}`).
+    pub stream_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -38,6 +38,10 @@ pub fn gate(
             .is_some_and(|judge| capabilities.judge.as_ref() != Some(judge))
         || (needs.egress_policy && !capabilities.egress_denies_internal)
         || (needs.reported_runs && !capabilities.reported_runs.contains(PREFERRED_MODE))
+        || needs
+            .host_events
+            .as_ref()
+            .is_some_and(|offer| !capabilities.host_events.contains(offer))
     {
         Some(SkipReason::NotAdvertised)
     } else if needs
@@ -91,6 +95,8 @@ mod tests {
             requires_bounds: true,
             egress_denies_internal: false,
             reported_runs: ["manual".to_string()].into(),
+            host_events: BTreeSet::new(),
+            events_stream: None,
         }
     }
 
@@ -104,6 +110,7 @@ mod tests {
             options: Vec::new(),
             egress_policy: false,
             reported_runs: false,
+            host_events: None,
             endpoints: 1,
         }
     }
@@ -134,6 +141,23 @@ mod tests {
                 Some(SkipReason::NotAdvertised)
             );
         }
+    }
+
+    #[test]
+    fn host_events_run_only_where_that_surface_is_advertised() {
+        let mut wants = needs(&[], &["manual"], 1);
+        wants.host_events = Some("stream".to_string());
+        let s = scenario("core", wants);
+        let selection = selected(&["core"]);
+        let mut list_only = full_host();
+        list_only.host_events = ["goalList".to_string()].into();
+        assert_eq!(
+            gate(&s, &list_only, &selection, true, &given(), 1),
+            Some(SkipReason::NotAdvertised)
+        );
+        let mut both = list_only.clone();
+        both.host_events.insert("stream".to_string());
+        assert_eq!(gate(&s, &both, &selection, true, &given(), 1), None);
     }
 
     #[test]

@@ -21,9 +21,11 @@ use crate::run::loader::{self, LoadError, REQUIREMENTS_FILE};
 
 mod arrays;
 mod attribution;
+mod coverage;
 mod profile;
 mod required;
 
+pub use coverage::{coverage_path, COVERAGE_FILE};
 pub use profile::{profile_path, PROFILE_FILE};
 
 use required::Shape;
@@ -46,10 +48,13 @@ pub enum Rule {
     CreateWithoutNonce,
     CapabilityUnneeded,
     CapabilityUnstated,
+    CoverageUnknown,
+    CoverageUnmapped,
+    CoverageUnaudited,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 15] = [
+    pub const ALL: [Rule; 18] = [
         Rule::ScenarioInvalid,
         Rule::StepAssertsNothing,
         Rule::QuietStepLast,
@@ -65,6 +70,9 @@ impl Rule {
         Rule::CreateWithoutNonce,
         Rule::CapabilityUnneeded,
         Rule::CapabilityUnstated,
+        Rule::CoverageUnknown,
+        Rule::CoverageUnmapped,
+        Rule::CoverageUnaudited,
     ];
 
     pub fn id(self) -> &'static str {
@@ -84,6 +92,9 @@ impl Rule {
             Rule::CreateWithoutNonce => "create-without-nonce",
             Rule::CapabilityUnneeded => "capability-unneeded",
             Rule::CapabilityUnstated => "capability-unstated",
+            Rule::CoverageUnknown => "coverage-unknown",
+            Rule::CoverageUnmapped => "coverage-unmapped",
+            Rule::CoverageUnaudited => "coverage-unaudited",
         }
     }
 
@@ -121,6 +132,13 @@ impl Rule {
             Rule::CapabilityUnstated => {
                 "a requirement's PROFILE.md section does not state its capability in its `Applies to` line"
             }
+            Rule::CoverageUnknown => {
+                "a row of docs/COVERAGE.md names a requirement or a scenario file that does not exist"
+            }
+            Rule::CoverageUnmapped => "a requirement no row of docs/COVERAGE.md names",
+            Rule::CoverageUnaudited => {
+                "a MUST requirement without its audit row (first cell: its id) in docs/COVERAGE.md"
+            }
         }
     }
 }
@@ -135,7 +153,8 @@ impl fmt::Display for Rule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub file: PathBuf,
-    /// JSON pointer into `file`; `""` is the whole file.
+    /// JSON pointer into `file`; `""` is the whole file. In the coverage
+    /// map (Markdown), `line N`.
     pub pointer: String,
     pub rule: Rule,
     pub message: String,
@@ -265,6 +284,14 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
     findings.extend(cross);
     findings.extend(clause_check(dir, &registry, &requirements));
     findings.extend(capability_stated(dir, &registry, &requirements));
+    let files: BTreeSet<String> = files
+        .iter()
+        .filter_map(|(profile, path)| {
+            let name = path.file_name()?.to_string_lossy();
+            Some(format!("{profile}/{name}"))
+        })
+        .collect();
+    findings.extend(coverage_check(dir, &requirements, &files));
     Ok(LintReport {
         findings,
         scenarios: files.len(),
@@ -426,6 +453,64 @@ fn capability_stated(dir: &Path, registry: &Path, requirements: &[Requirement]) 
         }
     }
     findings
+}
+
+/// The `coverage-*` rules over docs/COVERAGE.md: one finding when the map
+/// cannot be read, else one per problem [`coverage::problems`] finds.
+fn coverage_check(
+    dir: &Path,
+    requirements: &[Requirement],
+    scenarios: &BTreeSet<String>,
+) -> Vec<Finding> {
+    let path = coverage_path(dir);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) => {
+            return vec![Finding {
+                file: path.clone(),
+                pointer: String::new(),
+                rule: Rule::CoverageUnmapped,
+                message: format!(
+                    "cannot read {} ({error}): every requirement needs a row in the coverage map, {COVERAGE_FILE} beside the scenarios folder",
+                    path.display()
+                ),
+            }]
+        }
+    };
+    let map = coverage::parse(&text);
+    coverage::problems(&map, requirements, scenarios)
+        .into_iter()
+        .map(|problem| {
+            let (pointer, rule, message) = match problem {
+                coverage::Problem::UnknownRequirement { line, id } => (
+                    format!("line {line}"),
+                    Rule::CoverageUnknown,
+                    format!("the row names `{id}`, which is not in {REQUIREMENTS_FILE}"),
+                ),
+                coverage::Problem::UnknownScenario { line, file } => (
+                    format!("line {line}"),
+                    Rule::CoverageUnknown,
+                    format!("the row names `{file}`, which is no scenario file"),
+                ),
+                coverage::Problem::Unmapped { id } => (
+                    String::new(),
+                    Rule::CoverageUnmapped,
+                    format!("no row names `{id}`: map it to the promise it tests, or say why it stands alone"),
+                ),
+                coverage::Problem::Unaudited { id } => (
+                    String::new(),
+                    Rule::CoverageUnaudited,
+                    format!("`{id}` is a MUST with no audit row: add a row whose first cell is `{id}`"),
+                ),
+            };
+            Finding {
+                file: path.clone(),
+                pointer,
+                rule,
+                message,
+            }
+        })
+        .collect()
 }
 
 // ---- one scenario ----------------------------------------------------------

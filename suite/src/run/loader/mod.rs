@@ -101,6 +101,7 @@ pub fn capability_gaps(requirement: &Requirement, scenario: &Scenario) -> Vec<Ca
             // No scenario can need the attention extension yet: a
             // requirement naming it has no scenario that proves it.
             Capability::Attention => true,
+            Capability::HostEvents(surface) => needs.host_events.as_deref() != Some(surface),
             Capability::Seam(seam) => !needs.seams.iter().any(|s| s == seam),
             Capability::SecondTenant => needs.tenants < 2,
             Capability::Endpoints => needs.endpoints < 2,
@@ -448,6 +449,8 @@ struct RawNeeds {
     egress_policy: bool,
     #[serde(default, rename = "reportedRuns")]
     reported_runs: bool,
+    #[serde(default, rename = "hostEvents")]
+    host_events: Option<String>,
     #[serde(default)]
     endpoints: Option<u8>,
 }
@@ -506,6 +509,7 @@ struct RawRequest {
     content_type: Option<String>,
     seam: Option<String>,
     endpoint: Option<u8>,
+    stream_ms: Option<u64>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -659,6 +663,7 @@ fn scenario_from(
         options: raw.needs.options,
         egress_policy: raw.needs.egress_policy,
         reported_runs: raw.needs.reported_runs,
+        host_events: raw.needs.host_events,
         endpoints: raw.needs.endpoints.unwrap_or(1),
     };
     let generated = request::generate(path, raw.generate)?;
@@ -1006,6 +1011,7 @@ fn parse_request(
         content_type: raw.content_type,
         seam: raw.seam,
         endpoint: raw.endpoint,
+        stream_ms: raw.stream_ms,
     })
 }
 

@@ -52,6 +52,7 @@ impl Offer {
             Capability::EgressPolicy => caps.egress_denies_internal,
             Capability::RequiresBounds => caps.requires_bounds,
             Capability::Attention => self.attention,
+            Capability::HostEvents(surface) => caps.host_events.contains(surface),
             Capability::Seam(seam) => caps.seams.contains(seam),
             Capability::SecondTenant => self.second_tenant,
             Capability::Endpoints => self.endpoints >= 2,
