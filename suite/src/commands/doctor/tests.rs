@@ -45,7 +45,8 @@ fn statuses(predictions: &[Prediction]) -> BTreeMap<&str, Status> {
 /// The reference host's discovery, as far as doctor's prediction goes.
 fn reference() -> Capabilities {
     Capabilities::from_document(Some(&json!({
-        "host": {"reportedRuns": {"continuation": ["manual"]}},
+        "host": {"reportedRuns": {"continuation": ["manual"]},
+                 "events": {"goalList": true, "stream": "/v1/host/sample/events"}},
         "agents": {"goals": {"judge": "verifier",
                              "continuation": ["schedule", "commitment", "heartbeat", "manual"]}},
         "webhookEgress": {"internal": "denied"},
@@ -79,7 +80,7 @@ fn a_host_offering_everything_would_be_certified_but_in_cluster() {
         .unwrap();
     assert_eq!(
         behavior.line(),
-        "would be certified — judge verifier; modes manual, schedule, heartbeat, commitment; reported runs"
+        "would be certified — judge verifier; modes manual, schedule, heartbeat, commitment; reported runs; host event list; host event stream"
     );
 }
 

@@ -171,6 +171,7 @@ mod tests {
             level: level.to_string(),
             clause: format!("PROFILE.md#{id}"),
             text: "t".to_string(),
+            capability: Vec::new(),
         }
     }
 
