@@ -34,6 +34,9 @@ pub struct Choices {
     pub modes: &'static [Mode],
     /// What a `schedule` goal without an `armRef` does.
     pub armless_schedule: ArmlessSchedule,
+    /// What a PATCH naming a member it may not change (judge-owned, a
+    /// bound) gets: refused whole, or the member dropped.
+    pub unappliable: Unappliable,
 }
 
 impl Default for Choices {
@@ -49,6 +52,7 @@ impl Default for Choices {
             judge: Check::Verifier,
             modes: &Mode::SUPPORTED,
             armless_schedule: ArmlessSchedule::FiresAtOnce,
+            unappliable: Unappliable::Refused,
         }
     }
 }
@@ -62,6 +66,7 @@ pub enum CreateStatus {
 }
 
 pub use crate::domain::wire::{AttentionBody, ConfidenceWithoutVerdict};
+pub use crate::domain::Unappliable;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EscalatedContinue {

@@ -42,7 +42,7 @@ pub use notes::{Escalation, EscalationKind, Feedback, Notes, OpenEscalation, Res
 pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec, Webhook};
 pub use request::{
     parse_create, parse_patch, parse_run_report, parse_verifier, GoalPatch, NewGoal, NewVerifier,
-    ReportedRun, RequestContext, RequestError,
+    ReportedRun, RequestContext, RequestError, Unappliable,
 };
 pub use run_ids::RunIds;
 pub use timestamp::Timestamp;

@@ -244,6 +244,7 @@ impl Engine {
             fixtures_enabled: self.settings.conformance_seams,
             judge: self.settings.choices.judge,
             modes: self.settings.choices.modes,
+            unappliable: self.settings.choices.unappliable,
         }
     }
 

@@ -13,7 +13,7 @@
 
 use crate::choices::{
     ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict, CreateStatus, ErrorCodes,
-    EscalatedContinue, WebhookSigning,
+    EscalatedContinue, Unappliable, WebhookSigning,
 };
 use crate::config::Config;
 use crate::domain::{Check, CostReading, Mode};
@@ -51,6 +51,7 @@ registry! {
     JudgeHost "judge-host",
     ScheduleOnly "schedule-only",
     SeamsOff "seams-off",
+    PatchDropsJudgeOwned "patch-drops-judge-owned",
 }
 
 /// The one mode a `schedule-only` host offers.
@@ -113,6 +114,12 @@ impl Variant {
                 ..reference
             },
             Variant::SeamsOff => reference,
+            // Keeps judge-owned members and bounds as RFC 0097 asks, by
+            // leaving them out of the edit instead of refusing it.
+            Variant::PatchDropsJudgeOwned => Choices {
+                unappliable: Unappliable::Dropped,
+                ..reference
+            },
         }
     }
 
@@ -183,6 +190,9 @@ mod tests {
         {
             changed.push("modes");
         }
+        if choices.unappliable != reference.unappliable {
+            changed.push("unappliable");
+        }
         changed
     }
 
@@ -222,7 +232,7 @@ mod tests {
             .iter()
             .flat_map(|variant| changed(&variant.choices()))
             .collect();
-        assert_eq!(made.len(), 9, "{made:?}");
+        assert_eq!(made.len(), 10, "{made:?}");
     }
 
     #[test]
