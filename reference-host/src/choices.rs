@@ -125,6 +125,7 @@ pub fn openwop_code(code: &'static str) -> &'static str {
         | "goal_escalated"
         | "goal_paused"
         | "verifier_exists"
+        | "judge_not_host"
         | "idempotency_conflict"
         | "runs_not_accepted"
         | "run_conflict" => "conflict",

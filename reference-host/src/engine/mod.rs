@@ -15,6 +15,7 @@ mod locks;
 mod precondition;
 mod quota;
 mod reported;
+mod scripted_judge;
 mod verifiers;
 mod wake;
 

@@ -115,7 +115,7 @@ pub fn app(state: AppState) -> Router {
         .merge(runs::routes())
         .merge(verifiers::routes());
     if state.seams {
-        routes = routes.merge(seams::routes());
+        routes = routes.merge(seams::routes(state.engine.choices().judge));
     }
     let faults = Arc::clone(&state.faults);
     let body_limit = faults.body_limit(BODY_LIMIT);

@@ -11,3 +11,4 @@ pub mod gate;
 pub mod ledger;
 pub mod loader;
 pub mod outcome;
+pub mod scripted_judge;
