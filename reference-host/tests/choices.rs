@@ -290,7 +290,11 @@ async fn a_host_that_judges_itself_lets_the_suite_script_its_verdicts() {
     }
     // The script judges: unsatisfied, then satisfied on the second run.
     let first = host.continue_once(&id).await;
-    assert_eq!(first.body["evaluation"]["satisfied"], false, "{}", first.body);
+    assert_eq!(
+        first.body["evaluation"]["satisfied"], false,
+        "{}",
+        first.body
+    );
     assert_eq!(first.body["evaluation"]["failureClass"], Value::Null);
     let second = host.continue_once(&id).await;
     assert_eq!(second.body["goal"]["state"], "satisfied", "{}", second.body);
@@ -298,7 +302,10 @@ async fn a_host_that_judges_itself_lets_the_suite_script_its_verdicts() {
         second.body["goal"]["completion"]["check"], "host",
         "the goal still names its host judge"
     );
-    assert_eq!(second.body["goal"]["completion"]["verifierRef"], Value::Null);
+    assert_eq!(
+        second.body["goal"]["completion"]["verifierRef"],
+        Value::Null
+    );
     // A closed goal has no judge to script.
     put(Some(support::A), Some(script))
         .await

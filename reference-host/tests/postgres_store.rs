@@ -122,7 +122,10 @@ async fn contract(location: &DbLocation) {
     let version = store.goal(&third).expect("reads").expect("exists").version;
     assert_eq!(store.judge_script(&third).expect("reads"), None);
     for script in ["conformance:verifier", "conformance:verifier?satisfyOn=2"] {
-        assert!(store.put_judge_script(&third, script).await.expect("writes"));
+        assert!(store
+            .put_judge_script(&third, script)
+            .await
+            .expect("writes"));
         assert_eq!(
             store.judge_script(&third).expect("reads").as_deref(),
             Some(script),

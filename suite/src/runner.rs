@@ -487,12 +487,9 @@ fn build_trials(
                     // The loader refuses a scripted scenario the seam
                     // cannot run; should one get here, it errors, named.
                     match scripted_judge::through_seam(scenario) {
-                        Ok(scripted) => scenario_trial(
-                            scripted,
-                            driver.clone(),
-                            ledger.clone(),
-                            handle.clone(),
-                        ),
+                        Ok(scripted) => {
+                            scenario_trial(scripted, driver.clone(), ledger.clone(), handle.clone())
+                        }
                         Err(refused) => errored_trial(
                             &scenario.name,
                             &format!(

@@ -741,7 +741,9 @@ mod tests {
     fn seam_paths_only_with_seams() {
         let continue_path = format!("{GOALS_BASE}/{{id}}/continue");
         assert!(document(true, false)["paths"].get(&continue_path).is_some());
-        assert!(document(false, false)["paths"].get(&continue_path).is_none());
+        assert!(document(false, false)["paths"]
+            .get(&continue_path)
+            .is_none());
         let judge_path = format!("{GOALS_BASE}/{{id}}/judge");
         assert!(document(true, true)["paths"].get(&judge_path).is_some());
         assert!(document(true, false)["paths"].get(&judge_path).is_none());
@@ -753,7 +755,10 @@ mod tests {
             format!("{GOALS_BASE}/{{id}}/escalation"),
             EVENTS_STREAM_PATH.to_string(),
         ] {
-            assert!(document(false, false)["paths"].get(&path).is_some(), "{path}");
+            assert!(
+                document(false, false)["paths"].get(&path).is_some(),
+                "{path}"
+            );
         }
     }
 }

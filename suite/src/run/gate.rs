@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use crate::model::Scenario;
 use crate::run::discovery::{Capabilities, PREFERRED_MODE};
-use crate::run::scripted_judge;
 use crate::run::outcome::SkipReason;
+use crate::run::scripted_judge;
 
 /// The option `needs.options` names for `--webhook-secret`.
 pub const WEBHOOK_SECRET: &str = "webhook-secret";
@@ -66,7 +66,10 @@ pub fn gate(
 fn judge_offered(judge: &str, advertised: Option<&str>) -> bool {
     match judge {
         scripted_judge::SCRIPTED => {
-            matches!(advertised, Some(scripted_judge::VERIFIER | scripted_judge::HOST))
+            matches!(
+                advertised,
+                Some(scripted_judge::VERIFIER | scripted_judge::HOST)
+            )
         }
         _ => advertised == Some(judge),
     }

@@ -214,12 +214,10 @@ fn check_reads(step: &Step) -> Result<(), NotScriptable> {
             Target::Pointer(pointer) => Some(pointer.as_str()),
             Target::Header(_) => None,
         };
-        let read = target.into_iter().chain(assertion.map.as_deref()).chain(
-            assertion
-                .filter
-                .iter()
-                .map(|(pointer, _)| pointer.as_str()),
-        );
+        let read = target
+            .into_iter()
+            .chain(assertion.map.as_deref())
+            .chain(assertion.filter.iter().map(|(pointer, _)| pointer.as_str()));
         if read.into_iter().any(reads_judge) {
             return Err(refuse(
                 assertion.pointer.clone(),

@@ -60,13 +60,28 @@ mod tests {
         };
         assert_eq!(pointer_of(json!([]), SEAMS), "");
         assert_eq!(pointer_of(json!({}), SEAMS), "/verifierRef");
-        assert_eq!(pointer_of(json!({"verifierRef": null}), SEAMS), "/verifierRef");
-        assert_eq!(pointer_of(json!({"verifierRef": "conformance:verifier", "x": 1}), SEAMS), "/x");
         assert_eq!(
-            pointer_of(json!({"verifierRef": "conformance:verifier?satisfyOn=0"}), SEAMS),
+            pointer_of(json!({"verifierRef": null}), SEAMS),
             "/verifierRef"
         );
-        assert_eq!(pointer_of(json!({"verifierRef": "quality-gate"}), SEAMS), "/verifierRef");
+        assert_eq!(
+            pointer_of(
+                json!({"verifierRef": "conformance:verifier", "x": 1}),
+                SEAMS
+            ),
+            "/x"
+        );
+        assert_eq!(
+            pointer_of(
+                json!({"verifierRef": "conformance:verifier?satisfyOn=0"}),
+                SEAMS
+            ),
+            "/verifierRef"
+        );
+        assert_eq!(
+            pointer_of(json!({"verifierRef": "quality-gate"}), SEAMS),
+            "/verifierRef"
+        );
         assert!(matches!(
             parse_judge_script(
                 &json!({"verifierRef": "conformance:verifier"}),

@@ -899,7 +899,11 @@ fn a_scripted_scenario_moves_its_refs_to_the_seam_on_a_host_judge() {
     let moved = scripted_judge::through_seam(written).expect("scriptable");
     assert_eq!(moved.steps.len(), 3);
     assert_eq!(
-        moved.steps.iter().map(|step| step.index).collect::<Vec<_>>(),
+        moved
+            .steps
+            .iter()
+            .map(|step| step.index)
+            .collect::<Vec<_>>(),
         [0, 1, 2]
     );
     assert!(moved.needs.seams.iter().any(|seam| seam == "scriptedJudge"));
@@ -916,7 +920,10 @@ fn a_scripted_scenario_moves_its_refs_to_the_seam_on_a_host_judge() {
         judge.pointer,
         "/steps/0/request/body/completion/verifierRef"
     );
-    assert_eq!(judge.proves, None, "a broken seam fails what the scenario proves");
+    assert_eq!(
+        judge.proves, None,
+        "a broken seam fails what the scenario proves"
+    );
     let Action::Request(put) = &judge.action else {
         panic!("the judge step is a request")
     };
@@ -929,7 +936,10 @@ fn a_scripted_scenario_moves_its_refs_to_the_seam_on_a_host_judge() {
     );
     assert_eq!(put.expect.status, [200, 204]);
     // The read's `when` still names the create, now one step further off.
-    let when = moved.steps[2].when.as_ref().expect("the read keeps its when");
+    let when = moved.steps[2]
+        .when
+        .as_ref()
+        .expect("the read keeps its when");
     assert_eq!(when.step, 0);
     assert_eq!(moved.steps[2].pointer, "/steps/1");
     // Nothing changes on a verifier host.
@@ -958,7 +968,10 @@ fn a_scripted_scenario_that_is_about_verifier_refs_is_refused() {
     ] {
         let file = scripted(extra);
         let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &file)]);
-        let LoadError::Invalid { pointer, message, .. } = error else {
+        let LoadError::Invalid {
+            pointer, message, ..
+        } = error
+        else {
             panic!("{error:?}")
         };
         assert_eq!(pointer, at, "{message}");
@@ -969,14 +982,20 @@ fn a_scripted_scenario_that_is_about_verifier_refs_is_refused() {
         .unwrap()
         .remove("capture");
     uncaptured["steps"].as_array_mut().unwrap().truncate(1);
-    let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &uncaptured)]);
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("core/s.json", &uncaptured),
+    ]);
     assert!(
         matches!(&error, LoadError::Invalid { pointer, .. } if pointer == "/steps/0/capture"),
         "{error:?}"
     );
     let mut unscripted = scripted(Value::Null);
     unscripted["steps"][0]["request"]["body"]["completion"] = json!({"check": "{discovery.judge}"});
-    let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &unscripted)]);
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("core/s.json", &unscripted),
+    ]);
     assert!(
         matches!(&error, LoadError::Invalid { pointer, .. } if pointer == "/needs/judge"),
         "{error:?}"
