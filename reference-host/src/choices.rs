@@ -42,6 +42,9 @@ pub struct Choices {
     pub egress_policy: EgressPolicy,
     /// What an arm request carries beside the attention projection.
     pub arm_request: ArmRequestBody,
+    /// What a PATCH naming a member it may not change (judge-owned, a
+    /// bound) gets: refused whole, or the member dropped.
+    pub unappliable: Unappliable,
 }
 
 impl Default for Choices {
@@ -60,6 +63,7 @@ impl Default for Choices {
             reported_runs: ReportedRuns::Offered,
             egress_policy: EgressPolicy::Advertised,
             arm_request: ArmRequestBody::Projection,
+            unappliable: Unappliable::Refused,
         }
     }
 }
@@ -73,6 +77,7 @@ pub enum CreateStatus {
 }
 
 pub use crate::domain::wire::{AttentionBody, ConfidenceWithoutVerdict};
+pub use crate::domain::Unappliable;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EscalatedContinue {
@@ -160,6 +165,7 @@ pub fn openwop_code(code: &'static str) -> &'static str {
         | "goal_escalated"
         | "goal_paused"
         | "verifier_exists"
+        | "judge_not_host"
         | "idempotency_conflict"
         | "runs_not_accepted"
         | "run_conflict" => "conflict",

@@ -240,6 +240,95 @@ async fn the_judge_may_be_the_host() {
 }
 
 #[tokio::test]
+async fn a_host_that_judges_itself_lets_the_suite_script_its_verdicts() {
+    let host = host(Choices {
+        judge: Check::Host,
+        ..Choices::default()
+    });
+    assert_eq!(
+        discovery(&host).await["conformanceSeams"]["goals"]["scriptedJudge"],
+        true
+    );
+    let mut body = plain_body();
+    body["completion"] = json!({ "check": "host" });
+    let id = id_of(&host.create(body).await);
+    let judge = format!("{BASE}/{id}/judge");
+    let before = host.get(&format!("{BASE}/{id}")).await;
+    let script = json!({ "verifierRef": "conformance:verifier?satisfyOn=2" });
+    let put = |token, body| host.call(Method::PUT, &judge, token, body);
+    let scripted = put(Some(support::A), Some(script.clone())).await;
+    assert_eq!(scripted.status, StatusCode::NO_CONTENT, "{}", scripted.body);
+    // Beside the goal, not in it: the goal, its tag and its time are as
+    // they were.
+    let after = host.get(&format!("{BASE}/{id}")).await;
+    assert_eq!(after.body, before.body);
+    assert_eq!(after.header("etag"), before.header("etag"));
+    // Tenancy and credentials as for every seam; a bad body stores nothing.
+    put(None, Some(script.clone()))
+        .await
+        .refused(StatusCode::UNAUTHORIZED, "unauthorized");
+    put(Some(support::B), Some(script.clone()))
+        .await
+        .refused(StatusCode::NOT_FOUND, "not_found");
+    host.call(
+        Method::PUT,
+        &format!("{BASE}/goal-missing/judge"),
+        Some(support::A),
+        Some(script.clone()),
+    )
+    .await
+    .refused(StatusCode::NOT_FOUND, "not_found");
+    for bad in [
+        json!({}),
+        json!({ "verifierRef": 3 }),
+        json!({ "verifierRef": "conformance:verifier", "extra": true }),
+        json!({ "verifierRef": "conformance:verifier?satisfyOn=0" }),
+    ] {
+        put(Some(support::A), Some(bad))
+            .await
+            .refused(StatusCode::BAD_REQUEST, "invalid_request");
+    }
+    // The script judges: unsatisfied, then satisfied on the second run.
+    let first = host.continue_once(&id).await;
+    assert_eq!(
+        first.body["evaluation"]["satisfied"], false,
+        "{}",
+        first.body
+    );
+    assert_eq!(first.body["evaluation"]["failureClass"], Value::Null);
+    let second = host.continue_once(&id).await;
+    assert_eq!(second.body["goal"]["state"], "satisfied", "{}", second.body);
+    assert_eq!(
+        second.body["goal"]["completion"]["check"], "host",
+        "the goal still names its host judge"
+    );
+    assert_eq!(
+        second.body["goal"]["completion"]["verifierRef"],
+        Value::Null
+    );
+    // A closed goal has no judge to script.
+    put(Some(support::A), Some(script))
+        .await
+        .refused(StatusCode::CONFLICT, "goal_terminal");
+}
+
+#[tokio::test]
+async fn a_verifier_host_serves_no_scripted_judge() {
+    let host = host(Choices::default());
+    let seams = discovery(&host).await["conformanceSeams"]["goals"].clone();
+    assert_eq!(seams.get("scriptedJudge"), None);
+    let id = id_of(&host.create(plain_body()).await);
+    host.call(
+        Method::PUT,
+        &format!("{BASE}/{id}/judge"),
+        Some(support::A),
+        Some(json!({ "verifierRef": "conformance:verifier" })),
+    )
+    .await
+    .refused(StatusCode::NOT_FOUND, "not_found");
+}
+
+#[tokio::test]
 async fn schedule_may_be_the_only_mode_and_an_armless_goal_waits_for_an_arm() {
     let host = host(Choices {
         modes: &[Mode::Schedule],

@@ -104,7 +104,7 @@ async fn the_description_matches_the_router_with_and_without_seams() {
             let methods = router_methods(&host, &path).await;
             actual.insert(path, methods);
         }
-        let document = openapi_document(seams);
+        let document = openapi_document(seams, false);
         assert_eq!(
             described(&document),
             actual,
@@ -124,7 +124,7 @@ async fn openapi_json_is_public_and_is_the_description() {
         let host = Harness::new(seams);
         let reply = host.call(Method::GET, OPENAPI_PATH, None, None).await;
         assert_eq!(reply.status, StatusCode::OK);
-        assert_eq!(reply.body, openapi_document(seams));
+        assert_eq!(reply.body, openapi_document(seams, false));
         assert_eq!(reply.body["openapi"], "3.1.0");
     }
 }
@@ -168,7 +168,7 @@ fn assert_described(document: &Value, path: &str, method: &str, reply: &Reply) {
 #[tokio::test]
 async fn real_answers_validate_against_the_described_schemas() {
     let host = Harness::seams();
-    let document = openapi_document(true);
+    let document = openapi_document(true, false);
     let goal_path = format!("{BASE}/{{id}}");
 
     let discovery = host

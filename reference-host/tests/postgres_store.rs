@@ -115,6 +115,31 @@ async fn contract(location: &DbLocation) {
         !matches!(again, Ok(Written::Done(()))),
         "{location}: iteration 1 was reserved twice"
     );
+
+    // A scripted judge is kept beside its goal: replaced by a later one,
+    // the goal's version untouched, nothing kept for a goal not stored.
+    let third = GoalId::parse(&ids[2]).expect("id");
+    let version = store.goal(&third).expect("reads").expect("exists").version;
+    assert_eq!(store.judge_script(&third).expect("reads"), None);
+    for script in ["conformance:verifier", "conformance:verifier?satisfyOn=2"] {
+        assert!(store
+            .put_judge_script(&third, script)
+            .await
+            .expect("writes"));
+        assert_eq!(
+            store.judge_script(&third).expect("reads").as_deref(),
+            Some(script),
+            "{location}"
+        );
+    }
+    let unchanged = store.goal(&third).expect("reads").expect("exists");
+    assert_eq!(unchanged.version, version, "{location}");
+    let nobody = GoalId::generate();
+    assert!(!store
+        .put_judge_script(&nobody, "conformance:verifier")
+        .await
+        .expect("asks"));
+    assert_eq!(store.judge_script(&nobody).expect("reads"), None);
 }
 
 #[tokio::test]

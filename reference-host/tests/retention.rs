@@ -116,6 +116,46 @@ async fn goals_closed_longer_than_retention_are_forgotten_and_free_their_places(
         .refused(StatusCode::TOO_MANY_REQUESTS, "quota_exceeded");
 }
 
+/// A goal whose judge the seam `scriptedJudge` scripted is forgotten with
+/// its script (the script names the goal, so it goes first).
+#[tokio::test]
+async fn a_scripted_judge_is_forgotten_with_its_goal() {
+    let settings = EngineSettings {
+        conformance_seams: true,
+        retain_closed: Some(Duration::from_millis(HOUR_MS)),
+        choices: goalpost_host::choices::Choices {
+            judge: goalpost_host::domain::Check::Host,
+            ..Default::default()
+        },
+        ..EngineSettings::default()
+    };
+    let host = Harness::with_settings(
+        &DbLocation::Memory,
+        settings,
+        Arc::new(ManualClock::fixed()),
+    );
+    let mut body = plain_body();
+    body["completion"] = json!({ "check": "host" });
+    let id = id_of(&host.create(body).await);
+    let scripted = host
+        .call(
+            Method::PUT,
+            &format!("{BASE}/{id}/judge"),
+            Some(A),
+            Some(json!({ "verifierRef": "conformance:verifier?satisfyOn=1" })),
+        )
+        .await;
+    assert_eq!(scripted.status, StatusCode::NO_CONTENT, "{}", scripted.body);
+    let ran = host.continue_once(&id).await;
+    assert_eq!(ran.body["goal"]["state"], "satisfied", "{}", ran.body);
+    host.clock.advance(Duration::from_millis(HOUR_MS + 60_000));
+    let tick = host.tick().await;
+    assert_eq!(tick.forgotten.len(), 1);
+    host.get(&format!("{BASE}/{id}"))
+        .await
+        .refused(StatusCode::NOT_FOUND, "not_found");
+}
+
 /// A backlog is worked off a bounded batch per tick; the tick after a
 /// full batch goes on at once.
 #[tokio::test]

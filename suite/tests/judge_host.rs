@@ -1,11 +1,14 @@
-//! `goalpost-host serve --judge host` certifies `core`: the host judges with
-//! its own verifiers and discovery says `judge: "host"`. The host is built
-//! from the same command-line flags an operator passes (no `variants`
-//! feature), and the whole suite runs through the library path of
+//! `goalpost-host serve --judge host` certifies `core` and `behavior`: the
+//! host judges with its own verifiers and discovery says `judge: "host"`;
+//! with its conformance seams on it also serves the seam `scriptedJudge`,
+//! through which the suite scripts the verdicts of the scenarios whose rule
+//! is not about the judge kind (`needs.judge: "scripted"`). The host is
+//! built from the same command-line flags an operator passes (no
+//! `variants` feature), and the suite runs through the library path of
 //! `goalpost run` (`common::run_suite`, as the kill and variant matrices
-//! run it). Scenarios that script a verifier (`needs.judge: "verifier"`)
-//! skip as not advertised; the host-judge path of reported runs
-//! (`behavior.runs.claims-not-verdicts`) runs and passes.
+//! run it). Scenarios about what a verifier ref does (`needs.judge:
+//! "verifier"`) skip as not advertised; the host-judge path of reported
+//! runs (`behavior.runs.claims-not-verdicts`) runs and passes.
 
 mod common;
 
@@ -20,7 +23,7 @@ use goalpost::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B, TENANT_A, TENANT_B};
 const SECRET: &str = "goalpost-judge-host-secret";
 
 #[test]
-fn a_host_that_judges_itself_certifies_core() {
+fn a_host_that_judges_itself_certifies_core_and_behavior() {
     let token_a = format!("{DEFAULT_TOKEN_A}={TENANT_A}");
     let token_b = format!("{DEFAULT_TOKEN_B}={TENANT_B}");
     let args = goalpost_host::config::Args::try_parse_from([
@@ -49,16 +52,20 @@ fn a_host_that_judges_itself_certifies_core() {
     })
     .unwrap_or_else(|error| panic!("{error}"));
 
-    let core = &report.profiles["core"];
-    let unpassed: Vec<String> = report
-        .requirements
-        .iter()
-        .filter(|requirement| {
-            requirement.profile == "core" && requirement.disposition.as_str() != "pass"
-        })
-        .map(|requirement| format!("{}: {}", requirement.id, requirement.disposition))
-        .collect();
-    assert!(core.certified, "core is not certified: {unpassed:?}");
+    for profile in ["core", "behavior"] {
+        let unpassed: Vec<String> = report
+            .requirements
+            .iter()
+            .filter(|requirement| {
+                requirement.profile == profile && requirement.disposition.as_str() != "pass"
+            })
+            .map(|requirement| format!("{}: {}", requirement.id, requirement.disposition))
+            .collect();
+        assert!(
+            report.profiles[profile].certified,
+            "{profile} is not certified: {unpassed:?}"
+        );
+    }
     let ended = |id: &str| {
         report
             .requirements
@@ -72,9 +79,22 @@ fn a_host_that_judges_itself_certifies_core() {
         ended("behavior.runs.claims-not-verdicts").disposition,
         goalpost::run::outcome::DispositionKind::Pass
     );
-    // A scripted verifier is what this host does not offer: skipped, and
-    // the report says why.
-    let scripted = ended("behavior.runs.judged");
-    assert_eq!(scripted.disposition.as_str(), "skip");
-    assert_eq!(scripted.reason.as_deref(), Some("not-advertised"));
+    // Verdicts scripted through the seam: a reported run judged by the
+    // verifier the suite named for the goal.
+    assert_eq!(ended("behavior.runs.judged").disposition.as_str(), "pass");
+    let scripted = report
+        .scenarios
+        .iter()
+        .find(|scenario| scenario.name == "behavior::convergence")
+        .expect("the convergence scenario ran");
+    assert_eq!(scripted.outcome.as_str(), "pass");
+    // What a verifier ref does is what this host does not offer: skipped,
+    // and the report says why.
+    let verifier_only = report
+        .scenarios
+        .iter()
+        .find(|scenario| scenario.name == "behavior::patch-verifier-ref")
+        .expect("the verifier-ref scenario is reported");
+    assert_eq!(verifier_only.outcome.as_str(), "skip");
+    assert_eq!(verifier_only.reason.as_deref(), Some("not-advertised"));
 }

@@ -524,10 +524,14 @@ impl Engine {
         }
     }
 
-    /// The goal's verifier: a fixture, a URL, or its tenant's registered
-    /// criteria verifier of that name. `None` when none is attached or the
-    /// named one cannot be read.
+    /// The goal's verifier: the one the seam `scriptedJudge` set for a
+    /// goal the host judges, else a fixture, a URL, or its tenant's
+    /// registered criteria verifier of that name. `None` when none is
+    /// attached or the named one cannot be read.
     async fn verifier_for(&self, goal: &Goal) -> Option<Arc<dyn Verifier>> {
+        if let Some(scripted) = self.scripted_verifier(goal) {
+            return Some(scripted);
+        }
         let spec = goal.completion.verifier_ref.as_ref()?.spec();
         let VerifierSpec::Named(name) = spec else {
             return self.judges.verifier_for(spec, &goal.owner);

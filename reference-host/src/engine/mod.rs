@@ -15,6 +15,7 @@ mod locks;
 mod precondition;
 mod quota;
 mod reported;
+mod scripted_judge;
 mod verifiers;
 mod wake;
 
@@ -244,6 +245,7 @@ impl Engine {
             fixtures_enabled: self.settings.conformance_seams,
             judge: self.settings.choices.judge,
             modes: self.settings.choices.modes,
+            unappliable: self.settings.choices.unappliable,
         }
     }
 

@@ -11,6 +11,7 @@ use super::goals::MAX_PAGE;
 use super::json::json;
 use super::{AppState, EVENTS_STREAM_PATH, GOALS_BASE};
 use crate::choices::{Choices, EgressPolicy, ReportedRuns};
+use crate::domain::Check;
 use crate::engine::TAKES_REPORTED_RUNS;
 
 pub fn routes() -> Router<AppState> {
@@ -71,14 +72,17 @@ pub fn document(seams: bool, choices: &Choices) -> Value {
         }
     }
     if seams {
+        let mut goals = json!({
+            "basePath": GOALS_BASE,
+            "continue": true, "events": true, "fixtures": true, "webhooks": true
+        });
+        // A host that judges with its own evaluator lets the suite script
+        // its verdicts; a verifier host's goals name theirs.
+        if choices.judge == Check::Host {
+            goals["scriptedJudge"] = Value::Bool(true);
+        }
         if let Some(root) = document.as_object_mut() {
-            root.insert(
-                "conformanceSeams".into(),
-                json!({ "goals": {
-                    "basePath": GOALS_BASE,
-                    "continue": true, "events": true, "fixtures": true, "webhooks": true
-                } }),
-            );
+            root.insert("conformanceSeams".into(), json!({ "goals": goals }));
         }
     }
     document

@@ -117,7 +117,7 @@ pub fn app(state: AppState) -> Router {
         routes = routes.merge(runs::routes());
     }
     if state.seams {
-        routes = routes.merge(seams::routes());
+        routes = routes.merge(seams::routes(state.engine.choices().judge));
     }
     let faults = Arc::clone(&state.faults);
     let body_limit = faults.body_limit(BODY_LIMIT);

@@ -360,6 +360,14 @@ impl Store for ReplicaMemory {
         self.inner.verifiers(tenant)
     }
 
+    fn put_judge_script(&self, goal: &GoalId, verifier_ref: &str) -> Pending<bool> {
+        self.inner.put_judge_script(goal, verifier_ref)
+    }
+
+    fn judge_script(&self, goal: &GoalId) -> Result<Option<String>, StoreError> {
+        self.inner.judge_script(goal)
+    }
+
     fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted> {
         let remembered = match (self.remember, &guard.key) {
             (Remember::Keys, Some((key, fingerprint))) => {

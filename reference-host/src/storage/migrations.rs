@@ -365,6 +365,16 @@ CREATE TABLE event_deliveries (
     retry_at_ms INTEGER
 ) WITHOUT ROWID;
 ",
+    // The conformance seam `scriptedJudge` (PROFILE.md "Seam contract"):
+    // the verifier ref a goal judged by the host is judged by, kept beside
+    // the goal and not in it, so scripting a judge changes neither the
+    // goal's record nor its version.
+    r"
+CREATE TABLE judge_scripts (
+    goal_id      TEXT PRIMARY KEY REFERENCES goals (id),
+    verifier_ref TEXT NOT NULL
+) WITHOUT ROWID;
+",
 ];
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {

@@ -935,6 +935,30 @@ impl Store for SqliteStore {
         })
     }
 
+    fn put_judge_script(&self, goal: &GoalId, verifier_ref: &str) -> Pending<bool> {
+        let goal = goal.as_str().to_string();
+        let verifier_ref = verifier_ref.to_string();
+        self.writer.submit(move |connection| {
+            let written = connection
+                .prepare_cached(
+                    "INSERT INTO judge_scripts (goal_id, verifier_ref)
+                     SELECT id, ?2 FROM goals WHERE id = ?1
+                     ON CONFLICT (goal_id) DO UPDATE SET verifier_ref = excluded.verifier_ref",
+                )?
+                .execute(params![goal, verifier_ref])?;
+            Ok(written == 1)
+        })
+    }
+
+    fn judge_script(&self, goal: &GoalId) -> Result<Option<String>, StoreError> {
+        self.read(|connection| {
+            Ok(connection
+                .prepare_cached("SELECT verifier_ref FROM judge_scripts WHERE goal_id = ?1")?
+                .query_row(params![goal.as_str()], |row| row.get(0))
+                .optional()?)
+        })
+    }
+
     fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted> {
         let prepared = (|| -> Result<_, StoreError> {
             // What the key remembers: the create's answer, computed up front.
@@ -1067,6 +1091,7 @@ impl Store for SqliteStore {
                            AND id < (SELECT MAX(id) FROM log_records)",
                         "DELETE FROM goal_log WHERE goal_id = CAST(?1 AS TEXT)",
                         "DELETE FROM runs WHERE goal_id = ?1",
+                        "DELETE FROM judge_scripts WHERE goal_id = ?1",
                         "DELETE FROM idempotency_keys WHERE goal_id = ?1",
                         "DELETE FROM goals WHERE id = ?1",
                     ] {

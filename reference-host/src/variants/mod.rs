@@ -19,7 +19,8 @@
 
 use crate::choices::{
     ArmRequestBody, ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict,
-    CreateStatus, EgressPolicy, ErrorCodes, EscalatedContinue, ReportedRuns, WebhookSigning,
+    CreateStatus, EgressPolicy, ErrorCodes, EscalatedContinue, ReportedRuns, Unappliable,
+    WebhookSigning,
 };
 use crate::config::Config;
 use crate::domain::{Check, CostReading, Mode};
@@ -59,6 +60,7 @@ registry! {
     SeamsOff "seams-off",
     CoreOnly "core-only",
     ArmRequestRevision "arm-request-revision",
+    PatchDropsJudgeOwned "patch-drops-judge-owned",
 }
 
 /// The one mode a `schedule-only` host offers.
@@ -136,6 +138,12 @@ impl Variant {
             // projection of the goal would carry them.
             Variant::ArmRequestRevision => Choices {
                 arm_request: ArmRequestBody::WithRevision,
+                ..reference
+            },
+            // Keeps judge-owned members and bounds as RFC 0097 asks, by
+            // leaving them out of the edit instead of refusing it.
+            Variant::PatchDropsJudgeOwned => Choices {
+                unappliable: Unappliable::Dropped,
                 ..reference
             },
         }
@@ -217,6 +225,9 @@ mod tests {
         if choices.arm_request != reference.arm_request {
             changed.push("arm_request");
         }
+        if choices.unappliable != reference.unappliable {
+            changed.push("unappliable");
+        }
         changed
     }
 
@@ -265,7 +276,7 @@ mod tests {
             .iter()
             .flat_map(|variant| changed(&variant.choices()))
             .collect();
-        assert_eq!(made.len(), 12, "{made:?}");
+        assert_eq!(made.len(), 13, "{made:?}");
     }
 
     #[test]

@@ -12,3 +12,4 @@ pub mod ledger;
 pub mod loader;
 pub mod outcome;
 pub mod scope;
+pub mod scripted_judge;

@@ -17,6 +17,7 @@ use crate::model::{
     StatusMatch, Step, Target, When,
 };
 use crate::run::outcome::VIOLATIONS_SHOWN;
+use crate::run::scripted_judge;
 use crate::template::{names_in_str, names_in_value, BUILTINS};
 
 mod mock;
@@ -698,6 +699,11 @@ fn scenario_from(
     mock::check_mock_use(&scenario)?;
     check_variables(&scenario)?;
     check_proves(&scenario)?;
+    // Refused now rather than when a host that judges itself is met.
+    if scenario.needs.judge.as_deref() == Some(scripted_judge::SCRIPTED) {
+        scripted_judge::through_seam(&scenario)
+            .map_err(|refused| invalid(path, refused.pointer, refused.message))?;
+    }
     for step in &scenario.steps {
         if let Action::Request(request) = &step.action {
             if let Some(schema) = &request.expect.schema {

@@ -929,3 +929,146 @@ fn the_shipped_scenarios_ask_for_attention_unprompted_only_as_its_owner() {
     }
     assert!(unprompted.is_empty(), "{unprompted:#?}");
 }
+
+/// A scenario that scripts its verdicts: a create naming a fixture judge
+/// (captured as `goalId`), a `when` on it, and a read.
+fn scripted(extra: Value) -> Value {
+    let mut steps = vec![
+        json!({
+            "name": "create",
+            "proves": [],
+            "request": {"method": "POST", "path": "{base}", "body": {
+                "objective": "goalpost {nonce}",
+                "completion": {"check": "verifier", "verifierRef": "conformance:verifier?satisfyOn=2"},
+                "continuation": {"mode": "{discovery.mode}"}
+            }},
+            "expect": {"status": [201, 200]},
+            "capture": {"goalId": {"pointer": "/id"}}
+        }),
+        json!({
+            "name": "read",
+            "when": {"step": "create", "status": "2xx"},
+            "request": {"method": "GET", "path": "{base}/{goalId}"},
+            "expect": {"status": 200, "assert": [{"pointer": "/completion/lastVerdict", "equals": null}]}
+        }),
+    ];
+    if !extra.is_null() {
+        steps.push(extra);
+    }
+    let mut file = scenario(&["core.a"], Value::Array(steps));
+    file["needs"] = json!({"judge": "scripted", "seams": ["fixtures"]});
+    file
+}
+
+#[test]
+fn a_scripted_scenario_moves_its_refs_to_the_seam_on_a_host_judge() {
+    let registry = requirements(&["core.a"]);
+    let file = scripted(Value::Null);
+    let dir = folder(&[("requirements.json", &registry), ("core/s.json", &file)]);
+    let catalog = load(dir.path(), &schemas()).unwrap();
+    let written = &catalog.scenarios[0];
+    let moved = scripted_judge::through_seam(written).expect("scriptable");
+    assert_eq!(moved.steps.len(), 3);
+    assert_eq!(
+        moved
+            .steps
+            .iter()
+            .map(|step| step.index)
+            .collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
+    assert!(moved.needs.seams.iter().any(|seam| seam == "scriptedJudge"));
+    let Action::Request(create) = &moved.steps[0].action else {
+        panic!("the create stays first")
+    };
+    let Body::Json(body) = &create.request.body else {
+        panic!("a JSON body")
+    };
+    assert_eq!(body["completion"], json!({"check": "host"}));
+    assert_eq!(body["objective"], "goalpost {nonce}");
+    let judge = &moved.steps[1];
+    assert_eq!(
+        judge.pointer,
+        "/steps/0/request/body/completion/verifierRef"
+    );
+    assert_eq!(
+        judge.proves, None,
+        "a broken seam fails what the scenario proves"
+    );
+    let Action::Request(put) = &judge.action else {
+        panic!("the judge step is a request")
+    };
+    assert_eq!(put.request.method, "PUT");
+    assert_eq!(put.request.path, "{base}/{goalId}/judge");
+    assert_eq!(put.request.seam.as_deref(), Some("scriptedJudge"));
+    assert_eq!(
+        put.request.body,
+        Body::Json(json!({"verifierRef": "conformance:verifier?satisfyOn=2"}))
+    );
+    assert_eq!(put.expect.status, [200, 204]);
+    // The read's `when` still names the create, now one step further off.
+    let when = moved.steps[2]
+        .when
+        .as_ref()
+        .expect("the read keeps its when");
+    assert_eq!(when.step, 0);
+    assert_eq!(moved.steps[2].pointer, "/steps/1");
+    // Nothing changes on a verifier host.
+    assert!(!scripted_judge::applies(written, Some("verifier")));
+    assert!(scripted_judge::applies(written, Some("host")));
+}
+
+#[test]
+fn a_scripted_scenario_that_is_about_verifier_refs_is_refused() {
+    let registry = requirements(&["core.a"]);
+    let patch = json!({
+        "name": "patch the ref",
+        "request": {"method": "PATCH", "path": "{base}/{goalId}", "body": {
+            "completion": {"verifierRef": "conformance:verifier"}
+        }},
+        "expect": {"status": 200}
+    });
+    let read_back = json!({
+        "name": "read the ref",
+        "request": {"method": "GET", "path": "{base}/{goalId}"},
+        "expect": {"status": 200, "assert": [{"pointer": "/completion/verifierRef", "equals": "x"}]}
+    });
+    for (extra, at) in [
+        (patch, "/steps/2/request/body/completion"),
+        (read_back, "/steps/2/expect/assert/0"),
+    ] {
+        let file = scripted(extra);
+        let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &file)]);
+        let LoadError::Invalid {
+            pointer, message, ..
+        } = error
+        else {
+            panic!("{error:?}")
+        };
+        assert_eq!(pointer, at, "{message}");
+    }
+    let mut uncaptured = scripted(Value::Null);
+    uncaptured["steps"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("capture");
+    uncaptured["steps"].as_array_mut().unwrap().truncate(1);
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("core/s.json", &uncaptured),
+    ]);
+    assert!(
+        matches!(&error, LoadError::Invalid { pointer, .. } if pointer == "/steps/0/capture"),
+        "{error:?}"
+    );
+    let mut unscripted = scripted(Value::Null);
+    unscripted["steps"][0]["request"]["body"]["completion"] = json!({"check": "{discovery.judge}"});
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("core/s.json", &unscripted),
+    ]);
+    assert!(
+        matches!(&error, LoadError::Invalid { pointer, .. } if pointer == "/needs/judge"),
+        "{error:?}"
+    );
+}
