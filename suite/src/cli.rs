@@ -239,7 +239,9 @@ did; 2 the run could not start.";
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
     /// Base URL of the host under test; without it the bundled reference
-    /// host is started in-process. Given again (or comma-separated in the
+    /// host is started in-process (builds with the `bundled-host`
+    /// feature, the default). An https URL is checked against the
+    /// system's roots (`SSL_CERT_FILE` names another bundle). Given again (or comma-separated in the
     /// environment), the endpoints of one deployment: discovery is read
     /// from the first, and each request goes to the next in turn.
     #[arg(long, env = "GOALPOST_HOST", value_name = "URL", value_delimiter = ',')]
