@@ -157,7 +157,7 @@ const LIST_HELP: &str = "\
 One line per requirement: id, level, how many scenarios name it, whether it is
 mutation-verified and the mutants that prove it (`goalpost-host --mutant NAME`,
 a build with the `mutants` feature); then a summary naming any MUST without a
-mutant. `cargo test` (tests/kill_matrix.rs) proves every listed mutant is killed.
+mutant. `cargo test` (tests/it/kill_matrix.rs) proves every listed mutant is killed.
 
 Exit codes: 0 listed; 2 the folder cannot be read.";
 

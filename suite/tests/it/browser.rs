@@ -153,7 +153,7 @@ fn the_published_report_renders_every_requirement() {
     }
     let bytes = std::fs::read(&committed).unwrap_or_else(|e| {
         panic!(
-            "{}: {e}; GOALPOST_BLESS=1 cargo test -p goalpost --test browser -- --ignored writes it",
+            "{}: {e}; GOALPOST_BLESS=1 cargo test -p goalpost --test it -- --ignored browser:: writes it",
             committed.display()
         )
     });

@@ -1,6 +1,6 @@
 //! Every report format, written from a fixed hand-made report into a
 //! `Vec<u8>` and compared byte for byte with `tests/golden/`. After an
-//! intended change, `GOALPOST_BLESS=1 cargo test -p goalpost --test golden`
+//! intended change, `GOALPOST_BLESS=1 cargo test -p goalpost --test it -- golden::`
 //! rewrites the files; review them in the diff.
 
 use crate::sample_report;
@@ -51,7 +51,7 @@ fn check(name: &str, writer: Writer) {
         .unwrap_or_else(|| written.lines().count().min(expected.lines().count()));
     panic!(
         "{name} differs from {} at line {}:\n  golden:  {:?}\n  written: {:?}\n\
-         (GOALPOST_BLESS=1 cargo test -p goalpost --test golden rewrites it after an intended change)",
+         (GOALPOST_BLESS=1 cargo test -p goalpost --test it -- golden:: rewrites it after an intended change)",
         path.display(),
         line + 1,
         expected.lines().nth(line).unwrap_or("(end of file)"),
