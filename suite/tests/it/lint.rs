@@ -451,7 +451,7 @@ fn profiled_folder(ids: &[&str], files: &[(&str, Value)]) -> (tempfile::TempDir,
     .expect("write");
     let profile: String = ids
         .iter()
-        .map(|id| format!("<a id=\"{id}\"></a>\n### {id}\n\nThe rule.\n\n"))
+        .map(|id| format!("<a id=\"{id}\"></a>\n### {id}\n\nThe rule.\n\n**Level:** MUST.\n\n"))
         .collect();
     std::fs::write(root.path().join("PROFILE.md"), profile).expect("write");
     for (path, value) in files {
@@ -618,6 +618,41 @@ fn a_clause_must_resolve_to_an_anchor_of_profile_md() {
         (Rule::ClauseUnresolved, "")
     );
     assert!(found[0].message.contains("PROFILE.md"), "{}", found[0]);
+}
+
+#[test]
+fn a_level_must_be_the_one_its_profile_md_section_states() {
+    let (root, dir) = profiled_folder(
+        &["core.a", "core.b"],
+        &[
+            ("core/one.json", good_file("core.a")),
+            ("core/two.json", good_file("core.b")),
+        ],
+    );
+    assert_eq!(folder_findings(&dir), []);
+
+    // core.a's section says SHOULD; core.b's says no level at all.
+    std::fs::write(
+        root.path().join("PROFILE.md"),
+        "<a id=\"core.a\"></a>\n### core.a\n\n**Level:** SHOULD (a qualifier).\n\n\
+         <a id=\"core.b\"></a>\n### core.b\n\nThe rule.\n",
+    )
+    .unwrap();
+    let found = folder_findings(&dir);
+    let shown: Vec<(Rule, &str)> = found.iter().map(|f| (f.rule, f.pointer.as_str())).collect();
+    assert_eq!(
+        shown,
+        [
+            (Rule::LevelMismatch, "/requirements/0/level"),
+            (Rule::LevelMismatch, "/requirements/1/level"),
+        ]
+    );
+    assert!(
+        found[0].message.contains("`**Level:** SHOULD`"),
+        "{}",
+        found[0]
+    );
+    assert!(found[1].message.contains("states no level"), "{}", found[1]);
 }
 
 fn two_requirements(steps: Value) -> Value {
