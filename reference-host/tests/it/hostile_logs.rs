@@ -59,6 +59,7 @@ fn anonymous_floods_cannot_fill_the_logs() {
         logs.clone(),
     );
     let long = format!("{BASE}/{}", "x".repeat(16 * 1024));
+    support::scoped_subscribers_see_every_callsite();
     tracing::subscriber::with_default(subscriber, || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -60,7 +60,7 @@ async fn a_pathological_verifier_is_an_environmental_failure_and_the_host_stays_
     let mut slowest = Duration::ZERO;
     while !runs.iter().all(tokio::task::JoinHandle::is_finished) {
         assert!(
-            started.elapsed() < Duration::from_secs(20),
+            started.elapsed() < Duration::from_secs(60),
             "the judges never finished"
         );
         let asked = Instant::now();
@@ -84,9 +84,13 @@ async fn a_pathological_verifier_is_an_environmental_failure_and_the_host_stays_
             body["evaluation"]
         );
     }
+    // The step budget is what ends them: without it the 58 criteria are
+    // some 58 billion steps, hours of work; within it the two take 3–4 s
+    // on a loaded 2-core machine. The bound leaves room for the other
+    // tests sharing the process and its cores.
     let took = started.elapsed();
     assert!(
-        took < Duration::from_secs(10),
+        took < Duration::from_secs(30),
         "both judgements took {took:?}"
     );
     eprintln!("two pathological judgements: {took:?}; slowest discovery meanwhile: {slowest:?}");

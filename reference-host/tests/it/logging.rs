@@ -4,6 +4,8 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use crate::support;
+
 use goalpost_host::logging::{subscriber, LogFormat, DEFAULT_FILTER};
 use goalpost_host::{Config, RunningHost};
 use serde_json::{json, Value};
@@ -74,6 +76,7 @@ fn logs_of_a_session(format: LogFormat, filter: &str) -> String {
         .enable_all()
         .build()
         .expect("a runtime");
+    support::scoped_subscribers_see_every_callsite();
     tracing::subscriber::with_default(subscriber, || {
         runtime.block_on(async {
             let host = RunningHost::start(Config::conformance_in_memory(vec![(
@@ -227,6 +230,7 @@ fn webhook_calls_and_refused_answers_leak_nothing() {
         .enable_all()
         .build()
         .expect("a runtime");
+    support::scoped_subscribers_see_every_callsite();
     tracing::subscriber::with_default(subscriber, || {
         runtime.block_on(async {
             let hooks = echoing_webhooks().await;

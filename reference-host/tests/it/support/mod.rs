@@ -294,3 +294,16 @@ pub fn plain_body() -> Value {
 pub fn id_of(goal: &Value) -> String {
     goal["id"].as_str().expect("goal id").to_string()
 }
+
+/// Call before a test captures logs with a scoped subscriber
+/// (`tracing::subscriber::with_default`). The tests share one process, and
+/// while a single dispatcher exists tracing asks only the *current
+/// thread's* default whether a callsite is of interest the first time the
+/// callsite runs: another test's thread, whose default logs nothing, would
+/// mark it "never" for everyone, and the capturing test would see nothing
+/// of it. A second dispatcher kept for the whole process makes tracing ask
+/// every live dispatcher instead, the capturing one among them.
+pub fn scoped_subscribers_see_every_callsite() {
+    static KEPT: OnceLock<tracing::Dispatch> = OnceLock::new();
+    KEPT.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
+}
