@@ -87,11 +87,7 @@ mod without_host {
     pub struct BundledHost(Infallible);
 
     impl BundledHost {
-        pub async fn start(
-            _token_a: &str,
-            _token_b: &str,
-            _webhook_secret: Option<&str>,
-        ) -> Result<BundledHost, String> {
+        pub async fn start(_: &str, _: &str, _: Option<&str>) -> Result<BundledHost, String> {
             Err(super::NOT_BUILT.to_string())
         }
 
