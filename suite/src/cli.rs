@@ -164,7 +164,7 @@ const LIST_HELP: &str = "\
 One line per requirement: id, level, how many scenarios name it, whether it is
 mutation-verified and the mutants that prove it (`goalpost-host --mutant NAME`,
 a build with the `mutants` feature); then a summary naming any MUST without a
-mutant. `cargo test` (tests/kill_matrix.rs) proves every listed mutant is killed.
+mutant. `cargo test` (tests/it/kill_matrix.rs) proves every listed mutant is killed.
 
 Exit codes: 0 listed; 2 the folder cannot be read.";
 
@@ -250,7 +250,9 @@ did; 2 the run could not start.";
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
     /// Base URL of the host under test; without it the bundled reference
-    /// host is started in-process. Given again (or comma-separated in the
+    /// host is started in-process (builds with the `bundled-host`
+    /// feature, the default). An https URL is checked against the
+    /// system's roots (`SSL_CERT_FILE` names another bundle). Given again (or comma-separated in the
     /// environment), the endpoints of one deployment: discovery is read
     /// from the first, and each request goes to the next in turn.
     #[arg(long, env = "GOALPOST_HOST", value_name = "URL", value_delimiter = ',')]

@@ -5,6 +5,14 @@
 //! trickles forever ends), redirects are never followed (a redirect is an
 //! answer to check, not an instruction), and bodies are read chunk by chunk
 //! up to a cap so a hostile host cannot exhaust memory.
+//!
+//! TLS is the suite's own, with or without the bundled host: rustls with the
+//! `ring` crypto provider, trusting the system's roots (`SSL_CERT_FILE`
+//! names another bundle, e.g. a private CA's). reqwest is built without a
+//! provider of its own and reads rustls's process-wide default when a
+//! client is built, so [`client_builder`] installs ring first; a program
+//! embedding the suite that installed another provider keeps its choice.
+//! docs/DESIGN.md, "TLS", says why ring.
 
 use std::time::Duration;
 
@@ -22,6 +30,23 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Longest body excerpt quoted in a message.
 pub const EXCERPT_CHARS: usize = 500;
+
+/// A reqwest client builder whose TLS runs on ring: the one way the suite
+/// (and its tests) start an HTTP client.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    // An error only says a provider is installed already: that one serves.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+}
+
+/// A client with reqwest's defaults on [`client_builder`]'s TLS; panics,
+/// as `reqwest::Client::new` does, when the TLS backend cannot start.
+pub fn client() -> reqwest::Client {
+    match client_builder().build() {
+        Ok(client) => client,
+        Err(error) => panic!("cannot build an HTTP client: {error}"),
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Http {
@@ -123,7 +148,7 @@ impl Http {
     /// `timeout_scale` stretches the connect and per-request deadlines for
     /// slow hosts (and shrinks them for the suite's own hostile-host tests).
     pub fn new(timeout_scale: f64, body_cap: usize) -> Result<Http, String> {
-        let client = reqwest::Client::builder()
+        let client = client_builder()
             .connect_timeout(CONNECT_TIMEOUT.mul_f64(timeout_scale))
             .redirect(reqwest::redirect::Policy::none())
             .pool_idle_timeout(Duration::from_secs(30))

@@ -16,7 +16,7 @@ use crate::domain::{
     may_dispatch, run_outcome, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId,
     RunOutcome, Tenant, Timestamp, Verdict, VerifierSpec,
 };
-use crate::judge::{CriteriaJudge, Verifier, VerifyRequest};
+use crate::judge::{Verifier, VerifyRequest};
 use crate::storage::{RunReservation, StoreError, Written, WrittenIfIdle};
 
 /// How often the scheduler looks for runs that dead replicas left in
@@ -537,9 +537,7 @@ impl Engine {
             return self.judges.verifier_for(spec, &goal.owner);
         };
         match self.lookup(|store| store.verifier(&goal.owner, name)) {
-            Ok(found) => {
-                found.map(|verifier| Arc::new(CriteriaJudge::new(verifier)) as Arc<dyn Verifier>)
-            }
+            Ok(found) => found.map(|verifier| self.judges.criteria(verifier)),
             Err(error) => {
                 tracing::warn!(goal = %goal.id, %error, "cannot read the goal's verifier");
                 None

@@ -141,7 +141,10 @@ pub fn app(state: AppState) -> Router {
             error::recode(response, crate::choices::openwop_code)
         })),
     };
-    let routes = routes.layer(axum::middleware::from_fn(trace::request_span));
+    let refusals = trace::Refusals::default();
+    let routes = routes.layer(axum::middleware::from_fn(move |request, next| {
+        trace::request_span(refusals.clone(), request, next)
+    }));
     faults.layer(routes, &state).with_state(state)
 }
 

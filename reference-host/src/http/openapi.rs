@@ -2,7 +2,7 @@
 //! API. Paths come from the same constants the router uses; bodies reference
 //! the goalpost JSON Schemas, embedded under `components/schemas` with their
 //! cross-file and local `$ref`s rewritten to point inside this document.
-//! `tests/openapi.rs` keeps it honest against the real router.
+//! `tests/it/openapi.rs` keeps it honest against the real router.
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;

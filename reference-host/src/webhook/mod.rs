@@ -171,7 +171,7 @@ impl WebhookClient {
         let http = ca.certificates().and_then(|certificates| {
             certificates
                 .into_iter()
-                .fold(reqwest::Client::builder(), |builder, certificate| {
+                .fold(crate::tls::client_builder(), |builder, certificate| {
                     builder.add_root_certificate(certificate)
                 })
                 .redirect(reqwest::redirect::Policy::none())

@@ -313,7 +313,7 @@ pub struct PostgresStore {
 }
 
 /// Guards of this store a deliberately broken build may switch off, each
-/// one the cluster needs (`tests/postgres_cluster.rs` shows each is): set
+/// one the cluster needs (`tests/it/postgres_cluster.rs` shows each is): set
 /// only by `crate::mutants`, all kept by default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StoreFaults {

@@ -45,6 +45,7 @@ pub enum Rule {
     RequirementUnknown,
     RequirementUnproven,
     ClauseUnresolved,
+    LevelMismatch,
     CreateWithoutNonce,
     CapabilityUnneeded,
     CapabilityUnstated,
@@ -54,7 +55,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 18] = [
+    pub const ALL: [Rule; 19] = [
         Rule::ScenarioInvalid,
         Rule::StepAssertsNothing,
         Rule::QuietStepLast,
@@ -67,6 +68,7 @@ impl Rule {
         Rule::RequirementUnknown,
         Rule::RequirementUnproven,
         Rule::ClauseUnresolved,
+        Rule::LevelMismatch,
         Rule::CreateWithoutNonce,
         Rule::CapabilityUnneeded,
         Rule::CapabilityUnstated,
@@ -89,6 +91,7 @@ impl Rule {
             Rule::RequirementUnknown => "requirement-unknown",
             Rule::RequirementUnproven => "requirement-unproven",
             Rule::ClauseUnresolved => "clause-unresolved",
+            Rule::LevelMismatch => "level-mismatch",
             Rule::CreateWithoutNonce => "create-without-nonce",
             Rule::CapabilityUnneeded => "capability-unneeded",
             Rule::CapabilityUnstated => "capability-unstated",
@@ -122,6 +125,9 @@ impl Rule {
             }
             Rule::ClauseUnresolved => {
                 "a requirement's clause is not PROFILE.md#<anchor> with an anchor PROFILE.md has"
+            }
+            Rule::LevelMismatch => {
+                "a requirement's level is not the `**Level:**` its PROFILE.md section states"
             }
             Rule::CreateWithoutNonce => {
                 "a create body whose objective lacks `goalpost {nonce}`, so its scenario cannot find it"
@@ -369,11 +375,13 @@ fn cross_check(
 
 /// `clause-unresolved` over the registry: one finding per clause that is
 /// not a PROFILE.md pointer or names a missing anchor, and one for the
-/// whole registry when PROFILE.md cannot be read.
+/// whole registry when PROFILE.md cannot be read; `level-mismatch`: one per
+/// requirement whose section states another level, or none.
 fn clause_check(dir: &Path, registry: &Path, requirements: &[Requirement]) -> Vec<Finding> {
     let path = profile_path(dir);
     let text = std::fs::read_to_string(&path);
     let anchors = text.as_deref().ok().map(profile::anchors);
+    let sections = text.as_deref().map(profile::sections).unwrap_or_default();
     let mut findings = Vec::new();
     if let Err(error) = &text {
         findings.push(Finding {
@@ -392,6 +400,14 @@ fn clause_check(dir: &Path, registry: &Path, requirements: &[Requirement]) -> Ve
                 file: registry.to_path_buf(),
                 pointer: format!("/requirements/{index}/clause"),
                 rule: Rule::ClauseUnresolved,
+                message,
+            });
+        }
+        if let Some(message) = profile::level_mismatch(requirement, &sections) {
+            findings.push(Finding {
+                file: registry.to_path_buf(),
+                pointer: format!("/requirements/{index}/level"),
+                rule: Rule::LevelMismatch,
                 message,
             });
         }
