@@ -48,6 +48,28 @@ pub fn applies(scenario: &Scenario, judge: Option<&str>) -> bool {
     scenario.needs.judge.as_deref() == Some(SCRIPTED) && judge == Some(HOST)
 }
 
+/// Whether a goal the scenario creates may run before the client asks:
+/// its create names a continuation mode other than `manual` (literally,
+/// not the host's first mode; a `manual` goal's arm runs only on
+/// `continue`). On a host that judges itself the
+/// seam scripts the judge one request after the create, so such a goal's
+/// first run could be judged by the host's own evaluator instead of the
+/// script: the scenario cannot script that host's verdicts and does not
+/// run there (PROFILE.md#seam-scripted-judge).
+pub fn runs_unbidden(scenario: &Scenario) -> bool {
+    scenario.steps.iter().any(|step| {
+        let Action::Request(request) = &step.action else {
+            return false;
+        };
+        let is_create = request.request.method == "POST" && request.request.path == "{base}";
+        let Body::Json(body) = &request.request.body else {
+            return false;
+        };
+        let mode = body.pointer("/continuation/mode").and_then(Value::as_str);
+        is_create && mode.is_some_and(|m| m != "manual" && !m.starts_with('{'))
+    })
+}
+
 /// The scenario as it runs against a host that judges with its own
 /// evaluator. Fails where the scenario's verdicts cannot be scripted that
 /// way (the loader refuses such a file): a ref written anywhere but in a
