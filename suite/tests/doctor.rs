@@ -131,9 +131,10 @@ fn a_host_without_seams_is_told_which_sections_to_implement_and_nothing_is_writt
     assert!(text.contains("conformance seams: none"), "{text}");
     // Core needs no seam: only the tenancy scenarios wait for --token-b.
     assert!(text.contains("  core: partly: "), "{text}");
-    // Behavior needs the seams but for one scenario: the reported run's
-    // claims, which rides on host API (`POST {base}/{id}/runs`).
-    assert!(text.contains("  behavior: partly: 1 of "), "{text}");
+    // Behavior needs the seams but for three scenarios that ride on host
+    // API alone: the reported run's claims (`POST {base}/{id}/runs`) and
+    // the host's own event list and stream of such runs (`host.events`).
+    assert!(text.contains("  behavior: partly: 3 of "), "{text}");
     for seam in ["continue", "events", "fixtures", "webhooks"] {
         assert!(
             text.contains(&format!(
