@@ -163,7 +163,7 @@ fn a_host_without_seams_is_told_which_sections_to_implement_and_nothing_is_writt
         text.contains("  behavior: not attempted — needs the `continue` seam"),
         "{text}"
     );
-    assert!(text.contains("    partly: 1 of 32 "), "{text}");
+    assert!(text.contains("    partly: 3 of "), "{text}");
     assert!(
         text.contains("  hardening: not attempted — needs a second tenant's token (--token-b)"),
         "{text}"

@@ -733,6 +733,42 @@ fn a_step_names_an_endpoint_only_within_needs_endpoints() {
     assert_eq!(pointer, "/steps/0/request/endpoint", "{error}");
 }
 
+#[test]
+fn a_stream_read_and_a_host_events_need_are_read() {
+    let registry = requirements(&["behavior.a"]);
+    let with = |stream_ms: Value, host_events: Value| {
+        json!({
+            "title": "a stream",
+            "profile": "behavior",
+            "requirements": ["behavior.a"],
+            "needs": {"hostEvents": host_events},
+            "checks": 1,
+            "steps": [{
+                "name": "read the stream",
+                "request": {"method": "GET", "path": "{discovery.eventsStream}", "streamMs": stream_ms},
+                "expect": {"status": 200}
+            }],
+        })
+    };
+    let fits = with(json!(1500), json!("stream"));
+    let dir = folder(&[("requirements.json", &registry), ("behavior/s.json", &fits)]);
+    let catalog = load(dir.path(), &schemas()).expect("loads");
+    let scenario = &catalog.scenarios[0];
+    assert_eq!(scenario.needs.host_events.as_deref(), Some("stream"));
+    let Action::Request(step) = &scenario.steps[0].action else {
+        panic!("a request step")
+    };
+    assert_eq!(step.request.stream_ms, Some(1500));
+    for bad in [
+        with(json!(0), json!("stream")),
+        with(json!(10), json!("feed")),
+    ] {
+        let (error, _dir) =
+            load_error(&[("requirements.json", &registry), ("behavior/s.json", &bad)]);
+        assert!(matches!(error, LoadError::Invalid { .. }), "{error:?}");
+    }
+}
+
 // ---- `when`: steps conditional on an earlier step's status ----
 
 fn named(name: &str, path: &str) -> Value {

@@ -284,7 +284,8 @@ pub fn discovery_document(continuation: &[String], seams: &[String]) -> Value {
         "host": {
             "name": "hostile",
             "version": "6.6.6",
-            "reportedRuns": {"path": "/v1/goals/{id}/runs", "continuation": continuation}
+            "reportedRuns": {"path": "/v1/goals/{id}/runs", "continuation": continuation},
+            "events": {"goalList": true, "stream": "/v1/host/sample/goals/events"}
         },
         "agents": {"goals": {
             "judge": "verifier",
