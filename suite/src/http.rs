@@ -12,7 +12,7 @@
 //! provider of its own and reads rustls's process-wide default when a
 //! client is built, so [`client_builder`] installs ring first; a program
 //! embedding the suite that installed another provider keeps its choice.
-//! docs/DESIGN.md, "TLS", says why ring.
+//! docs/DESIGN.md, "Build", says why ring.
 
 use std::time::Duration;
 

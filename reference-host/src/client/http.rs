@@ -328,17 +328,9 @@ impl HostClient {
 }
 
 fn transport(url: &str, error: &reqwest::Error) -> ClientError {
-    // reqwest's Display is terse; the source chain says why.
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
     ClientError::Transport {
         url: url.to_string(),
-        message,
+        message: crate::tls::describe(error),
     }
 }
 
