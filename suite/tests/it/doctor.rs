@@ -156,8 +156,9 @@ fn a_host_without_seams_is_told_which_sections_to_implement_and_nothing_is_writt
         ),
         "{text}"
     );
-    // Behavior needs the seams but for one scenario (the reported run's
-    // claims, which rides on host API, `POST {base}/{id}/runs`): its
+    // Behavior needs the seams but for three scenarios that ride on host
+    // API alone (the reported run's claims, `POST {base}/{id}/runs`, and the
+    // host's own event list and stream of such runs, `host.events`): its
     // minimum scope is not met, and doctor says what it needs.
     assert!(
         text.contains("  behavior: not attempted — needs the `continue` seam"),
