@@ -865,7 +865,7 @@ fn a_should_requirement_needs_a_row_but_no_audit() {
     let scenarios = root.path().join("scenarios");
     std::fs::create_dir_all(scenarios.join("core")).expect("mkdir");
     let requirements = json!({ "requirements": [
-        {"id": "core.s", "profile": "core", "level": "SHOULD", "clause": "PROFILE.md#core.s", "text": "t"}
+        {"id": "core.s", "profile": "core", "level": "SHOULD", "clause": "PROFILE.md#core.s", "text": "t", "capability": []}
     ] });
     std::fs::write(
         scenarios.join("requirements.json"),
@@ -909,7 +909,9 @@ fn a_level_must_be_the_one_its_profile_md_section_states() {
     std::fs::write(
         root.path().join("PROFILE.md"),
         "<a id=\"core.a\"></a>\n### core.a\n\n**Level:** SHOULD (a qualifier).\n\n\
-         <a id=\"core.b\"></a>\n### core.b\n\nThe rule.\n",
+         **Applies to:** every host that advertises `agents.goals`.\n\n\
+         <a id=\"core.b\"></a>\n### core.b\n\nThe rule.\n\n\
+         **Applies to:** every host that advertises `agents.goals`.\n",
     )
     .unwrap();
     let found = folder_findings(&dir);
