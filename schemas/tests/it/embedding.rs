@@ -227,7 +227,7 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
         ("report", json!({ "suite": {} }), false),
         (
             "requirements",
-            json!({ "requirements": [{ "id": "core.x", "profile": "core", "level": "MUST", "clause": "§2", "text": "t" }] }),
+            json!({ "requirements": [{ "id": "core.x", "profile": "core", "level": "MUST", "clause": "§2", "text": "t", "capability": [] }] }),
             true,
         ),
         (
@@ -239,7 +239,7 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
         ("scenario", json!({ "title": "t" }), false),
         (
             "variants",
-            json!({ "variants": [{ "name": "create-200", "choice": "c", "allowedBy": "PROFILE.md#core.x", "certifies": ["core"], "pins": ["strict.create.status-201"] }] }),
+            json!({ "variants": [{ "name": "create-200", "choice": "c", "allowedBy": "PROFILE.md#core.x", "certifies": ["core"], "pins": ["strict.create.status-201"], "scope": { "core": "judge verifier; mode manual" } }] }),
             true,
         ),
         (

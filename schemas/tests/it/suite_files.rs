@@ -390,7 +390,8 @@ fn requirements_belong_to_the_scenario_profile() {
 fn registry() -> Value {
     json!({ "requirements": [
       { "id": "core.create.bounds-required", "profile": "core", "level": "MUST",
-        "clause": "§2 Bounds required", "text": "A create with no bounds or empty bounds is refused with 422." }
+        "clause": "§2 Bounds required", "text": "A create with no bounds or empty bounds is refused with 422.",
+        "capability": ["requires-bounds"] }
     ] })
 }
 
@@ -425,7 +426,7 @@ fn registry_entries_are_complete_and_consistent() {
         &with(&registry(), "/requirements/0/id", json!("core")),
         "/requirements/0/id",
     );
-    for field in ["id", "profile", "level", "clause", "text"] {
+    for field in ["id", "profile", "level", "clause", "text", "capability"] {
         assert_invalid_at(
             "requirements",
             &without(&registry(), &format!("{entry}/{field}")),
@@ -453,8 +454,12 @@ fn report() -> Value {
       "startedAt": "2026-06-13T00:00:00.000Z", "finishedAt": "2026-06-13T00:00:05.000Z",
       "durationMs": 5000,
       "profiles": {
-        "core": { "certified": true, "pass": 20, "fail": 0, "skip": 0, "error": 0 },
-        "behavior": { "certified": false, "pass": 0, "fail": 0, "skip": 12, "error": 0 }
+        "core": { "certified": true, "status": "certified", "reason": null,
+                  "scope": { "judge": "verifier", "modes": ["manual"], "offered": ["requires-bounds"], "notOffered": [] },
+                  "pass": 20, "fail": 0, "skip": 0, "notApplicable": 0, "error": 0 },
+        "behavior": { "certified": false, "status": "not-attempted", "reason": "needs the `continue` seam",
+                      "scope": { "judge": "verifier", "modes": ["manual"], "offered": [], "notOffered": [] },
+                      "pass": 0, "fail": 0, "skip": 12, "notApplicable": 0, "error": 0 }
       },
       "requirements": [
         { "id": "core.create.bounds-required", "profile": "core", "level": "MUST", "clause": "§2 Bounds required",
@@ -540,7 +545,11 @@ fn certification_means_every_must_requirement_passed() {
     );
     assert_valid(
         "report",
-        &with(&report(), "/profiles/core/certified", json!(false)),
+        &with(
+            &with(&report(), "/profiles/core/certified", json!(false)),
+            "/profiles/core/status",
+            json!("not-certified"),
+        ),
     );
 }
 
