@@ -59,6 +59,32 @@ pub struct Config {
     /// POSTed (one URL per tenant; checked at start against the tokens
     /// and the egress policy).
     pub event_webhooks: Vec<EventWebhook>,
+    /// Each tenant's share of the host's work: judge threads and steps,
+    /// outbound calls.
+    pub work: WorkLimits,
+}
+
+/// Each tenant's share of the host's work (`README.md`, "Limits").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkLimits {
+    /// Criteria judgements running at once, all tenants together.
+    pub judge_threads: usize,
+    /// Steps of criteria judging one tenant may take per second.
+    pub judge_steps_per_sec: u64,
+    /// Fires, probes, `continue`s and reported runs one tenant may start
+    /// per second; `None`: [`crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC`]
+    /// without the conformance seams, no limit with them.
+    pub outbound_per_sec: Option<u32>,
+}
+
+impl Default for WorkLimits {
+    fn default() -> WorkLimits {
+        WorkLimits {
+            judge_threads: crate::judge::pool::default_slots(),
+            judge_steps_per_sec: crate::judge::pool::DEFAULT_JUDGE_STEPS_PER_SEC,
+            outbound_per_sec: None,
+        }
+    }
 }
 
 pub const DEFAULT_LISTEN: SocketAddr =
@@ -100,6 +126,7 @@ impl Config {
             choices: Choices::default(),
             mutants: crate::mutants::Selection::default(),
             event_webhooks: Vec::new(),
+            work: WorkLimits::default(),
         }
     }
 }
@@ -164,6 +191,13 @@ pub fn parse_token(text: &str) -> Result<(String, String), String> {
 fn parse_limit(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
         Ok(limit) if limit >= 1 => Ok(limit),
+        _ => Err(format!("expected a whole number >= 1, got {text:?}")),
+    }
+}
+
+fn parse_rate(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(rate) if rate >= 1 => Ok(rate),
         _ => Err(format!("expected a whole number >= 1, got {text:?}")),
     }
 }
@@ -360,6 +394,25 @@ pub struct Args {
     #[arg(long = "event-webhook", env = "GOALPOST_HOST_EVENT_WEBHOOKS", value_name = "TENANT=URL", value_delimiter = ',', value_parser = EventWebhook::parse)]
     pub event_webhooks: Vec<EventWebhook>,
 
+    /// Criteria judgements running at once, all tenants together; a free
+    /// slot goes to the tenant running the fewest. Defaults to the number
+    /// of cores.
+    #[arg(long, env = "GOALPOST_HOST_JUDGE_THREADS", value_parser = parse_limit)]
+    pub judge_threads: Option<u64>,
+
+    /// Matcher steps of criteria judging one tenant may take per second
+    /// (a bucket of one second's worth); a tenant over it waits for its
+    /// own budget while the others are judged.
+    #[arg(long, env = "GOALPOST_HOST_JUDGE_STEPS_PER_SEC", default_value_t = crate::judge::pool::DEFAULT_JUDGE_STEPS_PER_SEC, value_parser = parse_limit)]
+    pub judge_steps_per_sec: u64,
+
+    /// Outbound work one tenant may start per second: scheduled fires,
+    /// heartbeat probes, `continue`s and reported runs (429 rate_limited
+    /// beyond it for the last two). Default: 100 without
+    /// --conformance-seams, no limit with them.
+    #[arg(long, env = "GOALPOST_HOST_OUTBOUND_PER_TENANT_PER_SEC", value_parser = parse_rate)]
+    pub outbound_per_tenant_per_sec: Option<u32>,
+
     /// The kill matrix's options (a build with the `mutants` feature
     /// only).
     #[command(flatten)]
@@ -409,6 +462,15 @@ impl Args {
             },
             mutants: self.mutants,
             event_webhooks: self.event_webhooks,
+            work: WorkLimits {
+                judge_threads: self
+                    .judge_threads
+                    .map_or_else(crate::judge::pool::default_slots, |threads| {
+                        usize::try_from(threads).unwrap_or(usize::MAX)
+                    }),
+                judge_steps_per_sec: self.judge_steps_per_sec,
+                outbound_per_sec: self.outbound_per_tenant_per_sec,
+            },
         }
     }
 }
@@ -593,6 +655,35 @@ mod tests {
             "acme=nope",
         ] {
             assert!(parse(&["--event-webhook", bad]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn work_limits() {
+        assert_eq!(parse(&[]).expect("valid").work, WorkLimits::default());
+        let config = parse(&[
+            "--judge-threads",
+            "3",
+            "--judge-steps-per-sec",
+            "1000",
+            "--outbound-per-tenant-per-sec",
+            "7",
+        ])
+        .expect("valid");
+        assert_eq!(
+            config.work,
+            WorkLimits {
+                judge_threads: 3,
+                judge_steps_per_sec: 1000,
+                outbound_per_sec: Some(7),
+            }
+        );
+        for flag in [
+            "--judge-threads",
+            "--judge-steps-per-sec",
+            "--outbound-per-tenant-per-sec",
+        ] {
+            assert!(parse(&[flag, "0"]).is_err(), "{flag} 0");
         }
     }
 

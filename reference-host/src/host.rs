@@ -115,8 +115,12 @@ impl RunningHost {
             choices: config.choices,
             feed: config.feed.clone(),
             // The suite's 20 ms intervals need no limit in conformance mode.
-            outbound_per_tenant_per_sec: (!config.conformance_seams)
-                .then_some(crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC),
+            outbound_per_tenant_per_sec: config.work.outbound_per_sec.or_else(|| {
+                (!config.conformance_seams)
+                    .then_some(crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC)
+            }),
+            judge_slots: config.work.judge_threads,
+            judge_steps_per_sec: Some(config.work.judge_steps_per_sec),
             ..EngineSettings::default()
         };
         let faults = config.mutants.wire();

@@ -500,7 +500,12 @@ impl Engine {
             iteration: reservation.iteration,
             output: report.output,
         };
-        match tokio::time::timeout(self.settings.judge_limit, verifier.verify(request)).await {
+        let verdict = if verifier.time_limited() {
+            tokio::time::timeout(self.settings.judge_limit, verifier.verify(request)).await
+        } else {
+            Ok(verifier.verify(request).await)
+        };
+        match verdict {
             Ok(Ok(judgement)) => FinishedRun {
                 run_id: reservation.run_id.clone(),
                 cost: report.cost,
@@ -527,9 +532,11 @@ impl Engine {
             return self.judges.verifier_for(spec, &goal.owner);
         };
         match self.lookup(|store| store.verifier(&goal.owner, name)) {
-            Ok(found) => {
-                found.map(|verifier| Arc::new(CriteriaJudge::new(verifier)) as Arc<dyn Verifier>)
-            }
+            Ok(found) => found.map(|verifier| {
+                let pool = self.judge_pool.clone();
+                Arc::new(CriteriaJudge::new(verifier, pool, goal.owner.clone()))
+                    as Arc<dyn Verifier>
+            }),
             Err(error) => {
                 tracing::warn!(goal = %goal.id, %error, "cannot read the goal's verifier");
                 None

@@ -26,7 +26,7 @@ use crate::choices::{Choices, WebhookSigning};
 use crate::clock::Clock;
 use crate::domain::egress::EgressPolicy;
 use crate::domain::{Evaluation, Goal, GoalId, RequestContext};
-use crate::judge::Judges;
+use crate::judge::{JudgePool, Judges};
 use crate::storage::{Store, StoreError};
 use crate::webhook::{
     SharedEgress, Signing, WebhookCa, WebhookClient, WebhookSecret, DEFAULT_TIMEOUT,
@@ -67,8 +67,16 @@ pub struct EngineSettings {
     pub conformance_seams: bool,
     /// A run still going after this long fails environmentally.
     pub run_limit: Duration,
-    /// A judge still deciding after this long fails environmentally.
+    /// A webhook judge still deciding after this long fails
+    /// environmentally. (A criteria judgement is bounded by its step
+    /// budget instead: see `judge::pool`.)
     pub judge_limit: Duration,
+    /// Criteria judgements running at once, all tenants together (one per
+    /// core by default).
+    pub judge_slots: usize,
+    /// Steps of criteria judging one tenant may take per second; `None`:
+    /// no budget.
+    pub judge_steps_per_sec: Option<u64>,
     /// One webhook call (arm, verifier or heartbeat probe), connect to last
     /// byte; no retries.
     pub webhook_timeout: Duration,
@@ -108,6 +116,10 @@ impl Default for EngineSettings {
             conformance_seams: false,
             run_limit: Duration::from_secs(20),
             judge_limit: Duration::from_secs(10),
+            judge_slots: crate::judge::pool::default_slots(),
+            // Tests drive a manual clock, on which a budget would never
+            // fill again; a served host sets one (`config::WorkLimits`).
+            judge_steps_per_sec: None,
             webhook_timeout: DEFAULT_TIMEOUT,
             webhook_secret: WebhookSecret::generate(),
             webhook_tenant_secrets: Vec::new(),
@@ -138,6 +150,8 @@ pub struct Engine {
     notifier: Arc<WebhookClient>,
     arms: Arms,
     judges: Judges,
+    /// Where criteria judgements run, shared fairly between tenants.
+    judge_pool: JudgePool,
     locks: GoalLocks,
     /// Held while a write checks and changes a tenant's armed goals.
     arming: TenantLocks,
@@ -204,12 +218,18 @@ impl Engine {
             let cancels = cancels.clone();
             store.watch_closes(Arc::new(move |goal: &GoalId| cancels.cancel(goal)));
         }
+        let judge_pool = JudgePool::new(
+            settings.judge_slots,
+            settings.judge_steps_per_sec,
+            Arc::clone(&clock),
+        );
         Engine {
             store,
             clock,
             notifier: Arc::clone(&webhooks),
             arms: Arms::new(Arc::clone(&webhooks)),
             judges: Judges::new(webhooks),
+            judge_pool,
             locks: GoalLocks::default(),
             arming: TenantLocks::default(),
             registering: TenantLocks::default(),

@@ -4,6 +4,7 @@
 
 mod criteria;
 mod fixture;
+pub mod pool;
 mod webhook;
 
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use crate::webhook::WebhookClient;
 
 pub use criteria::CriteriaJudge;
 pub use fixture::FixtureVerifier;
+pub use pool::JudgePool;
 pub use webhook::WebhookVerifier;
 
 /// What the verifier sees of a run (SPEC §4 webhooks): never the objective.
@@ -35,6 +37,13 @@ pub struct JudgeError(pub String);
 
 pub trait Verifier: Send + Sync {
     fn verify(&self, request: VerifyRequest) -> BoxFuture<'_, Result<Judgement, JudgeError>>;
+
+    /// Whether the engine's judge limit (wall time) bounds this verifier.
+    /// A webhook's does; the criteria judge is bounded by its step budget
+    /// instead, so that waiting behind other tenants costs it nothing.
+    fn time_limited(&self) -> bool {
+        true
+    }
 }
 
 /// Chooses the verifier for a goal's `verifierRef`.

@@ -8,9 +8,11 @@
 //!
 //! Slots are shared fairly between tenants ([`fair`]): due work waits per
 //! tenant, free slots go round-robin to the tenants with work waiting, and
-//! one tenant holds at most [`MAX_FIRES_PER_TENANT`] fires and
-//! [`MAX_PROBES_PER_TENANT`] probes at once, so hanging goals of one
-//! tenant leave slots for everyone else's.
+//! one tenant holds at most its share of the fire and probe slots at once
+//! (the slots split between the busy tenants with room kept for one more,
+//! and never more than [`MAX_FIRES_PER_TENANT`] fires and
+//! [`MAX_PROBES_PER_TENANT`] probes), so hanging goals of any number of
+//! tenants leave slots for everyone else's.
 
 mod fair;
 mod rate;
@@ -33,12 +35,14 @@ use crate::domain::{GoalId, Tenant, Timestamp};
 use crate::engine::{Engine, EngineError, FireOutcome, ORPHAN_SWEEP_EVERY};
 
 /// Most heartbeat probes one tenant has in flight at once; its due goals
-/// beyond that are probed at a later tick.
+/// beyond that are probed at a later tick. While other tenants have
+/// probes due or in flight its share is smaller ([`fair::share`]).
 pub const MAX_PROBES_PER_TENANT: usize = 16;
 
-/// Most heartbeat probes in flight at once, all tenants together: one
-/// tenant at its cap leaves a quarter for the others.
-pub const MAX_PROBES_IN_FLIGHT: usize = MAX_PROBES_PER_TENANT + MAX_PROBES_PER_TENANT / 2;
+/// Most heartbeat probes in flight at once, all tenants together. Shares
+/// keep room for one more tenant: two tenants at their cap leave 16 slots
+/// free, and a third tenant's share is 12.
+pub const MAX_PROBES_IN_FLIGHT: usize = 3 * MAX_PROBES_PER_TENANT;
 
 /// Most scheduled fires one tenant has running at once. Due goals beyond
 /// that wait in its queue, oldest due first, that the running fires drain:
@@ -49,11 +53,12 @@ pub const MAX_PROBES_IN_FLIGHT: usize = MAX_PROBES_PER_TENANT + MAX_PROBES_PER_T
 /// 4.3k with 1024 at 50 MiB more memory).
 pub const MAX_FIRES_PER_TENANT: usize = 256;
 
-/// Most scheduled fires running at once, all tenants together: a tenant
-/// at its cap (with 256 hanging webhooks, say) leaves 64 slots to the
-/// others, and a tenant alone still gets the 256 its throughput was
-/// measured with.
-pub const MAX_FIRES_IN_FLIGHT: usize = MAX_FIRES_PER_TENANT + MAX_FIRES_PER_TENANT / 4;
+/// Most scheduled fires running at once, all tenants together. A tenant
+/// alone may run half of them (the 256 its throughput was measured
+/// with); `n` busy tenants may each run `slots / (n + 1)`, so a tenant
+/// that comes due always finds its share free, however many others are
+/// at theirs ([`fair::share`]).
+pub const MAX_FIRES_IN_FLIGHT: usize = 2 * MAX_FIRES_PER_TENANT;
 
 /// Due goals a tick lists beyond those already firing or queued: enough to
 /// fill every fire slot several times over before the next tick.
@@ -208,7 +213,10 @@ impl Scheduler {
             probes: Arc::new(Semaphore::new(MAX_PROBES_IN_FLIGHT)),
             probing: Arc::new(Mutex::new(HashMap::new())),
             probe_turn: AtomicUsize::new(0),
-            queue: Arc::new(Mutex::new(FairQueue::new(MAX_FIRES_PER_TENANT))),
+            queue: Arc::new(Mutex::new(FairQueue::new(
+                MAX_FIRES_PER_TENANT,
+                MAX_FIRES_IN_FLIGHT,
+            ))),
             fire_slots: Arc::new(Semaphore::new(MAX_FIRES_IN_FLIGHT)),
             awaiting_refill: Arc::new(AtomicBool::new(false)),
             refill: Arc::new(Notify::new()),
@@ -446,7 +454,7 @@ impl Scheduler {
 
     /// Starts a probe for every due heartbeat goal without one in flight,
     /// at most [`MAX_PROBES_IN_FLIGHT`] at a time and
-    /// [`MAX_PROBES_PER_TENANT`] per tenant, taking tenants in turn (one due
+    /// its share per tenant (at most [`MAX_PROBES_PER_TENANT`]), taking tenants in turn (one due
     /// goal of each, then the next of each, starting with a different
     /// tenant every tick). Each probe task sets its goal's next probe
     /// `heartbeatMs` after it finished.
@@ -500,6 +508,18 @@ impl Scheduler {
             let first = self.probe_turn.fetch_add(1, Ordering::Relaxed) % by_tenant.len();
             by_tenant.rotate_left(first);
         }
+        // Each tenant's share of the probe slots this tick: the tenants
+        // with probes due or in flight split them, with room kept for one
+        // more.
+        let share = {
+            let probing = self.probing.lock().unwrap_or_else(PoisonError::into_inner);
+            let tenants = probing.len()
+                + by_tenant
+                    .iter()
+                    .filter(|(tenant, _)| !probing.contains_key(tenant))
+                    .count();
+            fair::share(MAX_PROBES_PER_TENANT, MAX_PROBES_IN_FLIGHT, tenants)
+        };
         'turns: while !by_tenant.is_empty() {
             by_tenant.retain(|(_, ids)| !ids.is_empty());
             for (tenant, ids) in &mut by_tenant {
@@ -513,7 +533,7 @@ impl Scheduler {
                     .get(tenant)
                     .copied()
                     .unwrap_or(0)
-                    >= MAX_PROBES_PER_TENANT;
+                    >= share;
                 if at_cap || !self.admit(tenant, now) {
                     // This tenant is done for this tick; the others go on.
                     ids.clear();
