@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::choices::Choices;
-use crate::domain::egress::AllowEntry;
+use crate::domain::egress::{AllowEntry, Cidr};
 use crate::domain::event_webhook::EventWebhook;
 use crate::domain::Check;
 use crate::engine::Quotas;
@@ -62,6 +62,9 @@ pub struct Config {
     /// Each tenant's share of the host's work: judge threads and steps,
     /// outbound calls.
     pub work: WorkLimits,
+    /// Proxies whose `X-Forwarded-For` names the client (for the
+    /// credential throttle), exempt from the per-address connection share.
+    pub trusted_proxies: Vec<Cidr>,
 }
 
 /// Each tenant's share of the host's work (`README.md`, "Limits").
@@ -127,6 +130,7 @@ impl Config {
             mutants: crate::mutants::Selection::default(),
             event_webhooks: Vec::new(),
             work: WorkLimits::default(),
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -193,6 +197,10 @@ fn parse_limit(text: &str) -> Result<u64, String> {
         Ok(limit) if limit >= 1 => Ok(limit),
         _ => Err(format!("expected a whole number >= 1, got {text:?}")),
     }
+}
+
+fn parse_cidr(text: &str) -> Result<Cidr, String> {
+    Cidr::parse(text).ok_or_else(|| format!("expected an IP address or CIDR, got {text:?}"))
 }
 
 fn parse_rate(text: &str) -> Result<u32, String> {
@@ -342,6 +350,30 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_HEADER_TIMEOUT_SECS", default_value = "10", value_parser = parse_seconds)]
     pub header_timeout_secs: Duration,
 
+    /// Seconds an answer may make no progress (its client reads nothing)
+    /// before its connection is closed.
+    #[arg(long, env = "GOALPOST_HOST_WRITE_TIMEOUT_SECS", default_value = "10", value_parser = parse_seconds)]
+    pub write_timeout_secs: Duration,
+
+    /// Most client connections one source address may hold (trusted
+    /// proxies excepted).
+    #[arg(long, env = "GOALPOST_HOST_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = crate::serve::DEFAULT_MAX_PER_ADDRESS as u64, value_parser = parse_limit)]
+    pub max_connections_per_address: u64,
+
+    /// Most connections one source address may hold that have not yet
+    /// carried a request with a known token. Such connections hold at most
+    /// half of --max-connections; past that a new one closes the oldest.
+    #[arg(long, env = "GOALPOST_HOST_MAX_ANONYMOUS_CONNECTIONS_PER_ADDRESS", default_value_t = crate::serve::DEFAULT_MAX_ANONYMOUS_PER_ADDRESS as u64, value_parser = parse_limit)]
+    pub max_anonymous_connections_per_address: u64,
+
+    /// A proxy (IP or CIDR) whose X-Forwarded-For header names the client
+    /// for the credential throttle; its own connections are exempt from
+    /// the per-address shares. Repeat for more; the environment variable
+    /// takes a comma-separated list. X-Forwarded-For from anyone else is
+    /// ignored.
+    #[arg(long = "trusted-proxy", env = "GOALPOST_HOST_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_cidr)]
+    pub trusted_proxies: Vec<Cidr>,
+
     /// Seconds requests in flight get to finish after SIGTERM or SIGINT
     /// before every connection is dropped.
     #[arg(long, env = "GOALPOST_HOST_SHUTDOWN_DEADLINE_SECS", default_value = "10", value_parser = parse_seconds)]
@@ -440,8 +472,16 @@ impl Args {
             connections: ConnectionLimits {
                 max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
                 header_read_timeout: self.header_timeout_secs,
+                write_timeout: self.write_timeout_secs,
+                max_per_address: usize::try_from(self.max_connections_per_address)
+                    .unwrap_or(usize::MAX),
+                max_anonymous_per_address: usize::try_from(
+                    self.max_anonymous_connections_per_address,
+                )
+                .unwrap_or(usize::MAX),
                 shutdown_deadline: self.shutdown_deadline_secs,
             },
+            trusted_proxies: self.trusted_proxies,
             verifiers: self.verifiers,
             choices: Choices {
                 judge: self.judge,
@@ -723,6 +763,16 @@ mod tests {
             "3",
             "--shutdown-deadline-secs",
             "2",
+            "--write-timeout-secs",
+            "4",
+            "--max-connections-per-address",
+            "5",
+            "--max-anonymous-connections-per-address",
+            "3",
+            "--trusted-proxy",
+            "10.1.0.0/16",
+            "--trusted-proxy",
+            "192.0.2.7",
         ])
         .expect("valid");
         let shown: Vec<String> = config
@@ -736,9 +786,19 @@ mod tests {
             ConnectionLimits {
                 max_connections: 8,
                 header_read_timeout: Duration::from_secs(3),
+                write_timeout: Duration::from_secs(4),
+                max_per_address: 5,
+                max_anonymous_per_address: 3,
                 shutdown_deadline: Duration::from_secs(2),
             }
         );
+        let proxies: Vec<String> = config
+            .trusted_proxies
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(proxies, ["10.1.0.0/16", "192.0.2.7/32"]);
+        assert!(parse(&["--trusted-proxy", "proxy.internal"]).is_err());
         let seams = parse(&["--conformance-seams"]).expect("valid");
         assert_eq!(seams.webhook_allow, conformance_egress());
         assert!(parse(&["--webhook-allow", "not a host"]).is_err());

@@ -60,6 +60,7 @@ pub struct RunningHost {
     deliveries: Option<JoinHandle<()>>,
     egress: SharedEgress,
     feed: Arc<Feed>,
+    connections: Arc<crate::serve::Connections>,
 }
 
 impl std::fmt::Debug for RunningHost {
@@ -172,11 +173,16 @@ impl RunningHost {
         let (shutdown, signal) = watch::channel(false);
         let egress = engine.egress().clone();
         let feed = Arc::clone(engine.feed());
-        let router = app(AppState::new(Arc::clone(&engine), tokens).with_faults(faults.routes));
+        let router = app(AppState::new(Arc::clone(&engine), tokens)
+            .with_trusted_proxies(config.trusted_proxies.clone())
+            .with_faults(faults.routes));
+        let connections =
+            crate::serve::Connections::new(config.connections, config.trusted_proxies.clone());
         let server = tokio::spawn(crate::serve::serve(
             listener,
             router,
             config.connections,
+            Arc::clone(&connections),
             signal.clone(),
         ));
         let deliveries = (!config.event_webhooks.is_empty()).then(|| {
@@ -196,7 +202,13 @@ impl RunningHost {
             deliveries,
             egress,
             feed,
+            connections,
         })
+    }
+
+    /// Client connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.connections.open()
     }
 
     pub fn addr(&self) -> SocketAddr {

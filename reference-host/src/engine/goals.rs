@@ -212,27 +212,36 @@ impl Engine {
             .await
     }
 
+    /// At most `limit` of the goal's events after the sequence `after`.
     pub async fn events(
         &self,
         tenant: &Tenant,
         id: &GoalId,
         after: u64,
+        limit: usize,
     ) -> Result<Vec<Event>, EngineError> {
         self.load_owned(tenant, id).await?;
         let (after, answered_after) = self.faults.events_after(after);
         let id = id.clone();
-        let events = self.db(move |store| store.events(&id, after)).await?;
+        let events = self
+            .db(move |store| store.events_page(&id, after, limit))
+            .await?;
         Ok(self.faults.events(events, answered_after))
     }
 
+    /// At most `limit` of the goal's evaluations of an iteration after
+    /// `after`.
     pub async fn evaluations(
         &self,
         tenant: &Tenant,
         id: &GoalId,
+        after: u64,
+        limit: usize,
     ) -> Result<Vec<Evaluation>, EngineError> {
         self.load_owned(tenant, id).await?;
         let id = id.clone();
-        self.db(move |store| store.evaluations(&id)).await
+        self.db(move |store| store.evaluations_page(&id, after, limit))
+            .await
     }
 
     pub async fn patch(

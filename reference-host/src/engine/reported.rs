@@ -147,8 +147,14 @@ impl Engine {
                 )))
             }
         }
+        // Its evaluation is the one of its iteration, if it has one (an
+        // escalated run has none): one row, however long the goal's
+        // history.
         let id = goal.id.clone();
-        let evaluations = self.db(move |store| store.evaluations(&id)).await?;
+        let before = stored.iteration.saturating_sub(1);
+        let evaluations = self
+            .db(move |store| store.evaluations_page(&id, before, 1))
+            .await?;
         let evaluation = evaluations
             .into_iter()
             .find(|evaluation| evaluation.run_id == reported.run_id);

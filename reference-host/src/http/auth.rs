@@ -121,6 +121,12 @@ impl FromRequestParts<AppState> for Caller {
         if caller.is_err() && parts.headers.contains_key(AUTHORIZATION) {
             state.throttle.fail_at(source, now);
         }
+        if caller.is_ok() {
+            // Its connection is no longer anonymous (`serve::table`).
+            if let Some(mark) = parts.extensions.get::<crate::serve::ConnectionMark>() {
+                mark.authenticated();
+            }
+        }
         caller
     }
 }

@@ -482,6 +482,27 @@ fn continue_path() -> Value {
     })
 }
 
+/// A page of a goal's history: `{member}` of `schema`, with the `Link` to
+/// the next page.
+fn history_response(description: &str, schema: &str) -> Value {
+    json!({
+        "description": description,
+        "headers": { "Link": {
+            "description": "`<…>; rel=\"next\"`: where the next page is; only on a page of a paged list (`limit`) that has one after it.",
+            "schema": { "type": "string" },
+        } },
+        "content": json_content(schema_ref(schema)),
+    })
+}
+
+fn history_limit() -> Value {
+    json!({
+        "name": "limit", "in": "query", "required": false,
+        "description": "Most items in this page (digits only, at least 1; above 1000 the page holds 1000), with a `Link` to the next; without it the whole list, written a page at a time. Anything else is 400.",
+        "schema": { "type": "integer", "minimum": 1 },
+    })
+}
+
 fn events_path() -> Value {
     json!({
         "parameters": [goal_id_parameter()],
@@ -490,10 +511,10 @@ fn events_path() -> Value {
             "summary": "The goal's events, oldest first (content-free)",
             "parameters": [{
                 "name": "after", "in": "query", "required": false,
-                "description": "Only events with a larger sequence.",
+                "description": "Only events with a larger sequence (the cursor a `next` link carries).",
                 "schema": { "type": "integer", "minimum": 0 },
-            }],
-            "responses": responses(&[(200, body_response("`goal.evaluated` and `goal.closed` events.", "event-list"))], &[400, 401, 404]),
+            }, history_limit()],
+            "responses": responses(&[(200, history_response("`goal.evaluated` and `goal.closed` events.", "event-list"))], &[400, 401, 404]),
         },
     })
 }
@@ -504,7 +525,12 @@ fn evaluations_path() -> Value {
         "get": {
             "operationId": "listEvaluations",
             "summary": "Every recorded verdict, in iteration order",
-            "responses": responses(&[(200, body_response("The evaluations.", "evaluation-list"))], &[401, 404]),
+            "parameters": [{
+                "name": "after", "in": "query", "required": false,
+                "description": "Only evaluations of a later iteration (the cursor a `next` link carries).",
+                "schema": { "type": "integer", "minimum": 0 },
+            }, history_limit()],
+            "responses": responses(&[(200, history_response("The evaluations.", "evaluation-list"))], &[400, 401, 404]),
         },
     })
 }

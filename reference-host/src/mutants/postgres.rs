@@ -288,6 +288,15 @@ impl Store for ReplicaMemory {
         self.inner.events(goal, after)
     }
 
+    fn events_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.inner.events_page(goal, after, limit)
+    }
+
     fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
         self.inner.set_event_sink(sink)
     }
@@ -304,6 +313,15 @@ impl Store for ReplicaMemory {
 
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError> {
         self.inner.evaluations(goal)
+    }
+
+    fn evaluations_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Evaluation>, StoreError> {
+        self.inner.evaluations_page(goal, after, limit)
     }
 
     /// Keeping goals, the replica schedules the ones it knows of (created

@@ -52,6 +52,19 @@ pub(super) const GOAL_EVENTS_AFTER_CURSOR: &str =
      WHERE log.goal_id = CAST(?1 AS TEXT) AND log.kind = 'event' AND log.record_id > ?2
      ORDER BY log.entry LIMIT ?3";
 
+/// At most `?3` of a goal's events after a sequence, in order.
+pub(super) const EVENTS_PAGE: &str = "SELECT log.events, log.at_ms, records.record, log.record_id
+     FROM goal_log AS log JOIN log_records AS records ON records.id = log.record_id
+     WHERE log.goal_id = CAST(?1 AS TEXT) AND log.kind = 'event' AND log.events > ?2
+     ORDER BY log.entry LIMIT ?3";
+
+/// At most `?3` of a goal's evaluations of an iteration after `?2`, by
+/// iteration: `record`.
+pub(super) const EVALUATIONS_PAGE: &str = "SELECT records.record
+     FROM goal_log AS log JOIN log_records AS records ON records.id = log.record_id
+     WHERE log.goal_id = CAST(?1 AS TEXT) AND log.kind = 'evaluation' AND log.iteration > ?2
+     ORDER BY log.iteration, log.entry LIMIT ?3";
+
 /// A goal's evaluations, by iteration: `record`.
 pub(super) const EVALUATIONS: &str = "SELECT records.record
      FROM goal_log AS log JOIN log_records AS records ON records.id = log.record_id

@@ -345,6 +345,15 @@ pub trait Store: Send + Sync {
     /// A goal's events with a sequence greater than `after`, in order.
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError>;
 
+    /// At most `limit` of a goal's events with a sequence greater than
+    /// `after`, in order: a page of [`Store::events`].
+    fn events_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
+
     /// Whom to tell about committed events (the live stream); replaces any
     /// sink set before.
     fn set_event_sink(&self, sink: std::sync::Arc<dyn EventSink>);
@@ -368,6 +377,15 @@ pub trait Store: Send + Sync {
 
     /// A goal's evaluations in iteration order.
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError>;
+
+    /// At most `limit` of a goal's evaluations of an iteration greater
+    /// than `after`, in iteration order: a page of [`Store::evaluations`].
+    fn evaluations_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Evaluation>, StoreError>;
 
     /// Active, unpaused `schedule` goals whose next fire is due at `now`,
     /// longest due first, then active, unpaused `commitment` goals whose

@@ -776,6 +776,23 @@ impl Store for SqliteStore {
         })
     }
 
+    fn events_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.read(|connection| {
+            let after = i64::try_from(after).unwrap_or(i64::MAX);
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            event_rows(
+                connection,
+                goal_log::EVENTS_PAGE,
+                params![goal.as_str(), after, limit],
+            )
+        })
+    }
+
     fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
         let mut slot = match self.sink.write() {
             Ok(guard) => guard,
@@ -814,6 +831,24 @@ impl Store for SqliteStore {
             let mut statement = connection.prepare_cached(goal_log::EVALUATIONS)?;
             let rows =
                 statement.query_map(params![goal.as_str()], |row| row.get::<_, String>(0))?;
+            rows.map(|row| from_json::<EvaluationRecord>(&row?)?.into_evaluation())
+                .collect()
+        })
+    }
+
+    fn evaluations_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Evaluation>, StoreError> {
+        self.read(|connection| {
+            let after = i64::try_from(after).unwrap_or(i64::MAX);
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut statement = connection.prepare_cached(goal_log::EVALUATIONS_PAGE)?;
+            let rows = statement.query_map(params![goal.as_str(), after, limit], |row| {
+                row.get::<_, String>(0)
+            })?;
             rows.map(|row| from_json::<EvaluationRecord>(&row?)?.into_evaluation())
                 .collect()
         })

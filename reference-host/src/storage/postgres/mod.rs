@@ -908,6 +908,26 @@ impl Store for PostgresStore {
         )
     }
 
+    fn events_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.rows(
+            "SELECT sequence, at_ms, record, cursor FROM events
+             WHERE goal_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
+            vec![
+                Box::new(goal.as_str().to_string()),
+                Box::new(after),
+                Box::new(limit),
+            ],
+            event_from_row,
+        )
+    }
+
     fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
         self.relay.set_sink(sink);
     }
@@ -974,6 +994,26 @@ impl Store for PostgresStore {
         self.rows(
             "SELECT record FROM evaluations WHERE goal_id = $1 ORDER BY iteration, run_id",
             vec![Box::new(goal.as_str().to_string())],
+            |row| from_json::<EvaluationRecord>(&row.try_get::<_, String>(0)?)?.into_evaluation(),
+        )
+    }
+
+    fn evaluations_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Evaluation>, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.rows(
+            "SELECT record FROM evaluations WHERE goal_id = $1 AND iteration > $2
+             ORDER BY iteration, run_id LIMIT $3",
+            vec![
+                Box::new(goal.as_str().to_string()),
+                Box::new(after),
+                Box::new(limit),
+            ],
             |row| from_json::<EvaluationRecord>(&row.try_get::<_, String>(0)?)?.into_evaluation(),
         )
     }
