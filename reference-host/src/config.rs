@@ -65,6 +65,34 @@ pub struct Config {
     /// Proxies whose `X-Forwarded-For` names the client (for the
     /// credential throttle), exempt from the per-address connection share.
     pub trusted_proxies: Vec<Cidr>,
+    /// What a goal keeps of its history and shows of it.
+    pub history: HistoryLimits,
+}
+
+/// What a goal keeps of its history, and shows of it (`README.md`,
+/// "Limits"; PROFILE.md, "Goals with long histories").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryLimits {
+    /// Criteria an evaluation keeps (the rest summed up in one more).
+    pub criteria_kept: usize,
+    /// Longest criterion id an evaluation keeps, in characters.
+    pub criterion_id_chars: usize,
+    /// The runs whose history a goal keeps; `None`: all.
+    pub history_per_goal: Option<usize>,
+    /// The most recent contributing run ids a goal body lists.
+    pub run_ids_shown: usize,
+}
+
+impl Default for HistoryLimits {
+    fn default() -> HistoryLimits {
+        let criteria = crate::domain::KeptCriteria::default();
+        HistoryLimits {
+            criteria_kept: criteria.count,
+            criterion_id_chars: criteria.id_chars,
+            history_per_goal: Some(crate::engine::DEFAULT_HISTORY_PER_GOAL),
+            run_ids_shown: crate::domain::wire::DEFAULT_RUN_IDS_SHOWN,
+        }
+    }
 }
 
 /// Each tenant's share of the host's work (`README.md`, "Limits").
@@ -131,6 +159,7 @@ impl Config {
             event_webhooks: Vec::new(),
             work: WorkLimits::default(),
             trusted_proxies: Vec::new(),
+            history: HistoryLimits::default(),
         }
     }
 }
@@ -199,8 +228,26 @@ fn parse_limit(text: &str) -> Result<u64, String> {
     }
 }
 
+/// At least `least`.
+fn parse_at_least(text: &str, least: u64) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(value) if value >= least => Ok(value),
+        _ => Err(format!("expected a whole number >= {least}, got {text:?}")),
+    }
+}
+
 fn parse_cidr(text: &str) -> Result<Cidr, String> {
     Cidr::parse(text).ok_or_else(|| format!("expected an IP address or CIDR, got {text:?}"))
+}
+
+/// 0 (keep everything) or at least 100 (the profile's floor).
+fn parse_history(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(value) if value == 0 || value >= 100 => Ok(value),
+        _ => Err(format!(
+            "expected 0 (keep everything) or a whole number >= 100, got {text:?}"
+        )),
+    }
 }
 
 fn parse_rate(text: &str) -> Result<u32, String> {
@@ -445,6 +492,28 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_OUTBOUND_PER_TENANT_PER_SEC", value_parser = parse_rate)]
     pub outbound_per_tenant_per_sec: Option<u32>,
 
+    /// Criteria an evaluation keeps of what its judge returned; the rest
+    /// are summed up in one more criterion, `…+N more`, that fails if any
+    /// of them failed (the verdict is decided on all of them).
+    #[arg(long, env = "GOALPOST_HOST_MAX_CRITERIA_KEPT", default_value_t = crate::domain::KeptCriteria::default().count as u64, value_parser = |text: &str| parse_at_least(text, 2))]
+    pub max_criteria_kept: u64,
+
+    /// Longest criterion id an evaluation keeps, in characters; a longer
+    /// one is cut and ends in `…`.
+    #[arg(long, env = "GOALPOST_HOST_MAX_CRITERION_ID_CHARS", default_value_t = crate::domain::KeptCriteria::default().id_chars as u64, value_parser = |text: &str| parse_at_least(text, 8))]
+    pub max_criterion_id_chars: u64,
+
+    /// The runs whose history (run id, evaluation, events) a goal keeps:
+    /// the most recent ones, older ones forgotten 64 at a time. 0 keeps
+    /// everything.
+    #[arg(long, env = "GOALPOST_HOST_MAX_HISTORY_PER_GOAL", default_value_t = crate::engine::DEFAULT_HISTORY_PER_GOAL as u64, value_parser = parse_history)]
+    pub max_history_per_goal: u64,
+
+    /// The most recent contributing run ids a goal body lists (at least
+    /// 100); `progress.iterations` counts them all.
+    #[arg(long, env = "GOALPOST_HOST_RUN_IDS_SHOWN", default_value_t = crate::domain::wire::DEFAULT_RUN_IDS_SHOWN as u64, value_parser = |text: &str| parse_at_least(text, 100))]
+    pub run_ids_shown: u64,
+
     /// The kill matrix's options (a build with the `mutants` feature
     /// only).
     #[command(flatten)]
@@ -482,6 +551,14 @@ impl Args {
                 shutdown_deadline: self.shutdown_deadline_secs,
             },
             trusted_proxies: self.trusted_proxies,
+            history: HistoryLimits {
+                criteria_kept: usize::try_from(self.max_criteria_kept).unwrap_or(usize::MAX),
+                criterion_id_chars: usize::try_from(self.max_criterion_id_chars)
+                    .unwrap_or(usize::MAX),
+                history_per_goal: (self.max_history_per_goal > 0)
+                    .then(|| usize::try_from(self.max_history_per_goal).unwrap_or(usize::MAX)),
+                run_ids_shown: usize::try_from(self.run_ids_shown).unwrap_or(usize::MAX),
+            },
             verifiers: self.verifiers,
             choices: Choices {
                 judge: self.judge,
@@ -724,6 +801,39 @@ mod tests {
             "--outbound-per-tenant-per-sec",
         ] {
             assert!(parse(&[flag, "0"]).is_err(), "{flag} 0");
+        }
+    }
+
+    #[test]
+    fn history_limits() {
+        assert_eq!(parse(&[]).expect("valid").history, HistoryLimits::default());
+        let config = parse(&[
+            "--max-criteria-kept",
+            "10",
+            "--max-criterion-id-chars",
+            "20",
+            "--max-history-per-goal",
+            "0",
+            "--run-ids-shown",
+            "500",
+        ])
+        .expect("valid");
+        assert_eq!(
+            config.history,
+            HistoryLimits {
+                criteria_kept: 10,
+                criterion_id_chars: 20,
+                history_per_goal: None,
+                run_ids_shown: 500,
+            }
+        );
+        for (flag, bad) in [
+            ("--max-history-per-goal", "99"),
+            ("--run-ids-shown", "99"),
+            ("--max-criteria-kept", "1"),
+            ("--max-criterion-id-chars", "7"),
+        ] {
+            assert!(parse(&[flag, bad]).is_err(), "{flag} {bad}");
         }
     }
 

@@ -121,6 +121,12 @@ impl RunningHost {
                     .then_some(crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC)
             }),
             judge_slots: config.work.judge_threads,
+            kept_criteria: crate::domain::KeptCriteria {
+                count: config.history.criteria_kept,
+                id_chars: config.history.criterion_id_chars,
+            },
+            history_per_goal: config.history.history_per_goal,
+            run_ids_shown: config.history.run_ids_shown,
             judge_steps_per_sec: Some(config.work.judge_steps_per_sec),
             ..EngineSettings::default()
         };

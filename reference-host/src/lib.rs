@@ -39,7 +39,7 @@ pub mod storage;
 pub mod variants;
 pub mod webhook;
 
-pub use config::{Config, WorkLimits};
+pub use config::{Config, HistoryLimits, WorkLimits};
 pub use host::{HostError, RunningHost};
 pub use http::{app, AppState, Tokens};
 pub use storage::DbLocation;

@@ -487,7 +487,9 @@ impl Engine {
                 return FinishedRun {
                     run_id: reservation.run_id.clone(),
                     cost: report.cost,
-                    outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
+                    outcome: RunOutcome::Judged(
+                        Verdict::aggregate(judgement).kept(self.settings.kept_criteria),
+                    ),
                     commitment_ms: committed,
                 };
             }
@@ -509,7 +511,9 @@ impl Engine {
             Ok(Ok(judgement)) => FinishedRun {
                 run_id: reservation.run_id.clone(),
                 cost: report.cost,
-                outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
+                outcome: RunOutcome::Judged(
+                    Verdict::aggregate(judgement).kept(self.settings.kept_criteria),
+                ),
                 commitment_ms: committed,
             },
             Ok(Err(error)) => {
@@ -576,6 +580,11 @@ impl Engine {
             };
             if let Some(escalation) = escalation {
                 note_escalation(&mut change, escalation, &finished.run_id, now);
+            }
+            if let Some(most) = self.settings.history_per_goal {
+                // The oldest runs' history goes, a batch at a time; the
+                // store forgets their evaluations and events with them.
+                change.goal.progress.contributing_run_ids.keep_last(most);
             }
             self.hold_armless_schedule(&mut change.goal);
             let written = self

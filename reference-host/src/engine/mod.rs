@@ -77,6 +77,13 @@ pub struct EngineSettings {
     /// Steps of criteria judging one tenant may take per second; `None`:
     /// no budget.
     pub judge_steps_per_sec: Option<u64>,
+    /// What an evaluation keeps of its verdict's criteria.
+    pub kept_criteria: crate::domain::KeptCriteria,
+    /// The runs whose history (run id, evaluation, events) a goal keeps,
+    /// the most recent ones; `None`: all.
+    pub history_per_goal: Option<usize>,
+    /// The most recent contributing run ids a goal body lists.
+    pub run_ids_shown: usize,
     /// One webhook call (arm, verifier or heartbeat probe), connect to last
     /// byte; no retries.
     pub webhook_timeout: Duration,
@@ -104,6 +111,11 @@ pub struct EngineSettings {
     pub outbound_per_tenant_per_sec: Option<u32>,
 }
 
+/// The runs whose history a goal keeps by default: their run ids,
+/// evaluations and events. With the stored-goals quota this bounds what a
+/// tenant can make the host store, whatever its goals' bounds.
+pub const DEFAULT_HISTORY_PER_GOAL: usize = 10_000;
+
 /// How long a closed goal stays readable: long enough for a client to see
 /// how it ended and read its events, short enough that a tenant's history
 /// does not fill its stored-goals quota.
@@ -120,6 +132,9 @@ impl Default for EngineSettings {
             // Tests drive a manual clock, on which a budget would never
             // fill again; a served host sets one (`config::WorkLimits`).
             judge_steps_per_sec: None,
+            kept_criteria: crate::domain::KeptCriteria::default(),
+            history_per_goal: Some(DEFAULT_HISTORY_PER_GOAL),
+            run_ids_shown: crate::domain::wire::DEFAULT_RUN_IDS_SHOWN,
             webhook_timeout: DEFAULT_TIMEOUT,
             webhook_secret: WebhookSecret::generate(),
             webhook_tenant_secrets: Vec::new(),

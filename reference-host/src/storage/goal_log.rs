@@ -193,6 +193,37 @@ impl Tail {
     }
 }
 
+/// Forgets a goal's first `through` runs with their history: their run
+/// ids, and the evaluations and events written with them (every entry
+/// that counts `through` runs or fewer), their records and their places
+/// in the tenant's feed. The newest record is never among them (this
+/// write's come later), so record ids (cursors) still only grow.
+pub(super) fn forget_runs(
+    connection: &Connection,
+    tenant: &str,
+    goal: &str,
+    through: i64,
+) -> Result<(), StoreError> {
+    connection
+        .prepare_cached(
+            "DELETE FROM tenant_feed WHERE tenant = ?1 AND cursor IN
+                 (SELECT record_id FROM goal_log
+                  WHERE goal_id = CAST(?2 AS TEXT) AND kind = 'event' AND runs <= ?3)",
+        )?
+        .execute(params![tenant, goal, through])?;
+    connection
+        .prepare_cached(
+            "DELETE FROM log_records WHERE id IN
+                 (SELECT record_id FROM goal_log
+                  WHERE goal_id = CAST(?1 AS TEXT) AND runs <= ?2 AND record_id IS NOT NULL)",
+        )?
+        .execute(params![goal, through])?;
+    connection
+        .prepare_cached("DELETE FROM goal_log WHERE goal_id = CAST(?1 AS TEXT) AND runs <= ?2")?
+        .execute(params![goal, through])?;
+    Ok(())
+}
+
 fn insert_record(connection: &Connection, record: &str) -> Result<i64, StoreError> {
     connection
         .prepare_cached("INSERT INTO log_records (record) VALUES (?1)")?

@@ -236,6 +236,10 @@ impl SqliteStore {
                     )?
                     .execute(params![run, at_ms])?;
             }
+            if row.run_ids.trimmed() {
+                let through = i64::try_from(row.run_ids.skipped()).unwrap_or(i64::MAX);
+                goal_log::forget_runs(connection, &row.tenant, &row.id, through)?;
+            }
             // A numbering that cannot be read back is reported after the
             // commit rather than failing a write that is already whole.
             Ok(WrittenIfIdle::Done(
@@ -395,8 +399,13 @@ fn into_goal((record, pairs): (String, Option<String>)) -> Result<Goal, StoreErr
     }
     // Stored in order, so this is a check more than a sort.
     numbered.sort_unstable_by_key(|(position, _)| *position);
+    // The runs before the first stored one were forgotten with their
+    // history (`--max-history-per-goal`).
+    let skipped = numbered.first().map_or(0, |(position, _)| {
+        usize::try_from(*position).unwrap_or(usize::MAX)
+    });
     let run_ids: Vec<String> = numbered.into_iter().map(|(_, id)| id.to_string()).collect();
-    from_json::<GoalRecord>(&record)?.into_goal(&run_ids)
+    from_json::<GoalRecord>(&record)?.into_goal(skipped, &run_ids)
 }
 
 fn verifier_from_row(record: &str, created_ms: i64) -> Result<CriteriaVerifier, StoreError> {

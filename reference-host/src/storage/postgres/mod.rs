@@ -46,7 +46,7 @@ use super::{
 };
 use crate::domain::{
     parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
-    GoalState, Mode, RunId, Tenant, Timestamp, VerifierName,
+    GoalState, Mode, RunId, RunIds, Tenant, Timestamp, VerifierName,
 };
 
 /// How long a replica stays alive without renewing its lease: its runs in
@@ -119,7 +119,8 @@ struct GoalRow {
     created_ms: i64,
     version: i64,
     record: String,
-    run_ids: Vec<String>,
+    /// Shares the goal's ids: copying them grew with the goal's age.
+    run_ids: RunIds,
     /// When a closed goal closed (its last update); `None` while open.
     closed_ms: Option<i64>,
 }
@@ -138,26 +139,25 @@ impl GoalRow {
             version: int(goal.version)?,
             record: to_json(&GoalRecord::from_goal(goal))?,
             closed_ms: goal.state.is_terminal().then(|| goal.updated_at.unix_ms()),
-            run_ids: goal
-                .progress
-                .contributing_run_ids
-                .iter()
-                .map(|run| run.as_str().to_string())
-                .collect(),
+            run_ids: goal.progress.contributing_run_ids.clone(),
         })
     }
 }
 
-/// A goal's record and its run ids in order, read in one statement.
+/// A goal's record, its run ids in order and the position of the first
+/// (the runs before it were forgotten with their history), read in one
+/// statement.
 const SELECT_GOALS: &str = "SELECT g.record,
         COALESCE((SELECT array_agg(r.run_id ORDER BY r.position) FROM goal_runs r
-                  WHERE r.goal_id = g.id), '{}')
+                  WHERE r.goal_id = g.id), '{}'),
+        COALESCE((SELECT MIN(r.position) FROM goal_runs r WHERE r.goal_id = g.id), 0)
      FROM goals g ";
 
 fn into_goal(row: &Row) -> Result<Goal, StoreError> {
     let record: String = row.try_get(0)?;
     let run_ids: Vec<String> = row.try_get(1)?;
-    from_json::<GoalRecord>(&record)?.into_goal(&run_ids)
+    let skipped = usize::try_from(row.try_get::<_, i64>(2)?).unwrap_or(0);
+    from_json::<GoalRecord>(&record)?.into_goal(skipped, &run_ids)
 }
 
 /// A run reserved: (run id, goal id, iteration, started ms, replica,
@@ -217,19 +217,20 @@ async fn insert_goal_row(
     append_runs(client, &row.id, &row.run_ids, 0).await
 }
 
-/// Stores the run ids from position `from` on.
+/// Stores the run ids from position `from` (of the whole list) on.
 async fn append_runs(
     client: &Cached<impl deadpool_postgres::GenericClient>,
     goal: &str,
-    run_ids: &[String],
+    run_ids: &RunIds,
     from: usize,
 ) -> Result<(), StoreError> {
-    for (position, run_id) in run_ids.iter().enumerate().skip(from) {
-        let position = int(position as u64)?;
+    let first = from.max(run_ids.skipped());
+    for (offset, run_id) in run_ids.iter_from(first).enumerate() {
+        let position = int((first + offset) as u64)?;
         client
             .execute(
                 "INSERT INTO goal_runs (goal_id, position, run_id) VALUES ($1, $2, $3)",
-                &[&goal, &position, run_id],
+                &[&goal, &position, &run_id.as_str()],
             )
             .await?;
     }
@@ -588,9 +589,11 @@ impl PostgresStore {
                     return Err(StoreError::RunEnded(run.clone()));
                 }
             }
+            // Where the stored ids end: one seek, however many there are
+            // (a count grew with the goal's age).
             let stored: i64 = transaction
                 .query_one(
-                    "SELECT COUNT(*) FROM goal_runs WHERE goal_id = $1",
+                    "SELECT COALESCE(MAX(position) + 1, 0) FROM goal_runs WHERE goal_id = $1",
                     &[&row.id],
                 )
                 .await?
@@ -610,6 +613,32 @@ impl PostgresStore {
                         "INSERT INTO evaluations (goal_id, run_id, iteration, record)
                          VALUES ($1, $2, $3, $4)",
                         &[&row.id, run_id, iteration, record],
+                    )
+                    .await?;
+            }
+            if row.run_ids.trimmed() {
+                // The oldest runs' history goes with their ids
+                // (`--max-history-per-goal`): their evaluations, and as
+                // many of the oldest events as there are runs forgotten
+                // past the ones kept.
+                let through = int(row.run_ids.skipped() as u64)?;
+                let kept = int(row.run_ids.kept() as u64)?;
+                transaction
+                    .execute(
+                        "DELETE FROM goal_runs WHERE goal_id = $1 AND position < $2",
+                        &[&row.id, &through],
+                    )
+                    .await?;
+                transaction
+                    .execute(
+                        "DELETE FROM evaluations WHERE goal_id = $1 AND iteration <= $2",
+                        &[&row.id, &through],
+                    )
+                    .await?;
+                transaction
+                    .execute(
+                        "DELETE FROM events WHERE goal_id = $1 AND sequence <= $2 - $3",
+                        &[&row.id, &last, &kept],
                     )
                     .await?;
             }
