@@ -33,6 +33,9 @@ pub enum EngineError {
     /// A per-tenant quota is used up.
     #[error("quota {} ({limit}) reached", quota.as_str())]
     QuotaExceeded { quota: super::Quota, limit: u64 },
+    /// The tenant started as much outbound work as it may this second.
+    #[error("the tenant's outbound rate is used up; try again in {wait:?}")]
+    RateLimited { wait: std::time::Duration },
     /// The tenant holds as many live event streams as it may.
     #[error("the tenant already holds {0} event streams")]
     TooManyStreams(usize),

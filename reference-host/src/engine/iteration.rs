@@ -136,6 +136,9 @@ impl Engine {
         tenant: &Tenant,
         id: &GoalId,
     ) -> Result<ContinueOutcome, EngineError> {
+        // A dispatch is outbound work: the tenant's rate applies, as to
+        // its scheduled fires.
+        self.start_outbound(tenant)?;
         let engine = Arc::clone(self);
         let trigger = Trigger::Continue(tenant.clone());
         let id = id.clone();

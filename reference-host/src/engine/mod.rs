@@ -12,6 +12,7 @@ mod heartbeat;
 mod idempotency;
 mod iteration;
 mod locks;
+mod outbound;
 mod precondition;
 mod quota;
 mod reported;
@@ -45,6 +46,7 @@ pub use heartbeat::Heartbeat;
 pub use idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS, MAX_KEY_CHARS};
 pub use iteration::{FireOutcome, ORPHAN_SWEEP_EVERY};
 pub use locks::{GoalLocks, TenantLocks};
+pub use outbound::{Outbound, OutboundLimit};
 pub use precondition::IfMatch;
 pub use quota::{
     Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT,
@@ -167,6 +169,9 @@ pub struct Engine {
     judges: Judges,
     /// Where criteria judgements run, shared fairly between tenants.
     judge_pool: JudgePool,
+    /// What each tenant may start per second: fires, probes, `continue`s
+    /// and reported runs draw from it.
+    outbound: Outbound,
     locks: GoalLocks,
     /// Held while a write checks and changes a tenant's armed goals.
     arming: TenantLocks,
@@ -245,6 +250,7 @@ impl Engine {
             arms: Arms::new(Arc::clone(&webhooks)),
             judges: Judges::new(webhooks),
             judge_pool,
+            outbound: Outbound::new(settings.outbound_per_tenant_per_sec),
             locks: GoalLocks::default(),
             arming: TenantLocks::default(),
             registering: TenantLocks::default(),
@@ -272,6 +278,19 @@ impl Engine {
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// The per-tenant outbound limit.
+    pub fn outbound(&self) -> &Outbound {
+        &self.outbound
+    }
+
+    /// Takes one outbound start for `tenant` now, or says how long it must
+    /// wait (429 `rate_limited`).
+    fn start_outbound(&self, tenant: &crate::domain::Tenant) -> Result<(), EngineError> {
+        self.outbound
+            .take(tenant, self.clock.now())
+            .map_err(|wait| EngineError::RateLimited { wait })
     }
 
     fn request_context(&self) -> RequestContext {

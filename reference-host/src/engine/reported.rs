@@ -93,6 +93,10 @@ impl Engine {
                 mode: goal.continuation.mode.as_str(),
             });
         }
+        // Judging a run is outbound work (a verifier call) or the judge's:
+        // the tenant's rate applies, as to its fires. A report answered
+        // again above costs nothing.
+        self.start_outbound(&reported.tenant)?;
         let run_id = reported.run_id.clone();
         let trigger = Trigger::Report(Box::new(reported));
         match self.iterate_locked(id, &trigger, &mut cancel).await? {

@@ -15,7 +15,7 @@ mod paging;
 mod runs;
 mod seams;
 pub mod throttle;
-mod trace;
+pub(crate) mod trace;
 mod transitions;
 mod verifiers;
 

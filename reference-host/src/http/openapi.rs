@@ -177,7 +177,7 @@ fn error_response(status: u16) -> Value {
         413 => "`payload_too_large`: the body is over 64 KiB.",
         415 => "`unsupported_media_type`: a body that is not JSON.",
         422 => "`bounds_required`, `judge_owned_field`, `immutable_field`, `objective_too_long` (over 8 KiB of UTF-8), `unsupported_continuation`, `unsupported_judge`, `fixtures_disabled`, `unknown_verifier` or `unknown_arm`.",
-        429 => "`quota_exceeded`: the tenant's open goals, or open `schedule`/`heartbeat` goals, are at the host's limit; `details` names the quota and its limit.",
+        429 => "`quota_exceeded`: the tenant's open goals, or open `schedule`/`heartbeat` goals, are at the host's limit; `details` names the quota and its limit. `rate_limited` (a `continue` or a reported run): the tenant started as much outbound work as it may this second; `Retry-After` and `details.retryAfterSeconds` say when to try again. `too_many_failures`: too many unknown tokens from this client.",
         _ => "Any other refusal: 405 `method_not_allowed`, 408 `request_timeout`, 500 `internal_error`, 503 `service_unavailable`.",
     };
     body_response(description, "error")
@@ -466,7 +466,7 @@ fn runs_path() -> Value {
             "operationId": "reportRun",
             "summary": "Report a run executed elsewhere: judged and recorded as one iteration of a manual goal",
             "requestBody": { "required": true, "content": json_content(schema_ref("run-report-request")) },
-            "responses": responses(&[(200, goal_response("The run as recorded, its evaluation (null when it escalated) and the goal after it; a report sent again with the same runId answers the same run (header Idempotent-Replayed: true).", "run-report-response"))], &[400, 401, 404, 409, 413, 415]),
+            "responses": responses(&[(200, goal_response("The run as recorded, its evaluation (null when it escalated) and the goal after it; a report sent again with the same runId answers the same run (header Idempotent-Replayed: true).", "run-report-response"))], &[400, 401, 404, 409, 413, 415, 429]),
         },
     })
 }
@@ -477,7 +477,7 @@ fn continue_path() -> Value {
         "post": {
             "operationId": "continueGoal",
             "summary": "Conformance seam: run exactly one iteration now",
-            "responses": responses(&[(200, goal_response("The goal after the iteration and its evaluation (null when the run escalated).", "continue-response"))], &[401, 404, 409]),
+            "responses": responses(&[(200, goal_response("The goal after the iteration and its evaluation (null when the run escalated).", "continue-response"))], &[401, 404, 409, 429]),
         },
     })
 }

@@ -15,7 +15,6 @@
 //! tenants leave slots for everyone else's.
 
 mod fair;
-mod rate;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -26,7 +25,6 @@ use tokio::sync::{watch, Mutex as AsyncMutex, Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use fair::FairQueue;
-use rate::OutboundLimit;
 use tokio::time::Instant;
 
 use crate::clock::Clock;
@@ -179,8 +177,6 @@ pub struct Scheduler {
     /// When the next tick looks for closed goals past retention: at the
     /// first, at once after a full batch, else [`RETAIN_EVERY_MS`] later.
     retain_at: Mutex<Option<Timestamp>>,
-    /// Fires and probes a tenant may start per second, when limited.
-    outbound: Option<Arc<Mutex<OutboundLimit>>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -223,10 +219,6 @@ impl Scheduler {
             purged_at: Mutex::new(None),
             swept_at: Mutex::new(None),
             retain_at: Mutex::new(None),
-            outbound: engine
-                .settings()
-                .outbound_per_tenant_per_sec
-                .map(|per_sec| Arc::new(Mutex::new(OutboundLimit::new(per_sec)))),
             engine,
         }
     }
@@ -409,19 +401,15 @@ impl Scheduler {
             let queue = Arc::clone(&self.queue);
             let refill = Arc::clone(&self.refill);
             let awaiting_refill = Arc::clone(&self.awaiting_refill);
-            let outbound = self.outbound.clone();
             fires.spawn(async move {
                 loop {
                     let next = {
                         let mut queue = queue.lock().unwrap_or_else(PoisonError::into_inner);
-                        let next = match &outbound {
-                            Some(limit) => {
-                                let now = engine.clock().now();
-                                let mut limit =
-                                    limit.lock().unwrap_or_else(PoisonError::into_inner);
-                                queue.pop_admitted(|tenant| limit.admit(tenant, now))
-                            }
-                            None => queue.pop(),
+                        let next = if engine.outbound().is_limited() {
+                            let now = engine.clock().now();
+                            queue.pop_admitted(|tenant| engine.outbound().admit(tenant, now))
+                        } else {
+                            queue.pop()
                         };
                         if next.is_some()
                             && queue.len() <= REFILL_AT
@@ -565,12 +553,7 @@ impl Scheduler {
 
     /// Whether `tenant` may start one more outbound fire or probe at `now`.
     fn admit(&self, tenant: &Tenant, now: Timestamp) -> bool {
-        self.outbound.as_ref().is_none_or(|limit| {
-            limit
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .admit(tenant, now)
-        })
+        self.engine.outbound().admit(tenant, now)
     }
 
     fn start_probe(
