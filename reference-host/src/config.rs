@@ -67,6 +67,9 @@ pub struct Config {
     pub trusted_proxies: Vec<Cidr>,
     /// What a goal keeps of its history and shows of it.
     pub history: HistoryLimits,
+    /// How many replicas share the database (each enforces its share of
+    /// the per-tenant rates and stream caps).
+    pub replicas: u32,
 }
 
 /// What a goal keeps of its history, and shows of it (`README.md`,
@@ -160,6 +163,7 @@ impl Config {
             work: WorkLimits::default(),
             trusted_proxies: Vec::new(),
             history: HistoryLimits::default(),
+            replicas: 1,
         }
     }
 }
@@ -514,6 +518,15 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_RUN_IDS_SHOWN", default_value_t = crate::domain::wire::DEFAULT_RUN_IDS_SHOWN as u64, value_parser = |text: &str| parse_at_least(text, 100))]
     pub run_ids_shown: u64,
 
+    /// How many replicas of the host share the database (a PostgreSQL
+    /// URL): each enforces 1/N of every per-tenant rate
+    /// (--outbound-per-tenant-per-sec, --judge-steps-per-sec) and of
+    /// --max-streams-per-tenant, so together they allow what one host
+    /// would. The quotas on goals and verifiers are counted in the
+    /// database, exactly, whatever this says.
+    #[arg(long, env = "GOALPOST_HOST_REPLICAS", default_value_t = 1, value_parser = parse_rate)]
+    pub replicas: u32,
+
     /// The kill matrix's options (a build with the `mutants` feature
     /// only).
     #[command(flatten)]
@@ -551,6 +564,7 @@ impl Args {
                 shutdown_deadline: self.shutdown_deadline_secs,
             },
             trusted_proxies: self.trusted_proxies,
+            replicas: self.replicas,
             history: HistoryLimits {
                 criteria_kept: usize::try_from(self.max_criteria_kept).unwrap_or(usize::MAX),
                 criterion_id_chars: usize::try_from(self.max_criterion_id_chars)
@@ -785,8 +799,11 @@ mod tests {
             "1000",
             "--outbound-per-tenant-per-sec",
             "7",
+            "--replicas",
+            "3",
         ])
         .expect("valid");
+        assert_eq!(config.replicas, 3);
         assert_eq!(
             config.work,
             WorkLimits {

@@ -127,6 +127,7 @@ impl RunningHost {
             },
             history_per_goal: config.history.history_per_goal,
             run_ids_shown: config.history.run_ids_shown,
+            replicas: config.replicas,
             judge_steps_per_sec: Some(config.work.judge_steps_per_sec),
             ..EngineSettings::default()
         };

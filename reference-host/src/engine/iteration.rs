@@ -214,7 +214,8 @@ impl Engine {
                     return Ok(true);
                 }
                 WrittenIfIdle::RunInFlight => return Ok(false),
-                WrittenIfIdle::Conflict => {}
+                // Never from this write; as a conflict, it is looked at again.
+                WrittenIfIdle::Conflict | WrittenIfIdle::TooManyArmed => {}
             }
         }
         Err(EngineError::Internal(format!(
@@ -398,6 +399,14 @@ impl Engine {
             match self.store.reserve_run(&reservation, goal.version).await? {
                 Written::Done(()) => return Ok(Reserved::Run(Box::new(goal), reservation)),
                 Written::Conflict => {}
+            }
+            // A reported run whose id another replica reserved first (the
+            // same report sent to both at once): that run is the report's,
+            // and its answer the caller's once it is recorded.
+            if let Trigger::Report(reported) = trigger {
+                if self.lookup(|store| store.run(&reported.run_id))?.is_some() {
+                    return Err(EngineError::ReportedElsewhere);
+                }
             }
             // A refused reservation of a goal whose version did not move
             // means a run is in flight for it elsewhere: another replica

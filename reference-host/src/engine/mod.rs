@@ -86,6 +86,11 @@ pub struct EngineSettings {
     pub history_per_goal: Option<usize>,
     /// The most recent contributing run ids a goal body lists.
     pub run_ids_shown: usize,
+    /// How many replicas share the database: each enforces its share of
+    /// every per-tenant rate and of the live streams a tenant may hold
+    /// (the quotas are counted in the database, exactly, whatever this
+    /// says). 1 for a host alone.
+    pub replicas: u32,
     /// One webhook call (arm, verifier or heartbeat probe), connect to last
     /// byte; no retries.
     pub webhook_timeout: Duration,
@@ -137,6 +142,7 @@ impl Default for EngineSettings {
             kept_criteria: crate::domain::KeptCriteria::default(),
             history_per_goal: Some(DEFAULT_HISTORY_PER_GOAL),
             run_ids_shown: crate::domain::wire::DEFAULT_RUN_IDS_SHOWN,
+            replicas: 1,
             webhook_timeout: DEFAULT_TIMEOUT,
             webhook_secret: WebhookSecret::generate(),
             webhook_tenant_secrets: Vec::new(),
@@ -229,7 +235,15 @@ impl Engine {
             client = client.with_faults(calls);
         }
         let webhooks = Arc::new(client);
-        let feed = Arc::new(Feed::new(settings.feed.clone()));
+        // Rates and stream caps that live in this process are divided
+        // between the replicas, so together they allow what one host
+        // would (`--replicas`).
+        let replicas = settings.replicas.max(1);
+        let mut feed_settings = settings.feed.clone();
+        feed_settings.max_subscribers_per_tenant = (feed_settings.max_subscribers_per_tenant
+            / usize::try_from(replicas).unwrap_or(1))
+        .max(1);
+        let feed = Arc::new(Feed::new(feed_settings));
         store.set_event_sink(Arc::clone(&feed) as Arc<dyn crate::storage::EventSink>);
         let cancels = Cancels::default();
         // A goal closed on another replica cancels its run in flight here,
@@ -240,7 +254,9 @@ impl Engine {
         }
         let judge_pool = JudgePool::new(
             settings.judge_slots,
-            settings.judge_steps_per_sec,
+            settings
+                .judge_steps_per_sec
+                .map(|steps| (steps / u64::from(replicas)).max(1)),
             Arc::clone(&clock),
         );
         Engine {
@@ -250,7 +266,11 @@ impl Engine {
             arms: Arms::new(Arc::clone(&webhooks)),
             judges: Judges::new(webhooks),
             judge_pool,
-            outbound: Outbound::new(settings.outbound_per_tenant_per_sec),
+            outbound: Outbound::new(
+                settings
+                    .outbound_per_tenant_per_sec
+                    .map(|per_sec| (per_sec / replicas).max(1)),
+            ),
             locks: GoalLocks::default(),
             arming: TenantLocks::default(),
             registering: TenantLocks::default(),

@@ -320,6 +320,12 @@ impl From<EngineError> for ApiError {
                 tracing::error!(%message, "engine failed");
                 ApiError::internal()
             }
+            // The engine waits for the other replica's run instead; never
+            // answered.
+            EngineError::ReportedElsewhere => {
+                tracing::error!("a report raced another replica's and was not waited for");
+                ApiError::internal()
+            }
         }
     }
 }

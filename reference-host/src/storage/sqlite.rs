@@ -18,8 +18,8 @@ use super::prepared::{failed, written_only, PreparedChange};
 use super::readers::Readers;
 use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
-    CreateGuard, DbLocation, DeliveryState, EventSink, Inserted, RunEnd, RunReservation, Store,
-    StoreError, StoredKey, StoredRun, Written, WrittenIfIdle,
+    CreateGuard, DbLocation, DeliveryState, EventSink, Inserted, Registered, RunEnd,
+    RunReservation, Store, StoreError, StoredKey, StoredRun, WriteGuard, Written, WrittenIfIdle,
 };
 use crate::domain::{
     parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
@@ -150,18 +150,21 @@ impl SqliteStore {
         }
     }
 
-    /// Writes `change` ([`Store::apply`]); with `unless_run_in_flight`,
-    /// only if the goal has no run in flight, looked at in the same write
-    /// transaction ([`Store::apply_unless_run_in_flight`]): the one writer
-    /// orders it with every reservation.
+    /// Writes `change` ([`Store::apply`]), checking `guard` in the same
+    /// write transaction: no run of the goal in flight
+    /// ([`Store::apply_unless_run_in_flight`]; the one writer orders it with
+    /// every reservation), or the owner's armed goals below a quota
+    /// ([`Store::apply_arming`]; the one writer orders it with every other
+    /// arming write).
     fn write_change(
         &self,
         change: &Change,
         expected_version: u64,
         run: Option<&RunId>,
         at: Timestamp,
-        unless_run_in_flight: bool,
+        guard: WriteGuard,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        let owner = change.goal.owner.clone();
         let prepared = PreparedChange::new(change, expected_version, run, at, GoalRow::new);
         let PreparedChange {
             row,
@@ -198,7 +201,12 @@ impl SqliteStore {
             }
         });
         let write = self.writer.submit_then(move |connection| {
-            if unless_run_in_flight {
+            if let WriteGuard::ArmedBelow(most) = guard {
+                if held(connection, &owner)?.armed >= most {
+                    return Ok(WrittenIfIdle::TooManyArmed);
+                }
+            }
+            if guard == WriteGuard::NoRunInFlight {
                 let in_flight = connection
                     .prepare_cached(
                         "SELECT 1 FROM runs WHERE goal_id = ?1 AND status = 'in-flight' LIMIT 1",
@@ -252,6 +260,7 @@ impl SqliteStore {
                 WrittenIfIdle::Done(Err(error)) => Err(StoreError::Corrupt(error)),
                 WrittenIfIdle::Conflict => Ok(WrittenIfIdle::Conflict),
                 WrittenIfIdle::RunInFlight => Ok(WrittenIfIdle::RunInFlight),
+                WrittenIfIdle::TooManyArmed => Ok(WrittenIfIdle::TooManyArmed),
             }
         })
     }
@@ -662,7 +671,7 @@ impl Store for SqliteStore {
         run: Option<&RunId>,
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>> {
-        written_only(self.write_change(change, expected_version, run, at, false))
+        written_only(self.write_change(change, expected_version, run, at, WriteGuard::Nothing))
     }
 
     fn apply_unless_run_in_flight(
@@ -671,7 +680,29 @@ impl Store for SqliteStore {
         expected_version: u64,
         at: Timestamp,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        self.write_change(change, expected_version, None, at, true)
+        self.write_change(
+            change,
+            expected_version,
+            None,
+            at,
+            WriteGuard::NoRunInFlight,
+        )
+    }
+
+    fn apply_arming(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        at: Timestamp,
+        max_armed: u64,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        self.write_change(
+            change,
+            expected_version,
+            None,
+            at,
+            WriteGuard::ArmedBelow(max_armed),
+        )
     }
 
     fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>> {
@@ -917,7 +948,8 @@ impl Store for SqliteStore {
         tenant: &Tenant,
         verifier: &CriteriaVerifier,
         replace: bool,
-    ) -> Pending<Written<()>> {
+        max: Option<u64>,
+    ) -> Pending<Registered> {
         let record = match to_json(&wire::verifier_registration(verifier)) {
             Ok(record) => record,
             Err(error) => return failed(error),
@@ -932,14 +964,29 @@ impl Store for SqliteStore {
         let tenant = tenant.as_str().to_string();
         let name = verifier.name.as_str().to_string();
         let created_ms = verifier.created_at.unix_ms();
+        // The one writer serialises registrations: the count below is the
+        // tenant's as it is when the row goes in.
         self.writer.submit(move |connection| {
+            if let Some(most) = max {
+                let taken = connection
+                    .prepare_cached("SELECT 1 FROM verifiers WHERE tenant = ?1 AND name = ?2")?
+                    .query_row(params![tenant, name], |_| Ok(()))
+                    .optional()?
+                    .is_some();
+                let held: i64 = connection
+                    .prepare_cached("SELECT COUNT(*) FROM verifiers WHERE tenant = ?1")?
+                    .query_row(params![tenant], |row| row.get(0))?;
+                if !taken && unsigned(held)? >= most {
+                    return Ok(Registered::Full);
+                }
+            }
             let written = connection
                 .prepare_cached(sql)?
                 .execute(params![tenant, name, created_ms, record])?;
             Ok(if written == 1 {
-                Written::Done(())
+                Registered::Done
             } else {
-                Written::Conflict
+                Registered::Taken
             })
         })
     }

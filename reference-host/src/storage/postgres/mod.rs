@@ -41,8 +41,8 @@ use super::group_commit::Pending;
 use super::prepared::{failed, written_only, PreparedChange};
 use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
-    CreateGuard, DeliveryState, EventSink, Inserted, RunEnd, RunReservation, Store, StoreError,
-    StoredKey, StoredRun, Written, WrittenIfIdle,
+    CreateGuard, DeliveryState, EventSink, Inserted, Registered, RunEnd, RunReservation, Store,
+    StoreError, StoredKey, StoredRun, WriteGuard, Written, WrittenIfIdle,
 };
 use crate::domain::{
     parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
@@ -183,7 +183,7 @@ async fn insert_run_row(
         .execute(
             "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica, report)
              VALUES ($1, $2, $3, 'in-flight', $4, $5, $6)
-             ON CONFLICT (goal_id, iteration) DO NOTHING",
+             ON CONFLICT DO NOTHING",
             &[run_id, goal, iteration, started_ms, replica, report],
         )
         .await?;
@@ -501,7 +501,7 @@ impl PostgresStore {
         expected_version: u64,
         run: Option<&RunId>,
         at: Timestamp,
-        unless_run_in_flight: bool,
+        guard: WriteGuard,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
         let prepared = PreparedChange::new(change, expected_version, run, at, GoalRow::new);
         let PreparedChange {
@@ -534,7 +534,28 @@ impl PostgresStore {
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = Cached(client.transaction().await?);
-            if unless_run_in_flight {
+            if let WriteGuard::ArmedBelow(most) = guard {
+                // The owner's counts locked first, as a create locks them:
+                // arming writes of one tenant on every replica queue here,
+                // and each counts what the last one committed.
+                transaction
+                    .execute(
+                        "INSERT INTO tenant_counts (tenant, open, armed) VALUES ($1, 0, 0)
+                         ON CONFLICT (tenant) DO NOTHING",
+                        &[&row.tenant],
+                    )
+                    .await?;
+                let armed = transaction
+                    .query_one(
+                        "SELECT armed FROM tenant_counts WHERE tenant = $1 FOR UPDATE",
+                        &[&row.tenant],
+                    )
+                    .await?;
+                if unsigned(armed.try_get(0)?)? >= most {
+                    return Ok(WrittenIfIdle::TooManyArmed);
+                }
+            }
+            if guard == WriteGuard::NoRunInFlight {
                 // The goal's row lock first: a reservation holds it until
                 // its run is stored, so one that took it first has
                 // committed by the time the runs are read below (under
@@ -622,7 +643,7 @@ impl PostgresStore {
                 // many of the oldest events as there are runs forgotten
                 // past the ones kept.
                 let through = int(row.run_ids.skipped() as u64)?;
-                let kept = int(row.run_ids.kept() as u64)?;
+                let events_through = last - int(row.run_ids.kept() as u64)?;
                 transaction
                     .execute(
                         "DELETE FROM goal_runs WHERE goal_id = $1 AND position < $2",
@@ -637,8 +658,8 @@ impl PostgresStore {
                     .await?;
                 transaction
                     .execute(
-                        "DELETE FROM events WHERE goal_id = $1 AND sequence <= $2 - $3",
-                        &[&row.id, &last, &kept],
+                        "DELETE FROM events WHERE goal_id = $1 AND sequence <= $2",
+                        &[&row.id, &events_through],
                     )
                     .await?;
             }
@@ -821,7 +842,7 @@ impl Store for PostgresStore {
         run: Option<&RunId>,
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>> {
-        written_only(self.write_change(change, expected_version, run, at, false))
+        written_only(self.write_change(change, expected_version, run, at, WriteGuard::Nothing))
     }
 
     fn apply_unless_run_in_flight(
@@ -830,7 +851,29 @@ impl Store for PostgresStore {
         expected_version: u64,
         at: Timestamp,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        self.write_change(change, expected_version, None, at, true)
+        self.write_change(
+            change,
+            expected_version,
+            None,
+            at,
+            WriteGuard::NoRunInFlight,
+        )
+    }
+
+    fn apply_arming(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        at: Timestamp,
+        max_armed: u64,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        self.write_change(
+            change,
+            expected_version,
+            None,
+            at,
+            WriteGuard::ArmedBelow(max_armed),
+        )
     }
 
     /// The fail-closed re-read and the reservation in one transaction: the
@@ -1220,7 +1263,8 @@ impl Store for PostgresStore {
         tenant: &Tenant,
         verifier: &CriteriaVerifier,
         replace: bool,
-    ) -> Pending<Written<()>> {
+        max: Option<u64>,
+    ) -> Pending<Registered> {
         let record = match to_json(&wire::verifier_registration(verifier)) {
             Ok(record) => record,
             Err(error) => return failed(error),
@@ -1237,14 +1281,51 @@ impl Store for PostgresStore {
         let created_ms = verifier.created_at.unix_ms();
         let pool = self.pool.clone();
         self.pending(async move {
-            let client = Cached(pool.get().await.map_err(pool_error)?);
-            let written = client
+            let mut client = pool.get().await.map_err(pool_error)?;
+            let transaction = Cached(client.transaction().await?);
+            if let Some(most) = max {
+                // The tenant's counts row locked, as creates lock it: its
+                // registrations on every replica queue here, and each
+                // counts what the last one committed.
+                transaction
+                    .execute(
+                        "INSERT INTO tenant_counts (tenant, open, armed) VALUES ($1, 0, 0)
+                         ON CONFLICT (tenant) DO NOTHING",
+                        &[&tenant],
+                    )
+                    .await?;
+                transaction
+                    .query_one(
+                        "SELECT 1 FROM tenant_counts WHERE tenant = $1 FOR UPDATE",
+                        &[&tenant],
+                    )
+                    .await?;
+                let taken = transaction
+                    .query_opt(
+                        "SELECT 1 FROM verifiers WHERE tenant = $1 AND name = $2",
+                        &[&tenant, &name],
+                    )
+                    .await?
+                    .is_some();
+                let held: i64 = transaction
+                    .query_one(
+                        "SELECT COUNT(*) FROM verifiers WHERE tenant = $1",
+                        &[&tenant],
+                    )
+                    .await?
+                    .try_get(0)?;
+                if !taken && unsigned(held)? >= most {
+                    return Ok(Registered::Full);
+                }
+            }
+            let written = transaction
                 .execute(sql, &[&tenant, &name, &created_ms, &record])
                 .await?;
+            transaction.commit().await?;
             Ok(if written == 1 {
-                Written::Done(())
+                Registered::Done
             } else {
-                Written::Conflict
+                Registered::Taken
             })
         })
     }
