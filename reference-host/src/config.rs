@@ -345,8 +345,9 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_MAX_GOALS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_GOALS_PER_TENANT, value_parser = parse_limit)]
     pub max_goals_per_tenant: u64,
 
-    /// Most open goals in `schedule` or `heartbeat` mode one tenant may have;
-    /// a create or PATCH beyond it is 429 quota_exceeded.
+    /// Most open goals in `schedule`, `heartbeat` or `commitment` mode (the
+    /// ones whose runs start on their own) one tenant may have; a create or
+    /// PATCH beyond it is 429 quota_exceeded.
     #[arg(long, env = "GOALPOST_HOST_MAX_ACTIVE_ARMS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, value_parser = parse_limit)]
     pub max_active_arms_per_tenant: u64,
 

@@ -46,7 +46,7 @@ use super::{
 };
 use crate::domain::{
     parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
-    GoalState, Mode, RunId, RunIds, Tenant, Timestamp, VerifierName,
+    GoalState, RunId, RunIds, Tenant, Timestamp, VerifierName,
 };
 
 /// How long a replica stays alive without renewing its lease: its runs in
@@ -235,6 +235,26 @@ async fn append_runs(
             .await?;
     }
     Ok(())
+}
+
+/// The tenant's open `commitment` goals: armed too ([`crate::domain::Mode::is_armed`]),
+/// counted apart from the counts row, whose trigger (migration 2) counts
+/// `schedule` and `heartbeat` only; a count here keeps the schema as it is.
+/// Read only for a write that arms a goal, after the tenant's row is
+/// locked.
+async fn open_commitments(
+    client: &Cached<impl deadpool_postgres::GenericClient>,
+    tenant: &str,
+) -> Result<u64, StoreError> {
+    let count: i64 = client
+        .query_one(
+            "SELECT COUNT(*) FROM goals WHERE tenant = $1
+             AND state IN ('active', 'escalated') AND mode = 'commitment'",
+            &[&tenant],
+        )
+        .await?
+        .try_get(0)?;
+    unsigned(count)
 }
 
 async fn stored_key(
@@ -551,7 +571,9 @@ impl PostgresStore {
                         &[&row.tenant],
                     )
                     .await?;
-                if unsigned(armed.try_get(0)?)? >= most {
+                let armed = unsigned(armed.try_get(0)?)?
+                    + open_commitments(&transaction, &row.tenant).await?;
+                if armed >= most {
                     return Ok(WrittenIfIdle::TooManyArmed);
                 }
             }
@@ -1369,7 +1391,7 @@ impl Store for PostgresStore {
             Ok(prepared) => prepared,
             Err(error) => return failed(error),
         };
-        let armed = matches!(goal.continuation.mode, Mode::Schedule | Mode::Heartbeat);
+        let armed = goal.continuation.mode.is_armed();
         let guard = guard.clone();
         let pool = self.pool.clone();
         self.pending(async move {
@@ -1405,7 +1427,10 @@ impl Store for PostgresStore {
             if total >= guard.max_stored_goals {
                 return Ok(Inserted::TooManyStored);
             }
-            if armed && held_armed >= guard.max_open_armed {
+            if armed
+                && held_armed + open_commitments(&transaction, &row.tenant).await?
+                    >= guard.max_open_armed
+            {
                 return Ok(Inserted::TooManyArmed);
             }
             insert_goal_row(&transaction, &row).await?;
@@ -1517,7 +1542,9 @@ impl Store for PostgresStore {
 
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError> {
         let found = self.rows(
-            "SELECT armed FROM tenant_counts WHERE tenant = $1",
+            "SELECT COALESCE((SELECT armed FROM tenant_counts WHERE tenant = $1), 0)
+                    + (SELECT COUNT(*) FROM goals WHERE tenant = $1
+                       AND state IN ('active', 'escalated') AND mode = 'commitment')",
             vec![Box::new(tenant.as_str().to_string())],
             |row| unsigned(row.try_get(0)?),
         )?;
