@@ -14,7 +14,7 @@ use goalpost_host::engine::EngineSettings;
 use goalpost_host::storage::DbLocation;
 use serde_json::{json, Value};
 use support::receiver::{Answer, Receiver};
-use support::{id_of, Harness, BASE};
+use support::{id_of, Harness};
 
 /// A verifier that answers 256 criteria with 256-character ids, the 201st
 /// failing: every evaluation of it kept all of them (about 72 KB).

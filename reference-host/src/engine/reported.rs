@@ -90,7 +90,7 @@ impl Engine {
             let mut cancel = self.cancels.watch(id);
             let goal = self.load_owned(&reported.tenant, id).await?;
             match self.reported_before(&goal, &reported).await? {
-                Before::Answered(replay) => return Ok(replay),
+                Before::Answered(replay) => return Ok(*replay),
                 Before::InFlight => {
                     self.wait_for_run(&reported.run_id).await?;
                     continue;
@@ -207,20 +207,20 @@ impl Engine {
         let evaluation = evaluations
             .into_iter()
             .find(|evaluation| evaluation.run_id == reported.run_id);
-        Ok(Before::Answered(ReportOutcome {
+        Ok(Before::Answered(Box::new(ReportOutcome {
             run_id: reported.run_id.clone(),
             iteration: stored.iteration,
             goal: goal.clone(),
             evaluation,
             replayed: true,
-        }))
+        })))
     }
 }
 
 /// What a report's `runId` says before it is judged.
 enum Before {
     /// Reported before and recorded (or refused): this answer again.
-    Answered(ReportOutcome),
+    Answered(Box<ReportOutcome>),
     /// Reserved and not yet ended, by another replica.
     InFlight,
     /// Never reported.
