@@ -52,6 +52,9 @@ struct Slot {
     counted: bool,
     /// Told when the connection is closed to make room.
     evicted: Notify,
+    /// Set once it carried a known credential: its later requests need
+    /// not take the table's lock to say so again.
+    authenticated: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -208,6 +211,7 @@ impl Connections {
             address,
             counted,
             evicted: Notify::new(),
+            authenticated: std::sync::atomic::AtomicBool::new(false),
         });
         state.open += 1;
         if counted {
@@ -249,6 +253,10 @@ impl ConnectionMark {
     /// The connection carried a request with a known credential: it no
     /// longer counts as anonymous and is never closed to make room.
     pub fn authenticated(&self) {
+        use std::sync::atomic::Ordering;
+        if self.slot.authenticated.swap(true, Ordering::Relaxed) {
+            return;
+        }
         let mut state = self.table.lock();
         if state.stages.get(&self.slot.id) != Some(&Stage::Anonymous) {
             return;
