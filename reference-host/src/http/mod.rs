@@ -29,7 +29,7 @@ use axum::Router;
 use serde_json::Value;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::choices::ErrorCodes;
+use crate::choices::{ErrorCodes, ReportedRuns};
 use crate::domain::GoalId;
 use crate::engine::{Engine, IfMatch};
 
@@ -124,10 +124,12 @@ pub fn app(state: AppState) -> Router {
         .merge(events::routes())
         .merge(goals::routes())
         .merge(transitions::routes())
-        .merge(runs::routes())
         .merge(verifiers::routes());
+    if state.engine.choices().reported_runs == ReportedRuns::Offered {
+        routes = routes.merge(runs::routes());
+    }
     if state.seams {
-        routes = routes.merge(seams::routes());
+        routes = routes.merge(seams::routes(state.engine.choices().judge));
     }
     let faults = Arc::clone(&state.faults);
     let body_limit = faults.body_limit(BODY_LIMIT);
@@ -151,7 +153,10 @@ pub fn app(state: AppState) -> Router {
             error::recode(response, crate::choices::openwop_code)
         })),
     };
-    let routes = routes.layer(axum::middleware::from_fn(trace::request_span));
+    let anonymous = trace::Anonymous::default();
+    let routes = routes.layer(axum::middleware::from_fn(move |request, next| {
+        trace::request_span(anonymous.clone(), request, next)
+    }));
     faults.layer(routes, &state).with_state(state)
 }
 

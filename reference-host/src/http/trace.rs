@@ -31,7 +31,7 @@ impl LoggedCaller {
     }
 }
 
-pub async fn request_span(mut request: Request, next: Next) -> Response {
+pub async fn request_span(anonymous: Anonymous, mut request: Request, next: Next) -> Response {
     // A latency measurement, not a decision: the monotonic clock is right
     // here and there is nothing for a test to drive.
     let started = Instant::now();
@@ -51,7 +51,7 @@ pub async fn request_span(mut request: Request, next: Next) -> Response {
             span.record("tenant", tracing::field::display(tenant));
             0
         }
-        None => match ANONYMOUS.admit(started) {
+        None => match anonymous.0.admit(started) {
             Some(suppressed) => suppressed,
             None => return response,
         },
@@ -86,11 +86,14 @@ fn logged_path(path: &str) -> std::borrow::Cow<'_, str> {
     format!("{}…({} bytes)", &path[..end], path.len()).into()
 }
 
-static ANONYMOUS: AnonymousLog = AnonymousLog {
-    window: Mutex::new(None),
-};
+/// One router's window of logged anonymous requests: per host, not per
+/// process, so hosts that share a process (the suite's matrices, the
+/// tests) do not spend one another's allowance.
+#[derive(Debug, Clone, Default)]
+pub struct Anonymous(Arc<AnonymousLog>);
 
 /// A one-second window of logged anonymous requests.
+#[derive(Debug, Default)]
 struct AnonymousLog {
     /// Start of the window, requests logged in it, requests not logged
     /// since the last one that was.
@@ -130,9 +133,7 @@ mod tests {
 
     #[test]
     fn anonymous_requests_are_logged_a_few_a_second() {
-        let log = AnonymousLog {
-            window: Mutex::new(None),
-        };
+        let log = AnonymousLog::default();
         let start = Instant::now();
         for _ in 0..MAX_ANONYMOUS_LOGGED {
             assert_eq!(log.admit(start), Some(0));

@@ -341,6 +341,32 @@ registry! {
         "The deadline close leaves the fire the scheduler already queued in place: it starts a run after the deadline and records its verdict on the closed goal."
     ClosingVerdictAskedTwice "closing-verdict-asked-twice"
         "When the iteration bound closes a goal, its URL verifier is called a second time for the last run, as a closing verdict."
+
+    // ---- rules the coverage map found held loosely or not at all ----
+    DeadlineUncheckedAtDispatch "deadline-unchecked-at-dispatch"
+        "The fail-closed check before a dispatch ignores the wall-clock bound and the deadline sweep closes an idle goal 700 ms late (within its 1 s), so a run starts after the deadline."
+    PatchClearsVerdict "patch-clears-verdict"
+        "A PATCH of the objective, completion or continuation clears the goal's lastVerdict, as if the verdicts recorded under the old refs no longer held."
+    HeartbeatCommitmentUnbounded "heartbeat-commitment-unbounded"
+        "Heartbeat and commitment goals are dispatched and recorded without a look at their bounds: they run past maxLoopIterations, maxCostUsd and the deadline."
+    CompleteRouteServed "complete-route-served"
+        "POST {base}/{id}/complete is served as a client's completion: it closes the goal satisfied."
+    AttentionOpenAfterClose "attention-open-after-close"
+        "The attention view is computed from the pause flag alone, so a closed or escalated goal reads active instead of stopped."
+    ModeSwitchKeepsTimer "mode-switch-keeps-timer"
+        "A PATCH that switches a schedule or commitment goal to manual leaves the scheduler's timer for it in place, so the goal keeps being fired."
+    WorkerAnswerLenient "worker-answer-lenient"
+        "A worker's answer is read loosely instead of checked against its schema: unknown members dropped, an escalate without a kind escalates, a commitment's afterMs is clamped into range."
+    VerifierConfidenceUnchecked "verifier-confidence-unchecked"
+        "A verifier's confidence is clamped into 0..1 instead of checked, so an answer whose confidence is out of range is taken as a verdict."
+    ReportedRunUnannounced "reported-run-unannounced"
+        "A run reported through POST {base}/{id}/runs is judged and recorded without its goal.evaluated, so the host's own event list never shows it."
+    EventStreamSilent "event-stream-silent"
+        "The event stream discovery advertises answers 200 text/event-stream with a comment and no event."
+    ZeroCostBoundIgnored "zero-cost-bound-ignored"
+        "A maxCostUsd of 0 is read as no cost bound (a falsy check), so the goal runs on whatever its runs cost."
+    EnvironmentalUnannounced "environmental-unannounced"
+        "An environmental failure is recorded as an evaluation but emits no goal.evaluated, as if only a judge's verdict were an event."
 }
 
 impl Mutant {
