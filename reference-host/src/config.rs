@@ -412,11 +412,18 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = crate::serve::DEFAULT_MAX_PER_ADDRESS as u64, value_parser = parse_limit)]
     pub max_connections_per_address: u64,
 
-    /// Most connections one source address may hold that have not yet
-    /// carried a request with a known token. Such connections hold at most
-    /// half of --max-connections; past that a new one closes the oldest.
+    /// Most connections one source address may hold that went
+    /// --anonymous-grace-secs without carrying a request with a known
+    /// token. Connections without a credential hold at most half of
+    /// --max-connections; past that a new one closes the oldest.
     #[arg(long, env = "GOALPOST_HOST_MAX_ANONYMOUS_CONNECTIONS_PER_ADDRESS", default_value_t = crate::serve::DEFAULT_MAX_ANONYMOUS_PER_ADDRESS as u64, value_parser = parse_limit)]
     pub max_anonymous_connections_per_address: u64,
+
+    /// Seconds a new connection may go without a known credential before
+    /// it counts against --max-anonymous-connections-per-address (a client
+    /// opening many connections at once is admitted on each).
+    #[arg(long, env = "GOALPOST_HOST_ANONYMOUS_GRACE_SECS", default_value = "5", value_parser = parse_seconds)]
+    pub anonymous_grace_secs: Duration,
 
     /// A proxy (IP or CIDR) whose X-Forwarded-For header names the client
     /// for the credential throttle; its own connections are exempt from
@@ -562,6 +569,7 @@ impl Args {
                     self.max_anonymous_connections_per_address,
                 )
                 .unwrap_or(usize::MAX),
+                anonymous_grace: self.anonymous_grace_secs,
                 shutdown_deadline: self.shutdown_deadline_secs,
             },
             trusted_proxies: self.trusted_proxies,
@@ -897,6 +905,8 @@ mod tests {
             "5",
             "--max-anonymous-connections-per-address",
             "3",
+            "--anonymous-grace-secs",
+            "7",
             "--trusted-proxy",
             "10.1.0.0/16",
             "--trusted-proxy",
@@ -917,6 +927,7 @@ mod tests {
                 write_timeout: Duration::from_secs(4),
                 max_per_address: 5,
                 max_anonymous_per_address: 3,
+                anonymous_grace: Duration::from_secs(7),
                 shutdown_deadline: Duration::from_secs(2),
             }
         );

@@ -37,9 +37,14 @@ pub struct ConnectionLimits {
     /// Most connections one source address may hold (trusted proxies
     /// excepted).
     pub max_per_address: usize,
-    /// Most connections one source address may hold that have not yet
-    /// carried a request with a known token.
+    /// Most connections one source address may hold that went
+    /// `anonymous_grace` without carrying a request with a known token.
     pub max_anonymous_per_address: usize,
+    /// How long a new connection may go without a known credential before
+    /// it counts against its address's `max_anonymous_per_address`: a
+    /// client that opens many connections at once is admitted on each
+    /// before any of them has sent its request.
+    pub anonymous_grace: Duration,
     /// After shutdown starts, requests in flight get this long to finish;
     /// then every connection is dropped.
     pub shutdown_deadline: Duration,
@@ -51,6 +56,10 @@ pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A quarter of the default cap.
 pub const DEFAULT_MAX_PER_ADDRESS: usize = 256;
 pub const DEFAULT_MAX_ANONYMOUS_PER_ADDRESS: usize = 32;
+/// Half the header deadline: a prompt client shows its credential within
+/// milliseconds, a loaded host still reads it within seconds, and a socket
+/// that sends nothing is closed at the header deadline anyway.
+pub const DEFAULT_ANONYMOUS_GRACE: Duration = Duration::from_secs(5);
 pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 
 impl Default for ConnectionLimits {
@@ -61,6 +70,7 @@ impl Default for ConnectionLimits {
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             max_per_address: DEFAULT_MAX_PER_ADDRESS,
             max_anonymous_per_address: DEFAULT_MAX_ANONYMOUS_PER_ADDRESS,
+            anonymous_grace: DEFAULT_ANONYMOUS_GRACE,
             shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
         }
     }
@@ -94,7 +104,7 @@ pub async fn serve(
                         continue;
                     }
                 };
-                let ticket = match table.admit(peer.ip()) {
+                let ticket = match table.admit(peer.ip(), std::time::Instant::now()) {
                     Ok(ticket) => ticket,
                     Err(refusal) => {
                         tracing::debug!(?refusal, "closing a new connection");

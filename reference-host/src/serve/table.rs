@@ -2,9 +2,13 @@
 //! connections that have not yet shown a known credential, oldest first.
 //!
 //! - A source address holds at most `max_per_address` connections, and at
-//!   most `max_anonymous_per_address` that have not yet carried a request
-//!   with a known token. Trusted proxies are exempt (every client behind
-//!   them shares their address).
+//!   most `max_anonymous_per_address` that have gone `anonymous_grace`
+//!   without carrying a request with a known token. Trusted proxies are
+//!   exempt (every client behind them shares their address). The grace
+//!   is what lets a client open many connections at once: the table
+//!   admits each as it is accepted, before any has sent its request, and
+//!   refused on arrival, a burst of 50 from one address lost every one
+//!   past the 32nd whenever the host accepted faster than it read.
 //! - Connections without a credential hold at most half the cap; once at
 //!   it, or once the cap itself is reached, a new connection closes one of
 //!   them instead of being refused: the oldest of the address holding the
@@ -19,6 +23,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use tokio::sync::Notify;
 
@@ -30,7 +35,8 @@ use crate::domain::egress::Cidr;
 pub enum Refusal {
     /// Its address holds its share of the connections already.
     PerAddress,
-    /// Its address holds its share of connections without a credential.
+    /// Its address holds its share of connections that went their grace
+    /// without a credential.
     AnonymousPerAddress,
     /// Every connection carries a credential and the cap is reached.
     Full,
@@ -48,6 +54,8 @@ enum Stage {
 struct Slot {
     id: u64,
     address: IpAddr,
+    /// When it was admitted.
+    opened: Instant,
     /// Whether its address's per-address counts apply.
     counted: bool,
     /// Told when the connection is closed to make room.
@@ -60,7 +68,6 @@ struct Slot {
 #[derive(Debug, Default, Clone, Copy)]
 struct Counts {
     open: usize,
-    anonymous: usize,
 }
 
 #[derive(Debug, Default)]
@@ -180,7 +187,9 @@ impl Connections {
 
     /// Admits a connection from `address`, closing the oldest connection
     /// without a credential when that makes room.
-    pub fn admit(self: &Arc<Self>, address: IpAddr) -> Result<Ticket, Refusal> {
+    /// Admits a connection from `address` accepted at `now`, or says why
+    /// it is closed.
+    pub fn admit(self: &Arc<Self>, address: IpAddr, now: Instant) -> Result<Ticket, Refusal> {
         let counted = !self.proxies.iter().any(|proxy| proxy.contains(address));
         let mut state = self.lock();
         if counted {
@@ -188,7 +197,15 @@ impl Connections {
             if counts.open >= self.limits.max_per_address.max(1) {
                 return Err(Refusal::PerAddress);
             }
-            if counts.anonymous >= self.limits.max_anonymous_per_address.max(1) {
+            // Oldest first, so the ones past their grace lead.
+            let grace = self.limits.anonymous_grace;
+            let overdue = state
+                .anonymous
+                .get(&Holder::Address(address))
+                .map_or(0, |held| {
+                    held.partition_point(|slot| now.saturating_duration_since(slot.opened) >= grace)
+                });
+            if overdue >= self.limits.max_anonymous_per_address.max(1) {
                 return Err(Refusal::AnonymousPerAddress);
             }
         }
@@ -209,15 +226,14 @@ impl Connections {
         let slot = Arc::new(Slot {
             id: state.next,
             address,
+            opened: now,
             counted,
             evicted: Notify::new(),
             authenticated: std::sync::atomic::AtomicBool::new(false),
         });
         state.open += 1;
         if counted {
-            let counts = state.by_address.entry(address).or_default();
-            counts.open += 1;
-            counts.anonymous += 1;
+            state.by_address.entry(address).or_default().open += 1;
         }
         state.stages.insert(slot.id, Stage::Anonymous);
         state.add_anonymous(Arc::clone(&slot));
@@ -238,9 +254,6 @@ impl Connections {
         if slot.counted {
             if let Some(counts) = state.by_address.get_mut(&slot.address) {
                 counts.open = counts.open.saturating_sub(1);
-                if stage == Stage::Anonymous {
-                    counts.anonymous = counts.anonymous.saturating_sub(1);
-                }
                 if counts.open == 0 {
                     state.by_address.remove(&slot.address);
                 }
@@ -263,11 +276,6 @@ impl ConnectionMark {
         }
         state.stages.insert(self.slot.id, Stage::Authenticated);
         state.remove_anonymous(&self.slot);
-        if self.slot.counted {
-            if let Some(counts) = state.by_address.get_mut(&self.slot.address) {
-                counts.anonymous = counts.anonymous.saturating_sub(1);
-            }
-        }
     }
 }
 
@@ -314,6 +322,7 @@ mod tests {
             max_connections: max,
             max_per_address: per_address,
             max_anonymous_per_address: anonymous,
+            anonymous_grace: GRACE,
             ..ConnectionLimits::default()
         }
     }
@@ -322,31 +331,84 @@ mod tests {
         IpAddr::from([10, 0, 0, last])
     }
 
+    const GRACE: Duration = Duration::from_secs(5);
+
+    /// Instants a grace apart: each connection admitted at the next one
+    /// finds every earlier one past its grace, the shares as they stand
+    /// once a burst is over.
+    struct Later(Instant, u32);
+
+    impl Later {
+        fn new() -> Later {
+            Later(Instant::now(), 0)
+        }
+
+        fn next(&mut self) -> Instant {
+            self.1 += 1;
+            self.0 + GRACE * self.1
+        }
+    }
+
     #[test]
     fn an_address_holds_its_share_and_a_smaller_one_without_credentials() {
         let table = Connections::new(limits(100, 4, 2), Vec::new());
-        let first = table.admit(ip(1)).expect("admitted");
-        let second = table.admit(ip(1)).expect("admitted");
-        assert_eq!(table.admit(ip(1)).err(), Some(Refusal::AnonymousPerAddress));
+        let mut later = Later::new();
+        let first = table.admit(ip(1), later.next()).expect("admitted");
+        let second = table.admit(ip(1), later.next()).expect("admitted");
+        assert_eq!(
+            table.admit(ip(1), later.next()).err(),
+            Some(Refusal::AnonymousPerAddress)
+        );
         first.authenticated();
         second.authenticated();
-        let third = table.admit(ip(1)).expect("admitted");
-        let _fourth = table.admit(ip(1)).expect("admitted");
+        let third = table.admit(ip(1), later.next()).expect("admitted");
+        let _fourth = table.admit(ip(1), later.next()).expect("admitted");
         third.authenticated();
-        assert_eq!(table.admit(ip(1)).err(), Some(Refusal::PerAddress));
+        assert_eq!(
+            table.admit(ip(1), later.next()).err(),
+            Some(Refusal::PerAddress)
+        );
         // Another address has its own share.
-        let _other = table.admit(ip(2)).expect("admitted");
+        let _other = table.admit(ip(2), later.next()).expect("admitted");
         drop(first);
-        let _again = table.admit(ip(1)).expect("a place was freed");
+        let _again = table.admit(ip(1), later.next()).expect("a place was freed");
         assert_eq!(table.open(), 5);
+    }
+
+    #[test]
+    fn a_burst_within_the_grace_is_admitted_and_the_share_holds_after_it() {
+        let table = Connections::new(limits(100, 10, 2), Vec::new());
+        let start = Instant::now();
+        // A client opening five connections at once: none has sent its
+        // request yet, and each is admitted.
+        let burst: Vec<Ticket> = (0..5)
+            .map(|_| table.admit(ip(1), start).expect("admitted"))
+            .collect();
+        let young = table
+            .admit(ip(1), start + GRACE - Duration::from_millis(1))
+            .expect("admitted within the grace");
+        // Past the grace, five of them still without a credential are over
+        // the address's share of two.
+        assert_eq!(
+            table.admit(ip(1), start + GRACE).err(),
+            Some(Refusal::AnonymousPerAddress)
+        );
+        // Once four of them showed one, the address is within it again.
+        for ticket in &burst[1..] {
+            ticket.authenticated();
+        }
+        let next = table.admit(ip(1), start + GRACE).expect("admitted");
+        assert_eq!(table.open(), 7);
+        drop((burst, young, next));
     }
 
     #[test]
     fn a_trusted_proxy_is_exempt_from_the_per_address_share() {
         let proxy = Cidr::parse("10.0.0.9").expect("cidr");
         let table = Connections::new(limits(100, 2, 1), vec![proxy]);
+        let mut later = Later::new();
         let held: Vec<Ticket> = (0..10)
-            .map(|_| table.admit(ip(9)).expect("admitted"))
+            .map(|_| table.admit(ip(9), later.next()).expect("admitted"))
             .collect();
         assert_eq!(table.open(), held.len());
     }
@@ -354,21 +416,22 @@ mod tests {
     #[test]
     fn a_new_connection_closes_the_oldest_without_a_credential() {
         let table = Connections::new(limits(8, 100, 100), Vec::new());
+        let mut later = Later::new();
         let legit: Vec<Ticket> = (10..14)
             .map(|n| {
-                let ticket = table.admit(ip(n)).expect("admitted");
+                let ticket = table.admit(ip(n), later.next()).expect("admitted");
                 ticket.authenticated();
                 ticket
             })
             .collect();
         let mut anonymous: Vec<Ticket> = (0..4)
-            .map(|n| table.admit(ip(n)).expect("admitted"))
+            .map(|n| table.admit(ip(n), later.next()).expect("admitted"))
             .collect();
         assert_eq!(table.open(), 8);
         // Full: the newcomer takes the place of the oldest anonymous one,
         // which is told.
         let oldest = anonymous.remove(0);
-        let newcomer = table.admit(ip(99)).expect("admitted");
+        let newcomer = table.admit(ip(99), later.next()).expect("admitted");
         let told = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -383,15 +446,19 @@ mod tests {
         for ticket in anonymous.iter().chain([&newcomer]) {
             ticket.authenticated();
         }
-        assert_eq!(table.admit(ip(100)).err(), Some(Refusal::Full));
+        assert_eq!(
+            table.admit(ip(100), later.next()).err(),
+            Some(Refusal::Full)
+        );
         drop((legit, anonymous, newcomer));
     }
 
     #[test]
     fn connections_without_a_credential_hold_at_most_half_the_cap() {
         let table = Connections::new(limits(8, 100, 100), Vec::new());
+        let mut later = Later::new();
         let held: Vec<Ticket> = (0..6)
-            .map(|n| table.admit(ip(n)).expect("admitted"))
+            .map(|n| table.admit(ip(n), later.next()).expect("admitted"))
             .collect();
         // Half of 8 is 4: the first two were closed for the later ones.
         assert_eq!(table.open(), 4);
@@ -402,16 +469,17 @@ mod tests {
     #[test]
     fn the_address_holding_the_most_loses_its_oldest_first() {
         let table = Connections::new(limits(8, 100, 100), Vec::new());
+        let mut later = Later::new();
         // One client, then an attacker with three (half the cap is 4).
-        let client = table.admit(ip(1)).expect("admitted");
+        let client = table.admit(ip(1), later.next()).expect("admitted");
         let attacker: Vec<Ticket> = (0..3)
-            .map(|_| table.admit(ip(2)).expect("admitted"))
+            .map(|_| table.admit(ip(2), later.next()).expect("admitted"))
             .collect();
         assert_eq!(table.lock().anonymous_count, 4);
         // Each newcomer costs the attacker one, the client none, until the
         // attacker holds no more than anyone else.
-        let other = table.admit(ip(3)).expect("admitted");
-        let newcomers = table.admit(ip(10)).expect("admitted");
+        let other = table.admit(ip(3), later.next()).expect("admitted");
+        let newcomers = table.admit(ip(10), later.next()).expect("admitted");
         let state = table.lock();
         assert_eq!(state.anonymous_count, 4);
         assert_eq!(

@@ -194,3 +194,52 @@ async fn idle_anonymous_connections_cannot_keep_legitimate_clients_out() {
     assert!(held <= 64, "{held} connections open past the cap of 64");
     host.shutdown().await;
 }
+
+/// A client opens more connections at once than its address's share of
+/// connections without a credential, before sending anything on any of
+/// them (a pool filling for a burst of parallel requests): each is
+/// admitted, and each request is served. Refused on arrival, every one
+/// past the share was lost whenever the host accepted faster than it read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_new_connections_from_one_client_is_served_on_each() {
+    const BURST: usize = 20;
+    let host = RunningHost::start(config(ConnectionLimits {
+        max_anonymous_per_address: 4,
+        // Longer than the test can take on a loaded machine: what is
+        // checked is the burst, not the default grace.
+        anonymous_grace: Duration::from_secs(120),
+        ..ConnectionLimits::default()
+    }))
+    .await
+    .expect("starts");
+    let mut opened = Vec::new();
+    for _ in 0..BURST {
+        opened.push(connect_from(host.addr(), 11, None).await.expect("connects"));
+    }
+    until(
+        Duration::from_secs(10),
+        "the host took every connection of the burst",
+        || host.open_connections() == BURST,
+    )
+    .await;
+    let mut served = 0;
+    for mut stream in opened {
+        stream
+            .write_all(
+                format!(
+                    "GET {BASE} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .await
+            .expect("asks");
+        let mut answer = Vec::new();
+        let _ =
+            tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+        if answer.starts_with(b"HTTP/1.1 200") {
+            served += 1;
+        }
+    }
+    assert_eq!(served, BURST, "{served} of {BURST} connections were served");
+    host.shutdown().await;
+}
