@@ -48,5 +48,5 @@ pub use run_ids::RunIds;
 pub use timestamp::Timestamp;
 pub use transition::{Change, FinishedRun, TransitionError};
 pub use verdict::{
-    Criterion, Evaluation, FailureClass, Judgement, LastVerdict, RunOutcome, Verdict,
+    Criterion, Evaluation, FailureClass, Judgement, KeptCriteria, LastVerdict, RunOutcome, Verdict,
 };

@@ -37,6 +37,13 @@ pub enum EngineError {
     /// A per-tenant quota is used up.
     #[error("quota {} ({limit}) reached", quota.as_str())]
     QuotaExceeded { quota: super::Quota, limit: u64 },
+    /// The run reported is being recorded elsewhere (another replica took
+    /// the same report first). Never answered: the report waits for it.
+    #[error("the run was reported on another replica at the same time")]
+    ReportedElsewhere,
+    /// The tenant started as much outbound work as it may this second.
+    #[error("the tenant's outbound rate is used up; try again in {wait:?}")]
+    RateLimited { wait: std::time::Duration },
     /// The tenant holds as many live event streams as it may.
     #[error("the tenant already holds {0} event streams")]
     TooManyStreams(usize),

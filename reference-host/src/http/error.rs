@@ -297,6 +297,19 @@ impl From<EngineError> for ApiError {
                 format!("the tenant's {} quota ({limit}) is used up", quota.as_str()),
             )
             .with_details(json!({ "quota": quota.as_str(), "limit": limit })),
+            EngineError::RateLimited { wait } => {
+                let seconds = wait.as_secs_f64().ceil().max(1.0);
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // ≥ 1, ≤ a few s
+                let seconds = seconds as u64;
+                let mut error = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    "the tenant started as much outbound work as it may this second; try again later",
+                )
+                .with_details(json!({ "retryAfterSeconds": seconds }));
+                error.0.header = Some((axum::http::header::RETRY_AFTER, HeaderValue::from(seconds)));
+                error
+            }
             EngineError::TooManyStreams(limit) => ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "quota_exceeded",
@@ -310,6 +323,12 @@ impl From<EngineError> for ApiError {
             }
             EngineError::Internal(message) => {
                 tracing::error!(%message, "engine failed");
+                ApiError::internal()
+            }
+            // The engine waits for the other replica's run instead; never
+            // answered.
+            EngineError::ReportedElsewhere => {
+                tracing::error!("a report raced another replica's and was not waited for");
                 ApiError::internal()
             }
         }

@@ -57,6 +57,11 @@ pub const MAX_PAGE: usize = 1000;
 /// such page, however many goals the tenant has.
 const STREAM_PAGE: usize = 256;
 
+/// The contributing run ids a goal body lists (`--run-ids-shown`).
+fn shown(state: &AppState) -> usize {
+    state.engine.settings().run_ids_shown
+}
+
 /// What `GET {base}` was asked for.
 struct ListQuery {
     state: Option<GoalState>,
@@ -136,7 +141,7 @@ async fn list(
         .await?;
     let more = goals.len() > limit;
     goals.truncate(limit);
-    let mut response = json(StatusCode::OK, wire::goal_list(&goals));
+    let mut response = json(StatusCode::OK, wire::goal_list(&goals, shown(&state)));
     if let (true, Some(last)) = (more, goals.last()) {
         let mut next = format!("<{GOALS_BASE}?limit={limit}&after={}", last.id);
         if let Some(filter) = query.state {
@@ -168,7 +173,8 @@ async fn stream_list(
         .list_page(&tenant, filter, query.after.clone(), STREAM_PAGE)
         .await?;
     let engine = std::sync::Arc::clone(state.engine());
-    let opening = page_chunk(&first, true, first.len() < STREAM_PAGE);
+    let shown = shown(&state);
+    let opening = page_chunk(&first, true, first.len() < STREAM_PAGE, shown);
     // The id the next page starts after; `None` once the list is out.
     let next = continue_after(&first);
     let rest = futures_util::stream::unfold(next, move |after| {
@@ -180,7 +186,7 @@ async fn stream_list(
                 .await
             {
                 Ok(goals) => {
-                    let chunk = page_chunk(&goals, false, goals.len() < STREAM_PAGE);
+                    let chunk = page_chunk(&goals, false, goals.len() < STREAM_PAGE, shown);
                     Some((Ok(chunk), continue_after(&goals)))
                 }
                 Err(error) => Some((Err(std::io::Error::other(error.to_string())), None)),
@@ -206,7 +212,7 @@ fn continue_after(page: &[crate::domain::Goal]) -> Option<GoalId> {
 
 /// One page of a streamed list: `{"goals":[` before the first, commas
 /// between goals and pages, `]}` after the last.
-fn page_chunk(goals: &[crate::domain::Goal], first: bool, last: bool) -> Bytes {
+fn page_chunk(goals: &[crate::domain::Goal], first: bool, last: bool, shown: usize) -> Bytes {
     let mut chunk = Vec::with_capacity(goals.len() * 768 + 16);
     if first {
         chunk.extend_from_slice(b"{\"goals\":[");
@@ -217,7 +223,7 @@ fn page_chunk(goals: &[crate::domain::Goal], first: bool, last: bool) -> Bytes {
         }
         // Writing into a Vec fails only if serialization does, which a
         // wire goal never does (no maps with non-string keys).
-        if serde_json::to_writer(&mut chunk, &wire::goal(goal)).is_err() {
+        if serde_json::to_writer(&mut chunk, &wire::goal_shown(goal, shown)).is_err() {
             chunk.extend_from_slice(b"null");
         }
     }
@@ -245,7 +251,12 @@ async fn create(
         CreateStatus::Ok => StatusCode::OK,
     };
     let Some(replay) = outcome.replay else {
-        return Ok(created(status, &location, goal, wire::goal(goal)));
+        return Ok(created(
+            status,
+            &location,
+            goal,
+            wire::goal_shown(goal, shown(&state)),
+        ));
     };
     // The original answer again: its body and ETag, not the goal as it is
     // now (a GET shows that).
@@ -265,7 +276,11 @@ async fn read(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let goal = state.engine.get(&tenant, &goal_id(&id)?).await?;
-    Ok(with_etag(StatusCode::OK, &goal, wire::goal(&goal)))
+    Ok(with_etag(
+        StatusCode::OK,
+        &goal,
+        wire::goal_shown(&goal, shown(&state)),
+    ))
 }
 
 async fn edit(
@@ -280,7 +295,11 @@ async fn edit(
         .engine
         .patch(&tenant, &id, &body, if_match(&headers)?.as_ref())
         .await?;
-    Ok(with_etag(StatusCode::OK, &goal, wire::goal(&goal)))
+    Ok(with_etag(
+        StatusCode::OK,
+        &goal,
+        wire::goal_shown(&goal, shown(&state)),
+    ))
 }
 
 async fn attention(

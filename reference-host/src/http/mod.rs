@@ -11,10 +11,11 @@ mod faults;
 mod goals;
 mod json;
 mod openapi;
+mod paging;
 mod runs;
 mod seams;
 pub mod throttle;
-mod trace;
+pub(crate) mod trace;
 mod transitions;
 mod verifiers;
 
@@ -55,6 +56,8 @@ pub struct AppState {
     seams: bool,
     discovery: Arc<Value>,
     throttle: Arc<throttle::CredentialThrottle>,
+    /// Proxies whose `X-Forwarded-For` names the client.
+    trusted_proxies: Arc<[crate::domain::egress::Cidr]>,
     /// How this host's routes get the wire wrong, if they do.
     faults: Arc<dyn RouteFaults>,
 }
@@ -80,8 +83,17 @@ impl AppState {
             seams,
             discovery,
             throttle: Arc::default(),
+            trusted_proxies: Arc::from(Vec::new()),
             faults: Arc::new(NoRouteFaults),
         }
+    }
+
+    /// Takes the client address from `X-Forwarded-For` when a request
+    /// comes from one of `proxies` (and only then).
+    #[must_use]
+    pub fn with_trusted_proxies(mut self, proxies: Vec<crate::domain::egress::Cidr>) -> AppState {
+        self.trusted_proxies = Arc::from(proxies);
+        self
     }
 
     /// The state of a host whose routes get the wire wrong (the kill
@@ -141,9 +153,9 @@ pub fn app(state: AppState) -> Router {
             error::recode(response, crate::choices::openwop_code)
         })),
     };
-    let refusals = trace::Refusals::default();
+    let anonymous = trace::Anonymous::default();
     let routes = routes.layer(axum::middleware::from_fn(move |request, next| {
-        trace::request_span(refusals.clone(), request, next)
+        trace::request_span(anonymous.clone(), request, next)
     }));
     faults.layer(routes, &state).with_state(state)
 }

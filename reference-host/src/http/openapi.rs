@@ -184,7 +184,7 @@ fn error_response(status: u16) -> Value {
         413 => "`payload_too_large`: the body is over 64 KiB.",
         415 => "`unsupported_media_type`: a body that is not JSON.",
         422 => "`bounds_required`, `judge_owned_field`, `immutable_field`, `objective_too_long` (over 8 KiB of UTF-8), `unsupported_continuation`, `unsupported_judge`, `fixtures_disabled`, `unknown_verifier` or `unknown_arm`.",
-        429 => "`quota_exceeded`: the tenant's open goals, or open `schedule`/`heartbeat` goals, are at the host's limit; `details` names the quota and its limit.",
+        429 => "`quota_exceeded`: the tenant's open goals, or open `schedule`/`heartbeat` goals, are at the host's limit; `details` names the quota and its limit. `rate_limited` (a `continue` or a reported run): the tenant started as much outbound work as it may this second; `Retry-After` and `details.retryAfterSeconds` say when to try again. `too_many_failures`: too many unknown tokens from this client.",
         _ => "Any other refusal: 405 `method_not_allowed`, 408 `request_timeout`, 500 `internal_error`, 503 `service_unavailable`.",
     };
     body_response(description, "error")
@@ -476,7 +476,7 @@ fn runs_path() -> Value {
             "operationId": "reportRun",
             "summary": "Report a run executed elsewhere: judged and recorded as one iteration of a manual goal",
             "requestBody": { "required": true, "content": json_content(schema_ref("run-report-request")) },
-            "responses": responses(&[(200, goal_response("The run as recorded, its evaluation (null when it escalated) and the goal after it; a report sent again with the same runId answers the same run (header Idempotent-Replayed: true).", "run-report-response"))], &[400, 401, 404, 409, 413, 415]),
+            "responses": responses(&[(200, goal_response("The run as recorded, its evaluation (null when it escalated) and the goal after it; a report sent again with the same runId answers the same run (header Idempotent-Replayed: true).", "run-report-response"))], &[400, 401, 404, 409, 413, 415, 429]),
         },
     })
 }
@@ -487,8 +487,29 @@ fn continue_path() -> Value {
         "post": {
             "operationId": "continueGoal",
             "summary": "Conformance seam: run exactly one iteration now",
-            "responses": responses(&[(200, goal_response("The goal after the iteration and its evaluation (null when the run escalated).", "continue-response"))], &[401, 404, 409]),
+            "responses": responses(&[(200, goal_response("The goal after the iteration and its evaluation (null when the run escalated).", "continue-response"))], &[401, 404, 409, 429]),
         },
+    })
+}
+
+/// A page of a goal's history: `{member}` of `schema`, with the `Link` to
+/// the next page.
+fn history_response(description: &str, schema: &str) -> Value {
+    json!({
+        "description": description,
+        "headers": { "Link": {
+            "description": "`<…>; rel=\"next\"`: where the next page is; only on a page of a paged list (`limit`) that has one after it.",
+            "schema": { "type": "string" },
+        } },
+        "content": json_content(schema_ref(schema)),
+    })
+}
+
+fn history_limit() -> Value {
+    json!({
+        "name": "limit", "in": "query", "required": false,
+        "description": "Most items in this page (digits only, at least 1; above 1000 the page holds 1000), with a `Link` to the next; without it the whole list, written a page at a time. Anything else is 400.",
+        "schema": { "type": "integer", "minimum": 1 },
     })
 }
 
@@ -517,10 +538,10 @@ fn events_path() -> Value {
             "summary": "The goal's events, oldest first (content-free)",
             "parameters": [{
                 "name": "after", "in": "query", "required": false,
-                "description": "Only events with a larger sequence.",
+                "description": "Only events with a larger sequence (the cursor a `next` link carries).",
                 "schema": { "type": "integer", "minimum": 0 },
-            }],
-            "responses": responses(&[(200, body_response("`goal.evaluated` and `goal.closed` events.", "event-list"))], &[400, 401, 404]),
+            }, history_limit()],
+            "responses": responses(&[(200, history_response("`goal.evaluated` and `goal.closed` events.", "event-list"))], &[400, 401, 404]),
         },
     })
 }
@@ -531,7 +552,12 @@ fn evaluations_path() -> Value {
         "get": {
             "operationId": "listEvaluations",
             "summary": "Every recorded verdict, in iteration order",
-            "responses": responses(&[(200, body_response("The evaluations.", "evaluation-list"))], &[401, 404]),
+            "parameters": [{
+                "name": "after", "in": "query", "required": false,
+                "description": "Only evaluations of a later iteration (the cursor a `next` link carries).",
+                "schema": { "type": "integer", "minimum": 0 },
+            }, history_limit()],
+            "responses": responses(&[(200, history_response("The evaluations.", "evaluation-list"))], &[400, 401, 404]),
         },
     })
 }

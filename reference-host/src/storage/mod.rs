@@ -26,6 +26,7 @@ use crate::domain::{
 };
 
 pub use group_commit::Pending;
+
 pub use postgres::{PostgresStore, StoreFaults, REPLICA_LEASE};
 pub use sqlite::SqliteStore;
 
@@ -143,6 +144,29 @@ pub enum WrittenIfIdle<T> {
     Conflict,
     /// A run of the goal is in flight; nothing was written.
     RunInFlight,
+    /// Only from [`Store::apply_arming`]: the goal's owner holds as many
+    /// open armed goals as it may; nothing was written.
+    TooManyArmed,
+}
+
+/// What a write checks in its own transaction besides the goal's version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteGuard {
+    Nothing,
+    /// No run of the goal is in flight ([`Store::apply_unless_run_in_flight`]).
+    NoRunInFlight,
+    /// The owner holds fewer open armed goals than this ([`Store::apply_arming`]).
+    ArmedBelow(u64),
+}
+
+/// Whether a verifier registration happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registered {
+    Done,
+    /// The tenant has a verifier of that name (and it was not replaced).
+    Taken,
+    /// The tenant holds as many verifiers as it may.
+    Full,
 }
 
 /// A run the host dispatched, reserved before dispatch so a crash can never
@@ -317,6 +341,19 @@ pub trait Store: Send + Sync {
         at: Timestamp,
     ) -> Pending<WrittenIfIdle<Vec<Event>>>;
 
+    /// [`Store::apply`] of a change that puts the goal on an arm (a PATCH
+    /// into an armed mode), only if its owner holds fewer than `max_armed`
+    /// open armed goals, counted in the write's own transaction with the
+    /// owner's counts locked: arming PATCHes on any number of replicas
+    /// cannot overshoot the quota together.
+    fn apply_arming(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        at: Timestamp,
+        max_armed: u64,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>>;
+
     /// Reserves a run if the stored goal is still at `expected_version`.
     /// Holds the goal's row lock (on SQLite, the one writer) from that
     /// check until the run is stored ([`Store::apply_unless_run_in_flight`]
@@ -345,6 +382,15 @@ pub trait Store: Send + Sync {
     /// A goal's events with a sequence greater than `after`, in order.
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError>;
 
+    /// At most `limit` of a goal's events with a sequence greater than
+    /// `after`, in order: a page of [`Store::events`].
+    fn events_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
+
     /// Whom to tell about committed events (the live stream); replaces any
     /// sink set before.
     fn set_event_sink(&self, sink: std::sync::Arc<dyn EventSink>);
@@ -369,6 +415,15 @@ pub trait Store: Send + Sync {
     /// A goal's evaluations in iteration order.
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError>;
 
+    /// At most `limit` of a goal's evaluations of an iteration greater
+    /// than `after`, in iteration order: a page of [`Store::evaluations`].
+    fn evaluations_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Evaluation>, StoreError>;
+
     /// Active, unpaused `schedule` goals whose next fire is due at `now`,
     /// longest due first, then active, unpaused `commitment` goals whose
     /// committed check-in is due (those without one are never due), longest
@@ -387,13 +442,17 @@ pub trait Store: Send + Sync {
     fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError>;
 
     /// Stores a tenant's criteria verifier. An existing one of that name is
-    /// replaced when `replace` is set, and is a conflict otherwise.
+    /// replaced when `replace` is set, and is taken otherwise. With `max`,
+    /// a new name is stored only while the tenant holds fewer verifiers,
+    /// counted in the write's own transaction with the tenant's
+    /// registrations serialised, on every replica.
     fn put_verifier(
         &self,
         tenant: &Tenant,
         verifier: &CriteriaVerifier,
         replace: bool,
-    ) -> Pending<Written<()>>;
+        max: Option<u64>,
+    ) -> Pending<Registered>;
 
     fn verifier(
         &self,

@@ -9,7 +9,7 @@ use crate::domain::{
     ArmRef, Bounds, Check, Completion, Continuation, CostCap, Criterion, Escalation,
     EscalationKind, Evaluation, EventPayload, FailureClass, Feedback, Goal, GoalId, GoalState,
     LastVerdict, MicroUsd, Mode, Notes, Objective, OpenEscalation, Progress, Resolution, RunId,
-    Tenant, Timestamp, Verdict, VerifierRef,
+    RunIds, Tenant, Timestamp, Verdict, VerifierRef,
 };
 
 fn corrupt(what: impl Into<String>) -> StoreError {
@@ -219,8 +219,9 @@ impl GoalRecord {
         }
     }
 
-    /// The goal, with its contributing run ids (as stored, in order).
-    pub(super) fn into_goal(self, run_ids: &[String]) -> Result<Goal, StoreError> {
+    /// The goal, with its contributing run ids (as stored, in order; the
+    /// first `skipped` no longer kept).
+    pub(super) fn into_goal(self, skipped: usize, run_ids: &[String]) -> Result<Goal, StoreError> {
         let verifier_ref = self
             .verifier_ref
             .map(|text| VerifierRef::parse(&text, true).map_err(|error| corrupt(error.to_string())))
@@ -264,10 +265,13 @@ impl GoalRecord {
             updated_at: timestamp(self.updated_ms)?,
             progress: Progress {
                 iterations: self.iterations,
-                contributing_run_ids: run_ids
-                    .iter()
-                    .map(|run| run_id(run))
-                    .collect::<Result<_, _>>()?,
+                contributing_run_ids: RunIds::with_skipped(
+                    skipped,
+                    run_ids
+                        .iter()
+                        .map(|run| run_id(run))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
             },
             paused: self.paused,
             spent: MicroUsd::from_micros(self.spent_micros),
