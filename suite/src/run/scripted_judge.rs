@@ -53,8 +53,8 @@ pub fn applies(scenario: &Scenario, judge: Option<&str>) -> bool {
 /// The scenario as it runs against a host that judges with its own
 /// evaluator. Fails where the scenario's verdicts cannot be scripted that
 /// way (the loader refuses such a file): a ref written anywhere but in a
-/// create whose goal id is captured, or a check that reads the judge's
-/// ref or kind back.
+/// create expecting a 2xx, or a check that reads the judge's ref or kind
+/// back.
 pub fn through_seam(scenario: &Scenario) -> Result<Scenario, NotScriptable> {
     let mut steps: Vec<Step> = Vec::with_capacity(scenario.steps.len());
     let mut scripted = 0usize;
