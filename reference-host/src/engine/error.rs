@@ -18,6 +18,10 @@ pub enum EngineError {
     /// a verifier it names, not the host.
     #[error("the goal is judged by its verifierRef, not by the host")]
     NotHostJudged,
+    /// The scripted judge a create carried (the seam `scriptedJudge`) is
+    /// one the host cannot use; the create stored nothing.
+    #[error("the scripted judge: {0}")]
+    CreateScript(RequestError),
     /// A criteria verifier of that name already exists in the tenant.
     #[error("a verifier of that name already exists")]
     VerifierExists,

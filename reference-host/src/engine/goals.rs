@@ -53,7 +53,7 @@ fn keys_expire_at_or_before(now: Timestamp) -> Timestamp {
 
 impl Engine {
     pub async fn create(&self, tenant: &Tenant, body: &Value) -> Result<Goal, EngineError> {
-        self.create_once(tenant, body, None)
+        self.create_once(tenant, body, None, None)
             .await
             .map(|created| created.goal)
     }
@@ -61,12 +61,16 @@ impl Engine {
     /// Create with an optional `Idempotency-Key`: a key the tenant used for
     /// the same body (as parsed JSON) within 24 h answers the goal it made;
     /// with another body it is a conflict. The key, the quotas and the
-    /// insert are checked and written in one transaction.
+    /// insert are checked and written in one transaction. `script`: the
+    /// judge the seam `scriptedJudge` names for the goal from its first
+    /// run ([`Engine::serves_scripted_judge`]; ignored elsewhere), written
+    /// in the same transaction; a replay keeps the script its goal had.
     pub async fn create_once(
         &self,
         tenant: &Tenant,
         body: &Value,
         key: Option<&IdempotencyKey>,
+        script: Option<&str>,
     ) -> Result<Created, EngineError> {
         let now = self.clock.now();
         let expired = keys_expire_at_or_before(now);
@@ -84,6 +88,7 @@ impl Engine {
         self.check_egress(new.verifier_ref.as_ref(), new.arm_ref.as_ref())?;
         self.check_named(tenant, new.verifier_ref.as_ref(), VERIFIER_REF)
             .await?;
+        let judge_script = self.create_script(script)?;
         let mut goal = new.into_goal(GoalId::generate(), tenant.clone(), now);
         self.hold_armless_schedule(&mut goal);
         let goal = self.faults.created(claims, goal);
@@ -101,6 +106,7 @@ impl Engine {
             max_stored_goals: quotas.stored_goals_per_tenant,
             key: key.clone(),
             keys_expire_at_or_before: expired,
+            judge_script,
         };
         match self.store.insert_goal_guarded(&goal, &guard).await? {
             Inserted::Done => {

@@ -271,6 +271,10 @@ impl From<EngineError> for ApiError {
                 "this runId was reported before with a different body",
             )
             .with_details(json!({ "pointer": "/runId" })),
+            // Refused as the seam's body would be, but named by its
+            // header: it is not part of the create's body.
+            EngineError::CreateScript(error) => ApiError::from(error)
+                .with_details(json!({ "header": super::goals::SCRIPTED_JUDGE_HEADER })),
             EngineError::NotHostJudged => ApiError::new(
                 conflict,
                 "judge_not_host",

@@ -24,6 +24,32 @@ use crate::engine::{IdempotencyKey, MAX_KEY_CHARS};
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Set on a create answered from an earlier request with the same key.
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+/// The seam `scriptedJudge` at create (PROFILE.md "Seam contract"): the
+/// verifier ref a host that judges itself judges the new goal by from its
+/// first run. Read only where the seam is served.
+pub const SCRIPTED_JUDGE_HEADER: &str = "X-Goalpost-Scripted-Judge";
+
+/// The create's scripted judge, as text; `None` without the header or on
+/// a host that does not serve the seam (which ignores it, as any header it
+/// does not know).
+fn scripted_judge(state: &AppState, headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers
+        .get(SCRIPTED_JUDGE_HEADER)
+        .filter(|_| state.engine.serves_scripted_judge())
+    else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .map(|text| Some(text.to_string()))
+        .map_err(|_| {
+            ApiError::invalid_input(
+                "header",
+                SCRIPTED_JUDGE_HEADER,
+                format!("{SCRIPTED_JUDGE_HEADER} must be a verifier ref in visible ASCII"),
+            )
+        })
+}
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
     let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
@@ -240,9 +266,10 @@ async fn create(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers)?;
+    let script = scripted_judge(&state, &headers)?;
     let outcome = state
         .engine
-        .create_once(&tenant, &body, key.as_ref())
+        .create_once(&tenant, &body, key.as_ref(), script.as_deref())
         .await?;
     let goal = &outcome.goal;
     let location = format!("{GOALS_BASE}/{}", goal.id);

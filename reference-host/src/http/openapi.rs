@@ -15,6 +15,7 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Map, Value};
 
+use super::goals::SCRIPTED_JUDGE_HEADER;
 use super::{AppState, EVENTS_STREAM_PATH, GOALS_BASE, VERIFIERS_BASE};
 
 use crate::domain::notes::{MAX_ESCALATION_REASON_CHARS, MAX_RESOLUTION_NOTE_CHARS};
@@ -266,6 +267,18 @@ fn goal_links(seams: bool, scripted_judge: bool) -> Value {
 }
 
 fn collection_path(seams: bool, scripted_judge: bool) -> Value {
+    let mut create_parameters = vec![json!({
+        "name": "Idempotency-Key", "in": "header", "required": false,
+        "description": "1 to 255 visible ASCII characters, scoped to the tenant and kept 24 h: the same key with the same body (as parsed JSON) answers the goal it made (`Idempotent-Replayed: true`), with another body 409 `idempotency_conflict`.",
+        "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$" },
+    })];
+    if scripted_judge {
+        create_parameters.push(json!({
+            "name": SCRIPTED_JUDGE_HEADER, "in": "header", "required": false,
+            "description": "Conformance seam `scriptedJudge`: the verifier ref (a `conformance:verifier` fixture or an http(s) URL) this goal is judged by from its first run, stored with the goal and not in it; `PUT {base}/{id}/judge` replaces it. A ref the host cannot use refuses the create (400 or 422, `details.header` names the header).",
+            "schema": { "type": "string", "pattern": "^[ -~]+$" },
+        }));
+    }
     json!({
         "get": {
             "operationId": "listGoals",
@@ -296,11 +309,7 @@ fn collection_path(seams: bool, scripted_judge: bool) -> Value {
         "post": {
             "operationId": "createGoal",
             "summary": "Create a goal (state `active`, owner from the credential)",
-            "parameters": [{
-                "name": "Idempotency-Key", "in": "header", "required": false,
-                "description": "1 to 255 visible ASCII characters, scoped to the tenant and kept 24 h: the same key with the same body (as parsed JSON) answers the goal it made (`Idempotent-Replayed: true`), with another body 409 `idempotency_conflict`.",
-                "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$" },
-            }],
+            "parameters": create_parameters,
             "requestBody": { "required": true, "content": json_content(schema_ref("create-request")) },
             "responses": responses(&[(201, json!({
                 "description": "The new goal (or, replayed, the goal the key made, as it is now).",

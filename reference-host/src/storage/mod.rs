@@ -225,8 +225,9 @@ pub struct StoredKey {
     pub etag: String,
 }
 
-/// What a guarded create checks in the same transaction as the insert, so
-/// concurrent creates can neither share a key nor overshoot a quota.
+/// What a guarded create checks and writes in the same transaction as the
+/// insert, so concurrent creates can neither share a key nor overshoot a
+/// quota, and no run of the goal comes before its scripted judge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateGuard {
     /// Most open (`active`/`escalated`) goals the owner may have, this one
@@ -242,6 +243,9 @@ pub struct CreateGuard {
     pub key: Option<(String, String)>,
     /// Keys stored at or before this have expired and are replaced.
     pub keys_expire_at_or_before: Timestamp,
+    /// The verifier ref the seam `scriptedJudge` names for the goal
+    /// ([`Store::put_judge_script`]), stored with it.
+    pub judge_script: Option<String>,
 }
 
 /// The outcome of a guarded create.

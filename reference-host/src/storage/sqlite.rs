@@ -1119,6 +1119,13 @@ impl Store for SqliteStore {
                 return Ok(Inserted::TooManyArmed);
             }
             insert_goal_row(connection, &row)?;
+            if let Some(verifier_ref) = &guard.judge_script {
+                connection
+                    .prepare_cached(
+                        "INSERT INTO judge_scripts (goal_id, verifier_ref) VALUES (?1, ?2)",
+                    )?
+                    .execute(params![row.id, verifier_ref])?;
+            }
             if let (Some((key, fingerprint)), Some((answer, etag))) = (&guard.key, &remembered) {
                 // An expired row of the same key is replaced.
                 connection
@@ -1451,6 +1458,7 @@ mod tests {
                 max_stored_goals: 10,
                 key: Some((format!("key-{n}"), format!("print-{n}"))),
                 keys_expire_at_or_before: at(-1),
+                judge_script: None,
             };
             assert_eq!(
                 store
@@ -1879,6 +1887,7 @@ mod count_tests {
                     max_stored_goals: 100,
                     key: None,
                     keys_expire_at_or_before: at(-1),
+                    judge_script: None,
                 };
                 let inserted = store.insert_goal_guarded(&created, &guard).await;
                 assert_eq!(inserted.expect("inserts"), Inserted::Done);
@@ -1961,6 +1970,7 @@ mod count_tests {
             max_stored_goals: 100,
             key: None,
             keys_expire_at_or_before: at(-1),
+            judge_script: None,
         };
         let mut first = goal(Some(10), None, None);
         first.continuation.mode = Mode::Schedule;
@@ -1994,6 +2004,7 @@ mod count_tests {
             max_stored_goals: 2,
             key: None,
             keys_expire_at_or_before: at(-1),
+            judge_script: None,
         };
         let mut first = goal(Some(10), None, None);
         for created in [&first, &goal(Some(10), None, None)] {
@@ -2047,6 +2058,7 @@ mod retention_tests {
                 max_stored_goals: 10,
                 key: Some((format!("key-{n}"), format!("print-{n}"))),
                 keys_expire_at_or_before: at(-1),
+                judge_script: None,
             };
             let inserted = store.insert_goal_guarded(&created, &guard).await;
             assert_eq!(inserted.expect("inserts"), Inserted::Done);

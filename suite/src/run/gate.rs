@@ -43,8 +43,6 @@ pub fn gate(
             .host_events
             .as_ref()
             .is_some_and(|offer| !capabilities.host_events.contains(offer))
-        || (scripted_judge::applies(scenario, capabilities.judge.as_deref())
-            && scripted_judge::runs_unbidden(scenario))
     {
         Some(SkipReason::NotAdvertised)
     } else if needs

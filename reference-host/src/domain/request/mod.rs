@@ -13,7 +13,7 @@ mod verifier;
 pub use create::{parse_create, NewGoal};
 pub use fields::MAX_OBJECTIVE_BYTES;
 pub use json::{parse_body, BodyError, MAX_DEPTH};
-pub use judge_script::parse_judge_script;
+pub use judge_script::{parse_judge_ref, parse_judge_script};
 pub use patch::{parse_patch, GoalPatch};
 pub use run::{parse_run_report, ReportedEscalation, ReportedRun, RunKey, MAX_RUN_KEY_CHARS};
 pub use verifier::{parse_verifier, NewVerifier};

@@ -1461,6 +1461,14 @@ impl Store for PostgresStore {
                 return Ok(Inserted::TooManyArmed);
             }
             insert_goal_row(&transaction, &row).await?;
+            if let Some(verifier_ref) = &guard.judge_script {
+                transaction
+                    .execute(
+                        "INSERT INTO judge_scripts (goal_id, verifier_ref) VALUES ($1, $2)",
+                        &[&row.id, verifier_ref],
+                    )
+                    .await?;
+            }
             if let (Some((key, fingerprint)), Some((answer, etag))) = (&guard.key, &remembered) {
                 transaction
                     .execute(
