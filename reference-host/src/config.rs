@@ -59,6 +59,13 @@ pub struct Config {
     /// POSTed (one URL per tenant; checked at start against the tokens
     /// and the egress policy).
     pub event_webhooks: Vec<EventWebhook>,
+    /// `(token, tenant)` credentials that hold the host's authority (the
+    /// attention extension's `host-confirmed` confirmations). Apart from
+    /// `tokens`: none of them opens a goal endpoint.
+    pub host_authority_tokens: Vec<(String, String)>,
+    /// `(token, tenant)` credentials that hold a principal's authority
+    /// (`principal-confirmed` confirmations).
+    pub principal_tokens: Vec<(String, String)>,
 }
 
 pub const DEFAULT_LISTEN: SocketAddr =
@@ -100,6 +107,8 @@ impl Config {
             choices: Choices::default(),
             mutants: crate::mutants::Selection::default(),
             event_webhooks: Vec::new(),
+            host_authority_tokens: Vec::new(),
+            principal_tokens: Vec::new(),
         }
     }
 }
@@ -360,6 +369,21 @@ pub struct Args {
     #[arg(long = "event-webhook", env = "GOALPOST_HOST_EVENT_WEBHOOKS", value_name = "TENANT=URL", value_delimiter = ',', value_parser = EventWebhook::parse)]
     pub event_webhooks: Vec<EventWebhook>,
 
+    /// A credential that holds the host's authority for a tenant, as
+    /// TOKEN=TENANT (repeatable; the environment variable takes a
+    /// comma-separated list): it may confirm goals of a `host-confirmed`
+    /// completion policy (the attention extension) and nothing else. Never
+    /// one of the --token credentials.
+    #[arg(long = "host-authority-token", env = "GOALPOST_HOST_AUTHORITY_TOKENS", hide_env_values = true, value_delimiter = ',', value_parser = parse_token)]
+    pub host_authority_tokens: Vec<(String, String)>,
+
+    /// A credential that holds a principal's authority for a tenant, as
+    /// TOKEN=TENANT (repeatable; the environment variable takes a
+    /// comma-separated list): it may confirm goals of a
+    /// `principal-confirmed` completion policy and nothing else.
+    #[arg(long = "principal-token", env = "GOALPOST_HOST_PRINCIPAL_TOKENS", hide_env_values = true, value_delimiter = ',', value_parser = parse_token)]
+    pub principal_tokens: Vec<(String, String)>,
+
     /// The kill matrix's options (a build with the `mutants` feature
     /// only).
     #[command(flatten)]
@@ -409,6 +433,8 @@ impl Args {
             },
             mutants: self.mutants,
             event_webhooks: self.event_webhooks,
+            host_authority_tokens: self.host_authority_tokens,
+            principal_tokens: self.principal_tokens,
         }
     }
 }

@@ -456,7 +456,7 @@ impl Engine {
 
     /// Judges a finished run's report: an escalation has no verdict; any
     /// failure to judge is an environmental verdict for the run.
-    async fn judge(
+    pub(super) async fn judge(
         &self,
         goal: &Goal,
         reservation: &RunReservation,
@@ -570,6 +570,9 @@ impl Engine {
             if let Some(escalation) = escalation {
                 note_escalation(&mut change, escalation, &finished.run_id, now);
             }
+            // A goal with attention closes only as its completion policy
+            // allows (PROFILE.md "Profile `attention`").
+            crate::domain::attention::hold_own_run(&mut change, now, cost_reading);
             self.hold_armless_schedule(&mut change.goal);
             let written = self
                 .store

@@ -100,6 +100,9 @@ pub fn document(seams: bool) -> Value {
     if seams {
         paths.insert(format!("{GOALS_BASE}/{{id}}/continue"), continue_path());
     }
+    for (path, item) in super::attention::openapi::paths(seams) {
+        paths.insert(path, item);
+    }
     json!({
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
@@ -146,20 +149,20 @@ pub fn document(seams: bool) -> Value {
     })
 }
 
-fn schema_ref(name: &str) -> Value {
+pub(super) fn schema_ref(name: &str) -> Value {
     json!({ "$ref": format!("{COMPONENT_PREFIX}{name}") })
 }
 
-fn json_content(schema: Value) -> Value {
+pub(super) fn json_content(schema: Value) -> Value {
     json!({ "application/json": { "schema": schema } })
 }
 
-fn body_response(description: &str, schema: &str) -> Value {
+pub(super) fn body_response(description: &str, schema: &str) -> Value {
     json!({ "description": description, "content": json_content(schema_ref(schema)) })
 }
 
 /// A goal answer carries the goal's `ETag`.
-fn goal_response(description: &str, schema: &str) -> Value {
+pub(super) fn goal_response(description: &str, schema: &str) -> Value {
     json!({
         "description": description,
         "headers": { "ETag": { "$ref": "#/components/headers/ETag" } },
@@ -185,7 +188,7 @@ fn error_response(status: u16) -> Value {
 
 /// `(status, response)` for the success, then the error statuses, then a
 /// `default` envelope for everything else.
-fn responses(success: &[(u16, Value)], errors: &[u16]) -> Value {
+pub(super) fn responses(success: &[(u16, Value)], errors: &[u16]) -> Value {
     let mut map = Map::new();
     for (status, response) in success {
         map.insert(status.to_string(), response.clone());
@@ -197,7 +200,7 @@ fn responses(success: &[(u16, Value)], errors: &[u16]) -> Value {
     Value::Object(map)
 }
 
-fn goal_id_parameter() -> Value {
+pub(super) fn goal_id_parameter() -> Value {
     json!({ "$ref": "#/components/parameters/goalId" })
 }
 
@@ -513,7 +516,11 @@ fn evaluations_path() -> Value {
 /// `$schema`/`$id` dropped and `$ref`s rewritten into `components/schemas`.
 fn components() -> Value {
     let mut done = Map::new();
-    let mut pending: Vec<String> = API_SCHEMAS.iter().map(|name| name.to_string()).collect();
+    let mut pending: Vec<String> = API_SCHEMAS
+        .iter()
+        .chain(super::attention::openapi::SCHEMAS)
+        .map(|name| name.to_string())
+        .collect();
     while let Some(name) = pending.pop() {
         if done.contains_key(&name) {
             continue;

@@ -286,6 +286,15 @@ impl Scheduler {
         }
         self.queue_fires(owned, &mut fires);
         self.probe_heartbeats(now, &mut fires, &mut tick).await?;
+        // The attention extension's due work: timed pauses to wake and
+        // interval bindings to run (each run re-checks under the goal's
+        // lock, as a fire does).
+        for (goal, binding) in self.engine.attention_tick(now).await {
+            let engine = Arc::clone(&self.engine);
+            fires.spawn(async move {
+                engine.fire_binding(&goal, &binding).await;
+            });
+        }
         Ok(tick)
     }
 

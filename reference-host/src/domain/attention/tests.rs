@@ -1,0 +1,1 @@
+//! The attention rules, checked on goals built in memory.
