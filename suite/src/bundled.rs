@@ -6,6 +6,10 @@ pub const TENANT_A: &str = "tenant-a";
 pub const TENANT_B: &str = "tenant-b";
 pub const DEFAULT_TOKEN_A: &str = "goalpost-a";
 pub const DEFAULT_TOKEN_B: &str = "goalpost-b";
+/// The bundled host's credentials that hold a principal's and the host's
+/// authority for tenant A (the attention profile's confirmations).
+pub const DEFAULT_PRINCIPAL_TOKEN: &str = "goalpost-principal";
+pub const DEFAULT_HOST_AUTHORITY_TOKEN: &str = "goalpost-host-authority";
 
 /// A running bundled host; shut it down when the run ends.
 pub struct BundledHost {
@@ -23,12 +27,21 @@ impl BundledHost {
     pub async fn start(
         token_a: &str,
         token_b: &str,
+        authority: &crate::config::AuthorityTokens,
         webhook_secret: Option<&str>,
     ) -> Result<BundledHost, String> {
         let mut config = goalpost_host::Config::conformance_in_memory(vec![
             (token_a.to_string(), TENANT_A.to_string()),
             (token_b.to_string(), TENANT_B.to_string()),
         ]);
+        let for_a = |token: &Option<String>| {
+            token
+                .iter()
+                .map(|token| (token.clone(), TENANT_A.to_string()))
+                .collect::<Vec<_>>()
+        };
+        config.principal_tokens = for_a(&authority.principal);
+        config.host_authority_tokens = for_a(&authority.host);
         config.webhook_secret = webhook_secret.map(str::to_string);
         config.webhook_allow = Vec::new();
         let host = goalpost_host::RunningHost::start(config)

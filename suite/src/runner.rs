@@ -110,7 +110,7 @@ fn nonce() -> String {
 
 /// Runs the whole suite as configured.
 pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
-    let plan = plan(&config)?;
+    let mut plan = plan(&config)?;
     if !config.harness.list {
         std::fs::create_dir_all(&config.report_dir).map_err(|source| StartError::Report {
             path: config.report_dir.clone(),
@@ -131,6 +131,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
                 .block_on(BundledHost::start(
                     &config.token_a,
                     config.token_b.as_deref().unwrap_or_default(),
+                    &config.authority,
                     config.callback.secret.as_deref(),
                 ))
                 .map_err(StartError::BundledHost)?,
@@ -160,6 +161,11 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         // Somebody is there and answered badly: that is the host's result.
         Err(error) => (Discovery::unusable(), Some(error.to_string())),
     };
+    // A host is never judged on an extension it does not advertise: unless
+    // asked for by name, `attention` is left out (`opted-out`) then.
+    if config.profiles.is_none() && !discovery.capabilities.attention {
+        plan.selected.remove(crate::config::ATTENTION);
+    }
     let capabilities = discovery
         .capabilities
         .clone()
@@ -169,6 +175,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         capabilities,
         token_a: Some(config.token_a.clone()),
         token_b: config.token_b.clone(),
+        authority: config.authority.clone(),
     });
     let mut driver = Driver::new(http, target, plan.schemas.clone(), config.timeout_scale)
         .with_replicas(&config.replicas);

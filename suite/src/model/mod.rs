@@ -139,6 +139,9 @@ pub struct Needs {
     /// goals (`host.reportedRuns.continuation`; PROFILE.md "Reported
     /// runs").
     pub reported_runs: bool,
+    /// Runs only when discovery advertises the attention extension
+    /// (`extensions.goalpost.attention`; PROFILE.md "Profile `attention`").
+    pub attention: bool,
     /// Endpoints of one deployment the run must name (`--host` once per
     /// replica): the cluster profile's scenarios need 2 or more.
     pub endpoints: u8,
@@ -311,6 +314,12 @@ pub enum Principal {
     A,
     B,
     Anonymous,
+    /// Tenant A's credential that holds a principal's authority
+    /// (`--principal-token`).
+    PrincipalAuthority,
+    /// Tenant A's credential that holds the host's authority
+    /// (`--host-authority-token`).
+    HostAuthority,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -465,6 +474,9 @@ pub enum Capture {
     /// When the step's final answer arrived (for a `mockLog` step: when its
     /// view was taken).
     Clock(ClockFormat),
+    /// That instant plus this many milliseconds (a time to name in a
+    /// request, such as a pause's `until`, and to check against later).
+    Later(ClockFormat, u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

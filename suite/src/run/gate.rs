@@ -9,6 +9,10 @@ use crate::run::outcome::SkipReason;
 
 /// The option `needs.options` names for `--webhook-secret`.
 pub const WEBHOOK_SECRET: &str = "webhook-secret";
+/// The option `needs.options` names for `--principal-token`.
+pub const PRINCIPAL_TOKEN: &str = "principal-token";
+/// The option `needs.options` names for `--host-authority-token`.
+pub const HOST_AUTHORITY_TOKEN: &str = "host-authority-token";
 
 /// `None` when the scenario can run; otherwise why it is skipped. Reasons
 /// are checked in a fixed order so the same host always gets the same one:
@@ -38,6 +42,7 @@ pub fn gate(
             .is_some_and(|judge| capabilities.judge.as_ref() != Some(judge))
         || (needs.egress_policy && !capabilities.egress_denies_internal)
         || (needs.reported_runs && !capabilities.reported_runs.contains(PREFERRED_MODE))
+        || (needs.attention && !capabilities.attention)
     {
         Some(SkipReason::NotAdvertised)
     } else if needs
