@@ -567,10 +567,15 @@ mod tests {
         let mut config = RunConfig::bundled(PathBuf::from("s"), PathBuf::from("r"), harness);
         assert_eq!(
             config.options_given(),
-            BTreeSet::from([WEBHOOK_SECRET.to_string()]),
-            "the bundled host gets a secret"
+            BTreeSet::from([
+                WEBHOOK_SECRET.to_string(),
+                PRINCIPAL_TOKEN.to_string(),
+                HOST_AUTHORITY_TOKEN.to_string()
+            ]),
+            "the bundled host gets a secret and both authority credentials"
         );
         config.callback.secret = None;
+        config.authority = AuthorityTokens::default();
         assert!(config.options_given().is_empty());
     }
 }

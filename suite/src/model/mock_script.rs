@@ -299,10 +299,20 @@ impl MockScript {
         if self.heartbeat.fire_on.contains(&0) {
             return Err(problem("/heartbeat/fireOn".into(), "probes count from 1"));
         }
-        const MODES: [&str; 6] = ["pursue", "coordinate", "review", "falsify", "judge", "observe"];
+        const MODES: [&str; 6] = [
+            "pursue",
+            "coordinate",
+            "review",
+            "falsify",
+            "judge",
+            "observe",
+        ];
         for (mode, script) in &self.attention {
             if !MODES.contains(&mode.as_str()) {
-                return Err(problem(format!("/attention/{mode}"), "not an attention mode"));
+                return Err(problem(
+                    format!("/attention/{mode}"),
+                    "not an attention mode",
+                ));
             }
             if script.run_ms > MAX_DELAY_MS {
                 return Err(problem(
@@ -406,7 +416,11 @@ impl MockScript {
         {
             values.extend(replies.iter().filter_map(|r| r.body.as_ref()));
         }
-        values.extend(self.attention.values().filter_map(|script| script.answer.as_ref()));
+        values.extend(
+            self.attention
+                .values()
+                .filter_map(|script| script.answer.as_ref()),
+        );
         values
     }
 

@@ -96,6 +96,7 @@ mod tests {
             requires_bounds: true,
             egress_denies_internal: false,
             reported_runs: ["manual".to_string()].into(),
+            attention: true,
         }
     }
 
@@ -109,6 +110,7 @@ mod tests {
             options: Vec::new(),
             egress_policy: false,
             reported_runs: false,
+            attention: false,
             endpoints: 1,
         }
     }
@@ -120,6 +122,26 @@ mod tests {
 
     fn selected(profiles: &[&str]) -> BTreeSet<String> {
         profiles.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn attention_runs_only_where_the_extension_is_advertised() {
+        let mut wants = needs(&["continue"], &[], 1);
+        wants.attention = true;
+        let s = scenario("attention", wants);
+        let selection = selected(&["attention"]);
+        assert_eq!(gate(&s, &full_host(), &selection, true, &given(), 1), None);
+        let mut silent = full_host();
+        silent.attention = false;
+        assert_eq!(
+            gate(&s, &silent, &selection, true, &given(), 1),
+            Some(SkipReason::NotAdvertised)
+        );
+        // Not selected is not selected, advertised or not.
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["core"]), true, &given(), 1),
+            Some(SkipReason::OptedOut)
+        );
     }
 
     #[test]

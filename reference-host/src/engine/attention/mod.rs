@@ -265,6 +265,7 @@ impl Engine {
         body: &Value,
     ) -> Result<(Goal, BindingId), EngineError> {
         self.served()?;
+        let _guard = self.locks.lock(id).await;
         let parsed = parse_supersede(body, self.settings.conformance_seams);
         let one_per_mode = self.attention.faults.one_per_mode();
         let (goal, created) = self
@@ -291,6 +292,9 @@ impl Engine {
         binding: &BindingId,
         change: StatusChange,
     ) -> Result<Goal, EngineError> {
+        // Under the goal's lock, as a goal's pause: once a pause or stop
+        // answers, no run of the binding is in flight and none will start.
+        let _guard = self.locks.lock(id).await;
         let wake = self.pause_wake();
         let reopens = !self.attention.faults.final_is_final();
         let (goal, ()) = self

@@ -528,9 +528,10 @@ impl Driver {
             Principal::Anonymous => None,
             Principal::PrincipalAuthority | Principal::HostAuthority => {
                 let (token, option) = match req.principal {
-                    Principal::PrincipalAuthority => {
-                        (self.host.authority.principal.as_deref(), "--principal-token")
-                    }
+                    Principal::PrincipalAuthority => (
+                        self.host.authority.principal.as_deref(),
+                        "--principal-token",
+                    ),
                     _ => (
                         self.host.authority.host.as_deref(),
                         "--host-authority-token",
