@@ -63,8 +63,8 @@ impl AttentionFaults for AttentionMutant {
         }
     }
 
-    fn counts_runs(&self) -> bool {
-        !self.is(Mutant::AttentionRunsUncounted)
+    fn bounds_binding_runs(&self) -> bool {
+        !self.is(Mutant::AttentionRunsUnbounded)
     }
 
     fn projection(&self, goal: &Goal, mut projection: Value) -> Value {

@@ -42,8 +42,9 @@ pub trait AttentionFaults: Send + Sync {
         mode.powers()
     }
 
-    /// Whether a binding's run counts as one iteration of its goal.
-    fn counts_runs(&self) -> bool {
+    /// Whether a binding's run is held to its goal's bounds (refused, and
+    /// the goal closed, once they are used up).
+    fn bounds_binding_runs(&self) -> bool {
         true
     }
 

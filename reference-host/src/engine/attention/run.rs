@@ -14,8 +14,8 @@ use crate::domain::attention::{
 };
 use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
 use crate::domain::{
-    may_dispatch, BindingId, Evaluation, Goal, GoalId, MicroUsd, Refusal, RunId, RunOutcome,
-    Tenant, Verdict,
+    may_dispatch, BindingId, Evaluation, EventPayload, Goal, GoalId, MicroUsd, Refusal, RunId,
+    RunOutcome, Tenant, Verdict,
 };
 use crate::engine::FireOutcome;
 use crate::storage::{RunReservation, Written};
@@ -184,7 +184,14 @@ impl Engine {
                 return Ok(Reserved::Skip);
             }
             let cost_reading = self.choices().cost_reading;
-            match may_dispatch(&goal, now, cost_reading) {
+            let check = match may_dispatch(&goal, now, cost_reading) {
+                // A faulty host lets bindings run past the goal's bounds.
+                Err(Refusal::Exhausted(_)) if !self.attention.faults.bounds_binding_runs() => {
+                    Ok(())
+                }
+                check => check,
+            };
+            match check {
                 Ok(()) => {}
                 Err(Refusal::Exhausted(_)) => {
                     let Some(change) = close_if_exhausted(&goal, now, cost_reading) else {
@@ -346,22 +353,23 @@ impl Engine {
                     now,
                     cost_reading,
                 ),
-                None if self.attention.faults.counts_runs() => attention::count_run(
+                None => attention::count_run(
                     &goal,
                     &reservation.run_id,
                     answered.cost,
                     now,
                     cost_reading,
-                ),
-                // A faulty host keeps binding runs out of the goal's count.
-                None => goal.state.is_open().then(|| {
-                    let mut next = goal.clone();
-                    next.version += 1;
-                    crate::domain::transition::Change {
-                        goal: next,
-                        events: Vec::new(),
-                        evaluation: None,
+                )
+                .map(|mut change| {
+                    if !self.attention.faults.bounds_binding_runs() {
+                        // A faulty host counts the run but never closes
+                        // the goal on a binding's run.
+                        change.goal.state = goal.state;
+                        change
+                            .events
+                            .retain(|event| !matches!(event, EventPayload::Closed { .. }));
                     }
+                    change
                 }),
             };
             let run = BindingRun {
