@@ -11,14 +11,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
-use goalpost_host::clock::ManualClock;
+use goalpost_host::clock::{Clock, ManualClock};
 use goalpost_host::engine::EngineSettings;
 use goalpost_host::http::attention::Authorities;
 use goalpost_host::storage::DbLocation;
 use goalpost_host::{app, AppState, Tokens};
 use serde_json::{json, Value};
 use support::receiver::{Answer, Receiver};
-use support::{Harness, A, BASE, B};
+use support::{Harness, A, B, BASE};
 
 const PRINCIPAL: &str = "principal-token";
 const OPERATOR: &str = "host-authority-token";
@@ -270,10 +270,7 @@ async fn authority_credentials_confirm_and_open_nothing_else() {
     let closed = host
         .post(&format!("{BASE}/{id}/attention/close"), None)
         .await;
-    assert_eq!(
-        closed.expect(StatusCode::OK, "goal")["state"],
-        "satisfied"
-    );
+    assert_eq!(closed.expect(StatusCode::OK, "goal")["state"], "satisfied");
 }
 
 #[tokio::test]
@@ -304,7 +301,10 @@ async fn a_bad_binding_body_is_refused_and_writes_nothing() {
     let after = host.get(&format!("{BASE}/{id}")).await;
     assert_eq!(after.headers["etag"], etag, "nothing was written");
     let list = host.get(&bindings).await;
-    assert_eq!(list.expect(StatusCode::OK, "attention-binding-list")["bindings"], json!([]));
+    assert_eq!(
+        list.expect(StatusCode::OK, "attention-binding-list")["bindings"],
+        json!([])
+    );
 }
 
 #[tokio::test]
@@ -318,7 +318,10 @@ async fn a_store_several_replicas_share_never_advertises_attention() {
     let discovery = host
         .call(Method::GET, "/.well-known/openwop", None, None)
         .await;
-    assert!(discovery.body.pointer("/extensions/goalpost/attention").is_none());
+    assert!(discovery
+        .body
+        .pointer("/extensions/goalpost/attention")
+        .is_none());
     let id = goal(&host).await;
     host.get(&format!("{BASE}/{id}/attention/bindings"))
         .await
@@ -337,7 +340,12 @@ async fn a_sqlite_host_advertises_attention_and_a_host_without_it_serves_none() 
     assert_eq!(attention["modes"].as_array().map(Vec::len), Some(6));
     assert_eq!(
         attention["policies"],
-        json!(["verifier", "host-confirmed", "principal-confirmed", "quorum"])
+        json!([
+            "verifier",
+            "host-confirmed",
+            "principal-confirmed",
+            "quorum"
+        ])
     );
     let settings = EngineSettings {
         conformance_seams: true,
@@ -347,7 +355,11 @@ async fn a_sqlite_host_advertises_attention_and_a_host_without_it_serves_none() 
         },
         ..EngineSettings::default()
     };
-    let off = Harness::with_settings(&DbLocation::Memory, settings, Arc::new(ManualClock::fixed()));
+    let off = Harness::with_settings(
+        &DbLocation::Memory,
+        settings,
+        Arc::new(ManualClock::fixed()),
+    );
     let discovery = off
         .call(Method::GET, "/.well-known/openwop", None, None)
         .await;

@@ -140,11 +140,7 @@ fn the_multi_agent_example_runs_as_written() {
         assert!(stdout.contains(event), "{event}\n{context}");
     }
     // The closing request was granted, and only one was.
-    assert_eq!(
-        stdout.matches(r#""granted":true"#).count(),
-        1,
-        "{context}"
-    );
+    assert_eq!(stdout.matches(r#""granted":true"#).count(), 1, "{context}");
     // Content-free: the label the falsifier wrote is in no event.
     assert!(
         !stdout.contains("2 EU tests fail on stale fixtures"),

@@ -7,8 +7,8 @@ use crate::domain::bounds::CostReading;
 use crate::domain::fixture::{at, goal};
 use crate::domain::transition::{record_run, Change, FinishedRun};
 use crate::domain::{
-    ArmRef, EventPayload, Goal, GoalState, Judgement, MicroUsd, Objective, RunId, RunOutcome,
-    Verdict,
+    ArmRef, BindingId, EventPayload, Goal, GoalState, Judgement, MicroUsd, Objective, RunId,
+    RunOutcome, Verdict,
 };
 
 const COST: CostReading = CostReading::Budget;
@@ -22,10 +22,7 @@ fn apply(change: Change) -> Goal {
 }
 
 fn bound(goal: &Goal, mode: AttentionMode) -> (Goal, BindingId) {
-    let new = NewBinding {
-        mode,
-        arm: arm(""),
-    };
+    let new = NewBinding { mode, arm: arm("") };
     let (change, id) = create_binding(goal, &new, at(1), true).expect("bound");
     (apply(change), id)
 }
@@ -133,13 +130,7 @@ fn binding_transitions_never_touch_the_goal_and_final_is_final() {
     let mut closed = stopped.goal.clone();
     closed.state = GoalState::Abandoned;
     assert_eq!(
-        change_status(
-            &closed,
-            &id,
-            &StatusChange::Resume,
-            at(4),
-            PauseWake::Tick
-        ),
+        change_status(&closed, &id, &StatusChange::Resume, at(4), PauseWake::Tick),
         Err(AttentionError::Terminal)
     );
 }
@@ -148,8 +139,7 @@ fn binding_transitions_never_touch_the_goal_and_final_is_final() {
 fn a_superseded_binding_is_replaced_in_its_mode_and_never_eligible() {
     let goal = goal(Some(10), None, None);
     let (goal, old) = bound(&goal, AttentionMode::Pursue);
-    let (change, new) =
-        supersede(&goal, &old, arm(""), None, at(2), true).expect("superseded");
+    let (change, new) = supersede(&goal, &old, arm(""), None, at(2), true).expect("superseded");
     let state = state(&change.goal);
     let replacement = state.binding(&new).expect("new");
     assert_eq!(replacement.mode, AttentionMode::Pursue);
@@ -184,7 +174,9 @@ fn a_timed_pause_wakes_by_the_tick_or_reads_active_by_the_clock() {
     let paused = change_status(
         &goal,
         &id,
-        &StatusChange::Pause { until: Some(at(1_000)) },
+        &StatusChange::Pause {
+            until: Some(at(1_000)),
+        },
         at(2),
         PauseWake::Tick,
     )
@@ -195,7 +187,10 @@ fn a_timed_pause_wakes_by_the_tick_or_reads_active_by_the_clock() {
     // Before the instant: paused on both readings; due then.
     for wake in [PauseWake::Tick, PauseWake::Clock] {
         assert!(!AttentionState::eligible(&paused, &binding, at(999), wake));
-        assert_eq!(state(&paused).next_due(&paused, at(10), wake), Some(at(1_000)));
+        assert_eq!(
+            state(&paused).next_due(&paused, at(10), wake),
+            Some(at(1_000))
+        );
     }
     // From it on, the clock reading says active without a write...
     assert!(AttentionState::eligible(
@@ -230,7 +225,11 @@ fn every_binding_run_counts_toward_the_goals_one_bound() {
     assert_eq!(first.goal.progress.iterations, 1);
     assert_eq!(first.goal.state, GoalState::Active);
     assert!(first.evaluation.is_none(), "nothing judged it");
-    let second = run(&first.goal, &reviewer, json!({"output": null, "costUsd": 0.5}));
+    let second = run(
+        &first.goal,
+        &reviewer,
+        json!({"output": null, "costUsd": 0.5}),
+    );
     assert_eq!(second.goal.progress.iterations, 2);
     assert_eq!(second.goal.spent, MicroUsd::from_micros(500_000));
     assert_eq!(second.goal.state, GoalState::BoundExceeded);
@@ -256,7 +255,10 @@ fn modes_limit_what_an_answer_may_do_and_over_claims_are_named() {
     assert_eq!(review.verdict, Some(true));
     assert_eq!(review.refused, ["request-closure"]);
     let pursue = answer.admit(AttentionMode::Pursue.powers(), false);
-    assert!(pursue.evidence.is_empty(), "a pursuer adds no blocking evidence");
+    assert!(
+        pursue.evidence.is_empty(),
+        "a pursuer adds no blocking evidence"
+    );
     assert!(pursue.request_close);
     assert_eq!(pursue.refused, ["blocking-evidence", "verdict"]);
     // A coordinate binding gives a verdict only as the goal's supervisor.
@@ -267,11 +269,19 @@ fn modes_limit_what_an_answer_may_do_and_over_claims_are_named() {
 #[test]
 fn a_falsifier_asking_to_close_never_closes_a_goal_the_policy_would_close() {
     let goal = goal(Some(10), None, None);
-    let goal = apply(set_policy(&goal, &Policy::HostConfirmed).expect("set").expect("changed"));
+    let goal = apply(
+        set_policy(&goal, &Policy::HostConfirmed)
+            .expect("set")
+            .expect("changed"),
+    );
     let goal = apply(confirm(&goal, Authority::Host, None, at(1)).expect("confirmed"));
     assert!(decide(state(&goal), 1).is_ok());
     let (goal, falsifier) = bound(&goal, AttentionMode::Falsify);
-    let change = run(&goal, &falsifier, json!({"output": null, "requestClose": true}));
+    let change = run(
+        &goal,
+        &falsifier,
+        json!({"output": null, "requestClose": true}),
+    );
     assert_eq!(change.goal.state, GoalState::Active);
     assert!(!kinds(&change).contains(&"attention.closure.requested"));
     // A client's request is the policy's to grant.
@@ -299,7 +309,10 @@ fn confirmations_count_only_for_their_authority_and_revision() {
     let mut edited = confirmed.clone();
     edited.objective = Objective::new("ship the release checklist, signed".into());
     assert_eq!(state(&edited).revision_of(&edited), 2);
-    assert!(request_close(&edited, at(3), decide).is_err(), "revision 1 was confirmed");
+    assert!(
+        request_close(&edited, at(3), decide).is_err(),
+        "revision 1 was confirmed"
+    );
     assert!(request_close(&confirmed, at(3), decide).is_ok());
 }
 
@@ -325,7 +338,11 @@ fn a_quorum_counts_distinct_approvals_of_the_current_revision() {
     let revision = state(&edited).revision_of(&edited);
     assert_eq!(revision, 2);
     assert_eq!(approvals(state(&edited), Some(2)), 1);
-    assert_eq!(approvals(state(&edited), None), 2, "what a faulty host counts");
+    assert_eq!(
+        approvals(state(&edited), None),
+        2,
+        "what a faulty host counts"
+    );
     assert!(request_close(&edited, at(7), decide).is_err());
     let both = run(&edited, &reviewer, approve).goal;
     assert!(request_close(&both, at(8), decide).is_ok());
@@ -375,12 +392,15 @@ fn blocking_evidence_holds_a_request_and_a_judges_satisfied_verdict() {
 fn the_projection_frames_the_objective_as_data_and_is_bounded() {
     let goal = goal(Some(10), None, None);
     let (mut goal, falsifier) = bound(&goal, AttentionMode::Falsify);
-    let item = |n: usize| {
-        json!({"kind": "test", "ref": format!("t-{n}"), "label": "a label never projected"})
-    };
+    let item = |n: usize| json!({"kind": "test", "ref": format!("t-{n}"), "label": "a label never projected"});
     for batch in 0..5 {
         let evidence: Vec<_> = (0..8).map(|n| item(batch * 8 + n)).collect();
-        goal = run(&goal, &falsifier, json!({"output": null, "evidence": evidence})).goal;
+        goal = run(
+            &goal,
+            &falsifier,
+            json!({"output": null, "evidence": evidence}),
+        )
+        .goal;
     }
     let state = state(&goal);
     let binding = state.binding(&falsifier).expect("binding");
@@ -441,10 +461,17 @@ fn a_supervisor_is_a_live_coordinate_binding_whose_approval_closes() {
         .expect("changed"),
     );
     // A reviewer's approval is not the supervisor's.
-    let goal = run(&goal, &reviewer, json!({"output": null, "verdict": {"approve": true}})).goal;
+    let goal = run(
+        &goal,
+        &reviewer,
+        json!({"output": null, "verdict": {"approve": true}}),
+    )
+    .goal;
     assert_eq!(
         request_close(&goal, at(6), decide).err(),
-        Some(AttentionError::ClosureRefused(vec![Missing::SupervisorApproval]))
+        Some(AttentionError::ClosureRefused(vec![
+            Missing::SupervisorApproval
+        ]))
     );
     // The supervisor gives its verdict as the supervisor it is.
     let answer = BindingAnswer::from_json(&json!({"output": null, "verdict": {"approve": true}}))
