@@ -377,6 +377,8 @@ const VALUE_OPTIONS: &[&str] = &[
     "--callback-listen",
     "--callback-url",
     "--webhook-secret",
+    "--principal-token",
+    "--host-authority-token",
 ];
 const FLAG_OPTIONS: &[&str] = &["--strict", "--quiet", "-q", "--shuffle", "--help", "-h"];
 
