@@ -233,12 +233,14 @@ async fn setup(faults: Faults, secret: Option<&str>) -> Setup {
         requires_bounds: true,
         egress_denies_internal: false,
         reported_runs: Default::default(),
+        attention: false,
     };
     let target = HostTarget {
         base_url,
         capabilities,
         token_a: Some("token-a".to_string()),
         token_b: None,
+        authority: Default::default(),
     };
     let schemas = Arc::new(Schemas::embedded().expect("schemas"));
     let mock = Arc::new(

@@ -393,9 +393,7 @@ pub fn record_binding_run(
     state.rebase(before);
     let revision = state.revision;
     let goal_id = before.id.clone();
-    let Some(binding) = state.binding_mut(&run.binding) else {
-        return None;
-    };
+    let binding = state.binding_mut(&run.binding)?;
     binding.runs = binding.runs.saturating_add(1);
     binding.last_run_at = Some(now);
     let mode = binding.mode;

@@ -179,8 +179,7 @@ impl Engine {
                     Trigger::Schedule => Ok(Reserved::Skip),
                 };
             }
-            if matches!(trigger, Trigger::Schedule) && !item.next_fire().is_some_and(|at| at <= now)
-            {
+            if matches!(trigger, Trigger::Schedule) && item.next_fire().is_none_or(|at| at > now) {
                 return Ok(Reserved::Skip);
             }
             let cost_reading = self.choices().cost_reading;
