@@ -356,11 +356,7 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
                     "status": "active", "eligible": true, "authority": [] }),
             false,
         ),
-        (
-            "attention-binding-list",
-            json!({ "bindings": [] }),
-            true,
-        ),
+        ("attention-binding-list", json!({ "bindings": [] }), true),
         ("attention-binding-list", json!({ "bindings": [{}] }), false),
         (
             "attention-evidence",

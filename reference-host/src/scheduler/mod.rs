@@ -693,6 +693,9 @@ impl Scheduler {
                 Ok(None) => {}
                 Err(error) => tracing::warn!(%error, "cannot read when the next goal is due"),
             }
+            if let Some(due) = self.engine.attention_next_due(now) {
+                at = at.min(due);
+            }
         }
         // A beat due by `now` was probed at `now` or is waiting for a probe
         // slot (the periodic tick retries it); only later ones wake.

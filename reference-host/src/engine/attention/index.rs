@@ -39,4 +39,10 @@ impl DueIndex {
         found.sort();
         found.into_iter().map(|(_, goal)| goal).collect()
     }
+
+    /// The earliest instant strictly after `now` something is due at.
+    pub fn next_after(&self, now: Timestamp) -> Option<Timestamp> {
+        let due = self.due.lock().unwrap_or_else(PoisonError::into_inner);
+        due.values().copied().filter(|at| *at > now).min()
+    }
 }

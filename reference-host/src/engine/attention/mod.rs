@@ -493,6 +493,14 @@ impl Engine {
         due
     }
 
+    /// When the attention work next comes due strictly after `now` (a
+    /// timed pause's instant, an interval binding's next run), so the
+    /// scheduler sleeps until then rather than until its next periodic
+    /// tick.
+    pub fn attention_next_due(&self, now: Timestamp) -> Option<Timestamp> {
+        self.attention.due.next_after(now)
+    }
+
     /// Writes the wake of every due timed pause of `goal`; the goal as it
     /// is afterwards.
     async fn wake_pauses(&self, mut goal: Goal, now: Timestamp) -> Result<Goal, EngineError> {
