@@ -2,7 +2,7 @@
 # The steps of docs/ci.md's CI jobs, runnable locally: start the host under
 # test, run goalpost quietly, publish report.md as the step summary, collect
 # report.html and junit.xml, and gate on regressions against a baseline.
-# suite/tests/ci_example.rs runs it against the bundled reference host.
+# suite/tests/it/ci_example.rs runs it against the bundled reference host.
 #
 # Environment (all optional):
 #   GOALPOST            the goalpost binary                  [goalpost on PATH]

@@ -10,9 +10,9 @@
 # with the `variants` feature) on a free local port and run with the whole
 # suite (--strict) into reports/variants/NAME/. reports/reference-host/ is
 # taken as it is (regenerate it first, README "Published report").
-# suite/tests/published_matrix.rs fails when the matrix is stale.
+# suite/tests/it/published_matrix.rs fails when the matrix is stale.
 set -euo pipefail
-# Byte order, as suite/tests/published_matrix.rs sorts the variants.
+# Byte order, as suite/tests/it/published_matrix.rs sorts the variants.
 export LC_ALL=C
 
 root="$(cd "$(dirname "$0")/.." && pwd)"

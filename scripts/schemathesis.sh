@@ -11,7 +11,7 @@
 # SCHEMATHESIS_VENV); the host is the debug binary, on an in-memory database
 # with the conformance seams on, stopped when the script ends. The live
 # event stream (`streamEvents`) is left out: its answer never ends, so every
-# example would time out; tests/event_stream.rs covers it. Discovery is left
+# example would time out; tests/it/event_stream.rs covers it. Discovery is left
 # out too: its body names the stream's path (`…/goals/events`), and
 # Schemathesis's link inference reads a path it finds in a body as a goal id
 # (`{id}` = `events`), then judges the stream's answer by `getGoal`'s

@@ -46,7 +46,7 @@ pub type MakeRequest =
 
 /// One keep-alive client for `concurrency` connections to loopback.
 pub fn client(concurrency: usize) -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
+    goalpost::http::client_builder()
         .pool_max_idle_per_host(concurrency)
         .tcp_nodelay(true)
         .no_proxy()

@@ -204,7 +204,7 @@ pub fn measure() -> Result<Vec<Row>> {
         });
         let driver = Arc::new(Driver::new(http, target, Arc::clone(&schemas), 1.0));
         let ledger = Arc::new(Mutex::new(Ledger::default()));
-        let client = reqwest::Client::builder()
+        let client = goalpost::http::client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .build()?;

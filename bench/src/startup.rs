@@ -29,7 +29,7 @@ pub fn child(db: &Path, idle_ms: u64) -> Result<Value> {
         let clock = Instant::now();
         let host = RunningHost::start(config).await?;
         let listening = clock.elapsed();
-        let client = reqwest::Client::builder().no_proxy().build()?;
+        let client = goalpost::http::client_builder().no_proxy().build()?;
         let answer = client
             .get(format!("{}/.well-known/openwop", host.base_url()))
             .send()

@@ -37,6 +37,17 @@ pub struct Choices {
     /// Whether the attention extension is offered (PROFILE.md "Profile
     /// `attention`"), and the choices it leaves open.
     pub attention_extension: AttentionOffer,
+    /// Whether runs executed elsewhere may be reported to a goal
+    /// (`POST {base}/{id}/runs`, advertised as `host.reportedRuns`).
+    pub reported_runs: ReportedRuns,
+    /// Whether discovery says how webhook targets are checked
+    /// (`webhookEgress`). The policy itself holds either way.
+    pub egress_policy: EgressPolicy,
+    /// What an arm request carries beside the attention projection.
+    pub arm_request: ArmRequestBody,
+    /// What a PATCH naming a member it may not change (judge-owned, a
+    /// bound) gets: refused whole, or the member dropped.
+    pub unappliable: Unappliable,
 }
 
 impl Default for Choices {
@@ -56,6 +67,10 @@ impl Default for Choices {
                 wake: PauseWake::Tick,
                 supervisor: false,
             },
+            reported_runs: ReportedRuns::Offered,
+            egress_policy: EgressPolicy::Advertised,
+            arm_request: ArmRequestBody::Projection,
+            unappliable: Unappliable::Refused,
         }
     }
 }
@@ -85,6 +100,7 @@ pub enum CreateStatus {
 }
 
 pub use crate::domain::wire::{AttentionBody, ConfidenceWithoutVerdict};
+pub use crate::domain::Unappliable;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EscalatedContinue {
@@ -121,6 +137,35 @@ pub enum ArmlessSchedule {
     WaitsForArm,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportedRuns {
+    /// `POST {base}/{id}/runs` is served and advertised.
+    Offered,
+    /// Not offered: no route (an unknown route's 404), nothing in
+    /// discovery. A host need not take runs from outside.
+    NotOffered,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EgressPolicy {
+    /// Discovery advertises `webhookEgress: {internal: "denied"}`.
+    Advertised,
+    /// Discovery says nothing of it (the host still refuses internal
+    /// targets: saying so is the choice, not having the policy).
+    Unadvertised,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArmRequestBody {
+    /// The attention projection and this host's `previous` and
+    /// `resolution`.
+    Projection,
+    /// Also the goal's `revision` (its version when the run was reserved)
+    /// and continuation `mode`: members of the host's own, which the seam
+    /// contract lets an arm request carry.
+    WithRevision,
+}
+
 /// openwop's code for one of ours: what a host that uses openwop's
 /// generic vocabulary (`validation_error`, `not_found`, `unauthenticated`,
 /// `conflict`, ...)
@@ -143,6 +188,7 @@ pub fn openwop_code(code: &'static str) -> &'static str {
         | "goal_escalated"
         | "goal_paused"
         | "verifier_exists"
+        | "judge_not_host"
         | "idempotency_conflict"
         | "runs_not_accepted"
         | "run_conflict" => "conflict",

@@ -35,6 +35,7 @@ pub mod mutants;
 pub mod scheduler;
 pub mod serve;
 pub mod storage;
+pub mod tls;
 #[cfg(feature = "variants")]
 pub mod variants;
 pub mod webhook;

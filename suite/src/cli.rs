@@ -58,13 +58,13 @@ pub enum Command {
     /// reference host that prove each can fail (mutation-verified or not).
     #[command(after_help = LIST_HELP)]
     List(ListArgs),
-    /// Read a host's discovery and probe it (reads only) to say, per
-    /// profile, what a run can attempt and which PROFILE.md sections to
-    /// implement for the rest.
+    /// Read a host's discovery and probe it (reads only) to predict, per
+    /// profile, the verdict and scope of a run, and which PROFILE.md
+    /// sections to implement for the rest.
     #[command(after_help = DOCTOR_HELP)]
     Doctor(DoctorArgs),
     /// Compare two report.json files: requirements that regressed,
-    /// recovered, appeared or vanished.
+    /// recovered, appeared or vanished, and scopes that changed.
     #[command(after_help = DIFF_HELP)]
     Diff(DiffArgs),
     /// Build a compatibility matrix (HTML and Markdown) from several hosts'
@@ -75,7 +75,7 @@ pub enum Command {
 
 const MATRIX_HELP: &str = "\
 Writes DIR/matrix.html (one self-contained page: per-profile verdicts per host,
-then requirements as rows and hosts as columns, filterable by profile and
+each with the scope it covers or what it needs, then requirements as rows and hosts as columns, filterable by profile and
 disposition, sortable by any column) and DIR/matrix.md. A host is named by its
 report's folder; a cell that is not a pass links to that host's report.html
 beside its report.json, at the failing exchange.
@@ -95,12 +95,13 @@ pub struct MatrixArgs {
 const DIFF_HELP: &str = "\
 Groups the requirements whose disposition moved: regressed (MUST, then SHOULD),
 recovered, changed (e.g. pass to skip: no longer checked), appeared and vanished,
-and the profiles whose certification changed. A regression is a requirement that
-now fails, errors, is not reached or is advisory and was not before (a new
-requirement the host breaks counts too).
+the profiles whose verdict changed, and those whose scope changed. A regression
+is a requirement that now fails, errors, is not reached or is advisory and was
+not before (a new requirement the host breaks counts too), or a scope that
+shrank: the host no longer offers a judge, mode or feature the verdict covered.
 
-Exit codes: 0 no MUST requirement regressed (a SHOULD turning advisory never
-blocks); 1 one did; 2 a report cannot be read.";
+Exit codes: 0 no MUST requirement regressed and no scope shrank (a SHOULD
+turning advisory never blocks); 1 one did; 2 a report cannot be read.";
 
 #[derive(Debug, Clone, Args)]
 pub struct DiffArgs {
@@ -115,9 +116,15 @@ pub struct DiffArgs {
 const DOCTOR_HELP: &str = "\
 Prints what discovery advertises, one line per probe (GET the goals list as
 each tenant, GET an unknown id expecting the 404 error envelope, GET without a
-credential expecting 401), and per profile: ready, partly or cannot attempt,
-with each missing seam, mode or option and the PROFILE.md section that says how
-to add it. Nothing is created unless --probe-write (one goal, then abandoned).
+credential expecting 401), and per profile the verdict a run whose every check
+holds would reach, by the run's own rules: `would be certified` and the scope
+it would cover, `not attempted` and what the profile's minimum scope needs, or
+`cannot be certified` and why (no second token, a seam advertised but absent,
+no scenario for the host's choices); below it, how many scenarios can be
+attempted (ready, partly or cannot attempt), with each missing seam, mode or
+option and the PROFILE.md section that says how to add it. Nothing is created
+unless --probe-write (one goal, then abandoned; it also calls the `events` and
+`continue` seams discovery advertises).
 
 Exit codes: 0 no seam (nor agents.goals) missing and every probe as the profile
 says (a continuation mode not offered is a legal choice: listed, never 1); 1 a
@@ -158,7 +165,7 @@ const LIST_HELP: &str = "\
 One line per requirement: id, level, how many scenarios name it, whether it is
 mutation-verified and the mutants that prove it (`goalpost-host --mutant NAME`,
 a build with the `mutants` feature); then a summary naming any MUST without a
-mutant. `cargo test` (tests/kill_matrix.rs) proves every listed mutant is killed.
+mutant. `cargo test` (tests/it/kill_matrix.rs) proves every listed mutant is killed.
 
 Exit codes: 0 listed; 2 the folder cannot be read.";
 
@@ -230,9 +237,13 @@ filter or --skip leaves out is reported as skipped, reason `filtered`, and
 certifies nothing.
 
 The harness's `test result` line counts trials (scenarios); the summary table
-after it counts requirements. A profile is certified when every MUST
-requirement in it passed; a SHOULD requirement not met is an `advisory`,
-counted apart, and never blocks.
+after it counts requirements. A profile is certified when its minimum scope
+ran and every MUST requirement in it that applies to the host passed (one about
+a feature the host does not advertise is `not-applicable`: never blocking, never
+a pass); a SHOULD requirement not met is an `advisory`, counted apart, and
+never blocks. Each verdict says the scope it covers, or what a profile the run
+could not attempt needs (`cluster` against one endpoint: not attempted, exit
+code unaffected).
 
 Exit codes: 0 nothing failed or errored (advisories never count); 1 something
 did; 2 the run could not start.";
@@ -240,7 +251,9 @@ did; 2 the run could not start.";
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
     /// Base URL of the host under test; without it the bundled reference
-    /// host is started in-process. Given again (or comma-separated in the
+    /// host is started in-process (builds with the `bundled-host`
+    /// feature, the default). An https URL is checked against the
+    /// system's roots (`SSL_CERT_FILE` names another bundle). Given again (or comma-separated in the
     /// environment), the endpoints of one deployment: discovery is read
     /// from the first, and each request goes to the next in turn.
     #[arg(long, env = "GOALPOST_HOST", value_name = "URL", value_delimiter = ',')]

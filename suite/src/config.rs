@@ -192,7 +192,8 @@ impl RunConfig {
     ) -> Result<RunConfig, StartError> {
         let host = match args.host.first() {
             Some(url) => HostChoice::Remote(check_url(url, "--host")?),
-            None => HostChoice::Bundled,
+            None if cfg!(feature = "bundled-host") => HostChoice::Bundled,
+            None => return Err(StartError::Config(crate::bundled::NOT_BUILT.to_string())),
         };
         let replicas = args
             .host

@@ -5,6 +5,14 @@
 //! trickles forever ends), redirects are never followed (a redirect is an
 //! answer to check, not an instruction), and bodies are read chunk by chunk
 //! up to a cap so a hostile host cannot exhaust memory.
+//!
+//! TLS is the suite's own, with or without the bundled host: rustls with the
+//! `ring` crypto provider, trusting the system's roots (`SSL_CERT_FILE`
+//! names another bundle, e.g. a private CA's). reqwest is built without a
+//! provider of its own and reads rustls's process-wide default when a
+//! client is built, so [`client_builder`] installs ring first; a program
+//! embedding the suite that installed another provider keeps its choice.
+//! docs/DESIGN.md, "Build", says why ring.
 
 use std::time::Duration;
 
@@ -22,6 +30,23 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Longest body excerpt quoted in a message.
 pub const EXCERPT_CHARS: usize = 500;
+
+/// A reqwest client builder whose TLS runs on ring: the one way the suite
+/// (and its tests) start an HTTP client.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    // An error only says a provider is installed already: that one serves.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+}
+
+/// A client with reqwest's defaults on [`client_builder`]'s TLS; panics,
+/// as `reqwest::Client::new` does, when the TLS backend cannot start.
+pub fn client() -> reqwest::Client {
+    match client_builder().build() {
+        Ok(client) => client,
+        Err(error) => panic!("cannot build an HTTP client: {error}"),
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Http {
@@ -123,7 +148,7 @@ impl Http {
     /// `timeout_scale` stretches the connect and per-request deadlines for
     /// slow hosts (and shrinks them for the suite's own hostile-host tests).
     pub fn new(timeout_scale: f64, body_cap: usize) -> Result<Http, String> {
-        let client = reqwest::Client::builder()
+        let client = client_builder()
             .connect_timeout(CONNECT_TIMEOUT.mul_f64(timeout_scale))
             .redirect(reqwest::redirect::Policy::none())
             .pool_idle_timeout(Duration::from_secs(30))
@@ -223,6 +248,122 @@ impl Http {
     }
 }
 
+impl Http {
+    /// Sends `outgoing` and reads its answer as a stream of Server-Sent
+    /// Events for `window` (or until the host ends it), then closes it. The
+    /// exchange's body is the messages read, as JSON ([`sse_document`]); a
+    /// host that never answers is a timeout like any request's. A stream is
+    /// read for its window whatever it holds: the window, not the request
+    /// deadline, bounds it.
+    pub async fn read_stream(
+        &self,
+        outgoing: &Outgoing,
+        window: Duration,
+    ) -> Result<Exchange, RunError> {
+        let (method, url) = (outgoing.method.clone(), outgoing.url.clone());
+        let mut headers = HeaderMap::new();
+        for (name, value) in &outgoing.headers {
+            let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) else {
+                return Err(RunError::Scenario(format!("invalid header `{name}`")));
+            };
+            headers.insert(name, value);
+        }
+        let method_value = Method::from_bytes(method.as_bytes())
+            .map_err(|_| RunError::Scenario(format!("invalid method `{method}`")))?;
+        let builder = self.client.request(method_value, &url).headers(headers);
+        let transport = |error: reqwest::Error| RunError::Transport {
+            method: method.clone(),
+            url: url.clone(),
+            message: error_chain(&error),
+        };
+        let mut response = match tokio::time::timeout(self.timeout, builder.send()).await {
+            Ok(sent) => sent.map_err(transport)?,
+            Err(_) => {
+                return Err(RunError::Timeout {
+                    method,
+                    url,
+                    after: self.timeout,
+                })
+            }
+        };
+        let status = response.status().as_u16();
+        let answer_headers = response.headers().clone();
+        let mut text = Vec::new();
+        let mut ended = false;
+        let until = tokio::time::Instant::now() + window;
+        loop {
+            match tokio::time::timeout_at(until, response.chunk()).await {
+                Err(_) => break,
+                Ok(Ok(Some(chunk))) => {
+                    if text.len() + chunk.len() > self.body_cap {
+                        return Err(RunError::BodyTooLarge {
+                            method,
+                            url,
+                            cap: self.body_cap,
+                        });
+                    }
+                    text.extend_from_slice(&chunk);
+                }
+                Ok(Ok(None)) => {
+                    ended = true;
+                    break;
+                }
+                Ok(Err(error)) => return Err(transport(error)),
+            }
+        }
+        // An error answer keeps its own body (the envelope); a stream
+        // becomes the document of its messages.
+        let body = if (200..300).contains(&status) {
+            serde_json::to_vec(&sse_document(&String::from_utf8_lossy(&text), ended))
+                .unwrap_or_default()
+        } else {
+            text
+        };
+        Ok(Exchange::new(&method, &url, status, answer_headers, body))
+    }
+}
+
+/// The Server-Sent Events in `text` (the WHATWG HTML event-stream format:
+/// `field: value` lines, a blank line ends a message, `:` starts a comment)
+/// as `{messages: [{id, event, data}], ended}`: `id` and `event` `null`
+/// when a message has none, `data` parsed as JSON when it is JSON (else its
+/// text). A message the stream was cut in the middle of is left out.
+pub fn sse_document(text: &str, ended: bool) -> serde_json::Value {
+    let mut messages = Vec::new();
+    let (mut id, mut event, mut data): (Option<String>, Option<String>, Vec<String>) =
+        (None, None, Vec::new());
+    let mut seen = false;
+    for line in text.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.is_empty() {
+            if seen {
+                let joined = data.join("\n");
+                let data =
+                    serde_json::from_str(&joined).unwrap_or(serde_json::Value::String(joined));
+                messages.push(serde_json::json!({ "id": id, "event": event, "data": data }));
+            }
+            (id, event, data, seen) = (None, None, Vec::new(), false);
+            continue;
+        }
+        if line.starts_with(':') {
+            continue;
+        }
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value).to_string();
+        match field {
+            "id" => id = Some(value),
+            "event" => event = Some(value),
+            "data" => data.push(value),
+            _ => continue,
+        }
+        seen = true;
+    }
+    serde_json::json!({ "messages": messages, "ended": ended })
+}
+
 /// reqwest's top-level message ("error sending request for url (...)")
 /// repeats the URL; the causes ("Connection refused") are what a person
 /// needs.
@@ -270,6 +411,21 @@ mod tests {
         );
         let empty = Exchange::new("GET", "http://h/x", 204, HeaderMap::new(), Vec::new());
         assert!(empty.json().unwrap_err().to_string().contains("empty body"));
+    }
+
+    #[test]
+    fn event_streams_read_as_their_messages() {
+        let text = ": hello\n\nid: 7\nevent: goal.closed\ndata: {\"a\":1}\n\n\
+                    data: two\r\ndata: lines\r\n\r\nid: 9\ndata: cut";
+        let document = sse_document(text, false);
+        assert_eq!(
+            document,
+            serde_json::json!({ "ended": false, "messages": [
+                { "id": "7", "event": "goal.closed", "data": { "a": 1 } },
+                { "id": null, "event": null, "data": "two\nlines" },
+            ] })
+        );
+        assert_eq!(sse_document("", true)["messages"], serde_json::json!([]));
     }
 
     #[test]

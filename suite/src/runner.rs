@@ -26,6 +26,8 @@ use crate::run::gate::gate;
 use crate::run::ledger::{self, Ledger};
 use crate::run::loader::{self, Catalog, LoadError};
 use crate::run::outcome::{Outcome, ScenarioResult, SkipReason};
+use crate::run::scope::{self, Offer};
+use crate::run::scripted_judge;
 use crate::shuffle;
 use crate::start::StartError;
 use crate::timestamp::timestamp;
@@ -110,7 +112,7 @@ fn nonce() -> String {
 
 /// Runs the whole suite as configured.
 pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
-    let mut plan = plan(&config)?;
+    let plan = plan(&config)?;
     if !config.harness.list {
         std::fs::create_dir_all(&config.report_dir).map_err(|source| StartError::Report {
             path: config.report_dir.clone(),
@@ -161,11 +163,6 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         // Somebody is there and answered badly: that is the host's result.
         Err(error) => (Discovery::unusable(), Some(error.to_string())),
     };
-    // A host is never judged on an extension it does not advertise: unless
-    // asked for by name, `attention` is left out (`opted-out`) then.
-    if config.profiles.is_none() && !discovery.capabilities.attention {
-        plan.selected.remove(crate::config::ATTENTION);
-    }
     let capabilities = discovery
         .capabilities
         .clone()
@@ -179,6 +176,12 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     });
     let mut driver = Driver::new(http, target, plan.schemas.clone(), config.timeout_scale)
         .with_replicas(&config.replicas);
+    let offer = Offer {
+        capabilities: driver.host().capabilities.clone(),
+        attention: scope::attention_advertised(discovery.document.as_ref()),
+        second_tenant: config.token_b.is_some(),
+        endpoints: driver.endpoint_count(),
+    };
     let options = config.options_given();
     let mock = if !config.harness.list
         && needs_mock(
@@ -267,6 +270,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
     let mut report = build_report(
         &plan,
         &ledger,
+        &offer,
         loader::profile_version(config.source.scenarios_dir.as_deref()),
         HostInfo {
             url: base_url,
@@ -298,14 +302,20 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
 pub fn build_report(
     plan: &Plan,
     ledger: &Ledger,
+    offer: &Offer,
     profile_version: Option<String>,
     host: HostInfo,
     (started_at, finished_at): (OffsetDateTime, OffsetDateTime),
 ) -> RunReport {
-    let requirements = ledger::dispose(&plan.catalog.requirements, &plan.catalog.scenarios, ledger);
+    let requirements = ledger::dispose(
+        &plan.catalog.requirements,
+        &plan.catalog.scenarios,
+        ledger,
+        offer,
+    );
     let mut profiles = plan.catalog.profiles();
     profiles.extend(plan.selected.iter().cloned());
-    let summaries = ledger::summarize(&requirements, &profiles, &plan.selected);
+    let summaries = ledger::summarize(&requirements, &profiles, &plan.selected, offer);
     RunReport::build(ReportInput {
         host,
         started_at: timestamp(started_at),
@@ -464,9 +474,11 @@ fn build_trials(
                 driver.endpoint_count(),
             );
             match (gated, unusable) {
-                (gated, Some(problem)) if gated != Some(SkipReason::OptedOut) => {
-                    errored_trial(&scenario.name, problem, ledger.clone())
-                }
+                (gated, Some(problem)) if gated != Some(SkipReason::OptedOut) => errored_trial(
+                    &scenario.name,
+                    &format!("the discovery document is unusable: {problem}"),
+                    ledger.clone(),
+                ),
                 (Some(reason), _) => {
                     lock(ledger).record(ScenarioResult::skipped(&scenario.name, reason));
                     // Listed as ignored so `--list` and the summary show it;
@@ -478,21 +490,42 @@ fn build_trials(
                     .with_ignored_flag(true)
                     .with_kind(reason.as_str())
                 }
-                (None, _) => scenario_trial(
-                    scenario.clone(),
-                    driver.clone(),
-                    ledger.clone(),
-                    handle.clone(),
-                ),
+                (None, _) => {
+                    let judge = discovery.capabilities.judge.as_deref();
+                    if !scripted_judge::applies(scenario, judge) {
+                        return scenario_trial(
+                            scenario.clone(),
+                            driver.clone(),
+                            ledger.clone(),
+                            handle.clone(),
+                        );
+                    }
+                    // The loader refuses a scripted scenario the seam
+                    // cannot run; should one get here, it errors, named.
+                    match scripted_judge::through_seam(scenario) {
+                        Ok(scripted) => {
+                            scenario_trial(scripted, driver.clone(), ledger.clone(), handle.clone())
+                        }
+                        Err(refused) => errored_trial(
+                            &scenario.name,
+                            &format!(
+                                "cannot script its judge through the seam: {} at {}",
+                                refused.message, refused.pointer
+                            ),
+                            ledger.clone(),
+                        ),
+                    }
+                }
             }
         })
         .collect()
 }
 
-/// A trial that errors at once: the host's discovery document is unusable,
-/// so nothing the scenario needs to know about the host can be read.
-fn errored_trial(name: &str, problem: &str, ledger: Arc<Mutex<Ledger>>) -> Trial {
-    let message = format!("the discovery document is unusable: {problem}");
+/// A trial that errors at once with `message`: the host's discovery
+/// document is unusable, so nothing the scenario needs to know about the
+/// host can be read, or the scenario cannot be made to fit the host.
+fn errored_trial(name: &str, message: &str, ledger: Arc<Mutex<Ledger>>) -> Trial {
+    let message = message.to_string();
     let name = name.to_string();
     Trial::test(name.clone(), move || {
         let mut result = ScenarioResult::skipped(&name, SkipReason::OptedOut);

@@ -83,7 +83,7 @@ fn check_published_report(dir: &Path) -> Result<(), String> {
     Err(format!(
         "the published report {} is stale:\n  {}\nRegenerate it (see README, \"Published report\"):\n  \
          cargo run --release -p goalpost -- run --strict --report-dir reports/reference-host\n  \
-         GOALPOST_BLESS=1 cargo test -p goalpost --test browser -- --ignored",
+         GOALPOST_BLESS=1 cargo test -p goalpost --test it -- --ignored browser::",
         published.display(),
         differences.join("\n  ")
     ))

@@ -1,8 +1,8 @@
 //! The PostgreSQL the tests share: the server in `GOALPOST_TEST_POSTGRES`
 //! (`scripts/start-postgres.sh` prints it) and a fresh schema per test or
 //! run, so none sees another's tables. The host's PostgreSQL tests
-//! (`reference-host/tests/pg/`) and the suite's cluster runs
-//! (`suite/tests/common/postgres.rs`) both use it; neither crate's test
+//! (`reference-host/tests/it/pg/`) and the suite's cluster runs
+//! (`suite/tests/it/common/postgres.rs`) both use it; neither crate's test
 //! modules can import the other's. A dev-dependency only: nothing here
 //! reaches a shipped binary.
 

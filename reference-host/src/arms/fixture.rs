@@ -79,6 +79,7 @@ mod tests {
             },
             previous: None,
             resolution: None,
+            extras: None,
         }
     }
 

@@ -33,6 +33,17 @@ pub struct RunRequest {
     pub previous: Option<Feedback>,
     /// How a person resolved the escalation this run follows, if it does.
     pub resolution: Option<Resolution>,
+    /// Members a host adds of its own: the goal's revision and mode
+    /// (`None`: the reference host sends none).
+    pub extras: Option<RunExtras>,
+}
+
+/// What a host may add to an arm request beside the projection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunExtras {
+    /// The goal's version when the run was reserved.
+    pub revision: u64,
+    pub mode: crate::domain::Mode,
 }
 
 /// What is left of the goal's bounds when the run starts.

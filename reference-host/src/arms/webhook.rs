@@ -68,6 +68,10 @@ pub fn arm_request(request: &RunRequest) -> Value {
             json!({ "kind": resolution.kind.as_str(), "note": resolution.note }),
         );
     }
+    if let (Some(extras), Some(object)) = (&request.extras, body.as_object_mut()) {
+        object.insert("revision".into(), json!(extras.revision));
+        object.insert("mode".into(), json!(extras.mode.as_str()));
+    }
     body
 }
 
@@ -199,6 +203,7 @@ mod tests {
             },
             previous: None,
             resolution: None,
+            extras: None,
         };
         let body = arm_request(&request);
         assert_eq!(body["objective"], "ship it");
@@ -222,6 +227,18 @@ mod tests {
             remaining(&unbounded),
             json!({ "iterations": null, "costUsd": null, "deadline": null })
         );
+        assert!(body.get("revision").is_none() && body.get("mode").is_none());
+        // A host's own members ride beside the projection when it adds them.
+        let extended = arm_request(&RunRequest {
+            extras: Some(crate::arms::RunExtras {
+                revision: 4,
+                mode: crate::domain::Mode::Schedule,
+            }),
+            ..request
+        });
+        assert_eq!(extended["revision"], 4);
+        assert_eq!(extended["mode"], "schedule");
+        assert_eq!(extended["objective"], "ship it");
     }
 
     #[test]

@@ -140,7 +140,7 @@ pub fn segment(text: &str) -> String {
 
 impl HostClient {
     pub fn new(base: Url, token: Option<String>, timeout: Duration) -> Result<HostClient, String> {
-        let http = reqwest::Client::builder()
+        let http = crate::tls::client_builder()
             .connect_timeout(CONNECT_TIMEOUT.min(timeout))
             .timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
@@ -287,7 +287,7 @@ impl HostClient {
         idle: Duration,
     ) -> Result<reqwest::Response, ClientError> {
         let url = self.url(path);
-        let http = reqwest::Client::builder()
+        let http = crate::tls::client_builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(idle)
             .redirect(reqwest::redirect::Policy::none())
@@ -328,17 +328,9 @@ impl HostClient {
 }
 
 fn transport(url: &str, error: &reqwest::Error) -> ClientError {
-    // reqwest's Display is terse; the source chain says why.
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
     ClientError::Transport {
         url: url.to_string(),
-        message,
+        message: crate::tls::describe(error),
     }
 }
 

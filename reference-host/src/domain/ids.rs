@@ -18,7 +18,7 @@ macro_rules! prefixed_id {
             /// Time-ordered (UUID version 7: milliseconds, then 74 random
             /// bits), so a new id lands at the end of the indexes keyed by
             /// it rather than on a random page of each: fewer pages per
-            /// commit (docs/PROFILING.md section 4). Who may read a goal is
+            /// commit. Who may read a goal is
             /// decided by its owner, never by knowing its id.
             pub fn generate() -> $name {
                 $name(format!("{}{}", $prefix, Uuid::now_v7()).into())

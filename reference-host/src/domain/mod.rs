@@ -42,8 +42,8 @@ pub use money::MicroUsd;
 pub use notes::{Escalation, EscalationKind, Feedback, Notes, OpenEscalation, Resolution};
 pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec, Webhook};
 pub use request::{
-    parse_create, parse_patch, parse_run_report, parse_verifier, GoalPatch, NewGoal, NewVerifier,
-    ReportedRun, RequestContext, RequestError,
+    parse_create, parse_judge_script, parse_patch, parse_run_report, parse_verifier, GoalPatch,
+    NewGoal, NewVerifier, ReportedRun, RequestContext, RequestError, Unappliable,
 };
 pub use run_ids::RunIds;
 pub use timestamp::Timestamp;

@@ -356,3 +356,35 @@ fn a_patch_refuses_judge_owned_then_immutable_then_unknown() {
     );
     assert_eq!(invalid_at(parse_patch(&json!("text"), SEAMS)), "");
 }
+
+#[test]
+fn a_host_that_drops_what_it_may_not_change_applies_the_rest() {
+    let dropping = RequestContext {
+        unappliable: crate::domain::Unappliable::Dropped,
+        ..SEAMS
+    };
+    let body = json!({
+        "objective": "edited",
+        "progress": {"iterations": 5},
+        "owner": {"tenant": "other"},
+        "id": "g-other",
+        "state": "escalated",
+        "bounds": {"maxLoopIterations": 1000},
+        "completion": {"lastVerdict": {"satisfied": true, "confidence": 1, "runId": "r"}},
+    });
+    let edit = parse_patch(&body, dropping).expect("the judge-owned members are dropped");
+    assert_eq!(
+        edit.objective.map(|o| o.as_str().to_string()),
+        Some("edited".to_string())
+    );
+    assert_eq!(edit.verifier_ref, None);
+    assert!(matches!(
+        parse_patch(&body, SEAMS),
+        Err(RequestError::JudgeOwned { .. })
+    ));
+    // A client's claim of success is still refused, not ignored.
+    assert!(matches!(
+        parse_patch(&json!({"state": "satisfied", "objective": "x"}), dropping),
+        Err(RequestError::JudgeOwned { field: "state", .. })
+    ));
+}

@@ -5,7 +5,10 @@
 //! into every draft of a transition and into every write, and a standing
 //! goal can run for thousands of iterations. Copying a `Vec` of ids copies
 //! (and later drops) every id each time, so an iteration's cost grew with
-//! the goal's age (docs/PROFILING.md section 6). Here the ids live in a
+//! the goal's age (at 1,000 runs a goal, 7.6k `continue`s a second against
+//! 10.7k at 100; `Goal::clone` and its drop were 7% of the samples). With
+//! the shared list, and answers serialised straight from the goal,
+//! instructions per `continue` fell from 606k to 492k. Here the ids live in a
 //! shared, frozen `base` plus a short private `tail`: a copy shares the
 //! base and copies at most `TAIL` ids, and a push refreezes the base only
 //! once every `TAIL` pushes.

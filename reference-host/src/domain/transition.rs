@@ -185,10 +185,27 @@ pub fn patch(
         if mode == Mode::Commitment && draft.goal.continuation.mode != Mode::Commitment {
             draft.goal.next_fire_at = Some(now);
         }
+        // A goal switched to schedule starts its schedule at once, as at
+        // create: a fire planned under another mode (a run recorded under
+        // `manual` plans one a default interval away) is not its schedule.
+        if mode == Mode::Schedule && draft.goal.continuation.mode != Mode::Schedule {
+            draft.goal.next_fire_at = None;
+        }
         draft.goal.continuation.mode = mode;
     }
     if let Some(arm_ref) = &edit.arm_ref {
         draft.goal.continuation.arm_ref = arm_ref.clone();
+    }
+    // A schedule goal's next fire comes within its (new) interval: an arm
+    // edited to a shorter one does not wait out the old. A fire held at the
+    // end of time (an armless schedule that waits for an arm) is not a plan.
+    if draft.goal.continuation.mode == Mode::Schedule {
+        let cap = now.saturating_add_ms(draft.goal.interval_ms());
+        if let Some(at) = draft.goal.next_fire_at {
+            if at > cap && at != Timestamp::max() {
+                draft.goal.next_fire_at = Some(cap);
+            }
+        }
     }
     if draft.goal == *goal {
         return Ok(None);

@@ -178,6 +178,37 @@ fn patch_edits_only_what_it_names() {
 }
 
 #[test]
+fn a_switch_to_schedule_plans_within_the_new_interval() {
+    use super::refs::ArmRef;
+    // A run recorded while the goal was manual planned its next fire a
+    // default interval away; switched (back) to a 50 ms schedule, it fires
+    // at once, as a new schedule goal does.
+    let mut manual = goal(Some(100), None, None);
+    manual.next_fire_at = Some(at(60_000));
+    let arm = ArmRef::parse("conformance:arm?intervalMs=50", true).expect("an arm");
+    let to_schedule = GoalPatch {
+        mode: Some(Mode::Schedule),
+        arm_ref: Some(Some(arm.clone())),
+        ..GoalPatch::default()
+    };
+    let change = patch(&manual, &to_schedule, at(10))
+        .expect("allowed")
+        .expect("a change");
+    assert_eq!(change.goal.next_fire_at, None);
+    // A schedule goal whose arm gets a shorter interval waits at most that.
+    let mut slow = manual.clone();
+    slow.continuation.mode = Mode::Schedule;
+    let shorter = GoalPatch {
+        arm_ref: Some(Some(arm)),
+        ..GoalPatch::default()
+    };
+    let change = patch(&slow, &shorter, at(10))
+        .expect("allowed")
+        .expect("a change");
+    assert_eq!(change.goal.next_fire_at, Some(at(60)));
+}
+
+#[test]
 fn deadline_closes_active_goals_paused_or_not_but_not_escalated_ones() {
     let active = goal(None, Some(1000), None);
     assert_eq!(

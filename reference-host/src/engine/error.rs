@@ -14,6 +14,10 @@ pub enum EngineError {
     Escalated,
     #[error("the goal is paused")]
     Paused,
+    /// The seam `scriptedJudge` was asked to script a goal whose judge is
+    /// a verifier it names, not the host.
+    #[error("the goal is judged by its verifierRef, not by the host")]
+    NotHostJudged,
     /// A criteria verifier of that name already exists in the tenant.
     #[error("a verifier of that name already exists")]
     VerifierExists,

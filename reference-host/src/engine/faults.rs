@@ -115,9 +115,10 @@ pub trait Faults: Send + Sync {
     /// The scheduler fired `goal`.
     fn fired(&self, _goal: &GoalId) {}
 
-    /// Whether an idle goal past its deadline is closed.
-    fn closes_idle_past_deadline(&self) -> bool {
-        true
+    /// The clock reading the deadline sweep closes an idle `goal` by;
+    /// `None`: the sweep leaves it open.
+    fn deadline_sweep(&self, _goal: &Goal, now: Timestamp) -> Option<Timestamp> {
+        Some(now)
     }
 
     /// Whether an iteration takes the goal's lock.

@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use super::goals::MAX_ATTEMPTS;
 use super::{CancelWatch, ContinueOutcome, Engine, EngineError};
-use crate::arms::{Escalation, RunReport, RunRequest};
-use crate::choices::EscalatedContinue;
+use crate::arms::{Escalation, RunExtras, RunReport, RunRequest};
+use crate::choices::{ArmRequestBody, EscalatedContinue};
 use crate::domain::transition::{close_if_exhausted, note_escalation, record_run, FinishedRun};
 use crate::domain::{
     may_dispatch, run_outcome, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId,
     RunOutcome, Tenant, Timestamp, Verdict, VerifierSpec,
 };
-use crate::judge::{CriteriaJudge, Verifier, VerifyRequest};
+use crate::judge::{Verifier, VerifyRequest};
 use crate::storage::{RunReservation, StoreError, Written, WrittenIfIdle};
 
 /// How often the scheduler looks for runs that dead replicas left in
@@ -176,9 +176,6 @@ impl Engine {
     /// goal. Never waits for the goal's lock, so a slow run does not hold
     /// up the tick.
     pub async fn close_if_past_deadline(&self, id: &GoalId) -> Result<bool, EngineError> {
-        if !self.faults.closes_idle_past_deadline() {
-            return Ok(false);
-        }
         // Only an idle goal is closed here. An iteration under way was
         // reserved before the deadline (the fail-closed check refuses one
         // after it), so its run is out and gets its verdict; recording it
@@ -193,7 +190,10 @@ impl Engine {
                 return Ok(false);
             };
             let now = self.clock.now();
-            let Some(change) = close_if_exhausted(&goal, now, self.choices().cost_reading) else {
+            let Some(swept) = self.faults.deadline_sweep(&goal, now) else {
+                return Ok(false);
+            };
+            let Some(change) = close_if_exhausted(&goal, swept, self.choices().cost_reading) else {
                 return Ok(false);
             };
             // The same for a run in flight on another replica (the lock
@@ -436,6 +436,12 @@ impl Engine {
             remaining: goal.remaining(),
             previous: goal.notes.feedback.clone(),
             resolution: goal.notes.resolution.clone(),
+            extras: (self.choices().arm_request == ArmRequestBody::WithRevision).then_some(
+                RunExtras {
+                    revision: goal.version,
+                    mode: goal.continuation.mode,
+                },
+            ),
         };
         let environmental = |cost| (environmental(&reservation.run_id, cost), None);
         let report = match tokio::time::timeout(self.settings.run_limit, worker.run(request)).await
@@ -518,18 +524,20 @@ impl Engine {
         }
     }
 
-    /// The goal's verifier: a fixture, a URL, or its tenant's registered
-    /// criteria verifier of that name. `None` when none is attached or the
-    /// named one cannot be read.
+    /// The goal's verifier: the one the seam `scriptedJudge` set for a
+    /// goal the host judges, else a fixture, a URL, or its tenant's
+    /// registered criteria verifier of that name. `None` when none is
+    /// attached or the named one cannot be read.
     async fn verifier_for(&self, goal: &Goal) -> Option<Arc<dyn Verifier>> {
+        if let Some(scripted) = self.scripted_verifier(goal) {
+            return Some(scripted);
+        }
         let spec = goal.completion.verifier_ref.as_ref()?.spec();
         let VerifierSpec::Named(name) = spec else {
             return self.judges.verifier_for(spec, &goal.owner);
         };
         match self.lookup(|store| store.verifier(&goal.owner, name)) {
-            Ok(found) => {
-                found.map(|verifier| Arc::new(CriteriaJudge::new(verifier)) as Arc<dyn Verifier>)
-            }
+            Ok(found) => found.map(|verifier| self.judges.criteria(verifier)),
             Err(error) => {
                 tracing::warn!(goal = %goal.id, %error, "cannot read the goal's verifier");
                 None

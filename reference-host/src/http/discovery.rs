@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 use super::goals::MAX_PAGE;
 use super::json::json;
 use super::{AppState, EVENTS_STREAM_PATH, GOALS_BASE};
-use crate::choices::Choices;
+use crate::choices::{Choices, EgressPolicy, ReportedRuns};
+use crate::domain::Check;
 use crate::engine::TAKES_REPORTED_RUNS;
 
 pub fn routes() -> Router<AppState> {
@@ -64,6 +65,7 @@ pub fn document(seams: bool, choices: &Choices) -> Value {
         .filter(|mode| choices.modes.contains(mode))
         .map(|mode| mode.as_str())
         .collect();
+    let offers_reported_runs = choices.reported_runs == ReportedRuns::Offered;
     let mut document = json!({
         "protocol": "openwop",
         // A host extension member (`host` is free-form; `agents.goals` and
@@ -92,16 +94,60 @@ pub fn document(seams: bool, choices: &Choices) -> Value {
         // operator allowed them (`--webhook-allow`; DESIGN "Egress policy").
         "webhookEgress": { "internal": "denied" },
     });
+    if let Some(root) = document.as_object_mut() {
+        if !offers_reported_runs {
+            if let Some(host) = root.get_mut("host").and_then(Value::as_object_mut) {
+                host.remove("reportedRuns");
+            }
+        }
+        if choices.egress_policy == EgressPolicy::Unadvertised {
+            root.remove("webhookEgress");
+        }
+    }
     if seams {
+        let mut goals = json!({
+            "basePath": GOALS_BASE,
+            "continue": true, "events": true, "fixtures": true, "webhooks": true
+        });
+        // A host that judges with its own evaluator lets the suite script
+        // its verdicts; a verifier host's goals name theirs.
+        if choices.judge == Check::Host {
+            goals["scriptedJudge"] = Value::Bool(true);
+        }
         if let Some(root) = document.as_object_mut() {
-            root.insert(
-                "conformanceSeams".into(),
-                json!({ "goals": {
-                    "basePath": GOALS_BASE,
-                    "continue": true, "events": true, "fixtures": true, "webhooks": true
-                } }),
-            );
+            root.insert("conformanceSeams".into(), json!({ "goals": goals }));
         }
     }
     document
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_host_does_not_offer_is_not_advertised() {
+        let reference = document(true, &Choices::default());
+        assert_eq!(
+            reference.pointer("/host/reportedRuns/continuation"),
+            Some(&json!(["manual"]))
+        );
+        assert_eq!(
+            reference.pointer("/webhookEgress/internal"),
+            Some(&json!("denied"))
+        );
+        let narrow = document(
+            false,
+            &Choices {
+                reported_runs: ReportedRuns::NotOffered,
+                egress_policy: EgressPolicy::Unadvertised,
+                ..Choices::default()
+            },
+        );
+        assert_eq!(narrow.pointer("/host/reportedRuns"), None);
+        assert_eq!(narrow.get("webhookEgress"), None);
+        assert_eq!(narrow.get("conformanceSeams"), None);
+        // The rest of the host member stays.
+        assert!(narrow.pointer("/host/goalsList").is_some());
+    }
 }

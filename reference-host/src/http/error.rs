@@ -271,6 +271,11 @@ impl From<EngineError> for ApiError {
                 "this runId was reported before with a different body",
             )
             .with_details(json!({ "pointer": "/runId" })),
+            EngineError::NotHostJudged => ApiError::new(
+                conflict,
+                "judge_not_host",
+                "the goal is judged by the verifier its completion names; script that one instead",
+            ),
             EngineError::VerifierExists => ApiError::new(
                 conflict,
                 "verifier_exists",

@@ -29,7 +29,7 @@ use axum::Router;
 use serde_json::Value;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::choices::ErrorCodes;
+use crate::choices::{ErrorCodes, ReportedRuns};
 use crate::domain::GoalId;
 use crate::engine::{Engine, IfMatch};
 
@@ -126,11 +126,13 @@ pub fn app(state: AppState) -> Router {
         .merge(events::routes())
         .merge(goals::routes())
         .merge(transitions::routes())
-        .merge(runs::routes())
         .merge(verifiers::routes())
         .merge(attention::routes(state.seams));
+    if state.engine.choices().reported_runs == ReportedRuns::Offered {
+        routes = routes.merge(runs::routes());
+    }
     if state.seams {
-        routes = routes.merge(seams::routes());
+        routes = routes.merge(seams::routes(state.engine.choices().judge));
     }
     let faults = Arc::clone(&state.faults);
     let body_limit = faults.body_limit(BODY_LIMIT);
@@ -154,7 +156,10 @@ pub fn app(state: AppState) -> Router {
             error::recode(response, crate::choices::openwop_code)
         })),
     };
-    let routes = routes.layer(axum::middleware::from_fn(trace::request_span));
+    let refusals = trace::Refusals::default();
+    let routes = routes.layer(axum::middleware::from_fn(move |request, next| {
+        trace::request_span(refusals.clone(), request, next)
+    }));
     faults.layer(routes, &state).with_state(state)
 }
 

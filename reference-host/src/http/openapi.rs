@@ -2,7 +2,7 @@
 //! API. Paths come from the same constants the router uses; bodies reference
 //! the goalpost JSON Schemas, embedded under `components/schemas` with their
 //! cross-file and local `$ref`s rewritten to point inside this document.
-//! `tests/openapi.rs` keeps it honest against the real router.
+//! `tests/it/openapi.rs` keeps it honest against the real router.
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -18,6 +18,7 @@ use serde_json::{json, Map, Value};
 use super::{AppState, EVENTS_STREAM_PATH, GOALS_BASE, VERIFIERS_BASE};
 
 use crate::domain::notes::{MAX_ESCALATION_REASON_CHARS, MAX_RESOLUTION_NOTE_CHARS};
+use crate::domain::Check;
 
 /// The goal ids this host mints and parses (`GoalId::parse`): the prefix
 /// and a lower-case hyphenated UUID.
@@ -53,13 +54,15 @@ pub fn routes() -> Router<AppState> {
 
 async fn serve(State(state): State<AppState>) -> Response {
     static WITH_SEAMS: OnceLock<String> = OnceLock::new();
+    static WITH_SCRIPTED_JUDGE: OnceLock<String> = OnceLock::new();
     static WITHOUT_SEAMS: OnceLock<String> = OnceLock::new();
-    let cell = if state.seams {
-        &WITH_SEAMS
-    } else {
-        &WITHOUT_SEAMS
+    let scripted_judge = state.seams && state.engine.choices().judge == Check::Host;
+    let cell = match (state.seams, scripted_judge) {
+        (true, true) => &WITH_SCRIPTED_JUDGE,
+        (true, false) => &WITH_SEAMS,
+        (false, _) => &WITHOUT_SEAMS,
     };
-    let text = cell.get_or_init(|| document(state.seams).to_string());
+    let text = cell.get_or_init(|| document(state.seams, scripted_judge).to_string());
     (
         StatusCode::OK,
         [(CONTENT_TYPE, "application/json")],
@@ -69,12 +72,13 @@ async fn serve(State(state): State<AppState>) -> Response {
 }
 
 /// The description of a host with the conformance seams on or off (their
-/// paths are described only when they are served).
-pub fn document(seams: bool) -> Value {
+/// paths are described only when they are served); `scripted_judge`: the
+/// seam `scriptedJudge` is served too (a host that judges itself).
+pub fn document(seams: bool, scripted_judge: bool) -> Value {
     let mut paths = Map::new();
     paths.insert("/.well-known/openwop".into(), discovery_path());
     paths.insert(OPENAPI_PATH.into(), openapi_path());
-    paths.insert(GOALS_BASE.into(), collection_path(seams));
+    paths.insert(GOALS_BASE.into(), collection_path(seams, scripted_judge));
     paths.insert(format!("{GOALS_BASE}/{{id}}"), goal_path());
     paths.insert(format!("{GOALS_BASE}/{{id}}/attention"), attention_path());
     paths.insert(format!("{GOALS_BASE}/{{id}}/runs"), runs_path());
@@ -99,6 +103,9 @@ pub fn document(seams: bool) -> Value {
     paths.insert(EVENTS_STREAM_PATH.into(), stream_path());
     if seams {
         paths.insert(format!("{GOALS_BASE}/{{id}}/continue"), continue_path());
+    }
+    if seams && scripted_judge {
+        paths.insert(format!("{GOALS_BASE}/{{id}}/judge"), judge_path());
     }
     for (path, item) in super::attention::openapi::paths(seams) {
         paths.insert(path, item);
@@ -175,7 +182,7 @@ fn error_response(status: u16) -> Value {
         400 => "`malformed_json` (the body is not JSON) or `invalid_request` (wrong types, unknown keys, out-of-range values, a bad parameter or header); `details` names the field.",
         401 => "`unauthorized`: no known bearer token.",
         404 => "`not_found`: no such goal for this tenant (another tenant's goal included).",
-        409 => "`goal_terminal` (the goal is satisfied, abandoned or bound-exceeded), `goal_escalated`, `goal_paused`, `verifier_exists` (the name is taken), `idempotency_conflict` (the `Idempotency-Key` came with another body), `runs_not_accepted` (a run reported to a goal that is not `manual`) or `run_conflict` (a `runId` reported before with another body); nothing changed.",
+        409 => "`goal_terminal` (the goal is satisfied, abandoned or bound-exceeded), `goal_escalated`, `goal_paused`, `verifier_exists` (the name is taken), `idempotency_conflict` (the `Idempotency-Key` came with another body), `runs_not_accepted` (a run reported to a goal that is not `manual`), `run_conflict` (a `runId` reported before with another body) or `judge_not_host` (a judge scripted for a goal its verifier judges); nothing changed.",
         412 => "`precondition_failed`: `If-Match` does not match the current `ETag`.",
         413 => "`payload_too_large`: the body is over 64 KiB.",
         415 => "`unsupported_media_type`: a body that is not JSON.",
@@ -231,7 +238,7 @@ fn openapi_path() -> Value {
 
 /// OpenAPI links from a created goal to every operation on it, so a
 /// stateful client (Schemathesis) works on real goals, not random ids.
-fn goal_links(seams: bool) -> Value {
+fn goal_links(seams: bool, scripted_judge: bool) -> Value {
     let mut operations = vec![
         "getGoal",
         "editGoal",
@@ -246,6 +253,9 @@ fn goal_links(seams: bool) -> Value {
     if seams {
         operations.push("continueGoal");
     }
+    if seams && scripted_judge {
+        operations.push("scriptJudge");
+    }
     let links: Map<String, Value> = operations
         .into_iter()
         .map(|operation| {
@@ -258,7 +268,7 @@ fn goal_links(seams: bool) -> Value {
     Value::Object(links)
 }
 
-fn collection_path(seams: bool) -> Value {
+fn collection_path(seams: bool, scripted_judge: bool) -> Value {
     json!({
         "get": {
             "operationId": "listGoals",
@@ -303,7 +313,7 @@ fn collection_path(seams: bool) -> Value {
                     "Idempotent-Replayed": { "description": "`true` when the answer replays an earlier create with the same `Idempotency-Key`.", "schema": { "type": "string", "enum": ["true"] } },
                 },
                 "content": json_content(schema_ref("goal")),
-                "links": goal_links(seams),
+                "links": goal_links(seams, scripted_judge),
             }))], &[400, 401, 409, 413, 415, 422, 429]),
         },
     })
@@ -485,6 +495,23 @@ fn continue_path() -> Value {
     })
 }
 
+fn judge_path() -> Value {
+    json!({
+        "parameters": [goal_id_parameter()],
+        "put": {
+            "operationId": "scriptJudge",
+            "summary": "Conformance seam: the verifier the host judges this goal's runs by (a fixture or an http URL), kept beside the goal, never on it",
+            "requestBody": { "required": true, "content": json_content(json!({
+                "type": "object",
+                "required": ["verifierRef"],
+                "additionalProperties": false,
+                "properties": { "verifierRef": { "type": "string", "minLength": 1 } },
+            })) },
+            "responses": responses(&[(204, json!({ "description": "Scripted; the goal, its `ETag` and `updatedAt` are unchanged." }))], &[400, 401, 404, 409, 422]),
+        },
+    })
+}
+
 fn events_path() -> Value {
     json!({
         "parameters": [goal_id_parameter()],
@@ -628,8 +655,8 @@ mod tests {
 
     #[test]
     fn every_ref_resolves_inside_the_document() {
-        for seams in [false, true] {
-            let document = document(seams);
+        for (seams, scripted_judge) in [(false, false), (true, false), (true, true)] {
+            let document = document(seams, scripted_judge);
             let mut found = Vec::new();
             refs(&document, &mut found);
             assert!(found.len() > 20, "too few refs: {found:?}");
@@ -647,7 +674,7 @@ mod tests {
 
     #[test]
     fn embedded_schemas_lose_their_ids_and_pull_in_what_they_reference() {
-        let document = document(true);
+        let document = document(true, true);
         let schemas = document["components"]["schemas"]
             .as_object()
             .expect("schemas");
@@ -693,8 +720,8 @@ mod tests {
 
     #[test]
     fn every_link_names_a_described_operation() {
-        for seams in [false, true] {
-            let document = document(seams);
+        for (seams, scripted_judge) in [(false, false), (true, false), (true, true)] {
+            let document = document(seams, scripted_judge);
             let mut operations = BTreeSet::new();
             for item in document["paths"].as_object().expect("paths").values() {
                 for operation in item.as_object().expect("path item").values() {
@@ -706,7 +733,10 @@ mod tests {
             let links = document["paths"][GOALS_BASE]["post"]["responses"]["201"]["links"]
                 .as_object()
                 .expect("links");
-            assert_eq!(links.len(), if seams { 10 } else { 9 });
+            assert_eq!(
+                links.len(),
+                9 + usize::from(seams) + usize::from(scripted_judge)
+            );
             for link in links.values() {
                 let target = link["operationId"].as_str().expect("operationId");
                 assert!(operations.contains(target), "{target} is not described");
@@ -717,8 +747,14 @@ mod tests {
     #[test]
     fn seam_paths_only_with_seams() {
         let continue_path = format!("{GOALS_BASE}/{{id}}/continue");
-        assert!(document(true)["paths"].get(&continue_path).is_some());
-        assert!(document(false)["paths"].get(&continue_path).is_none());
+        assert!(document(true, false)["paths"].get(&continue_path).is_some());
+        assert!(document(false, false)["paths"]
+            .get(&continue_path)
+            .is_none());
+        let judge_path = format!("{GOALS_BASE}/{{id}}/judge");
+        assert!(document(true, true)["paths"].get(&judge_path).is_some());
+        assert!(document(true, false)["paths"].get(&judge_path).is_none());
+        assert!(document(false, true)["paths"].get(&judge_path).is_none());
         // Events, evaluations, the escalation and the stream are host API.
         for path in [
             format!("{GOALS_BASE}/{{id}}/events"),
@@ -726,7 +762,10 @@ mod tests {
             format!("{GOALS_BASE}/{{id}}/escalation"),
             EVENTS_STREAM_PATH.to_string(),
         ] {
-            assert!(document(false)["paths"].get(&path).is_some(), "{path}");
+            assert!(
+                document(false, false)["paths"].get(&path).is_some(),
+                "{path}"
+            );
         }
     }
 }

@@ -1,25 +1,44 @@
-//! The conformance seam `continue` (SPEC §4). Mounted only when the host
-//! runs with the seams on; otherwise the path is 404. (The events and
-//! evaluations the `events` seam reads are this host's own API:
-//! `http/events`.)
+//! The conformance seams `continue` and `scriptedJudge` (PROFILE.md "Seam
+//! contract"). Mounted only when the host runs with the seams on (and, for
+//! `scriptedJudge`, judges with its own evaluator); otherwise the paths
+//! are 404. (The events and evaluations the `events` seam reads are this
+//! host's own API: `http/events`.)
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::post;
+use axum::routing::{post, put};
 use axum::Router;
 
 use super::auth::Caller;
 use super::error::ApiError;
-use super::json::with_etag;
+use super::json::{with_etag, JsonBody};
 use super::{goal_id, AppState, GOALS_BASE};
-use crate::domain::wire;
+use crate::domain::{wire, Check};
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route(
+pub fn routes(judge: Check) -> Router<AppState> {
+    let routes = Router::new().route(
         &format!("{GOALS_BASE}/{{id}}/continue"),
         post(continue_once),
-    )
+    );
+    match judge {
+        Check::Host => routes.route(&format!("{GOALS_BASE}/{{id}}/judge"), put(script_judge)),
+        Check::Verifier => routes,
+    }
+}
+
+/// `PUT {base}/{id}/judge {"verifierRef": REF}`: 204, the goal untouched.
+async fn script_judge(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    Path(id): Path<String>,
+    body: JsonBody,
+) -> Result<StatusCode, ApiError> {
+    state
+        .engine
+        .script_judge(&tenant, &goal_id(&id)?, &body.0)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 async fn continue_once(

@@ -8,7 +8,7 @@
 //! rest counted in the next one logged. Unbounded, 65 KB paths made 29 MB
 //! of 401 lines in 3 s.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
@@ -18,7 +18,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 
-pub async fn request_span(request: Request, next: Next) -> Response {
+pub async fn request_span(refusals: Refusals, request: Request, next: Next) -> Response {
     // A latency measurement, not a decision: the monotonic clock is right
     // here and there is nothing for a test to drive.
     let started = Instant::now();
@@ -38,7 +38,7 @@ pub async fn request_span(request: Request, next: Next) -> Response {
                 .headers()
                 .contains_key(axum::http::header::RETRY_AFTER));
     let suppressed = if refusal {
-        match REFUSALS.admit(started) {
+        match refusals.0.admit(started) {
             Some(suppressed) => suppressed,
             None => return response,
         }
@@ -75,11 +75,14 @@ fn logged_path(path: &str) -> std::borrow::Cow<'_, str> {
     format!("{}…({} bytes)", &path[..end], path.len()).into()
 }
 
-static REFUSALS: RefusalLog = RefusalLog {
-    window: Mutex::new(None),
-};
+/// One router's window of logged refusals: per host, not per process, so
+/// hosts that share a process (the suite's matrices, the tests) do not
+/// spend one another's allowance.
+#[derive(Debug, Clone, Default)]
+pub struct Refusals(Arc<RefusalLog>);
 
 /// A one-second window of logged refusals.
+#[derive(Debug, Default)]
 struct RefusalLog {
     /// Start of the window, refusals logged in it, refusals not logged
     /// since the last one that was.

@@ -7,7 +7,7 @@
 //! it. The engine's judge limit still applies to the wait (for a thread
 //! and for the answer); the budget is what stops the work itself.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
@@ -20,27 +20,37 @@ use crate::future::BoxFuture;
 /// and never the runtime's workers.
 pub const MAX_JUDGES_IN_FLIGHT: usize = 2;
 
-fn judge_slots() -> Arc<Semaphore> {
-    static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
-    Arc::clone(SLOTS.get_or_init(|| Arc::new(Semaphore::new(MAX_JUDGES_IN_FLIGHT))))
+/// One host's [`MAX_JUDGES_IN_FLIGHT`] slots, shared by every criteria
+/// judge it makes. Per host, not per process: hosts that share a process
+/// (an embedding program, the suite's matrices, the tests) each keep their
+/// own limit.
+#[derive(Debug, Clone)]
+pub struct JudgeSlots(Arc<Semaphore>);
+
+impl Default for JudgeSlots {
+    fn default() -> JudgeSlots {
+        JudgeSlots(Arc::new(Semaphore::new(MAX_JUDGES_IN_FLIGHT)))
+    }
 }
 
 #[derive(Debug, Clone)]
 pub struct CriteriaJudge {
     verifier: Arc<CriteriaVerifier>,
     steps: u64,
+    slots: JudgeSlots,
 }
 
 impl CriteriaJudge {
-    pub fn new(verifier: CriteriaVerifier) -> CriteriaJudge {
-        CriteriaJudge::with_steps(verifier, JUDGE_STEPS)
+    pub fn new(verifier: CriteriaVerifier, slots: JudgeSlots) -> CriteriaJudge {
+        CriteriaJudge::with_steps(verifier, JUDGE_STEPS, slots)
     }
 
     /// With a step budget other than [`JUDGE_STEPS`].
-    pub fn with_steps(verifier: CriteriaVerifier, steps: u64) -> CriteriaJudge {
+    pub fn with_steps(verifier: CriteriaVerifier, steps: u64, slots: JudgeSlots) -> CriteriaJudge {
         CriteriaJudge {
             verifier: Arc::new(verifier),
             steps,
+            slots,
         }
     }
 }
@@ -49,8 +59,9 @@ impl Verifier for CriteriaJudge {
     fn verify(&self, request: VerifyRequest) -> BoxFuture<'_, Result<Judgement, JudgeError>> {
         let verifier = Arc::clone(&self.verifier);
         let steps = self.steps;
+        let slots = Arc::clone(&self.slots.0);
         Box::pin(async move {
-            let slot = judge_slots()
+            let slot = slots
                 .acquire_owned()
                 .await
                 .map_err(|_| JudgeError("the judge pool is closed".into()))?;
@@ -102,10 +113,10 @@ mod tests {
 
     #[tokio::test]
     async fn judges_within_the_budget_and_fails_beyond_it() {
-        let judge = CriteriaJudge::new(verifier("v1.*"));
+        let judge = CriteriaJudge::new(verifier("v1.*"), JudgeSlots::default());
         let judgement = judge.verify(request("v1.2")).await.expect("judged");
         assert!(judgement.satisfied);
-        let tight = CriteriaJudge::with_steps(verifier("*x"), 10);
+        let tight = CriteriaJudge::with_steps(verifier("*x"), 10, JudgeSlots::default());
         assert!(tight.verify(request(&"a".repeat(100))).await.is_err());
     }
 }

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::domain::{GoalId, Judgement, RunId, Tenant, VerifierSpec};
+use crate::domain::{CriteriaVerifier, GoalId, Judgement, RunId, Tenant, VerifierSpec};
 use crate::future::BoxFuture;
 use crate::webhook::WebhookClient;
 
-pub use criteria::CriteriaJudge;
+pub use criteria::{CriteriaJudge, JudgeSlots};
 pub use fixture::FixtureVerifier;
 pub use webhook::WebhookVerifier;
 
@@ -41,11 +41,21 @@ pub trait Verifier: Send + Sync {
 #[derive(Debug, Clone)]
 pub struct Judges {
     webhooks: Arc<WebhookClient>,
+    criteria_slots: JudgeSlots,
 }
 
 impl Judges {
     pub fn new(webhooks: Arc<WebhookClient>) -> Judges {
-        Judges { webhooks }
+        Judges {
+            webhooks,
+            criteria_slots: JudgeSlots::default(),
+        }
+    }
+
+    /// The judge for a tenant's registered criteria verifier, within this
+    /// host's judge slots.
+    pub fn criteria(&self, verifier: CriteriaVerifier) -> Arc<dyn Verifier> {
+        Arc::new(CriteriaJudge::new(verifier, self.criteria_slots.clone()))
     }
 
     /// The verifier for a fixture or a URL. `None` for a named verifier:

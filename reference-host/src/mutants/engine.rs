@@ -9,7 +9,8 @@ mod requests;
 mod transitions;
 
 pub(crate) use dispatch::{
-    dispatch_view, dispatched, due, iterations_serialised, queued_fire, verifier, worker,
+    deadline_sweep, dispatch_view, dispatched, due, iterations_serialised, queued_fire, verifier,
+    worker,
 };
 pub(crate) use record::record;
 pub(crate) use reported::{claimed_verdict, reported_mode};

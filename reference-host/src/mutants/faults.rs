@@ -117,8 +117,8 @@ impl Faults for MutantFaults {
         self.switch.remember_timer(goal);
     }
 
-    fn closes_idle_past_deadline(&self) -> bool {
-        !self.switch.is(super::Mutant::DeadlineIgnoredWhenIdle)
+    fn deadline_sweep(&self, goal: &Goal, now: Timestamp) -> Option<Timestamp> {
+        engine::deadline_sweep(&self.switch, goal, now)
     }
 
     fn serialises_iterations(&self) -> bool {

@@ -40,7 +40,10 @@ const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50)
 const READ_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The mutants this middleware implements.
-const HERE: [Mutant; 52] = [
+const HERE: [Mutant; 55] = [
+    Mutant::EventStreamSilent,
+    Mutant::CompleteRouteServed,
+    Mutant::AttentionOpenAfterClose,
     Mutant::CreateAnswersUnstamped,
     Mutant::GetTimestampsToSeconds,
     Mutant::PauseRefusalBare,
@@ -440,6 +443,51 @@ async fn middleware(
         .await;
     }
     match (mutant, &method, &route) {
+        (Mutant::CompleteRouteServed, &Method::POST, Route::Unknown) => {
+            // A completion route the RFC says does not exist, served as
+            // the upsert of `post-put-state-applied` with state satisfied.
+            let id = request
+                .uri()
+                .path()
+                .strip_prefix(GOALS_BASE)
+                .and_then(|rest| rest.strip_prefix('/'))
+                .and_then(|rest| rest.strip_suffix("/complete"))
+                .and_then(GoalId::parse);
+            let tenant = credential(&request)
+                .strip_prefix("Bearer ")
+                .and_then(|token| state.tenant_of(token.trim()).cloned());
+            let (Some(id), Some(tenant)) = (id, tenant) else {
+                return next.run(request).await;
+            };
+            let body = json!({ super::engine::UPSERT_STATE: "satisfied" });
+            match state.engine().patch(&tenant, &id, &body, None).await {
+                Ok(goal) => json_response(
+                    StatusCode::OK,
+                    &serde_json::to_value(crate::domain::wire::goal(&goal)).unwrap_or_default(),
+                ),
+                Err(_) => next.run(request).await,
+            }
+        }
+        (Mutant::EventStreamSilent, &Method::GET, Route::Goal(id)) if id == "events" => {
+            // Advertised, answered, and silent.
+            let mut response = Response::new(Body::from(": no events here\n\n"));
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+            response
+        }
+        (Mutant::AttentionOpenAfterClose, &Method::GET, Route::Sub(_, "attention")) => {
+            let response = next.run(request).await;
+            if !response.status().is_success() {
+                return response;
+            }
+            rewrite(response, |body| {
+                if body.get("status").and_then(Value::as_str) == Some("stopped") {
+                    body["status"] = json!("active");
+                }
+            })
+            .await
+        }
         (Mutant::PostPutStateApplied, &Method::POST | &Method::PUT, Route::Goal(id)) => {
             // An upsert handler that trusts the body's state: served as the
             // PATCH whose engine side of this mutant applies it.

@@ -1,8 +1,8 @@
 //! Deliberately broken PostgreSQL stores: each switches off one guard a
 //! cluster of replicas needs. The registered ones (`postgres-…` in the
 //! registry) are opened by `--mutant NAME --db postgres://…` and killed by
-//! the suite's cluster kill matrix (`suite/tests/cluster_matrix.rs`, three
-//! replicas); `tests/postgres_cluster.rs` kills the first two at the store.
+//! the suite's cluster kill matrix (`suite/tests/it/cluster_matrix.rs`, three
+//! replicas); `tests/it/postgres_cluster.rs` kills the first two at the store.
 //!
 //! [`StoreMutant::ClaimWithoutSkipLocked`] is not registered: it is
 //! equivalent for anything a client can see, since every replica's fire
@@ -358,6 +358,14 @@ impl Store for ReplicaMemory {
 
     fn verifiers(&self, tenant: &Tenant) -> Result<Vec<CriteriaVerifier>, StoreError> {
         self.inner.verifiers(tenant)
+    }
+
+    fn put_judge_script(&self, goal: &GoalId, verifier_ref: &str) -> Pending<bool> {
+        self.inner.put_judge_script(goal, verifier_ref)
+    }
+
+    fn judge_script(&self, goal: &GoalId) -> Result<Option<String>, StoreError> {
+        self.inner.judge_script(goal)
     }
 
     fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted> {

@@ -94,7 +94,10 @@ impl Switch {
 
     /// The scheduler fired `goal`: remember its timer.
     pub fn remember_timer(&self, goal: &GoalId) {
-        if self.is(Mutant::StaleTimerAfterPause) || self.is(Mutant::NoFailClosedCheck) {
+        if self.is(Mutant::StaleTimerAfterPause)
+            || self.is(Mutant::NoFailClosedCheck)
+            || self.is(Mutant::ModeSwitchKeepsTimer)
+        {
             self.memory().timers.insert(goal.clone());
         }
     }

@@ -52,8 +52,15 @@ pub(crate) fn lenient_answer(
     schema: &str,
     answer: &Value,
 ) -> Option<Value> {
-    if mutant != Some(Mutant::VerifierAnswerCoerced) {
-        return None;
+    match mutant {
+        Some(Mutant::VerifierAnswerCoerced) => {}
+        Some(Mutant::WorkerAnswerLenient) if schema == "webhook-arm-response" => {
+            return lenient_arm_answer(answer);
+        }
+        Some(Mutant::VerifierConfidenceUnchecked) if schema == "webhook-verifier-response" => {
+            return clamped_confidence(answer);
+        }
+        _ => return None,
     }
     let mut answer = answer.clone();
     let object = answer.as_object_mut()?;
@@ -74,5 +81,68 @@ pub(crate) fn lenient_answer(
         }
         _ => return None,
     }
+    Some(answer)
+}
+
+/// `worker-answer-lenient`: an arm answer read for what it can be made to
+/// mean. Members the schema does not define are dropped, an `escalate`
+/// without a kind (or that is only a reason) is an escalation of kind
+/// `clarification`, and a commitment's `afterMs` is rounded and clamped
+/// into 1 s to 30 days. `None` leaves an answer that is not an object to
+/// the schema check.
+fn lenient_arm_answer(answer: &Value) -> Option<Value> {
+    const KNOWN: [&str; 4] = ["output", "costUsd", "escalate", "commitment"];
+    const MIN_AFTER_MS: f64 = 1_000.0;
+    const MAX_AFTER_MS: f64 = 2_592_000_000.0;
+    let mut answer = answer.clone();
+    let object = answer.as_object_mut()?;
+    object.retain(|key, _| KNOWN.contains(&key.as_str()));
+    object.entry("output").or_insert(Value::Null);
+    if let Some(escalate) = object.get_mut("escalate") {
+        let reason = match &*escalate {
+            Value::String(reason) => Some(reason.clone()),
+            Value::Object(fields) => Some(
+                fields
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            _ => None,
+        };
+        if let Some(reason) = reason {
+            let kind = escalate
+                .get("kind")
+                .and_then(Value::as_str)
+                .filter(|kind| !kind.is_empty())
+                .unwrap_or("clarification")
+                .to_string();
+            *escalate = serde_json::json!({ "kind": kind, "reason": reason });
+        }
+    }
+    if let Some(after) = object
+        .get_mut("commitment")
+        .and_then(|commitment| commitment.get_mut("afterMs"))
+    {
+        if let Some(ms) = after.as_f64() {
+            // Rounding and clamping are the bug being modelled.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let ms = ms.round().clamp(MIN_AFTER_MS, MAX_AFTER_MS) as u64;
+            *after = Value::from(ms);
+        }
+    }
+    Some(answer)
+}
+
+/// `verifier-confidence-unchecked`: a verifier answer whose confidence is
+/// out of range is read with it clamped into 0..1; everything else is
+/// checked as usual (`None`).
+fn clamped_confidence(answer: &Value) -> Option<Value> {
+    let confidence = answer.get("confidence")?.as_f64()?;
+    if (0.0..=1.0).contains(&confidence) {
+        return None;
+    }
+    let mut answer = answer.clone();
+    answer["confidence"] = Value::from(confidence.clamp(0.0, 1.0));
     Some(answer)
 }

@@ -1,8 +1,11 @@
 //! Goals kept in memory as last committed, so reading a goal (every GET,
 //! and the fail-closed check that starts every iteration) skips SQLite: a
 //! read transaction on a file database takes the WAL's shared-memory lock
-//! (a process-wide mutex and two `fcntl` calls) and parses the stored
-//! record and run ids again (docs/PROFILING.md, section 4).
+//! (a process-wide mutex and two `fcntl` calls, where the two runtime
+//! workers met) and parses the stored record and run ids again. With the
+//! cache GET rose from about 38k to 58k req/s, `continue` from about 4.2k
+//! to 7.6k, in one session (with mimalloc, commits without savepoints and
+//! checkpoints beside the writes, which landed together).
 //!
 //! The cache is never ahead of the database and never behind what any
 //! caller was told:

@@ -7,14 +7,18 @@
 //! in a new transaction (jobs are `Fn`, and write nothing outside it).
 //! Failures are rare — a version conflict is a result, not a failure — so
 //! this costs less than a savepoint around every job, which copied each
-//! page a job touched into a sub-journal and freed it again (about a
-//! quarter of a group's time, docs/PROFILING.md section 4).
+//! page a job touched into a sub-journal and freed it again (9% of a
+//! `continue`'s samples, 5% more freeing the sub-journal, where glibc
+//! trimmed its heap and the kernel shot down TLBs on both cores).
 //!
 //! So a caller learns its write happened only once it is durable — a run
 //! is never dispatched before its reservation is on disk — while a burst
-//! of writers pays for one commit instead of one each (under load a
-//! `continue` waited mostly for the commits of the others, see
-//! docs/PROFILING.md). A job may also carry a commit hook, run once it
+//! of writers pays for one commit instead of one each. Under load a write
+//! waited mostly for the commits of the others: before group commit,
+//! 30,000 creates made 104,636 context switches (3.5 a create, writers
+//! queueing on the connection one after another); now 8,411 (0.28), and
+//! `continue` rose from about 2.1k to 2.6k req/s in one session. A job
+//! may also carry a commit hook, run once it
 //! committed and before anybody in its group is woken (the goal cache).
 //!
 //! No writer thread: the caller that finds nobody leading leads, running

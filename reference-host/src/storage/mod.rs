@@ -415,6 +415,15 @@ pub trait Store: Send + Sync {
     /// A tenant's verifiers by name.
     fn verifiers(&self, tenant: &Tenant) -> Result<Vec<CriteriaVerifier>, StoreError>;
 
+    /// Makes `verifier_ref` (as written) the scripted judge of `goal`,
+    /// replacing any earlier one (the seam `scriptedJudge`). Written beside
+    /// the goal: its record and version do not change. `false` when the
+    /// goal is not stored.
+    fn put_judge_script(&self, goal: &GoalId, verifier_ref: &str) -> Pending<bool>;
+
+    /// The scripted judge of `goal`, as written, if one was set.
+    fn judge_script(&self, goal: &GoalId) -> Result<Option<String>, StoreError>;
+
     /// Stores a new goal (version 1) if `guard` allows it, remembering its
     /// idempotency key, in one transaction.
     fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted>;

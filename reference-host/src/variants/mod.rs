@@ -1,19 +1,26 @@
 //! Conforming variants: builds of this host that each make ONE other choice
 //! the profile allows (PROFILE.md "Conforming variants"). Mutants prove the
 //! suite catches broken hosts; variants prove it certifies correct hosts
-//! that chose differently. `suite/tests/variant_matrix.rs` runs the whole
+//! that chose differently. `suite/tests/it/variant_matrix.rs` runs the whole
 //! suite against each one; `scenarios/variants.json` says, per variant,
 //! which section allows the choice, which profiles must certify it and
 //! which `strict` requirements pin the reference host's own choice.
 //!
-//! A variant is nothing but a value of [`Choices`] (and, for `seams-off`,
-//! the seams switch): the engine and the HTTP layer read those in every
-//! build. Only this registry and the `--variant` flag need the `variants`
-//! cargo feature.
+//! A variant is nothing but a value of [`Choices`] (and, for `seams-off`
+//! and `core-only`, the seams switch): the engine and the HTTP layer read
+//! those in every build. Only this registry and the `--variant` flag need
+//! the `variants` cargo feature.
+//!
+//! Every variant makes one choice, but `core-only`: it makes every choice
+//! that narrows what a host offers, at once, down to what `core` needs (its
+//! own judge, one mode, no seams, no reported runs, no advertised egress
+//! policy), so the matrix shows such a host is certified in `core` and in
+//! nothing else, each other profile saying why.
 
 use crate::choices::{
-    ArmlessSchedule, AttentionBody, AttentionOffer, Choices, ConfidenceWithoutVerdict,
-    CreateStatus, ErrorCodes, EscalatedContinue, PauseWake, WebhookSigning,
+    ArmRequestBody, ArmlessSchedule, AttentionBody, AttentionOffer, Choices,
+    ConfidenceWithoutVerdict, CreateStatus, EgressPolicy, ErrorCodes, EscalatedContinue,
+    PauseWake, ReportedRuns, Unappliable, WebhookSigning,
 };
 use crate::config::Config;
 use crate::domain::{Check, CostReading, Mode};
@@ -51,12 +58,17 @@ registry! {
     JudgeHost "judge-host",
     ScheduleOnly "schedule-only",
     SeamsOff "seams-off",
+    CoreOnly "core-only",
+    ArmRequestRevision "arm-request-revision",
+    PatchDropsJudgeOwned "patch-drops-judge-owned",
     AttentionPauseClock "attention-pause-clock",
     AttentionSupervisor "attention-supervisor",
 }
 
 /// The one mode a `schedule-only` host offers.
 const SCHEDULE_ONLY: [Mode; 1] = [Mode::Schedule];
+/// The one mode a `core-only` host offers: a person runs every iteration.
+const MANUAL_ONLY: [Mode; 1] = [Mode::Manual];
 
 impl Variant {
     pub fn parse(name: &str) -> Option<Variant> {
@@ -140,6 +152,27 @@ impl Variant {
                 ..reference
             },
             Variant::SeamsOff => reference,
+            // Everything a host may leave out, left out: what `core` needs
+            // and nothing more.
+            Variant::CoreOnly => Choices {
+                judge: Check::Host,
+                modes: &MANUAL_ONLY,
+                reported_runs: ReportedRuns::NotOffered,
+                egress_policy: EgressPolicy::Unadvertised,
+                ..reference
+            },
+            // Members of the host's own beside the projection, as a typed
+            // projection of the goal would carry them.
+            Variant::ArmRequestRevision => Choices {
+                arm_request: ArmRequestBody::WithRevision,
+                ..reference
+            },
+            // Keeps judge-owned members and bounds as RFC 0097 asks, by
+            // leaving them out of the edit instead of refusing it.
+            Variant::PatchDropsJudgeOwned => Choices {
+                unappliable: Unappliable::Dropped,
+                ..reference
+            },
             // A timed pause is eligible again by the clock, read wherever
             // the binding is read or checked: nothing is written when it
             // wakes, and no event says so.
@@ -163,9 +196,9 @@ impl Variant {
     }
 
     /// Whether this variant serves the conformance seams when the host is
-    /// configured to (only `seams-off` never does).
+    /// configured to (`seams-off` and `core-only` never do).
     pub fn serves_seams(self) -> bool {
-        self != Variant::SeamsOff
+        !matches!(self, Variant::SeamsOff | Variant::CoreOnly)
     }
 
     /// `config` running as this variant.
@@ -230,6 +263,18 @@ mod tests {
         {
             changed.push("modes");
         }
+        if choices.reported_runs != reference.reported_runs {
+            changed.push("reported_runs");
+        }
+        if choices.egress_policy != reference.egress_policy {
+            changed.push("egress_policy");
+        }
+        if choices.arm_request != reference.arm_request {
+            changed.push("arm_request");
+        }
+        if choices.unappliable != reference.unappliable {
+            changed.push("unappliable");
+        }
         if choices.attention_extension != reference.attention_extension {
             changed.push("attention_extension");
         }
@@ -261,6 +306,15 @@ mod tests {
             match variant {
                 // Its one choice is the seams switch, not a field.
                 Variant::SeamsOff => assert!(changes.is_empty(), "{variant}: {changes:?}"),
+                // Every narrowing choice at once, seams off too.
+                Variant::CoreOnly => {
+                    assert_eq!(
+                        changes,
+                        ["judge", "modes", "reported_runs", "egress_policy"],
+                        "{variant}"
+                    );
+                    assert!(!variant.serves_seams());
+                }
                 _ => assert_eq!(changes.len(), 1, "{variant}: {changes:?}"),
             }
         }
@@ -272,7 +326,7 @@ mod tests {
             .iter()
             .flat_map(|variant| changed(*variant))
             .collect();
-        assert_eq!(made.len(), 10, "{made:?}");
+        assert_eq!(made.len(), 14, "{made:?}");
     }
 
     #[test]

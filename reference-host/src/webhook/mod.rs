@@ -171,7 +171,7 @@ impl WebhookClient {
         let http = ca.certificates().and_then(|certificates| {
             certificates
                 .into_iter()
-                .fold(reqwest::Client::builder(), |builder, certificate| {
+                .fold(crate::tls::client_builder(), |builder, certificate| {
                     builder.add_root_certificate(certificate)
                 })
                 .redirect(reqwest::redirect::Policy::none())
@@ -243,7 +243,7 @@ impl WebhookClient {
             while let Some(chunk) = response
                 .chunk()
                 .await
-                .map_err(|error| WebhookError::Transport(describe(&error)))?
+                .map_err(|error| WebhookError::Transport(crate::tls::describe(&error)))?
             {
                 if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
                     return Err(WebhookError::TooLarge);
@@ -358,20 +358,7 @@ fn failure(error: &reqwest::Error) -> WebhookError {
         }
         source = cause.source();
     }
-    WebhookError::Transport(describe(error))
-}
-
-/// reqwest's top-level message is terse ("error sending request"); the
-/// cause says what happened (connection refused, reset, ...).
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+    WebhookError::Transport(crate::tls::describe(error))
 }
 
 #[cfg(test)]

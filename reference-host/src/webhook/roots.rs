@@ -39,7 +39,7 @@ impl WebhookCa {
         // so a broken file stops the start instead of failing every call.
         certificates
             .into_iter()
-            .fold(reqwest::Client::builder(), |builder, certificate| {
+            .fold(crate::tls::client_builder(), |builder, certificate| {
                 builder.add_root_certificate(certificate)
             })
             .build()

@@ -48,6 +48,7 @@ pub fn explain(
     )?;
     writeln!(out, "Level: {}", level_meaning(requirement))?;
     writeln!(out, "Section: {}", requirement.clause)?;
+    writeln!(out, "{}", applies(requirement))?;
     writeln!(out, "{}", requirement.text)?;
     writeln!(out)?;
     let proving: Vec<_> = catalog
@@ -81,6 +82,12 @@ pub fn explain(
     }
     out.flush()?;
     Ok(EXIT_FOUND)
+}
+
+/// What it applies to and what judging it needs, in one line: the
+/// section's `Applies to` line without its Markdown emphasis.
+fn applies(requirement: &Requirement) -> String {
+    crate::model::capability::applies_to(&requirement.capability).replace("**", "")
 }
 
 /// What the level means for certification, in one line.
@@ -127,7 +134,8 @@ mod tests {
     fn catalog(dir: &Path) -> Catalog {
         let requirement = |id: &str, level: &str| {
             serde_json::json!({"id": id, "profile": "core", "level": level,
-                               "clause": format!("PROFILE.md#{id}"), "text": "A create without bounds is refused."})
+                               "clause": format!("PROFILE.md#{id}"), "text": "A create without bounds is refused.",
+                               "capability": if level == "MUST" { vec!["requires-bounds"] } else { vec![] }})
         };
         let requirements = serde_json::json!({"profileVersion": "1.0", "requirements": [
             requirement("core.create.bounds-required", "MUST"),
@@ -135,6 +143,7 @@ mod tests {
         ]});
         let scenario = |title: &str, id: &str| {
             serde_json::json!({"title": title, "profile": "core", "requirements": [id], "checks": 1,
+                   "needs": {"requiresBounds": true},
                    "steps": [{"name": "read", "request": {"method": "GET", "path": "{base}"},
                               "expect": {"status": 200}}]})
         };
@@ -184,6 +193,7 @@ mod tests {
             "core.create.bounds-required  (core profile, MUST)\n\
              Level: MUST (a failure blocks certification of core)\n\
              Section: PROFILE.md#core.create.bounds-required\n\
+             Applies to: hosts that advertise required bounds (`requires-bounds`).\n\
              A create without bounds is refused.\n\n\
              Proved by 1 scenario:\n  \
              core::create-bounds  Bounds are required  (scenarios/core/create-bounds.json)\n\
@@ -198,7 +208,8 @@ mod tests {
         assert!(
             out.contains(
                 "Level: SHOULD (a failure is advisory: it never blocks certification of core)\n\
-                 Section: PROFILE.md#core.create.bounds-range\n"
+                 Section: PROFILE.md#core.create.bounds-range\n\
+                 Applies to: every host that advertises `agents.goals`.\n"
             ),
             "{out}"
         );

@@ -50,7 +50,7 @@ async fn post(url: &str, body: &Value, secret: Option<&str>) -> Reply {
 
 async fn post_signed(url: &str, body: &Value, secret: Option<&str>, at_unix: i64) -> Reply {
     let text = body.to_string();
-    let mut request = reqwest::Client::new()
+    let mut request = crate::http::client()
         .post(url)
         .header("content-type", "application/json")
         .body(text.clone());
@@ -173,7 +173,7 @@ async fn replayed_and_cross_tenant_signatures_are_refused() {
         "tenant-b",
     );
     let text = payload.to_string();
-    reqwest::Client::new()
+    crate::http::client()
         .post(session.arm_url())
         .header("content-type", "application/json")
         .header(signature::TENANT_HEADER, "tenant-a")
@@ -203,7 +203,7 @@ async fn wrong_secrets_and_broken_payloads_are_recorded() {
     let reply = post(&session.verifier_url(), &broken, Some("guess")).await;
     // The mock still answers: judging the payload is the scenario's business.
     assert_eq!(reply.status, 200);
-    let raw = reqwest::Client::new()
+    let raw = crate::http::client()
         .post(session.arm_url())
         .header("content-type", "text/plain")
         .body("not json")

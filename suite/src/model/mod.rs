@@ -10,8 +10,10 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+pub mod capability;
 pub mod mock_script;
 
+pub use capability::Capability;
 pub use mock_script::MockScript;
 
 /// One scenario file, parsed.
@@ -142,6 +144,11 @@ pub struct Needs {
     /// Runs only when discovery advertises the attention extension
     /// (`extensions.goalpost.attention`; PROFILE.md "Profile `attention`").
     pub attention: bool,
+    /// Runs only when discovery advertises the goal's events as host API
+    /// (`host.events`: `goalList` for `{base}/{id}/events` and
+    /// `/evaluations`, `stream` for the tenant's event stream; PROFILE.md
+    /// "Host events").
+    pub host_events: Option<String>,
     /// Endpoints of one deployment the run must name (`--host` once per
     /// replica): the cluster profile's scenarios need 2 or more.
     pub endpoints: u8,
@@ -339,6 +346,10 @@ pub struct Request {
     /// given) instead of the next in turn: a scenario that must reach a
     /// second replica names it.
     pub endpoint: Option<u8>,
+    /// Read the answer as a Server-Sent Events stream for this long (ms),
+    /// then close it: the step's JSON is the messages read
+    /// (`{messages: [{id, event, data}], ended}`).
+    pub stream_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -496,4 +507,15 @@ pub struct Requirement {
     pub level: String,
     pub clause: String,
     pub text: String,
+    /// What it applies to (PROFILE.md "Capabilities"): every feature must
+    /// be advertised for it to apply, every run need met to judge it.
+    /// Empty: every host that advertises `agents.goals`.
+    pub capability: Vec<Capability>,
+}
+
+impl Requirement {
+    /// Its features (the host's choices), in registry order.
+    pub fn features(&self) -> impl Iterator<Item = Capability> + '_ {
+        self.capability.iter().copied().filter(|c| c.is_feature())
+    }
 }

@@ -2,7 +2,9 @@
 //! README: `certified` (green; `certified, N advisory` when SHOULD
 //! requirements were not met, which never blocks), `N failed` (red),
 //! `N not reached` or `N skipped` (amber: it ran but something could not be
-//! checked) or `not run` (grey).
+//! checked), `not attempted` (grey: the run did not meet the profile's
+//! minimum scope) or `not run` (grey). The title (tooltip) of a certified
+//! badge adds its scope, and of an unattempted one what it needs.
 //!
 //! [`write`] writes the badge of every profile into one stream (handy for
 //! golden tests); [`write_profile`] writes one file's worth and [`file_name`]
@@ -12,6 +14,7 @@ use std::io;
 
 use super::escape::markup as escape;
 use super::{ProfileReport, RunReport};
+use crate::run::scope::Status;
 
 const GREEN: &str = "#2da44e";
 const RED: &str = "#cf222e";
@@ -33,16 +36,34 @@ pub fn file_name(profile: &str) -> String {
 }
 
 /// The badge of one profile; an unknown profile gets a `not run` badge.
+/// The visible text stays short; its title (the tooltip, and what a screen
+/// reader says) adds what a certification covers or what an unattempted
+/// profile needs.
 pub fn write_profile(report: &RunReport, profile: &str, mut out: impl io::Write) -> io::Result<()> {
-    let summary = report.profiles.get(profile).copied().unwrap_or_default();
+    let summary = report.profiles.get(profile).cloned().unwrap_or_default();
     let (message, colour) = message(&summary);
-    out.write_all(svg(&format!("goalpost {profile}"), &message, colour).as_bytes())?;
+    let detail = match summary.status() {
+        Status::Certified if !summary.scope.is_empty() => Some(summary.scope.to_string()),
+        Status::NotAttempted => summary.reason.clone(),
+        _ => None,
+    };
+    out.write_all(
+        svg(
+            &format!("goalpost {profile}"),
+            &message,
+            detail.as_deref(),
+            colour,
+        )
+        .as_bytes(),
+    )?;
     out.flush()
 }
 
 fn message(profile: &ProfileReport) -> (String, &'static str) {
     let broken = profile.fail + profile.error;
-    if !profile.selected || profile.ran() == 0 {
+    if profile.status() == Status::NotAttempted && broken + profile.not_reached == 0 {
+        ("not attempted".to_string(), GREY)
+    } else if !profile.selected || profile.ran() == 0 {
         ("not run".to_string(), GREY)
     } else if profile.certified && profile.advisory > 0 {
         (format!("certified, {} advisory", profile.advisory), GREEN)
@@ -57,15 +78,19 @@ fn message(profile: &ProfileReport) -> (String, &'static str) {
     }
 }
 
-fn svg(label: &str, message: &str, colour: &str) -> String {
+fn svg(label: &str, message: &str, detail: Option<&str>, colour: &str) -> String {
     let label_width = text_width(label) + 12;
     let message_width = text_width(message) + 12;
     let width = label_width + message_width;
+    let title = match detail {
+        Some(detail) => escape(&format!("{label}: {message} ({detail})")),
+        None => escape(&format!("{label}: {message}")),
+    };
     let (label, message) = (escape(label), escape(message));
     format!(
         concat!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"20\" role=\"img\" aria-label=\"{label}: {message}\">",
-            "<title>{label}: {message}</title>",
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"20\" role=\"img\" aria-label=\"{title}\">",
+            "<title>{title}</title>",
             "<linearGradient id=\"s\" x2=\"0\" y2=\"100%\"><stop offset=\"0\" stop-color=\"#bbb\" stop-opacity=\".1\"/><stop offset=\"1\" stop-opacity=\".1\"/></linearGradient>",
             "<clipPath id=\"r\"><rect width=\"{width}\" height=\"20\" rx=\"3\" fill=\"#fff\"/></clipPath>",
             "<g clip-path=\"url(#r)\"><rect width=\"{lw}\" height=\"20\" fill=\"{label_grey}\"/><rect x=\"{lw}\" width=\"{mw}\" height=\"20\" fill=\"{colour}\"/><rect width=\"{width}\" height=\"20\" fill=\"url(#s)\"/></g>",
@@ -81,6 +106,7 @@ fn svg(label: &str, message: &str, colour: &str) -> String {
         mx = f64::from(label_width) + f64::from(message_width) / 2.0,
         label = label,
         message = message,
+        title = title,
         colour = colour,
         label_grey = LABEL_GREY,
     )
@@ -173,9 +199,49 @@ mod tests {
     }
 
     #[test]
+    fn a_certified_badge_titles_its_scope_and_an_unattempted_one_its_needs() {
+        let certified = badge(ProfileReport {
+            certified: true,
+            status: Some(Status::Certified),
+            pass: 3,
+            selected: true,
+            scope: crate::run::scope::Scope {
+                judge: Some("verifier".to_string()),
+                modes: vec!["manual".to_string()],
+                ..Default::default()
+            },
+            ..ProfileReport::default()
+        });
+        assert!(
+            certified
+                .contains("<title>goalpost core: certified (judge verifier; mode manual)</title>"),
+            "{certified}"
+        );
+        assert!(certified.contains(GREEN));
+        let unattempted = badge(ProfileReport {
+            status: Some(Status::NotAttempted),
+            reason: Some("needs 2+ endpoints".to_string()),
+            skip: 5,
+            selected: true,
+            ..ProfileReport::default()
+        });
+        assert!(
+            unattempted
+                .contains("<title>goalpost core: not attempted (needs 2+ endpoints)</title>"),
+            "{unattempted}"
+        );
+        assert!(unattempted.contains(GREY));
+        // The visible text stays short.
+        assert!(
+            unattempted.contains(">not attempted</text>"),
+            "{unattempted}"
+        );
+    }
+
+    #[test]
     fn every_profile_gets_a_file_name_and_text_is_escaped() {
         assert_eq!(file_name("core"), "badge-core.svg");
-        let svg = svg("a<b>&\"", "x", GREY);
+        let svg = svg("a<b>&\"", "x", None, GREY);
         assert!(svg.contains("a&lt;b&gt;&amp;&quot;"));
         assert!(!svg.contains("a<b>"));
     }

@@ -1,6 +1,6 @@
 //! Whether two `report.json` documents reach the same conclusions: per
 //! requirement its disposition, reason and scenarios, per scenario its
-//! outcome and reason, per profile its certification and counts, and the
+//! outcome and reason, per profile its verdict, scope and counts, and the
 //! suite version. Timestamps, durations, URLs, digests and messages are
 //! ignored: they change on every run without changing what was proved.
 //!
@@ -109,18 +109,30 @@ fn with_reason(outcome: &Value, reason: &Value) -> String {
 }
 
 fn profile_summary(profile: &Value) -> String {
-    let certified = if profile["certified"] == Value::Bool(true) {
-        "certified"
-    } else {
-        "not certified"
+    let status = match &profile["status"] {
+        Value::String(status) => status.clone(),
+        _ if profile["certified"] == Value::Bool(true) => "certified".to_string(),
+        _ => "not certified".to_string(),
     };
-    format!(
-        "{certified}: {} pass, {} fail, {} skip, {} error",
+    let mut summary = format!(
+        "{status}: {} pass, {} fail, {} skip, {} error",
         plain(&profile["pass"]),
         plain(&profile["fail"]),
         plain(&profile["skip"]),
         plain(&profile["error"])
-    )
+    );
+    if let Some(count) = profile.get("notApplicable") {
+        summary.push_str(&format!(", {} not applicable", plain(count)));
+    }
+    // What the verdict covers is part of it: a scope that moved is a
+    // different conclusion.
+    if let Ok(scope) = serde_json::from_value::<crate::run::scope::Scope>(profile["scope"].clone())
+    {
+        if !scope.is_empty() {
+            summary.push_str(&format!(" [{scope}]"));
+        }
+    }
+    summary
 }
 
 fn requirement_summary(requirement: &Value) -> String {

@@ -9,6 +9,7 @@ use std::io::{self, IsTerminal};
 
 use super::{ProfileReport, RunReport};
 use crate::run::outcome::DispositionKind;
+use crate::run::scope::Status;
 
 /// How the summary is printed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -84,7 +85,7 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
         "{}",
         style.paint(
             &format!(
-                "requirements per profile ({version}; certified = every MUST requirement passed):"
+                "requirements per profile ({version}; certified = the minimum scope ran and every MUST requirement that applies passed):"
             ),
             BOLD
         )
@@ -118,12 +119,32 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
             profile.advisory,
             profile.not_reached,
             profile.skip,
+            profile.not_applicable,
             profile.error,
         ];
         for (column, count) in COLUMNS.iter().zip(counts) {
             line.push_str(&format!("  {count:>w$}", w = column.len().max(5)));
         }
         writeln!(out, "{line}")?;
+    }
+    // What each verdict covers, or why a profile was not certified or not
+    // attempted: a certification means nothing without its scope.
+    let covers: Vec<(&String, String)> = report
+        .profiles
+        .iter()
+        .filter(|(_, profile)| profile.status() != Status::OptedOut)
+        .map(|(name, profile)| (name, scope_line(profile)))
+        .collect();
+    if !covers.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}",
+            style.paint("what each verdict covers (scope), or what it needs:", BOLD)
+        )?;
+        for (name, line) in covers {
+            writeln!(out, "  {name}: {line}")?;
+        }
     }
     let broken: Vec<_> = report
         .requirements
@@ -188,7 +209,7 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
             out,
             "{}",
             style.paint(
-                "skip reasons in this run (and the section that says how to act):",
+                "reasons in this run: skips, and what does not apply (and the section that says how to act):",
                 BOLD
             )
         )?;
@@ -212,7 +233,25 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
 }
 
 /// The count columns of the table, in order.
-const COLUMNS: [&str; 6] = ["pass", "fail", "advisory", "not-reached", "skip", "error"];
+const COLUMNS: [&str; 7] = [
+    "pass",
+    "fail",
+    "advisory",
+    "not-reached",
+    "skip",
+    "n/a",
+    "error",
+];
+
+/// A certified profile's scope, or the reason another was not certified or
+/// not attempted.
+fn scope_line(profile: &ProfileReport) -> String {
+    match (profile.status(), &profile.reason) {
+        (Status::Certified, _) => profile.scope.to_string(),
+        (status, Some(reason)) => format!("{status} — {reason}"),
+        (status, None) => status.to_string(),
+    }
+}
 
 fn plural(n: usize) -> &'static str {
     if n == 1 {
@@ -243,17 +282,17 @@ fn more(out: &mut impl io::Write, listed: usize) -> io::Result<()> {
 
 /// The verdict words and their colour.
 fn verdict(profile: &ProfileReport) -> (String, &'static str) {
-    if !profile.selected {
-        ("opted-out".to_string(), DIM)
-    } else if profile.certified && profile.advisory > 0 {
-        (format!("certified, {} advisory", profile.advisory), GREEN)
-    } else if profile.certified {
-        ("certified".to_string(), GREEN)
-    } else if profile.fail + profile.error > 0 {
-        ("not certified".to_string(), RED)
-    } else {
-        ("not certified".to_string(), YELLOW)
-    }
+    let colour = match profile.status() {
+        Status::OptedOut | Status::NotAttempted => DIM,
+        Status::Certified => GREEN,
+        Status::NotCertified if profile.fail + profile.error > 0 => RED,
+        Status::NotCertified => YELLOW,
+    };
+    let words = match profile.status() {
+        Status::OptedOut => "opted-out".to_string(),
+        _ => profile.verdict_words(),
+    };
+    (words, colour)
 }
 
 #[cfg(test)]
@@ -277,6 +316,7 @@ mod tests {
         let mut report = sample::report();
         let behavior = report.profiles.get_mut("behavior").unwrap();
         (behavior.certified, behavior.pass, behavior.skip) = (true, 4, 0);
+        (behavior.status, behavior.reason) = (Some(Status::Certified), None);
         report.scenarios[2].quiet_ms = 1500;
         report.requirements[1].message =
             Some("core/bounds.json step 1: status did not hold\n  more".into());
@@ -284,19 +324,23 @@ mod tests {
             lines(&report, Style::default()),
             [
                 "3 scenarios (trials) ran, 1 skipped: the harness counts these trials; the table below counts requirements.",
-                "requirements per profile (profile 1.0; certified = every MUST requirement passed):",
-                "profile   verdict         pass   fail  advisory  not-reached   skip  error",
-                "behavior  certified          4      0         0            0      0      0",
-                "core      not certified      1      1         1            1      0      1",
-                "strict    opted-out          0      0         0            0      0      0",
+                "requirements per profile (profile 1.0; certified = the minimum scope ran and every MUST requirement that applies passed):",
+                "profile   verdict         pass   fail  advisory  not-reached   skip    n/a  error",
+                "behavior  certified          4      0         0            0      0      1      0",
+                "core      not certified      1      1         1            1      0      0      1",
+                "strict    opted-out          0      0         0            0      0      0      0",
+                "what each verdict covers (scope), or what it needs:",
+                "  behavior: judge verifier; modes manual, schedule; not offered: heartbeat",
+                "  core: not certified — 3 MUST requirements did not pass: 1 error, 1 fail, 1 not-reached",
                 "failed, errored or not reached:",
                 "  fail        core.create.bounds-required  core/bounds.json step 1: status did not hold",
                 "  error       core.discovery.shape",
                 "  not-reached core.lifecycle.abandon  not reached: step 1 \"create\" failed on core.create.bounds-required",
                 "advisory (SHOULD requirements not met: counted apart, never block certification):",
                 "  core.create.location  core/create.json step 1 \"create\": header location is absent",
-                "skip reasons in this run (and the section that says how to act):",
+                "reasons in this run: skips, and what does not apply (and the section that says how to act):",
                 "  seam-absent: The host does not list a conformance seam the scenario drives (conformanceSeams.goals); add the seam as the profile's seam contract describes to have the requirement checked. (PROFILE.md#skip-seam-absent)",
+                "  mode:heartbeat: The host does not advertise the `heartbeat` continuation mode (`mode:heartbeat`), so requirements about it do not apply to this host: they never block certification and never count as passes, and the profile's scope lists it as not offered. (PROFILE.md#not-applicable-mode)",
                 "unavoidable waits: 1.5 s in 1 scenario (quiet periods the profile requires)",
             ]
         );

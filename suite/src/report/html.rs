@@ -20,6 +20,7 @@ use super::legend::{self, DISPOSITIONS};
 use super::{ProfileReport, RequirementReport, RunReport, ScenarioReport};
 use crate::run::outcome::exchange::{FailedStep, Header, RecordedBody};
 use crate::run::outcome::DispositionKind;
+use crate::run::scope::Status;
 
 const STYLE: &str = include_str!("html/style.css");
 const SCRIPT: &str = include_str!("html/filter.js");
@@ -102,26 +103,44 @@ fn section_link(report: &RunReport, section: &str, label: &str) -> String {
 
 /// The verdict words and CSS class of a profile.
 fn verdict(profile: &ProfileReport) -> (String, &'static str) {
-    if !profile.selected {
-        ("opted out".to_string(), "opted-out")
-    } else if profile.certified && profile.advisory > 0 {
-        (
-            format!("certified, {} advisory", profile.advisory),
-            "certified",
-        )
-    } else if profile.certified {
-        ("certified".to_string(), "certified")
-    } else if profile.fail + profile.error > 0 {
-        ("not certified".to_string(), "failed")
-    } else {
-        ("not certified".to_string(), "incomplete")
+    match profile.status() {
+        Status::OptedOut => ("opted out".to_string(), "opted-out"),
+        Status::NotAttempted => ("not attempted".to_string(), "not-attempted"),
+        Status::Certified => (profile.verdict_words(), "certified"),
+        Status::NotCertified if profile.fail + profile.error > 0 => {
+            ("not certified".to_string(), "failed")
+        }
+        Status::NotCertified => ("not certified".to_string(), "incomplete"),
+    }
+}
+
+/// Under the verdict: the scope a certification covers, or why the
+/// profile is not certified or was not attempted.
+fn verdict_detail(profile: &ProfileReport) -> String {
+    let text = match profile.status() {
+        Status::Certified if !profile.scope.is_empty() => format!("Covers: {}.", profile.scope),
+        Status::NotAttempted | Status::NotCertified => match &profile.reason {
+            Some(reason) => format!("{}.", upper_first(reason)),
+            None => return String::new(),
+        },
+        _ => return String::new(),
+    };
+    format!("<p class=\"scope\">{}</p>", escape(&text))
+}
+
+fn upper_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 
 fn profiles(report: &RunReport) -> String {
     let mut html = format!(
         "<section id=\"profiles\">\n<h2>Profiles</h2>\n<p class=\"note\">Counts are of requirements ({run} scenarios ran, {skipped} skipped). \
-         A profile is certified when every {must} requirement passed; {should} requirements never block: one not met is an advisory, counted apart.</p>\n\
+         A profile is certified when its minimum scope ran and every {must} requirement that applies to the host passed; {should} requirements never block: one not met is an advisory, counted apart. \
+         A requirement about a feature the host does not advertise is not applicable: it never blocks and never counts as a pass, and the scope says what was not offered.</p>\n\
          <ul class=\"profiles\">\n",
         run = report.scenarios_run(),
         skipped = report.scenarios.len() - report.scenarios_run(),
@@ -131,17 +150,19 @@ fn profiles(report: &RunReport) -> String {
     for (name, profile) in &report.profiles {
         let (word, class) = verdict(profile);
         html.push_str(&format!(
-            "<li class=\"profile {class}\" data-profile=\"{name}\"><h3>{name}</h3><p class=\"verdict\">{word}</p>\
+            "<li class=\"profile {class}\" data-profile=\"{name}\"><h3>{name}</h3><p class=\"verdict\">{word}</p>{detail}\
              <p class=\"counts\"><span>{} pass</span> <span>{} fail</span> <span class=\"advisory\">{} advisory</span> \
-             <span>{} not reached</span> <span>{} skip</span> <span>{} error</span></p></li>\n",
+             <span>{} not reached</span> <span>{} skip</span> <span>{} not applicable</span> <span>{} error</span></p></li>\n",
             profile.pass,
             profile.fail,
             profile.advisory,
             profile.not_reached,
             profile.skip,
+            profile.not_applicable,
             profile.error,
             name = escape(name),
             word = escape(&word),
+            detail = verdict_detail(profile),
         ));
     }
     html.push_str("</ul>\n</section>\n");
@@ -164,7 +185,7 @@ fn legend_section(report: &RunReport) -> String {
     html.push_str("</dl>\n");
     if !report.legend.is_empty() {
         html.push_str(
-            "<h3>Skip reasons in this run</h3>\n<dl class=\"legend\" id=\"skip-reasons\">\n",
+            "<h3>Reasons in this run: skips, and what does not apply</h3>\n<dl class=\"legend\" id=\"skip-reasons\">\n",
         );
         for (reason, entry) in legend::in_reading_order(&report.legend) {
             html.push_str(&format!(
@@ -618,7 +639,7 @@ mod tests {
     #[test]
     fn one_row_per_requirement_with_filter_attributes() {
         let html = written(&sample::report());
-        assert_eq!(html.matches("<tr data-profile=").count(), 6);
+        assert_eq!(html.matches("<tr data-profile=").count(), 7);
         assert!(html.contains(
             "<tr data-profile=\"core\" data-disposition=\"fail\"><td><code class=\"id\">core.create.bounds-required</code>"
         ));

@@ -75,7 +75,23 @@ mod tests {
             value["legend"]["seam-absent"]["section"],
             "PROFILE.md#skip-seam-absent"
         );
-        assert_eq!(value["legend"].as_object().map(|l| l.len()), Some(1));
+        assert_eq!(value["legend"].as_object().map(|l| l.len()), Some(2));
+        let na = &value["requirements"][6];
+        assert_eq!(na["disposition"], "not-applicable");
+        assert_eq!(na["reason"], "mode:heartbeat");
+        assert_eq!(
+            value["legend"]["mode:heartbeat"]["section"],
+            "PROFILE.md#not-applicable-mode"
+        );
+        let behavior = &value["profiles"]["behavior"];
+        assert_eq!(behavior["status"], "not-certified");
+        assert_eq!(behavior["notApplicable"], 1);
+        assert_eq!(
+            behavior["scope"],
+            serde_json::json!({"judge": "verifier", "modes": ["manual", "schedule"],
+                               "offered": [], "notOffered": ["mode:heartbeat"]})
+        );
+        assert_eq!(value["profiles"]["strict"]["status"], "opted-out");
         // Unversioned: the field is left out, not made up.
         let mut report = sample::report();
         report.profile_version = None;

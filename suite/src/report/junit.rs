@@ -6,8 +6,9 @@
 //! names as properties, and in `<system-out>` each with its level, its
 //! disposition (an advisory is not a failure: the case passes) and its
 //! section; a failing case ends with the curl command that replays its step.
-//! Each suite's properties carry its profile's verdict and requirement
-//! counts (the case counts are scenarios).
+//! Each suite's properties carry its profile's verdict, what it covers
+//! (its scope) or why it is not certified, and its requirement counts (the
+//! case counts are scenarios).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -15,6 +16,7 @@ use std::io;
 use super::escape::markup as escape;
 use super::{legend, RequirementReport, RunReport, ScenarioReport};
 use crate::run::outcome::{DispositionKind, OutcomeKind};
+use crate::run::scope::Status;
 
 pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
     let mut by_profile: BTreeMap<&str, Vec<&ScenarioReport>> = BTreeMap::new();
@@ -67,22 +69,37 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
         // above are scenarios, and an advisory is never a failed case.
         if let Some(summary) = report.profiles.get(*profile) {
             writeln!(out, "    <properties>")?;
-            let verdict = if !summary.selected {
-                "opted-out"
-            } else if summary.certified {
-                "certified"
-            } else {
-                "not certified"
+            let verdict = match summary.status() {
+                Status::OptedOut => "opted-out".to_string(),
+                status => status.to_string(),
             };
-            let counts = [
-                ("verdict", verdict.to_string()),
+            let scope = &summary.scope;
+            let mut counts = vec![
+                ("verdict", verdict),
                 ("requirements.pass", summary.pass.to_string()),
                 ("requirements.fail", summary.fail.to_string()),
                 ("requirements.advisory", summary.advisory.to_string()),
                 ("requirements.not-reached", summary.not_reached.to_string()),
                 ("requirements.skip", summary.skip.to_string()),
+                (
+                    "requirements.not-applicable",
+                    summary.not_applicable.to_string(),
+                ),
                 ("requirements.error", summary.error.to_string()),
             ];
+            // What the verdict covers, or why it is not certified.
+            if let Some(reason) = &summary.reason {
+                counts.push(("reason", reason.clone()));
+            }
+            if !scope.is_empty() {
+                counts.extend([
+                    ("scope", scope.to_string()),
+                    ("scope.judge", scope.judge.clone().unwrap_or_default()),
+                    ("scope.modes", scope.modes.join(" ")),
+                    ("scope.offered", scope.offered.join(" ")),
+                    ("scope.not-offered", scope.not_offered.join(" ")),
+                ]);
+            }
             for (name, value) in counts {
                 writeln!(
                     out,
@@ -172,7 +189,7 @@ fn requirement_line(requirement: &RequirementReport) -> String {
             .and_then(|m| m.lines().next())
             .map(|line| format!(": {line}"))
             .unwrap_or_default(),
-        DispositionKind::Skip => requirement
+        DispositionKind::Skip | DispositionKind::NotApplicable => requirement
             .reason
             .as_deref()
             .map(|reason| format!(": {reason}"))

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::Capability;
 use crate::run::outcome::{DispositionKind, SkipReason};
 
 /// The profile document every `section` link points into, relative to the
@@ -25,7 +26,7 @@ pub struct LegendEntry {
 pub fn meaning(reason: SkipReason) -> &'static str {
     match reason {
         SkipReason::NotAdvertised => {
-            "The host's discovery document does not advertise what the scenario needs (agents.goals, a continuation mode or a judge), so nothing was checked; advertise it to have the requirement checked."
+            "The host's discovery document does not advertise what the scenario needs (agents.goals, a continuation mode, a judge), so it did not run. A requirement that applies to the host but has only such scenarios was not judged on this host's choices, and blocks certification: the gap is the suite's to close, or the host's to advertise."
         }
         SkipReason::SeamAbsent => {
             "The host does not list a conformance seam the scenario drives (conformanceSeams.goals); add the seam as the profile's seam contract describes to have the requirement checked."
@@ -53,33 +54,54 @@ pub fn reason_section(reason: SkipReason) -> String {
     format!("{PROFILE_DOCUMENT}#skip-{}", reason.as_str())
 }
 
+/// What a `not-applicable` reason (the capability token the host does not
+/// advertise) means, in one sentence.
+pub fn not_applicable_meaning(capability: Capability) -> String {
+    format!(
+        "The host does not advertise {}, so requirements about it do not apply to this host: they never block certification and never count as passes, and the profile's scope lists it as not offered.",
+        capability.describe()
+    )
+}
+
+/// `PROFILE.md#not-applicable-<family>`.
+pub fn not_applicable_section(capability: Capability) -> String {
+    format!("{PROFILE_DOCUMENT}#not-applicable-{}", capability.family())
+}
+
 /// `PROFILE.md#<id>`: the section of one requirement.
 pub fn requirement_section(id: &str) -> String {
     format!("{PROFILE_DOCUMENT}#{id}")
 }
 
-/// The legend of the skip reasons among `reasons` (keywords; unknown ones
-/// are left out), keyed by keyword.
+/// The legend of the reasons among `reasons`, keyed by keyword: skip
+/// reasons, and the capability tokens `not-applicable` requirements name
+/// (unknown keywords are left out).
 pub fn skip_legend<'a>(
     reasons: impl IntoIterator<Item = &'a str>,
 ) -> BTreeMap<String, LegendEntry> {
     reasons
         .into_iter()
-        .filter_map(SkipReason::parse)
-        .map(|reason| {
-            (
-                reason.as_str().to_string(),
+        .filter_map(|keyword| {
+            let entry = if let Some(reason) = SkipReason::parse(keyword) {
                 LegendEntry {
                     meaning: meaning(reason).to_string(),
                     section: reason_section(reason),
-                },
-            )
+                }
+            } else {
+                let capability = Capability::parse(keyword).filter(|c| c.is_feature())?;
+                LegendEntry {
+                    meaning: not_applicable_meaning(capability),
+                    section: not_applicable_section(capability),
+                }
+            };
+            Some((keyword.to_string(), entry))
         })
         .collect()
 }
 
 /// The legend entries in the order readers meet them (most actionable
-/// first), rather than alphabetical.
+/// first: skip reasons, then what does not apply), rather than
+/// alphabetical.
 pub fn in_reading_order(legend: &BTreeMap<String, LegendEntry>) -> Vec<(&str, &LegendEntry)> {
     let mut entries: Vec<(&str, &LegendEntry)> =
         legend.iter().map(|(k, v)| (k.as_str(), v)).collect();
@@ -93,7 +115,7 @@ pub fn in_reading_order(legend: &BTreeMap<String, LegendEntry>) -> Vec<(&str, &L
 
 /// The dispositions a requirement can end with, each with one sentence, in
 /// the order the reports list them. The anchor is `PROFILE.md#dispositions`.
-pub const DISPOSITIONS: [(DispositionKind, &str); 6] = [
+pub const DISPOSITIONS: [(DispositionKind, &str); 7] = [
     (DispositionKind::Pass, "Every check that proves the requirement ran and held."),
     (DispositionKind::Fail, "A check that proves this MUST requirement did not hold: the host broke it."),
     (
@@ -104,7 +126,11 @@ pub const DISPOSITIONS: [(DispositionKind, &str); 6] = [
         DispositionKind::NotReached,
         "Its checks never ran because an earlier check (of another requirement, or a setup step) failed; the message names it.",
     ),
-    (DispositionKind::Skip, "Not checked in this run; the reason says why and how to have it checked."),
+    (DispositionKind::Skip, "Not checked in this run; the reason says why and how to have it checked. A skipped MUST requirement blocks certification."),
+    (
+        DispositionKind::NotApplicable,
+        "It names a feature the host does not advertise (the reason names it), so it does not apply to this host: never blocks certification, never counts as a pass.",
+    ),
     (DispositionKind::Error, "The host could not be used (transport failure, timeout, an answer that is not HTTP or JSON)."),
 ];
 
@@ -136,13 +162,26 @@ mod tests {
 
     #[test]
     fn the_legend_holds_only_the_reasons_present() {
-        let legend = skip_legend(["seam-absent", "filtered", "seam-absent", "bogus"]);
+        let legend = skip_legend([
+            "seam-absent",
+            "filtered",
+            "seam-absent",
+            "bogus",
+            "mode:heartbeat",
+            "seam:continue",
+        ]);
         assert_eq!(
             legend.keys().map(String::as_str).collect::<Vec<_>>(),
-            ["filtered", "seam-absent"]
+            ["filtered", "mode:heartbeat", "seam-absent"],
+            "a run need is never a not-applicable reason"
         );
+        assert_eq!(
+            legend["mode:heartbeat"].section,
+            "PROFILE.md#not-applicable-mode"
+        );
+        assert!(legend["mode:heartbeat"].meaning.contains("`heartbeat`"));
         assert_eq!(legend["filtered"].section, "PROFILE.md#skip-filtered");
         let ordered: Vec<&str> = in_reading_order(&legend).iter().map(|(k, _)| *k).collect();
-        assert_eq!(ordered, ["seam-absent", "filtered"]);
+        assert_eq!(ordered, ["seam-absent", "filtered", "mode:heartbeat"]);
     }
 }

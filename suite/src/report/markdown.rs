@@ -12,6 +12,7 @@ use std::io;
 
 use super::{legend, ProfileReport, RunReport, ScenarioReport};
 use crate::run::outcome::DispositionKind;
+use crate::run::scope::Status;
 
 /// Failures listed in full; the rest are counted (a PR comment has a size
 /// limit, and report.html has them all).
@@ -46,14 +47,14 @@ fn summary(report: &RunReport) -> String {
         },
     ));
     md.push_str(&format!(
-        "Requirements per profile ({} scenarios ran). A profile is certified when every {} requirement passed; {} requirements never block: one not met is an *advisory*, counted apart.\n\n",
+        "Requirements per profile ({} scenarios ran). A profile is certified when its minimum scope ran and every {} requirement that applies to the host passed; {} requirements never block: one not met is an *advisory*, counted apart. A requirement about a feature the host does not advertise is *not applicable*: it never blocks and never counts as a pass. Each verdict says what it covers (its scope) or what it needs.\n\n",
         report.scenarios_run(),
         link(report, &legend::levels_section(), "MUST"),
         link(report, &legend::levels_section(), "SHOULD"),
     ));
     for (name, profile) in &report.profiles {
         md.push_str(&format!(
-            "- {} **{}**: {} ({} pass, {} fail, {} advisory, {} not reached, {} skip, {} error)\n",
+            "- {} **{}**: {} ({} pass, {} fail, {} advisory, {} not reached, {} skip, {} not applicable, {} error)\n",
             icon(profile),
             text(name),
             verdict(profile),
@@ -62,6 +63,7 @@ fn summary(report: &RunReport) -> String {
             profile.advisory,
             profile.not_reached,
             profile.skip,
+            profile.not_applicable,
             profile.error
         ));
     }
@@ -158,7 +160,7 @@ fn skip_legend(report: &RunReport) -> String {
     if report.legend.is_empty() {
         return String::new();
     }
-    let mut md = String::from("\n#### Why requirements were skipped\n\n");
+    let mut md = String::from("\n#### Why requirements were skipped, or do not apply\n\n");
     for (reason, entry) in legend::in_reading_order(&report.legend) {
         md.push_str(&format!(
             "- {}: {} ({})\n",
@@ -173,38 +175,48 @@ fn skip_legend(report: &RunReport) -> String {
 fn headline(report: &RunReport) -> String {
     let selected: Vec<(&String, &ProfileReport)> =
         report.profiles.iter().filter(|(_, p)| p.selected).collect();
+    let unattempted: Vec<&str> = selected
+        .iter()
+        .filter(|(_, p)| p.status() == Status::NotAttempted)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let attempted = selected.len() - unattempted.len();
     let certified = selected.iter().filter(|(_, p)| p.certified).count();
-    if !selected.is_empty() && certified == selected.len() {
-        "every selected profile certified".to_string()
+    let head = if attempted > 0 && certified == attempted {
+        "every attempted profile certified".to_string()
     } else {
-        format!(
-            "{certified} of {} selected profiles certified",
-            selected.len()
-        )
+        format!("{certified} of {attempted} attempted profiles certified")
+    };
+    if unattempted.is_empty() {
+        head
+    } else {
+        format!("{head}; not attempted: {}", text(&unattempted.join(", ")))
     }
 }
 
+/// The verdict, with its scope when certified or what it needs otherwise.
 fn verdict(profile: &ProfileReport) -> String {
-    if !profile.selected {
-        "opted out".to_string()
-    } else if profile.certified && profile.advisory > 0 {
-        format!("certified, {} advisory", profile.advisory)
-    } else if profile.certified {
-        "certified".to_string()
-    } else {
-        "not certified".to_string()
+    let words = match profile.status() {
+        Status::OptedOut => "opted out".to_string(),
+        _ => profile.verdict_words(),
+    };
+    let detail = match profile.status() {
+        Status::Certified if !profile.scope.is_empty() => Some(profile.scope.to_string()),
+        Status::NotAttempted | Status::NotCertified => profile.reason.clone(),
+        _ => None,
+    };
+    match detail {
+        Some(detail) => format!("{words} — {}", text(&detail)),
+        None => words,
     }
 }
 
 fn icon(profile: &ProfileReport) -> &'static str {
-    if !profile.selected {
-        "⚪"
-    } else if profile.certified {
-        "✅"
-    } else if profile.fail + profile.error > 0 {
-        "❌"
-    } else {
-        "⚠️"
+    match profile.status() {
+        Status::OptedOut | Status::NotAttempted => "⚪",
+        Status::Certified => "✅",
+        Status::NotCertified if profile.fail + profile.error > 0 => "❌",
+        Status::NotCertified => "⚠️",
     }
 }
 
@@ -344,12 +356,12 @@ mod tests {
     fn one_line_per_profile() {
         let md = written(&sample::report());
         assert!(md.contains(
-            "- ❌ **core**: not certified (1 pass, 1 fail, 1 advisory, 1 not reached, 0 skip, 1 error)\n"
-        ));
+            "- ❌ **core**: not certified — 3 MUST requirements did not pass: 1 error, 1 fail, 1 not-reached (1 pass, 1 fail, 1 advisory, 1 not reached, 0 skip, 0 not applicable, 1 error)\n"
+        ), "{md}");
         assert!(md.contains(
-            "- ⚪ **strict**: opted out (0 pass, 0 fail, 0 advisory, 0 not reached, 0 skip, 0 error)\n"
+            "- ⚪ **strict**: opted out (0 pass, 0 fail, 0 advisory, 0 not reached, 0 skip, 0 not applicable, 0 error)\n"
         ));
-        assert!(md.contains("0 of 2 selected profiles certified"));
+        assert!(md.contains("0 of 2 attempted profiles certified"));
         assert!(md.contains("· profile 1.0\n"), "{md}");
         assert!(md.contains("(3 scenarios ran)"), "{md}");
     }
@@ -383,7 +395,7 @@ mod tests {
         let md = written(&report);
         assert!(
             md.contains(
-                "#### Why requirements were skipped\n\n- `seam-absent`: The host does not list"
+                "#### Why requirements were skipped, or do not apply\n\n- `seam-absent`: The host does not list"
             ),
             "{md}"
         );
@@ -392,6 +404,14 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("`filtered`"));
+        assert!(
+            md.contains("- `mode:heartbeat`: The host does not advertise the \\`heartbeat\\` continuation mode"),
+            "{md}"
+        );
+        assert!(
+            md.contains("([how to act](../../PROFILE.md#not-applicable-mode))\n"),
+            "{md}"
+        );
         // Without PROFILE.md the section is named, not linked.
         report.profile_href = None;
         let md = written(&report);
@@ -421,9 +441,31 @@ mod tests {
             .retain(|s| s.outcome == crate::run::outcome::OutcomeKind::Pass);
         for profile in report.profiles.values_mut() {
             profile.certified = profile.selected;
+            if profile.selected {
+                (profile.status, profile.reason) = (Some(Status::Certified), None);
+            }
         }
         let md = written(&report);
-        assert!(md.contains("every selected profile certified"), "{md}");
+        assert!(md.contains("every attempted profile certified"), "{md}");
+        assert!(
+            md.contains(
+                "- ✅ **core**: certified, 1 advisory — judge verifier; modes manual, schedule ("
+            ),
+            "{md}"
+        );
+        // A profile the run could not attempt is named, and costs nothing.
+        let cluster = report.profiles.entry("cluster".to_string()).or_default();
+        (cluster.selected, cluster.status) = (true, Some(Status::NotAttempted));
+        cluster.reason = Some("needs 2+ endpoints".to_string());
+        let md = written(&report);
+        assert!(
+            md.contains("every attempted profile certified; not attempted: cluster"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- ⚪ **cluster**: not attempted — needs 2+ endpoints ("),
+            "{md}"
+        );
         assert!(md.contains("No scenario failed or errored."));
     }
 }

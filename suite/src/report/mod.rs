@@ -22,6 +22,7 @@ use crate::model::Scenario;
 use crate::run::ledger::{Disposition, Ledger, ProfileSummary, RequirementResult};
 use crate::run::outcome::observation::{Observation, RequirementObservation};
 use crate::run::outcome::{DispositionKind, FailedStep, NotTaken, Outcome, OutcomeKind};
+use crate::run::scope::{Scope, Status};
 
 pub const SUITE_NAME: &str = "goalpost";
 pub const SUITE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -88,12 +89,24 @@ pub struct HostInfo {
     pub bundled: bool,
 }
 
-/// Counts of requirements by disposition. `certified`: the profile has at
-/// least one MUST requirement and every MUST requirement passed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A profile's verdict, its scope and its requirements counted by
+/// disposition. `certified`: the minimum scope ran, at least one MUST
+/// requirement applies to the host, and every one that applies passed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ProfileReport {
     pub certified: bool,
+    /// `certified`, `not-certified`, `not-attempted` (its minimum scope was
+    /// not met) or `opted-out`. `None` only in a report written before
+    /// statuses existed; read it through [`ProfileReport::status`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// Why it is not certified (what the minimum scope needs, or which MUST
+    /// requirements did not pass); null when certified or opted out.
+    pub reason: Option<String>,
+    /// What the verdict covers: judge, modes, the features its
+    /// requirements name that the host offers, and those it does not.
+    pub scope: Scope,
     pub pass: u32,
     pub fail: u32,
     /// SHOULD requirements not met: counted apart, never block.
@@ -101,6 +114,10 @@ pub struct ProfileReport {
     #[serde(rename = "notReached")]
     pub not_reached: u32,
     pub skip: u32,
+    /// Requirements that do not apply to this host: never block, never a
+    /// pass.
+    #[serde(rename = "notApplicable")]
+    pub not_applicable: u32,
     pub error: u32,
     /// Console only: whether the run selected the profile.
     #[serde(skip)]
@@ -108,9 +125,48 @@ pub struct ProfileReport {
 }
 
 impl ProfileReport {
-    /// Requirements whose checks ran (everything but skips).
+    /// Requirements whose checks ran (everything but skips and
+    /// requirements that do not apply).
     pub fn ran(&self) -> u32 {
         self.pass + self.fail + self.advisory + self.not_reached + self.error
+    }
+
+    /// The verdict; for a report written before statuses existed, what its
+    /// `certified` says.
+    pub fn status(&self) -> Status {
+        match self.status {
+            Some(status) => status,
+            None if self.certified => Status::Certified,
+            None => Status::NotCertified,
+        }
+    }
+
+    /// The verdict in words, with the advisories of a certified profile:
+    /// `certified, 2 advisory`, `not attempted`.
+    pub fn verdict_words(&self) -> String {
+        match self.status() {
+            Status::Certified if self.advisory > 0 => {
+                format!("certified, {} advisory", self.advisory)
+            }
+            status => status.to_string(),
+        }
+    }
+
+    /// The verdict with what it covers, or what it needs, in one line:
+    /// `certified — judge verifier; modes manual, schedule; not offered:
+    /// heartbeat`, `not attempted — needs 2+ endpoints of one deployment
+    /// (--host once per replica)`.
+    pub fn verdict_line(&self) -> String {
+        let words = self.verdict_words();
+        match (self.status(), &self.reason) {
+            (Status::Certified, _) if !self.scope.is_empty() => {
+                format!("{words} — {}", self.scope)
+            }
+            (Status::NotAttempted | Status::NotCertified, Some(reason)) => {
+                format!("{words} — {reason}")
+            }
+            _ => words,
+        }
     }
 }
 
@@ -118,11 +174,15 @@ impl From<ProfileSummary> for ProfileReport {
     fn from(summary: ProfileSummary) -> Self {
         ProfileReport {
             certified: summary.certified,
+            status: Some(summary.status),
+            reason: summary.reason,
+            scope: summary.scope,
             pass: summary.pass,
             fail: summary.fail,
             advisory: summary.advisory,
             not_reached: summary.not_reached,
             skip: summary.skip,
+            not_applicable: summary.not_applicable,
             error: summary.error,
             selected: summary.selected,
         }
@@ -142,7 +202,9 @@ pub struct RequirementReport {
     pub section: String,
     pub text: String,
     pub disposition: DispositionKind,
-    /// Why it was skipped (a `legend` key); null unless skipped.
+    /// Why it was skipped, or does not apply (a `legend` key): a skip
+    /// reason, or the capability token of a `not-applicable` requirement
+    /// that the host does not advertise; null otherwise.
     pub reason: Option<String>,
     pub scenarios: Vec<String>,
     /// Why it did not pass: for fail, error, advisory and not-reached, what
@@ -218,7 +280,7 @@ impl RequirementReport {
                 .scenarios
                 .iter()
                 .find_map(|name| ledger.get(name).and_then(|r| r.outcome.message())),
-            Disposition::Pass | Disposition::Skip(_) => None,
+            Disposition::Pass | Disposition::Skip(_) | Disposition::NotApplicable(_) => None,
         };
         RequirementReport {
             id: requirement.id.clone(),
@@ -228,7 +290,7 @@ impl RequirementReport {
             section: legend::requirement_section(&requirement.id),
             text: requirement.text.clone(),
             disposition: wanted,
-            reason: result.disposition.reason().map(|r| r.to_string()),
+            reason: result.disposition.reason_keyword(),
             scenarios: result.scenarios.clone(),
             message,
             failed_check,
@@ -342,7 +404,7 @@ impl RunReport {
             profiles: input
                 .profiles
                 .iter()
-                .map(|(name, summary)| (name.clone(), ProfileReport::from(*summary)))
+                .map(|(name, summary)| (name.clone(), ProfileReport::from(summary.clone())))
                 .collect(),
             requirements: input
                 .requirements
@@ -397,27 +459,17 @@ impl RunReport {
             .collect()
     }
 
-    /// Every selected profile this deployment could be judged on is
-    /// certified (and at least one was selected). A profile whose every
-    /// requirement skipped `needs-endpoints` (the `cluster` profile against
-    /// one endpoint) is left out: one process is no cluster, and that says
-    /// nothing against it in the other profiles.
+    /// Every selected profile the run could attempt is certified (and at
+    /// least one was attempted). A profile whose minimum scope the run did
+    /// not meet (`not attempted`: the `cluster` profile against one
+    /// endpoint) is left out: it says nothing against the others.
     pub fn all_selected_certified(&self) -> bool {
-        let needs_endpoints = crate::run::outcome::SkipReason::NeedsEndpoints.as_str();
-        let judged = |name: &str| {
-            let mut own = self
-                .requirements
-                .iter()
-                .filter(|r| r.profile == name)
-                .peekable();
-            own.peek().is_none() || !own.all(|r| r.reason.as_deref() == Some(needs_endpoints))
-        };
-        let mut selected = self
+        let mut attempted = self
             .profiles
-            .iter()
-            .filter(|(name, p)| p.selected && judged(name))
+            .values()
+            .filter(|p| p.selected && p.status() != Status::NotAttempted)
             .peekable();
-        selected.peek().is_some() && selected.all(|(_, p)| p.certified)
+        attempted.peek().is_some() && attempted.all(|p| p.certified)
     }
 
     /// Whether any scenario failed or errored (exit code 1). Advisories
@@ -538,6 +590,12 @@ pub(crate) mod sample {
                     None,
                     "core::bounds",
                 ),
+                requirement(
+                    "behavior.heartbeat.fires",
+                    DispositionKind::NotApplicable,
+                    Some("mode:heartbeat"),
+                    "behavior::pause",
+                ),
             ],
             scenarios: vec![
                 scenario("behavior::pause", OutcomeKind::Skip, Some("seam-absent")),
@@ -567,8 +625,29 @@ pub(crate) mod sample {
             when_step: "PATCH the objective".to_string(),
             answered: Some(200),
         }];
+        let scope = |not_offered: &[&str]| Scope {
+            judge: Some("verifier".to_string()),
+            modes: vec!["manual".to_string(), "schedule".to_string()],
+            offered: Vec::new(),
+            not_offered: not_offered.iter().map(|t| t.to_string()).collect(),
+        };
         let core = report.profiles.get_mut("core").expect("core");
         (core.advisory, core.not_reached) = (1, 1);
+        core.status = Some(Status::NotCertified);
+        core.reason =
+            Some("3 MUST requirements did not pass: 1 error, 1 fail, 1 not-reached".to_string());
+        core.scope = scope(&[]);
+        let behavior = report.profiles.get_mut("behavior").expect("behavior");
+        behavior.status = Some(Status::NotCertified);
+        behavior.reason = Some("1 MUST requirement did not pass: 1 skip (seam-absent)".to_string());
+        behavior.not_applicable = 1;
+        behavior.scope = scope(&["mode:heartbeat"]);
+        let strict = report.profiles.get_mut("strict").expect("strict");
+        strict.status = Some(Status::OptedOut);
+        report.requirements[6].message = Some(
+            "not applicable: the host does not advertise the `heartbeat` continuation mode (`mode:heartbeat`)"
+                .to_string(),
+        );
         report.requirements[4].message =
             Some("core/create.json step 1 \"create\": header location is absent".to_string());
         let step = crate::run::outcome::exchange::sample::failed_step();
@@ -591,41 +670,72 @@ pub(crate) mod sample {
 mod tests {
     use super::*;
 
-    /// Every profile certified except one that skipped whole with `reason`.
-    fn certified_but(reason: &str) -> RunReport {
+    /// Every profile certified except `cluster`, with `status`.
+    fn certified_but(status: Status) -> RunReport {
         let mut report = sample::report();
         for profile in report.profiles.values_mut() {
             (profile.certified, profile.selected) = (true, true);
+            profile.status = Some(Status::Certified);
         }
         report.profiles.insert(
             "cluster".to_string(),
             ProfileReport {
                 selected: true,
+                status: Some(status),
                 skip: 1,
                 ..ProfileReport::default()
             },
         );
-        report.requirements.push(RequirementReport {
-            id: "cluster.continue.bound".to_string(),
-            profile: "cluster".to_string(),
-            disposition: DispositionKind::Skip,
-            reason: Some(reason.to_string()),
-            ..RequirementReport::default()
-        });
         report
     }
 
     #[test]
-    fn a_profile_one_endpoint_cannot_judge_does_not_count_against_the_others() {
-        assert!(certified_but("needs-endpoints").all_selected_certified());
-        assert!(!certified_but("seam-absent").all_selected_certified());
-        let mut mixed = certified_but("needs-endpoints");
-        mixed.requirements.push(RequirementReport {
-            id: "cluster.pause.every-replica".to_string(),
-            profile: "cluster".to_string(),
-            disposition: DispositionKind::Fail,
-            ..RequirementReport::default()
-        });
-        assert!(!mixed.all_selected_certified(), "a judged profile counts");
+    fn a_profile_the_run_could_not_attempt_does_not_count_against_the_others() {
+        assert!(certified_but(Status::NotAttempted).all_selected_certified());
+        assert!(!certified_but(Status::NotCertified).all_selected_certified());
+        let mut none = certified_but(Status::NotAttempted);
+        for profile in none.profiles.values_mut() {
+            profile.status = Some(Status::NotAttempted);
+            profile.certified = false;
+        }
+        assert!(
+            !none.all_selected_certified(),
+            "a run that attempted nothing certifies nothing"
+        );
+    }
+
+    #[test]
+    fn a_verdict_line_says_what_it_covers_or_what_it_needs() {
+        let mut profile = ProfileReport {
+            certified: true,
+            status: Some(Status::Certified),
+            advisory: 1,
+            scope: Scope {
+                judge: Some("verifier".to_string()),
+                modes: vec!["manual".to_string()],
+                offered: vec!["reported-runs".to_string()],
+                not_offered: vec!["mode:heartbeat".to_string(), "egress-policy".to_string()],
+            },
+            ..ProfileReport::default()
+        };
+        assert_eq!(
+            profile.verdict_line(),
+            "certified, 1 advisory — judge verifier; mode manual; reported runs; not offered: heartbeat, egress policy"
+        );
+        profile.certified = false;
+        profile.status = Some(Status::NotAttempted);
+        profile.reason =
+            Some("needs 2+ endpoints of one deployment (--host once per replica)".to_string());
+        assert_eq!(
+            profile.verdict_line(),
+            "not attempted — needs 2+ endpoints of one deployment (--host once per replica)"
+        );
+        // A report from before statuses reads its verdict from `certified`.
+        let old = ProfileReport {
+            certified: true,
+            ..ProfileReport::default()
+        };
+        assert_eq!(old.status(), Status::Certified);
+        assert_eq!(ProfileReport::default().status(), Status::NotCertified);
     }
 }

@@ -16,10 +16,17 @@ pub const DEFAULT_BASE_PATH: &str = "/v1/host/sample/goals";
 /// Where discovery advertises the attention extension.
 pub const ATTENTION_MEMBER: &str = "/extensions/goalpost/attention";
 /// Template variables every scenario run gets from discovery.
-pub const VARIABLES: &[&str] = &["discovery.judge", "discovery.mode"];
+pub const VARIABLES: &[&str] = &[
+    "discovery.judge",
+    "discovery.mode",
+    "discovery.eventsStream",
+];
 /// `{discovery.judge}` when the host names no judge (its discovery
 /// scenario fails on that; the creates should still say something valid).
 pub const DEFAULT_JUDGE: &str = "verifier";
+/// `{discovery.eventsStream}` when discovery names no stream: only a
+/// scenario that needs the stream sends to it, and then one is named.
+pub const DEFAULT_EVENTS_STREAM: &str = "/";
 /// The continuation mode a scenario prefers when the host offers it: the
 /// client drives every iteration, so nothing fires behind the test's back.
 pub const PREFERRED_MODE: &str = "manual";
@@ -50,6 +57,11 @@ pub struct Capabilities {
     /// `extensions.goalpost.attention` is an object: the attention
     /// extension is advertised (PROFILE.md "Profile `attention`").
     pub attention: bool,
+    /// What `host.events` offers as host API: `goalList` (a goal's events
+    /// and evaluations) and `stream` (the tenant's event stream).
+    pub host_events: BTreeSet<String>,
+    /// `host.events.stream`: the event stream's path, when it is one.
+    pub events_stream: Option<String>,
 }
 
 impl Capabilities {
@@ -80,6 +92,12 @@ impl Capabilities {
                 .unwrap_or_default()
         };
         let continuation_order = strings(goals.and_then(|g| g.get("continuation")));
+        let events = document.and_then(|doc| doc.pointer("/host/events"));
+        let events_stream = events
+            .and_then(|e| e.get("stream"))
+            .and_then(Value::as_str)
+            .filter(|path| path.starts_with('/'))
+            .map(str::to_string);
         Capabilities {
             goals: goals.is_some_and(Value::is_object),
             continuation: continuation_order.iter().cloned().collect(),
@@ -121,6 +139,21 @@ impl Capabilities {
             attention: document
                 .and_then(|doc| doc.pointer(ATTENTION_MEMBER))
                 .is_some_and(Value::is_object),
+            host_events: [
+                (
+                    "goalList",
+                    events
+                        .and_then(|e| e.get("goalList"))
+                        .and_then(Value::as_bool)
+                        == Some(true),
+                ),
+                ("stream", events_stream.is_some()),
+            ]
+            .into_iter()
+            .filter(|(_, offered)| *offered)
+            .map(|(name, _)| name.to_string())
+            .collect(),
+            events_stream,
         }
     }
 
@@ -133,6 +166,14 @@ impl Capabilities {
                 Value::from(self.judge.as_deref().unwrap_or(DEFAULT_JUDGE)),
             ),
             ("discovery.mode", Value::from(self.mode())),
+            (
+                "discovery.eventsStream",
+                Value::from(
+                    self.events_stream
+                        .as_deref()
+                        .unwrap_or(DEFAULT_EVENTS_STREAM),
+                ),
+            ),
         ]
     }
 
@@ -260,7 +301,8 @@ mod tests {
             caps.variables(),
             vec![
                 ("discovery.judge", json!("host")),
-                ("discovery.mode", json!("manual"))
+                ("discovery.mode", json!("manual")),
+                ("discovery.eventsStream", json!("/"))
             ]
         );
         let odd = json!({"agents": {"goals": {"judge": 3, "requiresBounds": "no"}}});
@@ -270,11 +312,33 @@ mod tests {
             caps.variables(),
             vec![
                 ("discovery.judge", json!("verifier")),
-                ("discovery.mode", json!("manual"))
+                ("discovery.mode", json!("manual")),
+                ("discovery.eventsStream", json!("/"))
             ]
         );
         let names: Vec<&str> = caps.variables().iter().map(|(name, _)| *name).collect();
         assert_eq!(names, VARIABLES);
+    }
+
+    #[test]
+    fn host_events_are_read_from_the_host_member() {
+        let document = json!({"agents": {"goals": {"judge": "verifier", "continuation": ["manual"]}},
+                              "host": {"events": {"goalList": true, "stream": "/v1/g/events"}}});
+        let caps = Capabilities::from_document(Some(&document));
+        assert_eq!(
+            caps.host_events,
+            ["goalList", "stream"].map(String::from).into()
+        );
+        assert_eq!(caps.events_stream.as_deref(), Some("/v1/g/events"));
+        assert!(caps
+            .variables()
+            .contains(&("discovery.eventsStream", json!("/v1/g/events"))));
+        // A stream that is no path, or a list that is not `true`, is not
+        // advertised.
+        let odd = json!({"host": {"events": {"goalList": "yes", "stream": "events"}}});
+        let caps = Capabilities::from_document(Some(&odd));
+        assert!(caps.host_events.is_empty());
+        assert_eq!(caps.events_stream, None);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use crate::model::Scenario;
 use crate::run::discovery::{Capabilities, PREFERRED_MODE};
 use crate::run::outcome::SkipReason;
+use crate::run::scripted_judge;
 
 /// The option `needs.options` names for `--webhook-secret`.
 pub const WEBHOOK_SECRET: &str = "webhook-secret";
@@ -38,17 +39,25 @@ pub fn gate(
             .is_some_and(|wanted| wanted != capabilities.requires_bounds)
         || needs
             .judge
-            .as_ref()
-            .is_some_and(|judge| capabilities.judge.as_ref() != Some(judge))
+            .as_deref()
+            .is_some_and(|judge| !judge_offered(judge, capabilities.judge.as_deref()))
         || (needs.egress_policy && !capabilities.egress_denies_internal)
         || (needs.reported_runs && !capabilities.reported_runs.contains(PREFERRED_MODE))
         || (needs.attention && !capabilities.attention)
+        || needs
+            .host_events
+            .as_ref()
+            .is_some_and(|offer| !capabilities.host_events.contains(offer))
+        || (scripted_judge::applies(scenario, capabilities.judge.as_deref())
+            && scripted_judge::runs_unbidden(scenario))
     {
         Some(SkipReason::NotAdvertised)
     } else if needs
         .seams
         .iter()
         .any(|seam| !capabilities.seams.contains(seam))
+        || (scripted_judge::applies(scenario, capabilities.judge.as_deref())
+            && !capabilities.seams.contains(scripted_judge::SEAM))
     {
         Some(SkipReason::SeamAbsent)
     } else if needs.tenants >= 2 && !second_tenant {
@@ -59,6 +68,21 @@ pub fn gate(
         Some(SkipReason::NotConfigured)
     } else {
         None
+    }
+}
+
+/// Whether a host advertising `advertised` can run a scenario needing
+/// `judge`: its own kind, or either kind for a scenario that scripts its
+/// verdicts (through refs or through the seam `scriptedJudge`).
+fn judge_offered(judge: &str, advertised: Option<&str>) -> bool {
+    match judge {
+        scripted_judge::SCRIPTED => {
+            matches!(
+                advertised,
+                Some(scripted_judge::VERIFIER | scripted_judge::HOST)
+            )
+        }
+        _ => advertised == Some(judge),
     }
 }
 
@@ -97,6 +121,8 @@ mod tests {
             egress_denies_internal: false,
             reported_runs: ["manual".to_string()].into(),
             attention: true,
+            host_events: BTreeSet::new(),
+            events_stream: None,
         }
     }
 
@@ -111,6 +137,7 @@ mod tests {
             egress_policy: false,
             reported_runs: false,
             attention: false,
+            host_events: None,
             endpoints: 1,
         }
     }
@@ -161,6 +188,23 @@ mod tests {
                 Some(SkipReason::NotAdvertised)
             );
         }
+    }
+
+    #[test]
+    fn host_events_run_only_where_that_surface_is_advertised() {
+        let mut wants = needs(&[], &["manual"], 1);
+        wants.host_events = Some("stream".to_string());
+        let s = scenario("core", wants);
+        let selection = selected(&["core"]);
+        let mut list_only = full_host();
+        list_only.host_events = ["goalList".to_string()].into();
+        assert_eq!(
+            gate(&s, &list_only, &selection, true, &given(), 1),
+            Some(SkipReason::NotAdvertised)
+        );
+        let mut both = list_only.clone();
+        both.host_events.insert("stream".to_string());
+        assert_eq!(gate(&s, &both, &selection, true, &given(), 1), None);
     }
 
     #[test]
@@ -377,6 +421,41 @@ mod tests {
             Some(SkipReason::NotAdvertised),
             "a host naming no judge advertises neither"
         );
+    }
+
+    #[test]
+    fn scripted_verdicts_run_on_either_judge_and_need_the_seam_on_a_host_judge() {
+        let scripted = Scenario {
+            needs: Needs {
+                judge: Some(scripted_judge::SCRIPTED.to_string()),
+                ..needs(&["continue"], &[], 1)
+            },
+            ..scenario("behavior", needs(&[], &[], 1))
+        };
+        let host = |seams: &[&str]| Capabilities {
+            judge: Some("host".to_string()),
+            seams: seams.iter().map(|seam| seam.to_string()).collect(),
+            ..full_host()
+        };
+        let profiles = selected(&["behavior"]);
+        let gated = |caps: &Capabilities| gate(&scripted, caps, &profiles, true, &given(), 1);
+        assert_eq!(gated(&full_host()), None, "a verifier host takes the refs");
+        assert_eq!(gated(&host(&["continue", "scriptedJudge"])), None);
+        assert_eq!(
+            gated(&host(&["continue"])),
+            Some(SkipReason::SeamAbsent),
+            "a host judge without the seam cannot be scripted"
+        );
+        assert_eq!(
+            gated(&host(&["scriptedJudge"])),
+            Some(SkipReason::SeamAbsent),
+            "the scenario's own seams still count"
+        );
+        let no_judge = Capabilities {
+            judge: None,
+            ..full_host()
+        };
+        assert_eq!(gated(&no_judge), Some(SkipReason::NotAdvertised));
     }
 
     #[test]

@@ -6,10 +6,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{Requirement, Scenario};
+use crate::model::{Capability, Requirement, Scenario};
 use crate::run::outcome::{
     DispositionKind, Outcome, RequirementOutcome, ScenarioResult, SkipReason,
 };
+use crate::run::scope::{describe_unmet, Offer, Scope, Status};
 
 /// The disposition of one requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +25,9 @@ pub enum Disposition {
     /// requirement, or a setup check) failed: neither proven nor broken.
     NotReached,
     Skip(SkipReason),
+    /// It names a feature the host does not advertise (the first such):
+    /// it does not apply. Never blocks certification, never a pass.
+    NotApplicable(Capability),
     Error,
 }
 
@@ -35,6 +39,7 @@ impl Disposition {
             Disposition::Advisory => DispositionKind::Advisory,
             Disposition::NotReached => DispositionKind::NotReached,
             Disposition::Skip(_) => DispositionKind::Skip,
+            Disposition::NotApplicable(_) => DispositionKind::NotApplicable,
             Disposition::Error => DispositionKind::Error,
         }
     }
@@ -46,6 +51,16 @@ impl Disposition {
     pub fn reason(self) -> Option<SkipReason> {
         match self {
             Disposition::Skip(reason) => Some(reason),
+            _ => None,
+        }
+    }
+
+    /// report.json's `reason`: a skip's reason keyword, or the capability
+    /// token a not-applicable requirement names and the host lacks.
+    pub fn reason_keyword(self) -> Option<String> {
+        match self {
+            Disposition::Skip(reason) => Some(reason.to_string()),
+            Disposition::NotApplicable(capability) => Some(capability.token()),
             _ => None,
         }
     }
@@ -63,16 +78,26 @@ pub struct RequirementResult {
     pub message: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProfileSummary {
     pub selected: bool,
     pub certified: bool,
+    /// Certified, not certified, not attempted (minimum scope unmet) or
+    /// opted out.
+    pub status: Status,
+    /// Why it is not certified: what the minimum scope needs, or which
+    /// MUST requirements did not pass. `None` when certified or opted out.
+    pub reason: Option<String>,
+    /// What the verdict covers.
+    pub scope: Scope,
     pub pass: u32,
     pub fail: u32,
     /// SHOULD requirements not met (never block certification).
     pub advisory: u32,
     pub not_reached: u32,
     pub skip: u32,
+    /// Requirements that do not apply to this host (never block).
+    pub not_applicable: u32,
     pub error: u32,
 }
 
@@ -116,20 +141,20 @@ impl Ledger {
 /// named scenario with no recorded outcome counts as an error: a
 /// requirement is never passed by a scenario that did not run. `message`
 /// is the first (in scenario name order) message of the deciding kind.
+///
+/// A requirement naming a feature the host does not advertise is
+/// `not-applicable` whatever its scenarios said (the loader holds every
+/// scenario naming it to need that feature, so none of them ran: they all
+/// skipped for want of it). An applicable requirement whose scenarios all
+/// skipped `not-advertised` keeps that skip, and its message says the
+/// suite could not judge it on this host's choices: a gap, never hidden.
 pub fn dispose(
     requirements: &[Requirement],
     scenarios: &[Scenario],
     ledger: &Ledger,
+    offer: &Offer,
 ) -> Vec<RequirementResult> {
-    let mut naming: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for scenario in scenarios {
-        for id in &scenario.requirements {
-            naming
-                .entry(id.as_str())
-                .or_default()
-                .insert(scenario.name.as_str());
-        }
-    }
+    let naming = naming(scenarios);
     requirements
         .iter()
         .map(|requirement| {
@@ -137,6 +162,9 @@ pub fn dispose(
                 .get(requirement.id.as_str())
                 .map(|names| names.iter().map(|n| n.to_string()).collect())
                 .unwrap_or_default();
+            if let Some(missing) = offer.missing_feature(requirement) {
+                return not_applicable(requirement, names, missing);
+            }
             let verdicts: Vec<Said> = names
                 .iter()
                 .map(|name| match ledger.get(name) {
@@ -158,7 +186,145 @@ pub fn dispose(
                     },
                 })
                 .collect();
-            let (disposition, message) = merge(&verdicts);
+            let (disposition, mut message) = merge(&verdicts);
+            if disposition == Disposition::Skip(SkipReason::NotAdvertised) {
+                message = Some(unjudged(scenarios, &names, offer));
+            }
+            RequirementResult {
+                requirement: requirement.clone(),
+                disposition,
+                scenarios: names,
+                message,
+            }
+        })
+        .collect()
+}
+
+/// Scenario names by the requirement they name, each set sorted.
+fn naming(scenarios: &[Scenario]) -> BTreeMap<&str, BTreeSet<&str>> {
+    let mut naming: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for scenario in scenarios {
+        for id in &scenario.requirements {
+            naming
+                .entry(id.as_str())
+                .or_default()
+                .insert(scenario.name.as_str());
+        }
+    }
+    naming
+}
+
+fn not_applicable(
+    requirement: &Requirement,
+    scenarios: Vec<String>,
+    missing: Capability,
+) -> RequirementResult {
+    RequirementResult {
+        requirement: requirement.clone(),
+        disposition: Disposition::NotApplicable(missing),
+        scenarios,
+        message: Some(format!(
+            "not applicable: the host does not advertise {}",
+            missing.describe()
+        )),
+    }
+}
+
+/// Why an applicable requirement was not judged: every scenario of it needs
+/// a feature this host does not advertise. The requirement still applies,
+/// so the skip blocks; the message names what the scenarios needed.
+fn unjudged(scenarios: &[Scenario], names: &[String], offer: &Offer) -> String {
+    let needed: BTreeSet<String> = scenarios
+        .iter()
+        .filter(|scenario| names.contains(&scenario.name))
+        .flat_map(|scenario| unmet_features(scenario, offer))
+        .collect();
+    let needed: Vec<String> = needed.into_iter().collect();
+    let what = if needed.is_empty() {
+        "more than this host advertises".to_string()
+    } else {
+        format!(
+            "something this host does not advertise ({})",
+            crate::model::capability::join_and(&needed)
+        )
+    };
+    format!(
+        "not judged on this host's choices: the requirement applies to the host, but each of its scenarios needs {what}; the suite could not judge it here, so it blocks certification"
+    )
+}
+
+/// The features a scenario needs that the host does not advertise, in
+/// words.
+fn unmet_features(scenario: &Scenario, offer: &Offer) -> Vec<String> {
+    let needs = &scenario.needs;
+    let caps = &offer.capabilities;
+    let mut unmet: Vec<String> = needs
+        .continuation
+        .iter()
+        .filter(|mode| !caps.continuation.contains(*mode))
+        .map(|mode| format!("mode `{mode}`"))
+        .collect();
+    if let Some(judge) = needs
+        .judge
+        .as_ref()
+        .filter(|j| caps.judge.as_ref() != Some(j))
+    {
+        unmet.push(format!("judge `{judge}`"));
+    }
+    if needs
+        .requires_bounds
+        .is_some_and(|wanted| wanted != caps.requires_bounds)
+    {
+        unmet.push(format!(
+            "`requiresBounds: {}`",
+            needs.requires_bounds.unwrap_or(true)
+        ));
+    }
+    if needs.egress_policy && !caps.egress_denies_internal {
+        unmet.push("the egress policy".to_string());
+    }
+    if needs.reported_runs && !offer.has(Capability::ReportedRuns) {
+        unmet.push("reported runs".to_string());
+    }
+    unmet
+}
+
+/// What a run would dispose before it runs: each requirement
+/// `not-applicable` when it names a feature the host lacks, `skip` when
+/// every scenario naming it would be gated out (`gated`: the run's gate,
+/// with the run's selection and options; the first reason in scenario name
+/// order, as [`dispose`] merges), else `pass`: what a host that holds every
+/// rule it is judged on would end with. `goalpost doctor` predicts a
+/// verdict with it and [`summarize`], the same verdict rules a run applies.
+pub fn predict(
+    requirements: &[Requirement],
+    scenarios: &[Scenario],
+    offer: &Offer,
+    gated: impl Fn(&Scenario) -> Option<SkipReason>,
+) -> Vec<RequirementResult> {
+    let naming = naming(scenarios);
+    requirements
+        .iter()
+        .map(|requirement| {
+            let names: Vec<String> = naming
+                .get(requirement.id.as_str())
+                .map(|names| names.iter().map(|n| n.to_string()).collect())
+                .unwrap_or_default();
+            if let Some(missing) = offer.missing_feature(requirement) {
+                return not_applicable(requirement, names, missing);
+            }
+            let gated: Vec<Option<SkipReason>> = scenarios
+                .iter()
+                .filter(|scenario| names.contains(&scenario.name))
+                .map(&gated)
+                .collect();
+            let disposition = match gated.iter().find_map(|reason| *reason) {
+                Some(first) if gated.iter().all(Option::is_some) => Disposition::Skip(first),
+                _ if gated.is_empty() => Disposition::Error,
+                _ => Disposition::Pass,
+            };
+            let message = (disposition == Disposition::Skip(SkipReason::NotAdvertised))
+                .then(|| unjudged(scenarios, &names, offer));
             RequirementResult {
                 requirement: requirement.clone(),
                 disposition,
@@ -228,7 +394,7 @@ pub fn deciding<'a>(
     ledger: &'a Ledger,
 ) -> Option<(&'a str, RequirementOutcome)> {
     let wanted = match result.disposition {
-        Disposition::Pass | Disposition::Skip(_) => return None,
+        Disposition::Pass | Disposition::Skip(_) | Disposition::NotApplicable(_) => return None,
         decided => decided.kind(),
     };
     result.scenarios.iter().find_map(|name| {
@@ -250,55 +416,118 @@ pub fn is_blocking(requirement: &Requirement) -> bool {
     requirement.level != "SHOULD"
 }
 
-/// Counts per profile. `profiles` lists every profile to report (selected
-/// or not). A profile is certified when it has at least one MUST
-/// requirement and every MUST requirement passed; SHOULD requirements are
-/// counted but never block.
+/// Counts and the verdict per profile. `profiles` lists every profile to
+/// report (selected or not). A profile is certified when its minimum
+/// scope is met (PROFILE.md "Minimum scope"), it has at least one MUST
+/// requirement that applies to the host, and every such requirement
+/// passed. `not-applicable` requirements never block and never count as
+/// passes; SHOULD requirements are counted but never block. A profile
+/// whose minimum scope is not met is `not attempted` unless something it
+/// ran failed, errored or was not reached (then it is `not certified`).
 pub fn summarize(
     results: &[RequirementResult],
     profiles: &BTreeSet<String>,
     selected: &BTreeSet<String>,
+    offer: &Offer,
 ) -> BTreeMap<String, ProfileSummary> {
-    let mut summaries: BTreeMap<String, ProfileSummary> = profiles
-        .iter()
+    let mut names: BTreeSet<String> = profiles.clone();
+    names.extend(results.iter().map(|r| r.requirement.profile.clone()));
+    names
+        .into_iter()
         .map(|profile| {
-            (
-                profile.clone(),
-                ProfileSummary {
-                    selected: selected.contains(profile),
-                    ..ProfileSummary::default()
-                },
-            )
+            let own: Vec<&RequirementResult> = results
+                .iter()
+                .filter(|r| r.requirement.profile == profile)
+                .collect();
+            let summary = summarize_one(&profile, &own, selected.contains(&profile), offer);
+            (profile, summary)
         })
-        .collect();
-    // Per profile: (MUST requirements, MUST requirements that passed).
-    let mut must: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+        .collect()
+}
+
+fn summarize_one(
+    profile: &str,
+    results: &[&RequirementResult],
+    selected: bool,
+    offer: &Offer,
+) -> ProfileSummary {
+    let mut summary = ProfileSummary {
+        selected,
+        scope: offer.scope(profile, results.iter().map(|r| &r.requirement)),
+        ..ProfileSummary::default()
+    };
     for result in results {
-        let summary = summaries
-            .entry(result.requirement.profile.clone())
-            .or_insert_with(|| ProfileSummary {
-                selected: selected.contains(&result.requirement.profile),
-                ..ProfileSummary::default()
-            });
         match result.disposition {
             Disposition::Pass => summary.pass += 1,
             Disposition::Fail => summary.fail += 1,
             Disposition::Advisory => summary.advisory += 1,
             Disposition::NotReached => summary.not_reached += 1,
             Disposition::Skip(_) => summary.skip += 1,
+            Disposition::NotApplicable(_) => summary.not_applicable += 1,
             Disposition::Error => summary.error += 1,
         }
-        if is_blocking(&result.requirement) {
-            let (total, passed) = must.entry(result.requirement.profile.clone()).or_default();
-            *total += 1;
-            *passed += u32::from(result.disposition == Disposition::Pass);
-        }
     }
-    for (profile, summary) in summaries.iter_mut() {
-        let (total, passed) = must.get(profile).copied().unwrap_or_default();
-        summary.certified = total > 0 && passed == total;
+    // The MUST requirements that apply to this host, and those that did
+    // not pass.
+    let applicable: Vec<&&RequirementResult> = results
+        .iter()
+        .filter(|r| is_blocking(&r.requirement))
+        .filter(|r| !matches!(r.disposition, Disposition::NotApplicable(_)))
+        .collect();
+    let unpassed: Vec<Disposition> = applicable
+        .iter()
+        .map(|r| r.disposition)
+        .filter(|d| *d != Disposition::Pass)
+        .collect();
+    let broke = unpassed.iter().any(|d| d.kind().is_blocking_failure());
+    let unmet = offer.unmet(profile);
+    (summary.status, summary.reason) = if !selected {
+        (Status::OptedOut, None)
+    } else if !unmet.is_empty() && !broke {
+        (Status::NotAttempted, Some(describe_unmet(&unmet)))
+    } else if !unmet.is_empty() {
+        (
+            Status::NotCertified,
+            Some(format!(
+                "{}; {}",
+                unpassed_reason(&unpassed),
+                describe_unmet(&unmet)
+            )),
+        )
+    } else if applicable.is_empty() {
+        (
+            Status::NotCertified,
+            Some("no MUST requirement of it applies to this host".to_string()),
+        )
+    } else if !unpassed.is_empty() {
+        (Status::NotCertified, Some(unpassed_reason(&unpassed)))
+    } else {
+        (Status::Certified, None)
+    };
+    summary.certified = summary.status == Status::Certified;
+    summary
+}
+
+/// `2 MUST requirements did not pass: 1 fail, 1 skip (seam-absent)`.
+fn unpassed_reason(unpassed: &[Disposition]) -> String {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for disposition in unpassed {
+        let key = match disposition.reason() {
+            Some(reason) => format!("{} ({reason})", disposition.keyword()),
+            None => disposition.keyword().to_string(),
+        };
+        *counts.entry(key).or_default() += 1;
     }
-    summaries
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(what, count)| format!("{count} {what}"))
+        .collect();
+    format!(
+        "{} MUST requirement{} did not pass: {}",
+        unpassed.len(),
+        if unpassed.len() == 1 { "" } else { "s" },
+        parts.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -316,6 +545,24 @@ mod tests {
             level: "MUST".to_string(),
             clause: "§2".to_string(),
             text: "t".to_string(),
+            capability: Vec::new(),
+        }
+    }
+
+    /// A host that advertises everything the profiles need, seams and
+    /// both judges' scripts aside: the verifier judge with its fixtures, two
+    /// modes, two tenants and two endpoints.
+    fn offer() -> Offer {
+        let document = serde_json::json!({
+            "agents": {"goals": {"judge": "verifier", "continuation": ["manual", "schedule"]}},
+            "conformanceSeams": {"goals": {"continue": true, "events": true,
+                                           "fixtures": true, "webhooks": true}}
+        });
+        Offer {
+            capabilities: crate::run::discovery::Capabilities::from_document(Some(&document)),
+            attention: false,
+            second_tenant: true,
+            endpoints: 2,
         }
     }
 
@@ -360,7 +607,7 @@ mod tests {
                 ledger.record(result(name, outcome.clone()));
             }
         }
-        let results = dispose(&[requirement("core.r")], &scenarios, &ledger);
+        let results = dispose(&[requirement("core.r")], &scenarios, &ledger, &offer());
         assert_eq!(results.len(), 1);
         assert_eq!(results[0].scenarios, names);
         results[0].disposition
@@ -413,7 +660,7 @@ mod tests {
             level: level.to_string(),
             ..requirement("core.r")
         };
-        let results = dispose(&[requirement], &scenarios, &ledger);
+        let results = dispose(&[requirement], &scenarios, &ledger, &offer());
         results.into_iter().next().expect("one result")
     }
 
@@ -513,7 +760,7 @@ mod tests {
             level: "SHOULD".to_string(),
             ..requirement("core.r")
         };
-        let results = dispose(&[requirement], &scenarios, &ledger);
+        let results = dispose(&[requirement], &scenarios, &ledger, &offer());
         assert_eq!(results[0].disposition, Disposition::Advisory);
         let (name, outcome) = deciding(&results[0], &ledger).expect("a deciding scenario");
         assert_eq!(name, "core::s1");
@@ -617,7 +864,7 @@ mod tests {
             .collect();
         let profiles: BTreeSet<String> = ["core", "behavior", "strict"].map(String::from).into();
         let selected: BTreeSet<String> = selected.iter().map(|s| s.to_string()).collect();
-        summarize(&results, &profiles, &selected)
+        summarize(&results, &profiles, &selected, &offer())
     }
 
     #[test]
@@ -631,10 +878,10 @@ mod tests {
             ],
             &["core", "behavior"],
         );
-        let core = summary["core"];
+        let core = &summary["core"];
         assert!(core.certified && core.selected);
         assert_eq!((core.pass, core.fail, core.skip, core.error), (2, 0, 0, 0));
-        let behavior = summary["behavior"];
+        let behavior = &summary["behavior"];
         assert!(!behavior.certified);
         assert_eq!((behavior.pass, behavior.skip), (1, 1));
     }
@@ -648,7 +895,7 @@ mod tests {
             ],
             &["core"],
         );
-        let core = summary["core"];
+        let core = &summary["core"];
         assert_eq!((core.pass, core.fail, core.error), (0, 1, 1));
         assert!(!core.certified);
     }
@@ -656,7 +903,7 @@ mod tests {
     #[test]
     fn a_profile_with_zero_requirements_is_not_certified() {
         let summary = summaries(&[("core.a", Disposition::Pass)], &["core", "strict"]);
-        let strict = summary["strict"];
+        let strict = &summary["strict"];
         assert!(strict.selected);
         assert!(!strict.certified);
         assert_eq!(strict.pass + strict.fail + strict.skip + strict.error, 0);
@@ -680,7 +927,7 @@ mod tests {
             ],
             &["core"],
         );
-        let core = summary["core"];
+        let core = &summary["core"];
         assert!(core.certified);
         assert_eq!(
             (
@@ -741,6 +988,253 @@ mod tests {
             &["core"],
         );
         assert!(!summary["core"].certified);
+    }
+
+    fn with_capability(id: &str, tokens: &[&str]) -> Requirement {
+        Requirement {
+            capability: tokens
+                .iter()
+                .map(|t| Capability::parse(t).expect("a token"))
+                .collect(),
+            ..requirement(id)
+        }
+    }
+
+    /// [`offer`] without `mode` in its continuation modes.
+    fn offer_without_mode(mode: &str) -> Offer {
+        let mut offer = offer();
+        offer.capabilities.continuation.remove(mode);
+        offer
+    }
+
+    #[test]
+    fn a_missing_feature_is_not_applicable_over_the_skips_it_causes() {
+        let names = ["behavior::s0", "behavior::s1"];
+        let scenarios: Vec<Scenario> = names
+            .iter()
+            .map(|n| scenario(n, &["behavior.sched"]))
+            .collect();
+        let mut ledger = Ledger::default();
+        ledger.record(ScenarioResult::skipped(names[0], SkipReason::NotAdvertised));
+        ledger.record(ScenarioResult::skipped(names[1], SkipReason::Filtered));
+        let requirement = with_capability("behavior.sched", &["mode:schedule"]);
+        let results = dispose(
+            std::slice::from_ref(&requirement),
+            &scenarios,
+            &ledger,
+            &offer_without_mode("schedule"),
+        );
+        assert_eq!(
+            results[0].disposition,
+            Disposition::NotApplicable(Capability::Mode("schedule"))
+        );
+        assert_eq!(
+            results[0].disposition.reason_keyword().as_deref(),
+            Some("mode:schedule")
+        );
+        assert!(
+            results[0]
+                .message
+                .as_deref()
+                .unwrap_or_default()
+                .contains("`schedule` continuation mode"),
+            "{:?}",
+            results[0].message
+        );
+        assert_eq!(results[0].scenarios, names);
+        // Advertised, the same skips are skips again (the first reason).
+        let results = dispose(&[requirement], &scenarios, &ledger, &offer());
+        assert_eq!(
+            results[0].disposition,
+            Disposition::Skip(SkipReason::NotAdvertised)
+        );
+    }
+
+    #[test]
+    fn an_applicable_requirement_no_scenario_could_judge_here_blocks_and_says_so() {
+        let mut needy = scenario("behavior::s0", &["behavior.any"]);
+        needy.needs.continuation = vec!["schedule".to_string()];
+        needy.needs.judge = Some("host".to_string());
+        let mut ledger = Ledger::default();
+        ledger.record(ScenarioResult::skipped(
+            "behavior::s0",
+            SkipReason::NotAdvertised,
+        ));
+        let offer = offer_without_mode("schedule");
+        let results = dispose(&[requirement("behavior.any")], &[needy], &ledger, &offer);
+        assert_eq!(
+            results[0].disposition,
+            Disposition::Skip(SkipReason::NotAdvertised)
+        );
+        let message = results[0].message.clone().unwrap_or_default();
+        assert!(
+            message.contains("not judged on this host's choices"),
+            "{message}"
+        );
+        assert!(
+            message.contains(
+                "needs something this host does not advertise (judge `host` and mode `schedule`)"
+            ),
+            "{message}"
+        );
+        let profiles: BTreeSet<String> = ["behavior".to_string()].into();
+        let summary = &summarize(&results, &profiles, &profiles, &offer)["behavior"];
+        assert_eq!(summary.status, Status::NotCertified);
+        assert!(!summary.certified);
+        assert_eq!(
+            summary.reason.as_deref(),
+            Some("1 MUST requirement did not pass: 1 skip (not-advertised)")
+        );
+    }
+
+    /// One result per `(id, tokens, disposition)`, MUST, summarized for
+    /// every profile named under `offer`.
+    fn summarized(
+        results: &[(&str, &[&str], Disposition)],
+        offer: &Offer,
+    ) -> BTreeMap<String, ProfileSummary> {
+        let results: Vec<RequirementResult> = results
+            .iter()
+            .map(|(id, tokens, disposition)| RequirementResult {
+                requirement: with_capability(id, tokens),
+                disposition: *disposition,
+                scenarios: Vec::new(),
+                message: None,
+            })
+            .collect();
+        let profiles: BTreeSet<String> = results
+            .iter()
+            .map(|r| r.requirement.profile.clone())
+            .collect();
+        summarize(&results, &profiles, &profiles, offer)
+    }
+
+    #[test]
+    fn not_applicable_never_blocks_and_never_counts_as_a_pass() {
+        let na = Disposition::NotApplicable(Capability::Mode("heartbeat"));
+        let offer = offer_without_mode("heartbeat");
+        let summary = summarized(
+            &[
+                ("behavior.a", &[], Disposition::Pass),
+                ("behavior.b", &["mode:heartbeat"], na),
+            ],
+            &offer,
+        );
+        let behavior = &summary["behavior"];
+        assert!(behavior.certified);
+        assert_eq!(behavior.status, Status::Certified);
+        assert_eq!((behavior.pass, behavior.not_applicable), (1, 1));
+        assert_eq!(behavior.scope.not_offered, ["mode:heartbeat"]);
+        assert_eq!(behavior.reason, None);
+        // Nothing but requirements that do not apply: nothing certified.
+        let summary = summarized(&[("behavior.b", &["mode:heartbeat"], na)], &offer);
+        let behavior = &summary["behavior"];
+        assert!(!behavior.certified);
+        assert_eq!(behavior.pass, 0);
+        assert_eq!(
+            behavior.reason.as_deref(),
+            Some("no MUST requirement of it applies to this host")
+        );
+    }
+
+    #[test]
+    fn an_unmet_minimum_scope_is_not_attempted_unless_something_broke() {
+        let mut one_endpoint = offer();
+        one_endpoint.endpoints = 1;
+        let skip = Disposition::Skip(SkipReason::NeedsEndpoints);
+        let summary = summarized(
+            &[
+                ("cluster.a", &["endpoints:2"], skip),
+                ("core.a", &[], Disposition::Pass),
+            ],
+            &one_endpoint,
+        );
+        assert_eq!(summary["cluster"].status, Status::NotAttempted);
+        assert!(!summary["cluster"].certified);
+        assert_eq!(
+            summary["cluster"].reason.as_deref(),
+            Some("needs 2+ endpoints of one deployment (--host once per replica)")
+        );
+        assert_eq!(summary["core"].status, Status::Certified);
+        // Everything passing does not make up for a minimum scope unmet.
+        let summary = summarized(&[("cluster.a", &[], Disposition::Pass)], &one_endpoint);
+        assert_eq!(summary["cluster"].status, Status::NotAttempted);
+        // A failure is never hidden behind "not attempted".
+        let summary = summarized(
+            &[
+                ("cluster.a", &["endpoints:2"], skip),
+                ("cluster.b", &[], Disposition::Fail),
+            ],
+            &one_endpoint,
+        );
+        assert_eq!(summary["cluster"].status, Status::NotCertified);
+        let reason = summary["cluster"].reason.clone().unwrap_or_default();
+        assert!(reason.starts_with("2 MUST requirements did not pass: 1 fail, 1 skip (needs-endpoints); needs 2+ endpoints"), "{reason}");
+        // Unselected: opted out, whatever else.
+        let results = vec![RequirementResult {
+            requirement: requirement("core.a"),
+            disposition: Disposition::Pass,
+            scenarios: Vec::new(),
+            message: None,
+        }];
+        let profiles: BTreeSet<String> = ["core".to_string()].into();
+        let summary = summarize(&results, &profiles, &BTreeSet::new(), &offer());
+        assert_eq!(summary["core"].status, Status::OptedOut);
+        assert!(!summary["core"].certified);
+    }
+
+    #[test]
+    fn a_prediction_gates_as_a_run_would_and_passes_what_would_run() {
+        let mut manual = scenario("behavior::manual", &["behavior.a", "behavior.b"]);
+        manual.needs.continuation = vec!["manual".to_string()];
+        manual.needs.seams = vec!["continue".to_string()];
+        let mut tenancy = scenario("hardening::tenancy", &["hardening.t"]);
+        tenancy.needs.tenants = 2;
+        let mut heartbeat = scenario("behavior::heartbeat", &["behavior.h"]);
+        heartbeat.needs.continuation = vec!["heartbeat".to_string()];
+        let scenarios = [manual, tenancy, heartbeat];
+        let requirements = [
+            requirement("behavior.a"),
+            with_capability("behavior.b", &["seam:continue"]),
+            with_capability("hardening.t", &["tenants:2"]),
+            with_capability("behavior.h", &["mode:heartbeat"]),
+        ];
+        let mut offer = offer_without_mode("heartbeat");
+        offer.second_tenant = false;
+        offer.capabilities.seams.remove("continue");
+        let selected: BTreeSet<String> = ["behavior", "hardening"].map(String::from).into();
+        let gated = |offer: &Offer| {
+            let offer = offer.clone();
+            let selected = selected.clone();
+            move |scenario: &Scenario| {
+                crate::run::gate::gate(
+                    scenario,
+                    &offer.capabilities,
+                    &selected,
+                    offer.second_tenant,
+                    &BTreeSet::new(),
+                    offer.endpoints,
+                )
+            }
+        };
+        let predicted = predict(&requirements, &scenarios, &offer, gated(&offer));
+        let dispositions: Vec<Disposition> = predicted.iter().map(|r| r.disposition).collect();
+        assert_eq!(
+            dispositions,
+            [
+                Disposition::Skip(SkipReason::SeamAbsent),
+                Disposition::Skip(SkipReason::SeamAbsent),
+                Disposition::Skip(SkipReason::NeedsSecondTenant),
+                Disposition::NotApplicable(Capability::Mode("heartbeat")),
+            ]
+        );
+        offer.capabilities.seams.insert("continue".to_string());
+        offer.second_tenant = true;
+        let predicted = predict(&requirements, &scenarios, &offer, gated(&offer));
+        let summary = summarize(&predicted, &selected, &selected, &offer);
+        assert_eq!(summary["behavior"].status, Status::Certified, "{summary:?}");
+        assert_eq!(summary["behavior"].scope.not_offered, ["mode:heartbeat"]);
+        assert_eq!(summary["hardening"].status, Status::Certified);
     }
 
     #[test]

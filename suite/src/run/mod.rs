@@ -11,3 +11,5 @@ pub mod gate;
 pub mod ledger;
 pub mod loader;
 pub mod outcome;
+pub mod scope;
+pub mod scripted_judge;

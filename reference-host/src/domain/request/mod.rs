@@ -5,6 +5,7 @@ mod attention;
 mod create;
 mod fields;
 mod json;
+mod judge_script;
 mod patch;
 mod reader;
 mod run;
@@ -16,6 +17,7 @@ pub use attention::{
 pub use create::{parse_create, NewGoal};
 pub use fields::MAX_OBJECTIVE_BYTES;
 pub use json::{parse_body, BodyError, MAX_DEPTH};
+pub use judge_script::parse_judge_script;
 pub use patch::{parse_patch, GoalPatch};
 pub use run::{parse_run_report, ReportedEscalation, ReportedRun, RunKey, MAX_RUN_KEY_CHARS};
 pub use verifier::{parse_verifier, NewVerifier};
@@ -34,6 +36,19 @@ pub struct RequestContext {
     /// The continuation modes this host runs (what discovery advertises);
     /// other known modes are refused.
     pub modes: &'static [Mode],
+    /// What a PATCH naming a member it may not change gets.
+    pub unappliable: Unappliable,
+}
+
+/// What a PATCH gets for a member it may not change: a judge-owned field
+/// (but `state: satisfied`, always refused), a bound, a timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unappliable {
+    /// The whole PATCH is refused (422), so a 2xx means all of it applied.
+    Refused,
+    /// The member is left out and the rest applied: RFC 0097 asks only
+    /// that such members never change (PROFILE.md#core.patch.atomic).
+    Dropped,
 }
 
 impl RequestContext {
@@ -44,6 +59,7 @@ impl RequestContext {
             fixtures_enabled,
             judge: Check::Verifier,
             modes: &Mode::SUPPORTED,
+            unappliable: Unappliable::Refused,
         }
     }
 }

@@ -1,11 +1,11 @@
 //! `PATCH {base}/{id}`: edits `objective`, `completion.verifierRef` and
 //! `continuation` (mode and arm), nothing else.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::fields;
 use super::reader::{object, only_keys};
-use super::{refuse_judge_owned, RequestContext, RequestError};
+use super::{refuse_judge_owned, RequestContext, RequestError, Unappliable, JUDGE_OWNED_TOP};
 use crate::domain::goal::Mode;
 use crate::domain::ids::Objective;
 use crate::domain::refs::{ArmRef, VerifierRef};
@@ -26,9 +26,17 @@ const CONTINUATION: [&str; 2] = ["mode", "armRef"];
 
 /// Parses a patch body. Judge-owned fields are refused first (422
 /// `judge_owned_field`), then immutable ones (422 `immutable_field`), then
-/// unknown keys and types (400).
+/// unknown keys and types (400). A host that drops what it may not change
+/// ([`Unappliable::Dropped`]) parses the body without those members.
 pub fn parse_patch(body: &Value, context: RequestContext) -> Result<GoalPatch, RequestError> {
-    let top = object(body, "")?;
+    let kept;
+    let top = match context.unappliable {
+        Unappliable::Refused => object(body, "")?,
+        Unappliable::Dropped => {
+            kept = without_unappliable(object(body, "")?);
+            &kept
+        }
+    };
     refuse_judge_owned(top)?;
     if let Some(field) = IMMUTABLE_TOP.into_iter().find(|key| top.contains_key(*key)) {
         return Err(RequestError::Immutable {
@@ -76,4 +84,21 @@ pub fn parse_patch(body: &Value, context: RequestContext) -> Result<GoalPatch, R
         fields::objective_fits(objective)?;
     }
     Ok(edit)
+}
+
+/// The body without the members a PATCH may not change, but a `state` of
+/// `satisfied`: RFC 0097 §E.1 has a client's claim of success refused, not
+/// ignored (PROFILE.md#core.judge-only.patch-state).
+fn without_unappliable(top: &Map<String, Value>) -> Map<String, Value> {
+    let mut kept = top.clone();
+    for field in JUDGE_OWNED_TOP.into_iter().chain(IMMUTABLE_TOP) {
+        if field == "state" && kept.get(field) == Some(&Value::from("satisfied")) {
+            continue;
+        }
+        kept.remove(field);
+    }
+    if let Some(Value::Object(completion)) = kept.get_mut("completion") {
+        completion.remove("lastVerdict");
+    }
+    kept
 }

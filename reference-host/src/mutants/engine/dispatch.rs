@@ -81,6 +81,37 @@ pub(crate) fn dispatch_view(
         Some(Mutant::DeadlineCloseLeavesQueuedFire) if scheduled => {
             fire_queued_at_deadline(switch, &mut goal);
         }
+        // The check looks at the count and the budget only; the deadline is
+        // left to the sweep.
+        Some(Mutant::DeadlineUncheckedAtDispatch) => {
+            goal.bounds = Bounds::new(
+                max.or(Some(u64::MAX)),
+                None,
+                goal.bounds.max_cost().cloned(),
+            )
+            .unwrap_or_else(|| goal.bounds.clone());
+        }
+        // A cap of 0 is taken for "no cap".
+        Some(Mutant::ZeroCostBoundIgnored) if cap == Some(0) => {
+            goal.bounds = Bounds::new(max.or(Some(u64::MAX)), goal.bounds.run_timeout_ms(), None)
+                .unwrap_or_else(|| goal.bounds.clone());
+        }
+        // Only manual and schedule goals are held to their bounds.
+        Some(Mutant::HeartbeatCommitmentUnbounded) if off_schedule(&goal) => {
+            if let Some(bounds) = Bounds::new(Some(u64::MAX), None, None) {
+                goal.bounds = bounds;
+            }
+        }
+        // The scheduler's timer outlived the mode it was set for: the fire
+        // goes out as if the goal were still on its schedule.
+        Some(Mutant::ModeSwitchKeepsTimer)
+            if scheduled
+                && goal.continuation.mode == crate::domain::Mode::Manual
+                && switch.memory().timers.contains(&goal.id) =>
+        {
+            goal.continuation.mode = crate::domain::Mode::Schedule;
+            goal.next_fire_at = None;
+        }
         Some(Mutant::ContinueWhilePaused) if continued => goal.paused = false,
         Some(Mutant::NoFailClosedCheck) if scheduled => {
             goal.state = GoalState::Active;
@@ -111,6 +142,32 @@ pub(crate) fn dispatch_view(
         switch.memory().bounds.insert(goal.id.clone(), real);
     }
     goal
+}
+
+/// Whether `goal` runs on a heartbeat or a commitment (the modes
+/// `heartbeat-commitment-unbounded` forgets the bounds of).
+pub(super) fn off_schedule(goal: &Goal) -> bool {
+    matches!(
+        goal.continuation.mode,
+        crate::domain::Mode::Heartbeat | crate::domain::Mode::Commitment
+    )
+}
+
+/// How late after its deadline the sweep of `deadline-unchecked-at-dispatch`
+/// closes an idle goal: late, but within the 1 s the profile allows.
+const LATE_SWEEP_MS: i64 = 700;
+
+/// The clock reading the deadline sweep closes an idle goal by; `None`
+/// leaves it open.
+pub(crate) fn deadline_sweep(switch: &Switch, goal: &Goal, now: Timestamp) -> Option<Timestamp> {
+    match switch.active() {
+        Some(Mutant::DeadlineIgnoredWhenIdle) => None,
+        Some(Mutant::HeartbeatCommitmentUnbounded) if off_schedule(goal) => None,
+        Some(Mutant::DeadlineUncheckedAtDispatch) => {
+            Timestamp::from_unix_ms(now.unix_ms().saturating_sub(LATE_SWEEP_MS))
+        }
+        _ => Some(now),
+    }
 }
 
 /// `deadline-close-leaves-queued-fire`: the scheduler keeps a timer for

@@ -1,11 +1,11 @@
 //! Recording a finished run: counts, verdicts, events and the decision as
 //! a buggy host writes them.
 
-use super::dispatch::{cost_spent, with_iterations};
+use super::dispatch::{cost_spent, off_schedule, with_iterations};
 use super::transitions::bumped;
 use crate::domain::transition::{self, Change, FinishedRun};
 use crate::domain::{
-    exhausted, Evaluation, EventPayload, FailureClass, Goal, GoalState, RunId, RunOutcome,
+    exhausted, Bounds, Evaluation, EventPayload, FailureClass, Goal, GoalState, RunId, RunOutcome,
     Timestamp, Verdict,
 };
 use crate::mutants::{Mutant, Switch};
@@ -16,6 +16,15 @@ fn evaluated(change: &Change) -> Option<(usize, &EventPayload)> {
         .iter()
         .enumerate()
         .find(|(_, event)| matches!(event, EventPayload::Evaluated { .. }))
+}
+
+/// Whether `run` is a reported run's: the host minted its id from the
+/// reporter's key (a version 8 UUID), not for a run of its own (version 7).
+fn reported(run: &RunId) -> bool {
+    run.as_str()
+        .strip_prefix("run-")
+        .and_then(|uuid| uuid::Uuid::try_parse(uuid).ok())
+        .is_some_and(|uuid| uuid.get_version_num() == 8)
 }
 
 pub(super) fn previous_run(goal: &Goal) -> Option<RunId> {
@@ -142,6 +151,21 @@ pub(crate) fn record(
             let max = before.bounds.max_loop_iterations();
             let mut view = before.clone();
             view.bounds = with_iterations(&before.bounds, max.map(|max| max.saturating_add(1)));
+            if let Some(mut recounted) =
+                transition::record_run(&view, run, now, crate::domain::CostReading::Budget)
+            {
+                recounted.goal.bounds = before.bounds.clone();
+                change = recounted;
+            }
+        }
+        // Recorded as if the goal had no bounds, which it keeps.
+        Mutant::HeartbeatCommitmentUnbounded
+            if off_schedule(before) && closing_state(&change) == Some(GoalState::BoundExceeded) =>
+        {
+            let mut view = before.clone();
+            if let Some(unbounded) = Bounds::new(Some(u64::MAX), None, None) {
+                view.bounds = unbounded;
+            }
             if let Some(mut recounted) =
                 transition::record_run(&view, run, now, crate::domain::CostReading::Budget)
             {
@@ -280,6 +304,37 @@ pub(crate) fn record(
             }
         }
         Mutant::EtagUnchangedByRuns => change.goal.version = before.version,
+        Mutant::ZeroCostBoundIgnored
+            if closing_state(&change) == Some(GoalState::BoundExceeded)
+                && before.bounds.max_cost().map(|cap| cap.micros().micros()) == Some(0) =>
+        {
+            let mut view = change.goal.clone();
+            view.state = GoalState::Active;
+            view.bounds = Bounds::new(
+                view.bounds.max_loop_iterations(),
+                view.bounds.run_timeout_ms(),
+                None,
+            )
+            .unwrap_or_else(|| view.bounds.clone());
+            if exhausted(&view, now, crate::domain::CostReading::Budget).is_none() {
+                reopen(&mut change, now);
+            }
+        }
+        Mutant::EnvironmentalUnannounced
+            if verdict.is_some_and(|verdict| {
+                verdict.criteria().is_none()
+                    && verdict.failure_class() == Some(FailureClass::Environmental)
+            }) =>
+        {
+            change
+                .events
+                .retain(|event| !matches!(event, EventPayload::Evaluated { .. }));
+        }
+        // A reported run's id is the host's version 8 UUID of the
+        // reporter's key (`RunId::for_reported`).
+        Mutant::ReportedRunUnannounced if reported(&run.run_id) => change
+            .events
+            .retain(|event| !matches!(event, EventPayload::Evaluated { .. })),
         Mutant::CostExceedsNotReaches
             if closing_state(&change) == Some(GoalState::BoundExceeded)
                 && cost_spent(&change.goal, now)

@@ -66,6 +66,10 @@ pub(crate) const UPSERT_STATE: &str = "upsertState";
 /// and what `patch-refs-dropped` drops without a word.
 const REFS: [&str; 2] = ["/completion/verifierRef", "/continuation"];
 
+/// What RFC 0097 lets PATCH edit: `patch-clears-verdict` starts the
+/// goal's judging over when any of them changes.
+const EDITABLE: [&str; 3] = ["/objective", "/completion", "/continuation"];
+
 /// `patch-bounds-merged`: the goal's bounds with `patch` merged in (JSON
 /// merge patch: `null` removes a bound), or `None` when a value is not a
 /// bound or nothing would be left.
@@ -192,7 +196,20 @@ pub(crate) fn patch(
         Mutant::PatchAnswersUnsaved if body.get("objective").is_some() => {
             patched_without(goal, body, &["/objective"], context, now)
         }
-        Mutant::PostPutStateApplied => {
+        Mutant::PatchClearsVerdict
+            if EDITABLE
+                .iter()
+                .any(|pointer| body.pointer(pointer).is_some()) =>
+        {
+            let patched = patched_without(goal, body, &[], context, now)?;
+            Some(patched.map(|change| {
+                change.map(|mut change| {
+                    change.goal.completion.last_verdict = None;
+                    change
+                })
+            }))
+        }
+        Mutant::PostPutStateApplied | Mutant::CompleteRouteServed => {
             let state = body
                 .get(UPSERT_STATE)
                 .and_then(Value::as_str)

@@ -231,6 +231,14 @@ CREATE TABLE event_deliveries (
     claim_until_ms bigint
 );
 "#,
+    // The conformance seam `scriptedJudge`, as SQLite's migration 17 has
+    // it: shared by every replica, as the goal is.
+    r#"
+CREATE TABLE judge_scripts (
+    goal_id      text COLLATE "C" PRIMARY KEY REFERENCES goals (id),
+    verifier_ref text NOT NULL
+);
+"#,
 ];
 
 /// Applies the migrations this database has not had, in one transaction

@@ -313,7 +313,7 @@ pub struct PostgresStore {
 }
 
 /// Guards of this store a deliberately broken build may switch off, each
-/// one the cluster needs (`tests/postgres_cluster.rs` shows each is): set
+/// one the cluster needs (`tests/it/postgres_cluster.rs` shows each is): set
 /// only by `crate::mutants`, all kept by default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StoreFaults {
@@ -1204,6 +1204,33 @@ impl Store for PostgresStore {
         )
     }
 
+    fn put_judge_script(&self, goal: &GoalId, verifier_ref: &str) -> Pending<bool> {
+        let goal = goal.as_str().to_string();
+        let verifier_ref = verifier_ref.to_string();
+        let pool = self.pool.clone();
+        self.pending(async move {
+            let client = Cached(pool.get().await.map_err(pool_error)?);
+            let written = client
+                .execute(
+                    "INSERT INTO judge_scripts (goal_id, verifier_ref)
+                     SELECT id, $2 FROM goals WHERE id = $1
+                     ON CONFLICT (goal_id) DO UPDATE SET verifier_ref = EXCLUDED.verifier_ref",
+                    &[&goal, &verifier_ref],
+                )
+                .await?;
+            Ok(written == 1)
+        })
+    }
+
+    fn judge_script(&self, goal: &GoalId) -> Result<Option<String>, StoreError> {
+        let mut found = self.rows(
+            "SELECT verifier_ref FROM judge_scripts WHERE goal_id = $1",
+            vec![Box::new(goal.as_str().to_string())],
+            |row| Ok(row.try_get::<_, String>(0)?),
+        )?;
+        Ok(found.pop())
+    }
+
     /// The tenant's count row is locked first: creates of one tenant queue
     /// on it whichever replica serves them, so neither a key nor a quota
     /// can be taken twice.
@@ -1355,6 +1382,7 @@ impl Store for PostgresStore {
                     "DELETE FROM evaluations WHERE goal_id = $1",
                     "DELETE FROM runs WHERE goal_id = $1",
                     "DELETE FROM idempotency_keys WHERE goal_id = $1",
+                    "DELETE FROM judge_scripts WHERE goal_id = $1",
                     "DELETE FROM goals WHERE id = $1",
                 ] {
                     transaction.execute(sql, &[&id]).await?;

@@ -1,15 +1,18 @@
 //! `goalpost diff OLD.json NEW.json`: how a host's result moved between two
-//! runs, by requirement disposition. A host author keeps a baseline
-//! report.json in their repository and gates CI on this: it exits 1 when a
-//! MUST requirement regressed (it now fails, errors or is not reached, and
-//! did not before). A SHOULD requirement that turns advisory is listed but
-//! never fails the gate, as it never blocks certification.
+//! runs, by requirement disposition and by profile scope. A host author
+//! keeps a baseline report.json in their repository and gates CI on this:
+//! it exits 1 when a MUST requirement regressed (it now fails, errors or is
+//! not reached, and did not before) or a profile's scope shrank (the host
+//! stopped offering something its certification covered: a judge, a mode,
+//! reported runs, ...). A SHOULD requirement that turns advisory is listed
+//! but never fails the gate, as it never blocks certification.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 
-use crate::report::{RequirementReport, RunReport};
+use crate::report::{ProfileReport, RequirementReport, RunReport};
 use crate::run::outcome::DispositionKind;
+use crate::run::scope::Status;
 
 /// One requirement whose disposition moved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,16 +42,41 @@ pub struct Diff {
     pub appeared: Vec<Change>,
     /// Only in the older report.
     pub vanished: Vec<Change>,
-    /// `profile: old → new` where certification changed.
+    /// `profile: old → new` where the verdict changed.
     pub profiles: Vec<String>,
+    /// Profiles whose scope changed.
+    pub scopes: Vec<ScopeChange>,
     /// `old → new` when the two were judged by different profile versions.
     pub profile_version: Option<String>,
+}
+
+/// One profile whose scope moved: what its verdict covers now against
+/// before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeChange {
+    pub profile: String,
+    pub old: String,
+    pub new: String,
+    /// What the old scope covered and the new one does not (tokens), and
+    /// what the new one no longer offers: a shrink, a regression.
+    pub lost: Vec<String>,
+    /// What the new scope covers that the old did not.
+    pub gained: Vec<String>,
+}
+
+impl ScopeChange {
+    pub fn shrank(&self) -> bool {
+        !self.lost.is_empty()
+    }
 }
 
 /// A disposition that says the host broke the requirement (or could not be
 /// shown to hold it because something else broke first).
 pub fn broken(disposition: &DispositionKind) -> bool {
-    !matches!(disposition, DispositionKind::Pass | DispositionKind::Skip)
+    !matches!(
+        disposition,
+        DispositionKind::Pass | DispositionKind::Skip | DispositionKind::NotApplicable
+    )
 }
 
 /// The new report's reason for a broken disposition (a pass or skip has
@@ -125,21 +153,15 @@ impl Diff {
             diff.appeared.push(change);
         }
         for (profile, now) in &new.profiles {
-            let was = old.profiles.get(profile).map(|p| p.certified);
-            let word = |certified: bool| {
-                if certified {
-                    "certified"
-                } else {
-                    "not certified"
-                }
+            let Some(was) = old.profiles.get(profile) else {
+                continue;
             };
-            match was {
-                Some(was) if was != now.certified => diff.profiles.push(format!(
-                    "{profile}: {} → {}",
-                    word(was),
-                    word(now.certified)
-                )),
-                _ => {}
+            if was.status() != now.status() {
+                diff.profiles
+                    .push(format!("{profile}: {} → {}", was.status(), now.status()));
+            }
+            if let Some(change) = scope_change(profile, was, now) {
+                diff.scopes.push(change);
             }
         }
         if old.profile_version != new.profile_version {
@@ -160,10 +182,45 @@ impl Diff {
             .filter(|change| change.level != "SHOULD")
     }
 
-    /// 1 when a MUST requirement regressed, else 0.
-    pub fn exit_code(&self) -> u8 {
-        u8::from(self.must_regressions().next().is_some())
+    /// The profiles whose scope shrank: also what fails the gate.
+    pub fn shrunk_scopes(&self) -> impl Iterator<Item = &ScopeChange> {
+        self.scopes.iter().filter(|change| change.shrank())
     }
+
+    /// 1 when a MUST requirement regressed or a scope shrank, else 0.
+    pub fn exit_code(&self) -> u8 {
+        u8::from(self.must_regressions().next().is_some() || self.shrunk_scopes().next().is_some())
+    }
+}
+
+/// How `profile`'s scope moved, if it did. Profiles a run did not select
+/// have no verdict to scope, and a report written before scopes existed
+/// has none to compare: neither is a change.
+fn scope_change(profile: &str, was: &ProfileReport, now: &ProfileReport) -> Option<ScopeChange> {
+    let judged = |p: &ProfileReport| p.status() != Status::OptedOut && !p.scope.is_empty();
+    if !judged(was) || !judged(now) || was.scope == now.scope {
+        return None;
+    }
+    let (before, after) = (was.scope.covered(), now.scope.covered());
+    let mut lost: BTreeSet<String> = before.difference(&after).cloned().collect();
+    // A feature the profile names that is newly not offered shrinks it too
+    // (its requirements are now not applicable), even when the old scope
+    // listed it nowhere (a newer suite that names it).
+    lost.extend(
+        now.scope
+            .not_offered
+            .iter()
+            .filter(|token| !was.scope.not_offered.contains(token))
+            .cloned(),
+    );
+    let lost: Vec<String> = lost.into_iter().collect();
+    Some(ScopeChange {
+        profile: profile.to_string(),
+        old: was.scope.to_string(),
+        new: now.scope.to_string(),
+        lost,
+        gained: after.difference(&before).cloned().collect(),
+    })
 }
 
 fn write_group(out: &mut impl Write, title: &str, changes: &[&Change]) -> io::Result<()> {
@@ -190,6 +247,20 @@ pub fn write(diff: &Diff, mut out: impl Write) -> io::Result<()> {
     }
     for profile in &diff.profiles {
         writeln!(out, "profile {profile}")?;
+    }
+    for change in &diff.scopes {
+        writeln!(
+            out,
+            "scope of {} {}: {} → {}",
+            change.profile,
+            if change.shrank() {
+                format!("shrank (no longer: {})", change.lost.join(", "))
+            } else {
+                "changed".to_string()
+            },
+            change.old,
+            change.new
+        )?;
     }
     let must: Vec<&Change> = diff.must_regressions().collect();
     let should: Vec<&Change> = diff
@@ -227,6 +298,13 @@ pub fn write(diff: &Diff, mut out: impl Write) -> io::Result<()> {
         0 => writeln!(out, "no MUST requirement regressed")?,
         1 => writeln!(out, "1 MUST requirement regressed")?,
         n => writeln!(out, "{n} MUST requirements regressed")?,
+    }
+    let shrunk: Vec<&str> = diff
+        .shrunk_scopes()
+        .map(|change| change.profile.as_str())
+        .collect();
+    if !shrunk.is_empty() {
+        writeln!(out, "scope shrank (a regression): {}", shrunk.join(", "))?;
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::report::{ProfileReport, SUITE_NAME};
+use crate::run::scope::Status;
 
 fn requirement(
     id: &str,
@@ -13,7 +14,8 @@ fn requirement(
         level: level.to_string(),
         disposition: DispositionKind::parse(disposition).expect("a disposition"),
         reason: reason.map(str::to_string),
-        message: (disposition != "pass" && disposition != "skip").then(|| format!("{id} broke")),
+        message: (!matches!(disposition, "pass" | "skip" | "not-applicable"))
+            .then(|| format!("{id} broke")),
         ..RequirementReport::default()
     }
 }
@@ -121,4 +123,81 @@ fn appeared_vanished_and_other_moves_are_named() {
     assert_eq!(diff.exit_code(), 1);
     assert_eq!(diff.profile_version.as_deref(), Some("1.0 → 1.1"));
     assert_eq!(diff.profiles, ["core: certified → not certified"]);
+}
+
+/// A report whose `core` profile is certified for `scope`.
+fn scoped(judge: &str, modes: &[&str], not_offered: &[&str]) -> RunReport {
+    let mut report = report(vec![requirement("core.a", "MUST", "pass", None)]);
+    let core = report.profiles.get_mut("core").expect("core");
+    core.status = Some(Status::Certified);
+    core.scope = crate::run::scope::Scope {
+        judge: Some(judge.to_string()),
+        modes: modes.iter().map(|m| m.to_string()).collect(),
+        offered: Vec::new(),
+        not_offered: not_offered.iter().map(|t| t.to_string()).collect(),
+    };
+    report
+}
+
+#[test]
+fn a_scope_that_shrinks_is_a_regression_and_one_that_grows_a_change() {
+    let wide = scoped("verifier", &["manual", "schedule"], &[]);
+    let narrow = scoped("verifier", &["manual"], &["mode:schedule"]);
+    let diff = Diff::between(&wide, &narrow);
+    assert_eq!(diff.scopes.len(), 1);
+    assert_eq!(diff.scopes[0].lost, ["mode:schedule"]);
+    assert!(diff.scopes[0].shrank());
+    assert_eq!(
+        diff.exit_code(),
+        1,
+        "no requirement moved, yet the scope shrank"
+    );
+    let mut text = Vec::new();
+    write(&diff, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("scope of core shrank (no longer: mode:schedule): judge verifier; modes manual, schedule → judge verifier; mode manual; not offered: schedule\n"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("scope shrank (a regression): core\n"),
+        "{text}"
+    );
+    // The other way: the certification covers more. A change, not a
+    // regression.
+    let diff = Diff::between(&narrow, &wide);
+    assert_eq!(diff.scopes[0].gained, ["mode:schedule"]);
+    assert!(!diff.scopes[0].shrank());
+    assert_eq!(diff.exit_code(), 0);
+    // Another judge is a change that loses the old one: a regression.
+    let diff = Diff::between(&wide, &scoped("host", &["manual", "schedule"], &[]));
+    assert_eq!(diff.scopes[0].lost, ["judge:verifier"]);
+    assert_eq!(diff.scopes[0].gained, ["judge:host"]);
+    assert_eq!(diff.exit_code(), 1);
+    // A report from before scopes has none to compare.
+    let diff = Diff::between(
+        &report(vec![requirement("core.a", "MUST", "pass", None)]),
+        &wide,
+    );
+    assert!(diff.scopes.is_empty());
+    assert_eq!(diff.exit_code(), 0);
+}
+
+#[test]
+fn not_applicable_is_not_broken_and_a_verdict_that_moves_is_named() {
+    let old = scoped("verifier", &["manual", "heartbeat"], &[]);
+    let mut new = scoped("verifier", &["manual"], &["mode:heartbeat"]);
+    new.requirements = vec![requirement(
+        "core.a",
+        "MUST",
+        "not-applicable",
+        Some("mode:heartbeat"),
+    )];
+    let core = new.profiles.get_mut("core").expect("core");
+    core.status = Some(Status::NotCertified);
+    let diff = Diff::between(&old, &new);
+    assert!(diff.regressed.is_empty(), "{:?}", diff.regressed);
+    assert_eq!(diff.changed.len(), 1);
+    assert_eq!(diff.profiles, ["core: certified → not certified"]);
+    assert_eq!(diff.exit_code(), 1, "the scope shrank");
 }

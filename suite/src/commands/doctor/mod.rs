@@ -1,8 +1,13 @@
-//! `goalpost doctor`: before a first run, what a host can be judged on. It
-//! reads discovery and probes the goals collection with reads only (one
-//! goal is created, and abandoned, only with `--probe-write`), gates every
-//! scenario as a run would, and says per profile what is missing and which
-//! PROFILE.md section tells how to add it.
+//! `goalpost doctor`: before a first run, what a host can be judged on and
+//! what a run would conclude. It reads discovery and probes the goals
+//! collection with reads only (one goal is created, and abandoned, only
+//! with `--probe-write`, which also probes the seams discovery advertises),
+//! gates every scenario as a run would, and predicts per profile the
+//! verdict of a run whose every check holds: certified, and the scope it
+//! would cover; or why not (a minimum scope not met, a second token
+//! missing, a seam advertised but absent), with the PROFILE.md section
+//! that tells how to add what is missing. The prediction is the run's own
+//! rules ([`ledger::predict`] and [`ledger::summarize`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
@@ -16,8 +21,10 @@ use crate::model::Scenario;
 use crate::report::legend::PROFILE_DOCUMENT;
 use crate::run::discovery::{self, Capabilities, Discovery};
 use crate::run::gate::{gate, WEBHOOK_SECRET};
+use crate::run::ledger::{self, Disposition, ProfileSummary};
 use crate::run::loader::Catalog;
 use crate::run::outcome::SkipReason;
+use crate::run::scope::{self, Offer, Status};
 use crate::start::StartError;
 
 /// What `doctor` is pointed at.
@@ -46,6 +53,9 @@ pub struct Probe {
     /// Something worth knowing that is no failure of the host: data that
     /// was there before doctor came, an optional view not served.
     pub note: Option<String>,
+    /// The seam this probe called, when it probed one the host advertises:
+    /// a problem here means the seam is advertised but absent.
+    pub seam: Option<String>,
 }
 
 /// Something the host lacks that a profile's scenarios need.
@@ -122,6 +132,41 @@ impl Readiness {
     }
 }
 
+/// What a run would conclude of one profile, if every check it makes
+/// holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prediction {
+    pub profile: String,
+    /// The verdict (`status`, `reason`) and the scope, as a run's report
+    /// would give them.
+    pub summary: ProfileSummary,
+    /// Why it cannot be certified although attempted, one reason a line.
+    pub blockers: Vec<String>,
+}
+
+impl Prediction {
+    /// `would be certified — judge verifier; modes manual`, `not attempted
+    /// — needs ...`, `cannot be certified — ...`.
+    pub fn line(&self) -> String {
+        let summary = &self.summary;
+        match summary.status {
+            Status::Certified => format!("would be certified — {}", summary.scope),
+            Status::NotAttempted => format!(
+                "not attempted — {}",
+                summary.reason.as_deref().unwrap_or_default()
+            ),
+            Status::NotCertified if self.blockers.is_empty() => format!(
+                "cannot be certified — {}",
+                summary.reason.as_deref().unwrap_or_default()
+            ),
+            Status::NotCertified => {
+                format!("cannot be certified — {}", self.blockers.join("; "))
+            }
+            Status::OptedOut => "opted out".to_string(),
+        }
+    }
+}
+
 /// Everything doctor found.
 #[derive(Debug, Clone)]
 pub struct Diagnosis {
@@ -130,6 +175,8 @@ pub struct Diagnosis {
     pub capabilities: Capabilities,
     pub probes: Vec<Probe>,
     pub profiles: Vec<Readiness>,
+    /// Per profile, in the suite's order: what a run would conclude.
+    pub predictions: Vec<Prediction>,
 }
 
 impl Diagnosis {
@@ -219,14 +266,133 @@ pub fn readiness(
         }
     }
     let mut profiles: Vec<Readiness> = by_profile.into_values().collect();
-    // The order the suite names profiles in (core first); unknown ones last.
-    profiles.sort_by_key(|readiness| {
-        crate::cli::KNOWN_PROFILES
-            .iter()
-            .position(|known| *known == readiness.profile)
-            .unwrap_or(usize::MAX)
-    });
+    profiles.sort_by_key(|readiness| profile_rank(&readiness.profile));
     profiles
+}
+
+/// The suite's order of profiles (core first); unknown ones last.
+fn profile_rank(profile: &str) -> usize {
+    crate::cli::KNOWN_PROFILES
+        .iter()
+        .position(|known| *known == profile)
+        .unwrap_or(usize::MAX)
+}
+
+/// What a run selecting every profile would conclude of each, every check
+/// it makes holding, on a host whose advertised seams in `absent` answer as
+/// if they were not there (seam → what the probe found): the requirements
+/// a run of those seams would judge fail. Uses the run's own rules
+/// ([`ledger::predict`], [`ledger::summarize`]), so the prediction cannot
+/// drift from a run's verdict.
+pub fn predict(
+    catalog: &Catalog,
+    offer: &Offer,
+    absent: &BTreeMap<String, String>,
+) -> Vec<Prediction> {
+    let selected = catalog.profiles();
+    // Every suite option counted as given, as `readiness` counts them.
+    let options: BTreeSet<String> = [WEBHOOK_SECRET.to_string()].into();
+    let gated = |scenario: &Scenario| {
+        gate(
+            scenario,
+            &offer.capabilities,
+            &selected,
+            offer.second_tenant,
+            &options,
+            offer.endpoints,
+        )
+    };
+    let mut results = ledger::predict(&catalog.requirements, &catalog.scenarios, offer, gated);
+    let mut broken_seams: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for result in &mut results {
+        if result.disposition != Disposition::Pass {
+            continue;
+        }
+        let seam = catalog
+            .scenarios
+            .iter()
+            .filter(|scenario| result.scenarios.contains(&scenario.name))
+            .flat_map(|scenario| &scenario.needs.seams)
+            .find(|seam| absent.contains_key(*seam));
+        if let Some(seam) = seam {
+            result.disposition = Disposition::Fail;
+            broken_seams
+                .entry(result.requirement.profile.clone())
+                .or_default()
+                .insert(seam.clone());
+        }
+    }
+    let summaries = ledger::summarize(&results, &selected, &selected, offer);
+    let mut predictions: Vec<Prediction> = summaries
+        .into_iter()
+        .map(|(profile, summary)| {
+            let mut blockers = Vec::new();
+            if summary.status == Status::NotCertified {
+                let mut skips: BTreeMap<SkipReason, Vec<&str>> = BTreeMap::new();
+                for result in results.iter().filter(|r| {
+                    r.requirement.profile == profile && ledger::is_blocking(&r.requirement)
+                }) {
+                    if let Disposition::Skip(reason) = result.disposition {
+                        skips
+                            .entry(reason)
+                            .or_default()
+                            .push(&result.requirement.id);
+                    }
+                }
+                for (reason, ids) in skips {
+                    blockers.push(format!(
+                        "{} MUST requirement{} would skip `{reason}` ({}): {}",
+                        ids.len(),
+                        if ids.len() == 1 { "" } else { "s" },
+                        skip_cause(reason),
+                        shortened(&ids)
+                    ));
+                }
+                for seam in broken_seams.get(&profile).into_iter().flatten() {
+                    blockers.push(format!(
+                        "the `{seam}` seam is advertised but absent ({}): its scenarios would fail",
+                        absent.get(seam).map(String::as_str).unwrap_or_default()
+                    ));
+                }
+            }
+            Prediction {
+                profile,
+                summary,
+                blockers,
+            }
+        })
+        .collect();
+    predictions.sort_by_key(|prediction| profile_rank(&prediction.profile));
+    predictions
+}
+
+/// What a predicted skip comes from, in words.
+fn skip_cause(reason: SkipReason) -> &'static str {
+    match reason {
+        SkipReason::NotAdvertised => {
+            "the suite has no scenario for them on this host's choices of judge and modes"
+        }
+        SkipReason::SeamAbsent => "a seam they are judged through is not advertised",
+        SkipReason::NeedsSecondTenant => "no second tenant's token: give --token-b",
+        SkipReason::NeedsEndpoints => "one endpoint: give --host once per replica",
+        SkipReason::NotConfigured => "a suite option is missing",
+        SkipReason::OptedOut | SkipReason::Filtered => "left out of the run",
+    }
+}
+
+/// Up to three ids, and how many more.
+fn shortened(ids: &[&str]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = ids
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > SHOWN {
+        text.push_str(&format!(" and {} more", ids.len() - SHOWN));
+    }
+    text
 }
 
 /// Runs doctor against a host and writes what it found; the exit code.
@@ -273,6 +439,7 @@ pub async fn diagnose(
         },
         section: format!("{PROFILE_DOCUMENT}#core.discovery.shape"),
         note: None,
+        seam: None,
     }];
     let prober = Prober {
         http,
@@ -313,10 +480,23 @@ pub async fn diagnose(
     if config.probe_write {
         probes.extend(prober.write_probe(&config.token_a, &capabilities).await);
     }
+    let offer = Offer {
+        capabilities: capabilities.clone(),
+        attention: scope::attention_advertised(discovery.document.as_ref()),
+        second_tenant: config.token_b.is_some(),
+        // Doctor reads one endpoint: `cluster` is predicted unattempted,
+        // with what a run would need.
+        endpoints: 1,
+    };
+    let absent: BTreeMap<String, String> = probes
+        .iter()
+        .filter_map(|probe| Some((probe.seam.clone()?, probe.problem.clone()?)))
+        .collect();
     Ok(Diagnosis {
         base_url: config.base_url.clone(),
         discovery_status: discovery.status,
         profiles: readiness(catalog, &capabilities, config.token_b.is_some()),
+        predictions: predict(catalog, &offer, &absent),
         capabilities,
         probes,
     })
@@ -376,6 +556,7 @@ impl Prober<'_> {
             problem,
             section: format!("{PROFILE_DOCUMENT}#{anchor}"),
             note: None,
+            seam: None,
         }
     }
 
@@ -395,6 +576,7 @@ impl Prober<'_> {
                     problem: Some(error.to_string()),
                     section,
                     note: None,
+                    seam: None,
                 }
             }
         };
@@ -404,6 +586,7 @@ impl Prober<'_> {
             problem,
             section,
             note,
+            seam: None,
         }
     }
 
@@ -435,9 +618,25 @@ impl Prober<'_> {
             problem: create,
             section,
             note: None,
+            seam: None,
         }];
         if let Some(id) = id {
             probes.push(self.attention(token, &id).await);
+            if capabilities.seams.contains("events") {
+                for view in ["events", "evaluations"] {
+                    probes.push(
+                        self.seam(
+                            "events",
+                            "GET",
+                            &format!("/{id}/{view}"),
+                            token,
+                            &[200],
+                            &format!("the probe goal's {view}"),
+                        )
+                        .await,
+                    );
+                }
+            }
             probes.push(
                 self.expect(
                     "POST",
@@ -450,8 +649,50 @@ impl Prober<'_> {
                 )
                 .await,
             );
+            // On the abandoned goal, so it runs nothing: a served seam
+            // refuses it with 409 (behavior.terminal.continue-refused).
+            if capabilities.seams.contains("continue") {
+                probes.push(
+                    self.seam(
+                        "continue",
+                        "POST",
+                        &format!("/{id}/continue"),
+                        token,
+                        &[409],
+                        "continue the abandoned probe goal",
+                    )
+                    .await,
+                );
+            }
         }
         probes
+    }
+
+    /// Calls a seam discovery advertises: an answer other than `statuses`
+    /// means the seam is advertised but absent (PROFILE.md "Advertising the
+    /// seams": a route that answers 404, 405 or 501 breaks the promise).
+    async fn seam(
+        &self,
+        seam: &str,
+        method: &str,
+        suffix: &str,
+        token: &str,
+        statuses: &[u16],
+        who: &str,
+    ) -> Probe {
+        let mut probe = self
+            .expect(
+                method,
+                suffix,
+                Some(token),
+                None,
+                who,
+                (statuses, None),
+                &format!("seam-{seam}"),
+            )
+            .await;
+        probe.seam = Some(seam.to_string());
+        probe
     }
 }
 
@@ -595,6 +836,24 @@ pub fn write(diagnosis: &Diagnosis, mut out: impl Write) -> io::Result<()> {
     writeln!(out, "  judge: {}", caps.judge.as_deref().unwrap_or("none"))?;
     writeln!(out, "  continuation modes: {}", or_none(&caps.continuation))?;
     writeln!(out, "  requiresBounds: {}", caps.requires_bounds)?;
+    writeln!(
+        out,
+        "  reported runs (manual goals): {}",
+        if caps.reported_runs.contains("manual") {
+            "yes"
+        } else {
+            "no"
+        }
+    )?;
+    writeln!(
+        out,
+        "  egress policy (webhookEgress.internal denied): {}",
+        if caps.egress_denies_internal {
+            "yes"
+        } else {
+            "no"
+        }
+    )?;
     writeln!(out, "  conformance seams: {}", or_none(&caps.seams))?;
     writeln!(out, "  goals collection: {}", caps.base_path)?;
     writeln!(out)?;
@@ -615,18 +874,41 @@ pub fn write(diagnosis: &Diagnosis, mut out: impl Write) -> io::Result<()> {
         }
     }
     writeln!(out)?;
-    writeln!(out, "Profiles:")?;
-    for profile in &diagnosis.profiles {
+    writeln!(
+        out,
+        "Profiles (what `goalpost run` would conclude here, if every check it makes holds):"
+    )?;
+    let seams_probed = diagnosis.probes.iter().any(|probe| probe.seam.is_some());
+    if !caps.seams.is_empty() && !seams_probed {
         writeln!(
             out,
-            "  {}: {}: {} of {} scenarios can be attempted{}",
-            profile.profile,
+            "  (the advertised seams are taken at their word: --probe-write calls `continue` and `events`)"
+        )?;
+    }
+    let readiness: BTreeMap<&str, &Readiness> = diagnosis
+        .profiles
+        .iter()
+        .map(|profile| (profile.profile.as_str(), profile))
+        .collect();
+    for prediction in &diagnosis.predictions {
+        let with = if prediction.profile == "strict" {
+            " (with --strict)"
+        } else {
+            ""
+        };
+        writeln!(out, "  {}: {}{with}", prediction.profile, prediction.line())?;
+        let Some(profile) = readiness.get(prediction.profile.as_str()) else {
+            continue;
+        };
+        writeln!(
+            out,
+            "    {}: {} of {} scenarios can be attempted{}",
             profile.verdict(),
             profile.attemptable,
             profile.scenarios,
             if profile.other_choice > 0 {
                 format!(
-                    " ({} are for another legal choice of judge or requiresBounds)",
+                    " ({} are for another legal choice of judge, modes or requiresBounds)",
                     profile.other_choice
                 )
             } else {
@@ -653,20 +935,36 @@ pub fn write(diagnosis: &Diagnosis, mut out: impl Write) -> io::Result<()> {
         }
     }
     let code = diagnosis.exit_code();
-    let needs_endpoints = diagnosis
-        .profiles
+    let certifiable: Vec<&str> = diagnosis
+        .predictions
         .iter()
-        .any(|profile| profile.missing.contains_key(&Missing::Endpoints));
+        .filter(|p| p.summary.status == Status::Certified && p.profile != "strict")
+        .map(|p| p.profile.as_str())
+        .collect();
+    let unattempted: Vec<String> = diagnosis
+        .predictions
+        .iter()
+        .filter(|p| p.summary.status == Status::NotAttempted)
+        .map(|p| p.profile.clone())
+        .collect();
     writeln!(out)?;
-    if code == 0 && needs_endpoints {
+    if code == 0 {
         writeln!(
             out,
-            "Nothing missing: `goalpost run` can attempt every profile (cluster: with --host once per replica of the deployment)."
-        )?;
-    } else if code == 0 {
-        writeln!(
-            out,
-            "Nothing missing: `goalpost run` can attempt every profile."
+            "Nothing missing or wrong. A run would certify: {}{}.",
+            if certifiable.is_empty() {
+                "nothing".to_string()
+            } else {
+                certifiable.join(", ")
+            },
+            if unattempted.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; it would not attempt {} (each line says what it needs)",
+                    unattempted.join(", ")
+                )
+            }
         )?;
     } else {
         writeln!(

@@ -13,14 +13,155 @@ fn capabilities(seams: &[&str], modes: &[&str]) -> Capabilities {
     Capabilities::from_document(Some(&document))
 }
 
+fn offer(capabilities: &Capabilities, second_tenant: bool) -> Offer {
+    Offer {
+        capabilities: capabilities.clone(),
+        attention: false,
+        second_tenant,
+        endpoints: 1,
+    }
+}
+
 fn diagnosis(capabilities: Capabilities) -> Diagnosis {
+    let catalog = catalog();
     Diagnosis {
         base_url: "http://h".to_string(),
         discovery_status: 200,
-        profiles: readiness(&catalog(), &capabilities, true),
+        profiles: readiness(&catalog, &capabilities, true),
+        predictions: predict(&catalog, &offer(&capabilities, true), &BTreeMap::new()),
         capabilities,
         probes: Vec::new(),
     }
+}
+
+/// Profile → its predicted status.
+fn statuses(predictions: &[Prediction]) -> BTreeMap<&str, Status> {
+    predictions
+        .iter()
+        .map(|p| (p.profile.as_str(), p.summary.status))
+        .collect()
+}
+
+/// The reference host's discovery, as far as doctor's prediction goes.
+fn reference() -> Capabilities {
+    Capabilities::from_document(Some(&json!({
+        "host": {"reportedRuns": {"continuation": ["manual"]},
+                 "events": {"goalList": true, "stream": "/v1/host/sample/events"}},
+        "agents": {"goals": {"judge": "verifier",
+                             "continuation": ["schedule", "commitment", "heartbeat", "manual"]}},
+        "webhookEgress": {"internal": "denied"},
+        "conformanceSeams": {"goals": {"continue": true, "events": true,
+                                       "fixtures": true, "webhooks": true}}
+    })))
+}
+
+#[test]
+fn a_host_offering_everything_would_be_certified_but_in_cluster() {
+    let predictions = predict(&catalog(), &offer(&reference(), true), &BTreeMap::new());
+    assert_eq!(
+        statuses(&predictions),
+        BTreeMap::from([
+            ("core", Status::Certified),
+            ("behavior", Status::Certified),
+            ("observed", Status::Certified),
+            ("hardening", Status::Certified),
+            ("cluster", Status::NotAttempted),
+            ("strict", Status::Certified),
+        ])
+    );
+    let cluster = predictions.iter().find(|p| p.profile == "cluster").unwrap();
+    assert_eq!(
+        cluster.line(),
+        "not attempted — needs 2+ endpoints of one deployment (--host once per replica)"
+    );
+    let behavior = predictions
+        .iter()
+        .find(|p| p.profile == "behavior")
+        .unwrap();
+    assert_eq!(
+        behavior.line(),
+        "would be certified — judge verifier; modes manual, schedule, heartbeat, commitment; reported runs; host event list; host event stream"
+    );
+}
+
+#[test]
+fn a_missing_token_or_an_absent_seam_is_the_reason_it_cannot_be_certified() {
+    let catalog = catalog();
+    let predictions = predict(&catalog, &offer(&reference(), false), &BTreeMap::new());
+    let line = |profile: &str| {
+        predictions
+            .iter()
+            .find(|p| p.profile == profile)
+            .map(Prediction::line)
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        line("hardening"),
+        "not attempted — needs a second tenant's token (--token-b)"
+    );
+    assert!(
+        line("core").starts_with(
+            "cannot be certified — 2 MUST requirements would skip `needs-second-tenant` (no second tenant's token: give --token-b): core.tenancy.goal-404, core.tenancy.list-isolation"
+        ),
+        "{}",
+        line("core")
+    );
+    // A seam the host advertises but does not serve: its scenarios fail.
+    let absent = BTreeMap::from([(
+        "events".to_string(),
+        "answered 404, expected 200".to_string(),
+    )]);
+    let predictions = predict(&catalog, &offer(&reference(), true), &absent);
+    let behavior = predictions
+        .iter()
+        .find(|p| p.profile == "behavior")
+        .unwrap();
+    assert_eq!(behavior.summary.status, Status::NotCertified);
+    assert_eq!(
+        behavior.blockers,
+        ["the `events` seam is advertised but absent (answered 404, expected 200): its scenarios would fail"]
+    );
+    assert_eq!(
+        statuses(&predictions)["core"],
+        Status::Certified,
+        "core needs no seam"
+    );
+}
+
+#[test]
+fn a_host_without_seams_or_with_its_own_judge_says_what_behavior_needs() {
+    let mut document = json!({
+        "agents": {"goals": {"judge": "host", "continuation": ["manual"]}}
+    });
+    let predictions = predict(
+        &catalog(),
+        &offer(&Capabilities::from_document(Some(&document)), true),
+        &BTreeMap::new(),
+    );
+    let behavior = predictions
+        .iter()
+        .find(|p| p.profile == "behavior")
+        .unwrap();
+    assert_eq!(behavior.summary.status, Status::NotAttempted);
+    assert!(
+        behavior.line().contains("`continue` seam") && behavior.line().contains("scriptedJudge"),
+        "{}",
+        behavior.line()
+    );
+    assert_eq!(statuses(&predictions)["core"], Status::Certified);
+    // Nothing advertised: nothing can be certified.
+    document = json!({"protocol": "openwop"});
+    let predictions = predict(
+        &catalog(),
+        &offer(&Capabilities::from_document(Some(&document)), true),
+        &BTreeMap::new(),
+    );
+    assert!(
+        predictions
+            .iter()
+            .all(|p| p.summary.status == Status::NotAttempted),
+        "{predictions:?}"
+    );
 }
 
 const ALL_SEAMS: &[&str] = &["continue", "events", "fixtures", "webhooks"];

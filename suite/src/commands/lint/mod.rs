@@ -15,14 +15,17 @@ use std::path::{Path, PathBuf};
 use goalpost_schemas::Schemas;
 use serde_json::{Map, Value};
 
-use crate::model::Requirement;
+use crate::model::capability::applies_to;
+use crate::model::{Requirement, Scenario};
 use crate::run::loader::{self, LoadError, REQUIREMENTS_FILE};
 
 mod arrays;
 mod attribution;
+mod coverage;
 mod profile;
 mod required;
 
+pub use coverage::{coverage_path, COVERAGE_FILE};
 pub use profile::{profile_path, PROFILE_FILE};
 
 use required::Shape;
@@ -42,11 +45,17 @@ pub enum Rule {
     RequirementUnknown,
     RequirementUnproven,
     ClauseUnresolved,
+    LevelMismatch,
     CreateWithoutNonce,
+    CapabilityUnneeded,
+    CapabilityUnstated,
+    CoverageUnknown,
+    CoverageUnmapped,
+    CoverageUnaudited,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 13] = [
+    pub const ALL: [Rule; 19] = [
         Rule::ScenarioInvalid,
         Rule::StepAssertsNothing,
         Rule::QuietStepLast,
@@ -59,7 +68,13 @@ impl Rule {
         Rule::RequirementUnknown,
         Rule::RequirementUnproven,
         Rule::ClauseUnresolved,
+        Rule::LevelMismatch,
         Rule::CreateWithoutNonce,
+        Rule::CapabilityUnneeded,
+        Rule::CapabilityUnstated,
+        Rule::CoverageUnknown,
+        Rule::CoverageUnmapped,
+        Rule::CoverageUnaudited,
     ];
 
     pub fn id(self) -> &'static str {
@@ -76,7 +91,13 @@ impl Rule {
             Rule::RequirementUnknown => "requirement-unknown",
             Rule::RequirementUnproven => "requirement-unproven",
             Rule::ClauseUnresolved => "clause-unresolved",
+            Rule::LevelMismatch => "level-mismatch",
             Rule::CreateWithoutNonce => "create-without-nonce",
+            Rule::CapabilityUnneeded => "capability-unneeded",
+            Rule::CapabilityUnstated => "capability-unstated",
+            Rule::CoverageUnknown => "coverage-unknown",
+            Rule::CoverageUnmapped => "coverage-unmapped",
+            Rule::CoverageUnaudited => "coverage-unaudited",
         }
     }
 
@@ -105,8 +126,24 @@ impl Rule {
             Rule::ClauseUnresolved => {
                 "a requirement's clause is not PROFILE.md#<anchor> with an anchor PROFILE.md has"
             }
+            Rule::LevelMismatch => {
+                "a requirement's level is not the `**Level:**` its PROFILE.md section states"
+            }
             Rule::CreateWithoutNonce => {
                 "a create body whose objective lacks `goalpost {nonce}`, so its scenario cannot find it"
+            }
+            Rule::CapabilityUnneeded => {
+                "a scenario names a requirement whose capability it does not need, so it could run where the requirement does not apply"
+            }
+            Rule::CapabilityUnstated => {
+                "a requirement's PROFILE.md section does not state its capability in its `Applies to` line"
+            }
+            Rule::CoverageUnknown => {
+                "a row of docs/COVERAGE.md names a requirement or a scenario file that does not exist"
+            }
+            Rule::CoverageUnmapped => "a requirement no row of docs/COVERAGE.md names",
+            Rule::CoverageUnaudited => {
+                "a MUST requirement without its audit row (first cell: its id) in docs/COVERAGE.md"
             }
         }
     }
@@ -122,7 +159,8 @@ impl fmt::Display for Rule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub file: PathBuf,
-    /// JSON pointer into `file`; `""` is the whole file.
+    /// JSON pointer into `file`; `""` is the whole file. In the coverage
+    /// map (Markdown), `line N`.
     pub pointer: String,
     pub rule: Rule,
     pub message: String,
@@ -232,7 +270,10 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
             ids: string_list(value.get("requirements")),
         });
         match loader::load_scenario(path, profile, schemas) {
-            Ok(_) => findings.extend(lint_scenario(path, &value)),
+            Ok(scenario) => {
+                findings.extend(lint_scenario(path, &value));
+                findings.extend(capability_unneeded(&scenario, &requirements));
+            }
             Err(error @ LoadError::Read { .. }) => return Err(LintError::Unreadable(error)),
             Err(error) => findings.push(Finding {
                 file: path.clone(),
@@ -248,6 +289,15 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
     let (cross, coverage) = cross_check(&registry, &requirements, &named);
     findings.extend(cross);
     findings.extend(clause_check(dir, &registry, &requirements));
+    findings.extend(capability_stated(dir, &registry, &requirements));
+    let files: BTreeSet<String> = files
+        .iter()
+        .filter_map(|(profile, path)| {
+            let name = path.file_name()?.to_string_lossy();
+            Some(format!("{profile}/{name}"))
+        })
+        .collect();
+    findings.extend(coverage_check(dir, &requirements, &files));
     Ok(LintReport {
         findings,
         scenarios: files.len(),
@@ -325,11 +375,13 @@ fn cross_check(
 
 /// `clause-unresolved` over the registry: one finding per clause that is
 /// not a PROFILE.md pointer or names a missing anchor, and one for the
-/// whole registry when PROFILE.md cannot be read.
+/// whole registry when PROFILE.md cannot be read; `level-mismatch`: one per
+/// requirement whose section states another level, or none.
 fn clause_check(dir: &Path, registry: &Path, requirements: &[Requirement]) -> Vec<Finding> {
     let path = profile_path(dir);
     let text = std::fs::read_to_string(&path);
     let anchors = text.as_deref().ok().map(profile::anchors);
+    let sections = text.as_deref().map(profile::sections).unwrap_or_default();
     let mut findings = Vec::new();
     if let Err(error) = &text {
         findings.push(Finding {
@@ -351,8 +403,130 @@ fn clause_check(dir: &Path, registry: &Path, requirements: &[Requirement]) -> Ve
                 message,
             });
         }
+        if let Some(message) = profile::level_mismatch(requirement, &sections) {
+            findings.push(Finding {
+                file: registry.to_path_buf(),
+                pointer: format!("/requirements/{index}/level"),
+                rule: Rule::LevelMismatch,
+                message,
+            });
+        }
     }
     findings
+}
+
+/// `capability-unneeded` over one loaded scenario: each requirement it
+/// names must be one whose capability the scenario needs, all of it.
+fn capability_unneeded(scenario: &Scenario, requirements: &[Requirement]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (index, id) in scenario.requirements.iter().enumerate() {
+        let Some(requirement) = requirements.iter().find(|r| &r.id == id) else {
+            continue;
+        };
+        let gaps = loader::capability_gaps(requirement, scenario);
+        if gaps.is_empty() {
+            continue;
+        }
+        let gaps: Vec<String> = gaps.iter().map(|c| format!("`{c}`")).collect();
+        findings.push(Finding {
+            file: scenario.path.clone(),
+            pointer: format!("/requirements/{index}"),
+            rule: Rule::CapabilityUnneeded,
+            message: format!(
+                "`{id}` applies only with {}, which the scenario does not need: add it to `needs`, or prove the requirement elsewhere",
+                gaps.join(", ")
+            ),
+        });
+    }
+    findings
+}
+
+/// `capability-unstated` over the registry: each requirement's section
+/// (from its anchor to the next one) carries the `Applies to` line its
+/// capability reads as, word for word, so the section and the registry
+/// never disagree about what the requirement applies to.
+fn capability_stated(dir: &Path, registry: &Path, requirements: &[Requirement]) -> Vec<Finding> {
+    // An unreadable PROFILE.md is `clause-unresolved`'s finding already.
+    let Ok(text) = std::fs::read_to_string(profile_path(dir)) else {
+        return Vec::new();
+    };
+    let mut findings = Vec::new();
+    for (index, requirement) in requirements.iter().enumerate() {
+        let Some(section) = profile::section(&text, &requirement.id) else {
+            continue;
+        };
+        let line = applies_to(&requirement.capability);
+        if !section.lines().any(|l| l.trim() == line) {
+            findings.push(Finding {
+                file: registry.to_path_buf(),
+                pointer: format!("/requirements/{index}/capability"),
+                rule: Rule::CapabilityUnstated,
+                message: format!(
+                    "the {PROFILE_FILE} section of `{}` must state its capability in the line `{line}`",
+                    requirement.id
+                ),
+            });
+        }
+    }
+    findings
+}
+
+/// The `coverage-*` rules over docs/COVERAGE.md: one finding when the map
+/// cannot be read, else one per problem [`coverage::problems`] finds.
+fn coverage_check(
+    dir: &Path,
+    requirements: &[Requirement],
+    scenarios: &BTreeSet<String>,
+) -> Vec<Finding> {
+    let path = coverage_path(dir);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) => {
+            return vec![Finding {
+                file: path.clone(),
+                pointer: String::new(),
+                rule: Rule::CoverageUnmapped,
+                message: format!(
+                    "cannot read {} ({error}): every requirement needs a row in the coverage map, {COVERAGE_FILE} beside the scenarios folder",
+                    path.display()
+                ),
+            }]
+        }
+    };
+    let map = coverage::parse(&text);
+    coverage::problems(&map, requirements, scenarios)
+        .into_iter()
+        .map(|problem| {
+            let (pointer, rule, message) = match problem {
+                coverage::Problem::UnknownRequirement { line, id } => (
+                    format!("line {line}"),
+                    Rule::CoverageUnknown,
+                    format!("the row names `{id}`, which is not in {REQUIREMENTS_FILE}"),
+                ),
+                coverage::Problem::UnknownScenario { line, file } => (
+                    format!("line {line}"),
+                    Rule::CoverageUnknown,
+                    format!("the row names `{file}`, which is no scenario file"),
+                ),
+                coverage::Problem::Unmapped { id } => (
+                    String::new(),
+                    Rule::CoverageUnmapped,
+                    format!("no row names `{id}`: map it to the promise it tests, or say why it stands alone"),
+                ),
+                coverage::Problem::Unaudited { id } => (
+                    String::new(),
+                    Rule::CoverageUnaudited,
+                    format!("`{id}` is a MUST with no audit row: add a row whose first cell is `{id}`"),
+                ),
+            };
+            Finding {
+                file: path.clone(),
+                pointer,
+                rule,
+                message,
+            }
+        })
+        .collect()
 }
 
 // ---- one scenario ----------------------------------------------------------

@@ -1,12 +1,17 @@
 //! `clause-unresolved`: every requirement's `clause` points at its section
 //! of PROFILE.md (`PROFILE.md#<anchor>`), and that anchor exists, so a
 //! report's link to the rule a host failed always lands on the rule.
+//! `level-mismatch`: that section states the requirement's level, the same
+//! as `requirements.json` says, so the two places a level is written (the
+//! one the report uses, the one a host author reads) cannot drift apart.
 //!
 //! PROFILE.md sits beside the scenarios folder (in its parent), as in the
 //! repository. Anchors are the explicit `<a id="...">` tags: headings are
-//! not counted, so a section's anchor never changes with its wording.
+//! not counted, so a section's anchor never changes with its wording. A
+//! section runs from its tag to the next one, and states its level as
+//! `**Level:** MUST` (or `SHOULD`), optionally followed by a qualifier.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::model::Requirement;
@@ -32,6 +37,70 @@ pub fn anchors(text: &str) -> BTreeSet<String> {
         rest = &rest[end..];
     }
     found
+}
+
+/// The text of the section anchored `id`: from its `<a id="...">` tag to
+/// the next tag, or to the end. `None` when there is no such anchor.
+pub fn section<'a>(text: &'a str, id: &str) -> Option<&'a str> {
+    let tag = format!("<a id=\"{id}\"></a>");
+    let start = text.find(&tag)? + tag.len();
+    let rest = &text[start..];
+    let end = rest.find("<a id=\"").unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// Each anchor's section: the text from its `<a id="...">` tag to the next
+/// tag (or the end).
+pub fn sections(text: &str) -> BTreeMap<String, &str> {
+    const TAG: &str = "<a id=\"";
+    let mut found = BTreeMap::new();
+    let mut rest = text;
+    let mut open: Option<String> = None;
+    loop {
+        let next = rest.find(TAG);
+        if let Some(anchor) = open.take() {
+            found.insert(anchor, &rest[..next.unwrap_or(rest.len())]);
+        }
+        let Some(start) = next else { break };
+        rest = &rest[start + TAG.len()..];
+        let Some(end) = rest.find('"') else { break };
+        open = Some(rest[..end].to_string());
+        rest = &rest[end..];
+    }
+    found
+}
+
+/// The level a section states: the capitalised word after its first
+/// `**Level:**`.
+pub fn stated_level(section: &str) -> Option<&str> {
+    const LABEL: &str = "**Level:**";
+    let after = section[section.find(LABEL)? + LABEL.len()..].trim_start();
+    let word = &after[..after
+        .find(|c: char| !c.is_ascii_uppercase())
+        .unwrap_or(after.len())];
+    (!word.is_empty()).then_some(word)
+}
+
+/// Why one requirement's level is not the one its section states; `None`
+/// when they agree, or when the clause does not resolve (that is
+/// [`unresolved`]'s finding).
+pub fn level_mismatch(
+    requirement: &Requirement,
+    sections: &BTreeMap<String, &str>,
+) -> Option<String> {
+    let anchor = requirement.clause.strip_prefix(CLAUSE_PREFIX)?;
+    let section = sections.get(anchor)?;
+    match stated_level(section) {
+        Some(level) if level == requirement.level => None,
+        Some(level) => Some(format!(
+            "`{}` is {} in requirements.json but its section of {PROFILE_FILE} says `**Level:** {level}`",
+            requirement.id, requirement.level
+        )),
+        None => Some(format!(
+            "the section of {PROFILE_FILE} for `{}` states no level (write `**Level:** {}` in it)",
+            requirement.id, requirement.level
+        )),
+    }
 }
 
 /// Why one requirement's clause does not resolve; `None` when it does.
@@ -64,7 +133,49 @@ mod tests {
             level: "MUST".to_string(),
             clause: clause.to_string(),
             text: "t".to_string(),
+            capability: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_section_runs_from_its_anchor_to_the_next() {
+        let text = "intro\n<a id=\"a\"></a>\n### a\nrule a\n<a id=\"b\"></a>\n### b\nrule b\n";
+        assert_eq!(section(text, "a"), Some("\n### a\nrule a\n"));
+        assert_eq!(section(text, "b"), Some("\n### b\nrule b\n"));
+        assert_eq!(section(text, "c"), None);
+    }
+
+    #[test]
+    fn a_section_runs_to_the_next_tag_and_states_its_level_first() {
+        let text = "intro <a id=\"core.a\"></a>\n### core.a\n\n**Level:** SHOULD (for hosts that X). Later **Level:** MUST\n<a id=\"core.b\"></a>\nno level\n<a id=\"core.c\"></a>**Level:**  MUST.";
+        let found = sections(text);
+        assert_eq!(
+            found.keys().collect::<Vec<_>>(),
+            ["core.a", "core.b", "core.c"]
+        );
+        assert!(found["core.a"].ends_with("Later **Level:** MUST\n"));
+        assert_eq!(stated_level(found["core.a"]), Some("SHOULD"));
+        assert_eq!(stated_level(found["core.b"]), None);
+        assert_eq!(stated_level(found["core.c"]), Some("MUST"));
+        assert_eq!(stated_level("**Level:** must"), None);
+
+        let mut must = requirement("PROFILE.md#core.a");
+        must.level = "SHOULD".to_string();
+        assert_eq!(level_mismatch(&must, &found), None);
+        must.level = "MUST".to_string();
+        let message = level_mismatch(&must, &found).expect("a mismatch");
+        assert!(
+            message.contains("MUST in requirements.json") && message.contains("SHOULD"),
+            "{message}"
+        );
+        let silent = level_mismatch(&requirement("PROFILE.md#core.b"), &found).expect("no level");
+        assert!(silent.contains("states no level"), "{silent}");
+        // A clause that does not resolve is `clause-unresolved`'s finding.
+        assert_eq!(
+            level_mismatch(&requirement("PROFILE.md#core.z"), &found),
+            None
+        );
+        assert_eq!(level_mismatch(&requirement("§2"), &found), None);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::report::html::csp_hash;
 use crate::report::read::ReadError;
 use crate::report::{ProfileReport, RequirementReport, RunReport};
 use crate::run::outcome::DispositionKind;
+use crate::run::scope::Status;
 
 const STYLE: &str = include_str!("style.css");
 const SCRIPT: &str = include_str!("matrix.js");
@@ -29,6 +30,7 @@ const ORDER: &[DispositionKind] = &[
     DispositionKind::NotReached,
     DispositionKind::Advisory,
     DispositionKind::Skip,
+    DispositionKind::NotApplicable,
     DispositionKind::Pass,
 ];
 
@@ -128,20 +130,25 @@ fn rows(columns: &[Column]) -> Vec<Row<'_>> {
 
 /// The verdict words and CSS class of a profile in one host's report.
 fn verdict(profile: &ProfileReport) -> (String, &'static str) {
-    let ran = profile.pass + profile.fail + profile.advisory + profile.not_reached + profile.error;
-    if ran == 0 {
-        ("not run".to_string(), "not-run")
-    } else if profile.certified && profile.advisory > 0 {
-        (
-            format!("certified, {} advisory", profile.advisory),
-            "certified",
-        )
-    } else if profile.certified {
-        ("certified".to_string(), "certified")
-    } else if profile.fail + profile.error > 0 {
-        ("not certified".to_string(), "failed")
-    } else {
-        ("not certified".to_string(), "incomplete")
+    let broken = profile.fail + profile.error + profile.not_reached > 0;
+    match profile.status() {
+        Status::OptedOut => ("not run".to_string(), "not-run"),
+        Status::NotAttempted if !broken => ("not attempted".to_string(), "not-run"),
+        // A report from before statuses: nothing ran, so nothing was judged.
+        _ if profile.status.is_none() && profile.ran() == 0 => ("not run".to_string(), "not-run"),
+        Status::Certified => (profile.verdict_words(), "certified"),
+        _ if profile.fail + profile.error > 0 => ("not certified".to_string(), "failed"),
+        _ => ("not certified".to_string(), "incomplete"),
+    }
+}
+
+/// Under a verdict: the scope a certification covers, or why a profile is
+/// not certified or was not attempted.
+fn verdict_detail(profile: &ProfileReport) -> Option<String> {
+    match profile.status() {
+        Status::Certified => Some(profile.scope.to_string()).filter(|_| !profile.scope.is_empty()),
+        Status::NotAttempted | Status::NotCertified => profile.reason.clone(),
+        Status::OptedOut => None,
     }
 }
 
@@ -172,7 +179,9 @@ fn failure_link(column: &Column, requirement: &RequirementReport) -> Option<Stri
             .as_ref()
             .map(|check| format!("scenario-{}", check.scenario)),
         DispositionKind::NotReached => None,
-        DispositionKind::Pass | DispositionKind::Skip => return None,
+        DispositionKind::Pass | DispositionKind::Skip | DispositionKind::NotApplicable => {
+            return None
+        }
     };
     Some(match anchor {
         Some(anchor) => format!("{page}#{anchor}"),
@@ -216,7 +225,7 @@ pub fn html_page(columns: &[Column]) -> String {
     html.push_str(&format!("<style>{STYLE}</style>\n</head>\n<body>\n"));
     html.push_str(&format!(
         "<header>\n<h1>goalpost compatibility matrix</h1>\n<p class=\"note\">Profile {} · {} hosts · {} requirements. \
-         A profile is certified for a host when every MUST requirement in it passed; a cell that is not a pass links to that host's failing exchange.</p>\n</header>\n<main>\n",
+         A profile is certified for a host when its minimum scope ran and every MUST requirement in it that applies to the host passed; under each verdict, the scope it covers (or what it needs). A requirement that does not apply to a host is <code>not-applicable</code>. A cell that is not a pass links to that host's failing exchange.</p>\n</header>\n<main>\n",
         escape(&profile_versions(columns)),
         columns.len(),
         rows.len()
@@ -236,8 +245,11 @@ pub fn html_page(columns: &[Column]) -> String {
             match column.report.profiles.get(&profile) {
                 Some(report) => {
                     let (word, class) = verdict(report);
+                    let detail = verdict_detail(report)
+                        .map(|detail| format!("<span class=\"scope\">{}</span>", escape(&detail)))
+                        .unwrap_or_default();
                     html.push_str(&format!(
-                        "<td><span class=\"badge {class}\">{}</span></td>",
+                        "<td><span class=\"badge {class}\">{}</span>{detail}</td>",
                         escape(&word)
                     ));
                 }
@@ -346,7 +358,7 @@ fn md(text: &str) -> String {
 pub fn markdown_page(columns: &[Column]) -> String {
     let rows = rows(columns);
     let mut out = format!(
-        "# goalpost compatibility matrix\n\nProfile {} · {} hosts · {} requirements. A cell that is not a pass links to that host's failing exchange.\n\n",
+        "# goalpost compatibility matrix\n\nProfile {} · {} hosts · {} requirements. A profile is certified for a host when its minimum scope ran and every MUST requirement in it that applies to the host passed; each verdict says the scope it covers (or what it needs). A cell that is not a pass links to that host's failing exchange.\n\n",
         profile_versions(columns),
         columns.len(),
         rows.len()
@@ -367,11 +379,13 @@ pub fn markdown_page(columns: &[Column]) -> String {
     for profile in profiles(columns) {
         out.push_str(&format!("| {} |", md(&profile)));
         for column in columns {
-            let word = column
-                .report
-                .profiles
-                .get(&profile)
-                .map_or_else(|| "—".to_string(), |report| verdict(report).0);
+            let word = column.report.profiles.get(&profile).map_or_else(
+                || "—".to_string(),
+                |report| match verdict_detail(report) {
+                    Some(detail) => format!("{} ({})", verdict(report).0, md(&detail)),
+                    None => verdict(report).0,
+                },
+            );
             out.push_str(&format!(" {word} |"));
         }
         out.push('\n');

@@ -131,3 +131,44 @@ fn without_a_report_html_a_failure_is_not_linked() {
 fn the_page_does_not_depend_on_when_it_was_built() {
     assert_eq!(html_page(&two_hosts()), html_page(&two_hosts()));
 }
+
+#[test]
+fn each_verdict_says_its_scope_or_what_it_needs() {
+    let mut hosts = two_hosts();
+    let scope = crate::run::scope::Scope {
+        judge: Some("verifier".to_string()),
+        modes: vec!["manual".to_string()],
+        offered: Vec::new(),
+        not_offered: vec!["mode:heartbeat".to_string()],
+    };
+    let core = hosts[0].report.profiles.get_mut("core").expect("core");
+    core.status = Some(Status::Certified);
+    core.scope = scope;
+    hosts[0].report.profiles.insert(
+        "cluster".to_string(),
+        ProfileReport {
+            status: Some(Status::NotAttempted),
+            reason: Some("needs 2+ endpoints".to_string()),
+            skip: 5,
+            ..ProfileReport::default()
+        },
+    );
+    let html = html_page(&hosts);
+    assert!(
+        html.contains("<span class=\"badge certified\">certified</span><span class=\"scope\">judge verifier; mode manual; not offered: heartbeat</span>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<span class=\"badge not-run\">not attempted</span><span class=\"scope\">needs 2+ endpoints</span>"),
+        "{html}"
+    );
+    let md = markdown_page(&hosts);
+    assert!(
+        md.contains("| core | certified (judge verifier; mode manual; not offered: heartbeat) | not certified |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| cluster | not attempted (needs 2+ endpoints) | — |"),
+        "{md}"
+    );
+}

@@ -186,6 +186,7 @@ mod tests {
                     content_type: None,
                     endpoint: None,
                     seam: None,
+                    stream_ms: None,
                 },
                 expect: Expect {
                     status: if status { vec![200] } else { Vec::new() },

@@ -591,7 +591,14 @@ impl Driver {
         let mut repeater = Repeater::new(request.repeat, Subject::Host, self.poll_scale);
         let (exchange, tally) = loop {
             trace.response = None;
-            let exchange = self.http.send(&outgoing).await?;
+            let exchange = match request.request.stream_ms {
+                Some(ms) => {
+                    self.http
+                        .read_stream(&outgoing, Duration::from_millis(ms))
+                        .await?
+                }
+                None => self.http.send(&outgoing).await?,
+            };
             trace.response = Some(exchange.clone());
             let context = repeater.look();
             let tally = self

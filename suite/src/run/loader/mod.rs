@@ -12,11 +12,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::{
-    Action, Assertion, Body, Capture, ClockFormat, CompareOp, Expect, LengthOp, Needs, Parallel,
-    Predicate, Principal, Repeat, Request, RequestStep, Requirement, Scenario, StatusMatch, Step,
-    Target, When,
+    Action, Assertion, Body, Capability, Capture, ClockFormat, CompareOp, Expect, LengthOp, Needs,
+    Parallel, Predicate, Principal, Repeat, Request, RequestStep, Requirement, Scenario,
+    StatusMatch, Step, Target, When,
 };
 use crate::run::outcome::VIOLATIONS_SHOWN;
+use crate::run::scripted_judge;
 use crate::template::{names_in_str, names_in_value, BUILTINS};
 
 mod mock;
@@ -69,6 +70,44 @@ pub enum LoadError {
     },
     #[error("requirement `{id}` is named by no scenario")]
     Unproven { id: String },
+    #[error(
+        "{}: {} names `{id}`, which names {capability} in its capability, but the scenario does not need it: add it to `needs`, so the scenario runs only where the requirement applies and can be judged",
+        path.display(), show_pointer(pointer)
+    )]
+    CapabilityUnneeded {
+        path: PathBuf,
+        pointer: String,
+        id: String,
+        capability: Capability,
+    },
+}
+
+/// The capabilities `requirement` names that `scenario` does not need
+/// (PROFILE.md "Capabilities"): a scenario that proves a requirement must
+/// need every feature and run need it names, so that it never runs where
+/// the requirement does not apply or cannot be judged, and a
+/// `not-applicable` requirement never hides a result.
+pub fn capability_gaps(requirement: &Requirement, scenario: &Scenario) -> Vec<Capability> {
+    let needs = &scenario.needs;
+    requirement
+        .capability
+        .iter()
+        .copied()
+        .filter(|capability| match *capability {
+            Capability::Mode(mode) => !needs.continuation.iter().any(|m| m == mode),
+            Capability::Judge(judge) => needs.judge.as_deref() != Some(judge),
+            Capability::ReportedRuns => !needs.reported_runs,
+            Capability::EgressPolicy => !needs.egress_policy,
+            Capability::RequiresBounds => needs.requires_bounds != Some(true),
+            // No scenario can need the attention extension yet: a
+            // requirement naming it has no scenario that proves it.
+            Capability::Attention => true,
+            Capability::HostEvents(surface) => needs.host_events.as_deref() != Some(surface),
+            Capability::Seam(seam) => !needs.seams.iter().any(|s| s == seam),
+            Capability::SecondTenant => needs.tenants < 2,
+            Capability::Endpoints => needs.endpoints < 2,
+        })
+        .collect()
 }
 
 /// Refuses a step's first header assertion and first header capture, for
@@ -332,15 +371,24 @@ fn requirements_from(
 }
 
 fn cross_check(requirements: &[Requirement], scenarios: &[Scenario]) -> Result<(), LoadError> {
-    let known: BTreeSet<&str> = requirements.iter().map(|r| r.id.as_str()).collect();
+    let known: BTreeMap<&str, &Requirement> =
+        requirements.iter().map(|r| (r.id.as_str(), r)).collect();
     let mut named = BTreeSet::new();
     for scenario in scenarios {
         for (index, id) in scenario.requirements.iter().enumerate() {
-            if !known.contains(id.as_str()) {
+            let Some(requirement) = known.get(id.as_str()) else {
                 return Err(LoadError::UnknownRequirement {
                     path: scenario.path.clone(),
                     pointer: format!("/requirements/{index}"),
                     id: id.clone(),
+                });
+            };
+            if let Some(capability) = capability_gaps(requirement, scenario).first() {
+                return Err(LoadError::CapabilityUnneeded {
+                    path: scenario.path.clone(),
+                    pointer: format!("/requirements/{index}"),
+                    id: id.clone(),
+                    capability: *capability,
                 });
             }
             named.insert(id.as_str());
@@ -402,6 +450,8 @@ struct RawNeeds {
     egress_policy: bool,
     #[serde(default, rename = "reportedRuns")]
     reported_runs: bool,
+    #[serde(default, rename = "hostEvents")]
+    host_events: Option<String>,
     #[serde(default)]
     attention: bool,
     #[serde(default)]
@@ -462,6 +512,7 @@ struct RawRequest {
     content_type: Option<String>,
     seam: Option<String>,
     endpoint: Option<u8>,
+    stream_ms: Option<u64>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -628,6 +679,7 @@ fn scenario_from(
         egress_policy: raw.needs.egress_policy,
         reported_runs: raw.needs.reported_runs,
         attention: raw.needs.attention,
+        host_events: raw.needs.host_events,
         endpoints: raw.needs.endpoints.unwrap_or(1),
     };
     let generated = request::generate(path, raw.generate)?;
@@ -662,6 +714,11 @@ fn scenario_from(
     mock::check_mock_use(&scenario)?;
     check_variables(&scenario)?;
     check_proves(&scenario)?;
+    // Refused now rather than when a host that judges itself is met.
+    if scenario.needs.judge.as_deref() == Some(scripted_judge::SCRIPTED) {
+        scripted_judge::through_seam(&scenario)
+            .map_err(|refused| invalid(path, refused.pointer, refused.message))?;
+    }
     for step in &scenario.steps {
         if let Action::Request(request) = &step.action {
             if let Some(schema) = &request.expect.schema {
@@ -998,6 +1055,7 @@ fn parse_request(
         content_type: raw.content_type,
         seam: raw.seam,
         endpoint: raw.endpoint,
+        stream_ms: raw.stream_ms,
     })
 }
 

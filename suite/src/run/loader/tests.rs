@@ -12,6 +12,7 @@ fn requirements(ids: &[&str]) -> Value {
         "level": "MUST",
         "clause": "§2",
         "text": "a requirement",
+        "capability": [],
     })).collect::<Vec<_>>() })
 }
 
@@ -231,6 +232,76 @@ fn an_invalid_registry_names_its_pointer() {
         matches!(&error, LoadError::Invalid { pointer, .. } if pointer == "/requirements/0/level"),
         "{error:?}"
     );
+}
+
+#[test]
+fn capability_tokens_are_typed_and_unknown_ones_refused() {
+    let mut registry = requirements(&["core.a"]);
+    registry["requirements"][0]["capability"] =
+        json!(["mode:schedule", "seam:continue", "tenants:2"]);
+    let mut s = scenario(&["core.a"], json!([get_step()]));
+    s["needs"] = json!({"continuation": ["schedule"], "seams": ["continue"], "tenants": 2});
+    let dir = folder(&[("requirements.json", &registry), ("core/s.json", &s)]);
+    let catalog = load(dir.path(), &schemas()).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(
+        catalog.requirements[0].capability,
+        [
+            Capability::Mode("schedule"),
+            Capability::Seam("continue"),
+            Capability::SecondTenant
+        ]
+    );
+    for bad in [
+        json!(["mode:hourly"]),
+        json!(["tenants:3"]),
+        json!("mode:manual"),
+    ] {
+        registry["requirements"][0]["capability"] = bad.clone();
+        let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &s)]);
+        assert!(
+            matches!(&error, LoadError::Invalid { pointer, .. } if pointer.starts_with("/requirements/0/capability")),
+            "{bad}: {error:?}"
+        );
+    }
+    registry["requirements"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("capability");
+    let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &s)]);
+    assert!(
+        matches!(&error, LoadError::Invalid { .. }),
+        "every requirement states its capability: {error:?}"
+    );
+}
+
+#[test]
+fn a_scenario_must_need_every_capability_of_what_it_proves() {
+    let mut registry = requirements(&["core.a", "core.b"]);
+    registry["requirements"][1]["capability"] = json!(["judge:verifier", "seam:events"]);
+    let mut s = scenario(&["core.a", "core.b"], json!([get_step()]));
+    s["needs"] = json!({"judge": "verifier"});
+    let (error, dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &s)]);
+    let LoadError::CapabilityUnneeded {
+        path,
+        pointer,
+        id,
+        capability,
+    } = &error
+    else {
+        panic!("expected a capability the scenario does not need, got {error:?}")
+    };
+    assert_eq!(path, &dir.path().join("core/s.json"));
+    assert_eq!(
+        (pointer.as_str(), id.as_str(), *capability),
+        ("/requirements/1", "core.b", Capability::Seam("events"))
+    );
+    assert!(error.to_string().contains("add it to `needs`"), "{error}");
+    // Needing more than the requirement names is fine: the rule may hold
+    // for every host even where one scenario can only judge it on some.
+    s["needs"] =
+        json!({"judge": "verifier", "seams": ["events", "continue"], "continuation": ["manual"]});
+    let dir = folder(&[("requirements.json", &registry), ("core/s.json", &s)]);
+    assert!(load(dir.path(), &schemas()).is_ok());
 }
 
 #[test]
@@ -662,6 +733,42 @@ fn a_step_names_an_endpoint_only_within_needs_endpoints() {
     assert_eq!(pointer, "/steps/0/request/endpoint", "{error}");
 }
 
+#[test]
+fn a_stream_read_and_a_host_events_need_are_read() {
+    let registry = requirements(&["behavior.a"]);
+    let with = |stream_ms: Value, host_events: Value| {
+        json!({
+            "title": "a stream",
+            "profile": "behavior",
+            "requirements": ["behavior.a"],
+            "needs": {"hostEvents": host_events},
+            "checks": 1,
+            "steps": [{
+                "name": "read the stream",
+                "request": {"method": "GET", "path": "{discovery.eventsStream}", "streamMs": stream_ms},
+                "expect": {"status": 200}
+            }],
+        })
+    };
+    let fits = with(json!(1500), json!("stream"));
+    let dir = folder(&[("requirements.json", &registry), ("behavior/s.json", &fits)]);
+    let catalog = load(dir.path(), &schemas()).expect("loads");
+    let scenario = &catalog.scenarios[0];
+    assert_eq!(scenario.needs.host_events.as_deref(), Some("stream"));
+    let Action::Request(step) = &scenario.steps[0].action else {
+        panic!("a request step")
+    };
+    assert_eq!(step.request.stream_ms, Some(1500));
+    for bad in [
+        with(json!(0), json!("stream")),
+        with(json!(10), json!("feed")),
+    ] {
+        let (error, _dir) =
+            load_error(&[("requirements.json", &registry), ("behavior/s.json", &bad)]);
+        assert!(matches!(error, LoadError::Invalid { .. }), "{error:?}");
+    }
+}
+
 // ---- `when`: steps conditional on an earlier step's status ----
 
 fn named(name: &str, path: &str) -> Value {
@@ -859,4 +966,147 @@ fn the_shipped_scenarios_ask_for_attention_unprompted_only_as_its_owner() {
         }
     }
     assert!(unprompted.is_empty(), "{unprompted:#?}");
+}
+
+/// A scenario that scripts its verdicts: a create naming a fixture judge
+/// (captured as `goalId`), a `when` on it, and a read.
+fn scripted(extra: Value) -> Value {
+    let mut steps = vec![
+        json!({
+            "name": "create",
+            "proves": [],
+            "request": {"method": "POST", "path": "{base}", "body": {
+                "objective": "goalpost {nonce}",
+                "completion": {"check": "verifier", "verifierRef": "conformance:verifier?satisfyOn=2"},
+                "continuation": {"mode": "{discovery.mode}"}
+            }},
+            "expect": {"status": [201, 200]},
+            "capture": {"goalId": {"pointer": "/id"}}
+        }),
+        json!({
+            "name": "read",
+            "when": {"step": "create", "status": "2xx"},
+            "request": {"method": "GET", "path": "{base}/{goalId}"},
+            "expect": {"status": 200, "assert": [{"pointer": "/completion/lastVerdict", "equals": null}]}
+        }),
+    ];
+    if !extra.is_null() {
+        steps.push(extra);
+    }
+    let mut file = scenario(&["core.a"], Value::Array(steps));
+    file["needs"] = json!({"judge": "scripted", "seams": ["fixtures"]});
+    file
+}
+
+#[test]
+fn a_scripted_scenario_moves_its_refs_to_the_seam_on_a_host_judge() {
+    let registry = requirements(&["core.a"]);
+    let file = scripted(Value::Null);
+    let dir = folder(&[("requirements.json", &registry), ("core/s.json", &file)]);
+    let catalog = load(dir.path(), &schemas()).unwrap();
+    let written = &catalog.scenarios[0];
+    let moved = scripted_judge::through_seam(written).expect("scriptable");
+    assert_eq!(moved.steps.len(), 3);
+    assert_eq!(
+        moved
+            .steps
+            .iter()
+            .map(|step| step.index)
+            .collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
+    assert!(moved.needs.seams.iter().any(|seam| seam == "scriptedJudge"));
+    let Action::Request(create) = &moved.steps[0].action else {
+        panic!("the create stays first")
+    };
+    let Body::Json(body) = &create.request.body else {
+        panic!("a JSON body")
+    };
+    assert_eq!(body["completion"], json!({"check": "host"}));
+    assert_eq!(body["objective"], "goalpost {nonce}");
+    let judge = &moved.steps[1];
+    assert_eq!(
+        judge.pointer,
+        "/steps/0/request/body/completion/verifierRef"
+    );
+    assert_eq!(
+        judge.proves, None,
+        "a broken seam fails what the scenario proves"
+    );
+    let Action::Request(put) = &judge.action else {
+        panic!("the judge step is a request")
+    };
+    assert_eq!(put.request.method, "PUT");
+    assert_eq!(put.request.path, "{base}/{goalId}/judge");
+    assert_eq!(put.request.seam.as_deref(), Some("scriptedJudge"));
+    assert_eq!(
+        put.request.body,
+        Body::Json(json!({"verifierRef": "conformance:verifier?satisfyOn=2"}))
+    );
+    assert_eq!(put.expect.status, [200, 204]);
+    // The read's `when` still names the create, now one step further off.
+    let when = moved.steps[2]
+        .when
+        .as_ref()
+        .expect("the read keeps its when");
+    assert_eq!(when.step, 0);
+    assert_eq!(moved.steps[2].pointer, "/steps/1");
+    // Nothing changes on a verifier host.
+    assert!(!scripted_judge::applies(written, Some("verifier")));
+    assert!(scripted_judge::applies(written, Some("host")));
+}
+
+#[test]
+fn a_scripted_scenario_that_is_about_verifier_refs_is_refused() {
+    let registry = requirements(&["core.a"]);
+    let patch = json!({
+        "name": "patch the ref",
+        "request": {"method": "PATCH", "path": "{base}/{goalId}", "body": {
+            "completion": {"verifierRef": "conformance:verifier"}
+        }},
+        "expect": {"status": 200}
+    });
+    let read_back = json!({
+        "name": "read the ref",
+        "request": {"method": "GET", "path": "{base}/{goalId}"},
+        "expect": {"status": 200, "assert": [{"pointer": "/completion/verifierRef", "equals": "x"}]}
+    });
+    for (extra, at) in [
+        (patch, "/steps/2/request/body/completion"),
+        (read_back, "/steps/2/expect/assert/0"),
+    ] {
+        let file = scripted(extra);
+        let (error, _dir) = load_error(&[("requirements.json", &registry), ("core/s.json", &file)]);
+        let LoadError::Invalid {
+            pointer, message, ..
+        } = error
+        else {
+            panic!("{error:?}")
+        };
+        assert_eq!(pointer, at, "{message}");
+    }
+    let mut uncaptured = scripted(Value::Null);
+    uncaptured["steps"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("capture");
+    uncaptured["steps"].as_array_mut().unwrap().truncate(1);
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("core/s.json", &uncaptured),
+    ]);
+    assert!(
+        matches!(&error, LoadError::Invalid { pointer, .. } if pointer == "/steps/0/capture"),
+        "{error:?}"
+    );
+    let mut unscripted = scripted(Value::Null);
+    unscripted["steps"][0]["request"]["body"]["completion"] = json!({"check": "{discovery.judge}"});
+    let (error, _dir) = load_error(&[
+        ("requirements.json", &registry),
+        ("core/s.json", &unscripted),
+    ]);
+    assert!(
+        matches!(&error, LoadError::Invalid { pointer, .. } if pointer == "/needs/judge"),
+        "{error:?}"
+    );
 }

@@ -313,18 +313,22 @@ pub enum DispositionKind {
     Advisory,
     NotReached,
     Skip,
+    /// The requirement names a feature the host does not advertise: it does
+    /// not apply to this host. Never blocks, never a pass.
+    NotApplicable,
     #[default]
     Error,
 }
 
 impl DispositionKind {
     /// Every disposition, in the order the reports' legends list them.
-    pub const ALL: [DispositionKind; 6] = [
+    pub const ALL: [DispositionKind; 7] = [
         DispositionKind::Pass,
         DispositionKind::Fail,
         DispositionKind::Advisory,
         DispositionKind::NotReached,
         DispositionKind::Skip,
+        DispositionKind::NotApplicable,
         DispositionKind::Error,
     ];
 
@@ -335,6 +339,7 @@ impl DispositionKind {
             DispositionKind::Advisory => "advisory",
             DispositionKind::NotReached => "not-reached",
             DispositionKind::Skip => "skip",
+            DispositionKind::NotApplicable => "not-applicable",
             DispositionKind::Error => "error",
         }
     }
