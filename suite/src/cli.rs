@@ -288,7 +288,7 @@ pub struct RunArgs {
         hide_env_values = true
     )]
     pub host_authority_token: Option<String>,
-    /// Profile to certify (repeatable); default: every profile in the scenarios folder but `strict`, and `attention` only when the host advertises it.
+    /// Profile to certify (repeatable); default: every profile in the scenarios folder but `strict` (`attention` is not attempted against a host that does not advertise it).
     #[arg(long = "profile", value_name = "P", value_parser = clap::builder::PossibleValuesParser::new(KNOWN_PROFILES))]
     pub profiles: Vec<String>,
     /// Add the `strict` profile (the stricter readings of the spec).

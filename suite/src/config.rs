@@ -24,10 +24,6 @@ pub const DEFAULT_TEST_THREADS: usize = 8;
 
 /// The profile of the stricter readings: never selected by default.
 pub const STRICT: &str = "strict";
-/// The attention extension's profile: selected by default only against a
-/// host that advertises the extension (a host is never judged on an
-/// extension it does not offer).
-pub const ATTENTION: &str = "attention";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostChoice {

@@ -99,9 +99,7 @@ pub fn capability_gaps(requirement: &Requirement, scenario: &Scenario) -> Vec<Ca
             Capability::ReportedRuns => !needs.reported_runs,
             Capability::EgressPolicy => !needs.egress_policy,
             Capability::RequiresBounds => needs.requires_bounds != Some(true),
-            // No scenario can need the attention extension yet: a
-            // requirement naming it has no scenario that proves it.
-            Capability::Attention => true,
+            Capability::Attention => !needs.attention,
             Capability::HostEvents(surface) => needs.host_events.as_deref() != Some(surface),
             Capability::Seam(seam) => !needs.seams.iter().any(|s| s == seam),
             Capability::SecondTenant => needs.tenants < 2,
