@@ -19,8 +19,8 @@
 
 use crate::choices::{
     ArmRequestBody, ArmlessSchedule, AttentionBody, AttentionOffer, Choices,
-    ConfidenceWithoutVerdict, CreateStatus, EgressPolicy, ErrorCodes, EscalatedContinue,
-    PauseWake, ReportedRuns, Unappliable, WebhookSigning,
+    ConfidenceWithoutVerdict, CreateStatus, EgressPolicy, ErrorCodes, EscalatedContinue, PauseWake,
+    ReportedRuns, Unappliable, WebhookSigning,
 };
 use crate::config::Config;
 use crate::domain::{Check, CostReading, Mode};

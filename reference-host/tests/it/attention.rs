@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::receiver::{Answer, Receiver};
+use crate::support::{Harness, A, B, BASE};
 use axum::http::{Method, StatusCode};
 use goalpost_host::clock::{Clock, ManualClock};
 use goalpost_host::engine::EngineSettings;
@@ -14,8 +16,6 @@ use goalpost_host::http::attention::Authorities;
 use goalpost_host::storage::DbLocation;
 use goalpost_host::{app, AppState, Tokens};
 use serde_json::{json, Value};
-use crate::support::receiver::{Answer, Receiver};
-use crate::support::{Harness, A, B, BASE};
 
 const PRINCIPAL: &str = "principal-token";
 const OPERATOR: &str = "host-authority-token";
