@@ -70,6 +70,13 @@ pub struct Config {
     /// How many replicas share the database (each enforces its share of
     /// the per-tenant rates and stream caps).
     pub replicas: u32,
+    /// `(token, tenant)` credentials that hold the host's authority (the
+    /// attention extension's `host-confirmed` confirmations). Apart from
+    /// `tokens`: none of them opens a goal endpoint.
+    pub host_authority_tokens: Vec<(String, String)>,
+    /// `(token, tenant)` credentials that hold a principal's authority
+    /// (`principal-confirmed` confirmations).
+    pub principal_tokens: Vec<(String, String)>,
 }
 
 /// What a goal keeps of its history, and shows of it (`README.md`,
@@ -164,6 +171,8 @@ impl Config {
             trusted_proxies: Vec::new(),
             history: HistoryLimits::default(),
             replicas: 1,
+            host_authority_tokens: Vec::new(),
+            principal_tokens: Vec::new(),
         }
     }
 }
@@ -534,6 +543,20 @@ pub struct Args {
     /// database, exactly, whatever this says.
     #[arg(long, env = "GOALPOST_HOST_REPLICAS", default_value_t = 1, value_parser = parse_rate)]
     pub replicas: u32,
+    /// A credential that holds the host's authority for a tenant, as
+    /// TOKEN=TENANT (repeatable; the environment variable takes a
+    /// comma-separated list): it may confirm goals of a `host-confirmed`
+    /// completion policy (the attention extension) and nothing else. Never
+    /// one of the --token credentials.
+    #[arg(long = "host-authority-token", env = "GOALPOST_HOST_AUTHORITY_TOKENS", hide_env_values = true, value_delimiter = ',', value_parser = parse_token)]
+    pub host_authority_tokens: Vec<(String, String)>,
+
+    /// A credential that holds a principal's authority for a tenant, as
+    /// TOKEN=TENANT (repeatable; the environment variable takes a
+    /// comma-separated list): it may confirm goals of a
+    /// `principal-confirmed` completion policy and nothing else.
+    #[arg(long = "principal-token", env = "GOALPOST_HOST_PRINCIPAL_TOKENS", hide_env_values = true, value_delimiter = ',', value_parser = parse_token)]
+    pub principal_tokens: Vec<(String, String)>,
 
     /// The kill matrix's options (a build with the `mutants` feature
     /// only).
@@ -611,6 +634,8 @@ impl Args {
                 judge_steps_per_sec: self.judge_steps_per_sec,
                 outbound_per_sec: self.outbound_per_tenant_per_sec,
             },
+            host_authority_tokens: self.host_authority_tokens,
+            principal_tokens: self.principal_tokens,
         }
     }
 }

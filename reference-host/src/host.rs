@@ -81,6 +81,19 @@ impl RunningHost {
             pairs.extend(read_tokens_file(path)?);
         }
         let tokens = Tokens::new(&pairs)?;
+        // Authority credentials are apart from tenant tokens: one token is
+        // never both (a tenant's token must not confirm as a principal).
+        let authorities = crate::http::attention::Authorities::new(
+            &config.host_authority_tokens,
+            &config.principal_tokens,
+        )?;
+        let every: Vec<(String, String)> = pairs
+            .iter()
+            .chain(&config.host_authority_tokens)
+            .chain(&config.principal_tokens)
+            .cloned()
+            .collect();
+        Tokens::new(&every)?;
         let webhook_secret = match &config.webhook_secret {
             Some(text) => WebhookSecret::new(text).ok_or(HostError::WebhookSecret)?,
             None => WebhookSecret::generate(),
@@ -158,6 +171,16 @@ impl RunningHost {
             tracing::info!(purged, "expired idempotency keys forgotten");
         }
         let recovered = engine.recover().await?;
+        let tenants: Vec<crate::domain::Tenant> = pairs
+            .iter()
+            .filter_map(|(_, tenant)| crate::domain::Tenant::parse(tenant))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let attended = engine.attention_recover(&tenants).await?;
+        if attended > 0 {
+            tracing::info!(attended, "goals with attention found");
+        }
         if recovered > 0 {
             tracing::warn!(
                 recovered,
@@ -182,7 +205,8 @@ impl RunningHost {
         let feed = Arc::clone(engine.feed());
         let router = app(AppState::new(Arc::clone(&engine), tokens)
             .with_trusted_proxies(config.trusted_proxies.clone())
-            .with_faults(faults.routes));
+            .with_faults(faults.routes)
+            .with_authorities(authorities));
         let connections =
             crate::serve::Connections::new(config.connections, config.trusted_proxies.clone());
         let server = tokio::spawn(crate::serve::serve(

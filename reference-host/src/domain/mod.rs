@@ -1,6 +1,7 @@
 //! The goal domain: values parsed at the boundary, the state machine and
 //! SPEC §3's decision order as pure functions. No I/O here.
 
+pub mod attention;
 pub mod bounds;
 pub mod commitment;
 pub mod criteria;
@@ -36,7 +37,7 @@ pub use event::{Event, EventPayload};
 pub use goal::{
     Attention, Check, Completion, Continuation, Goal, GoalState, Mode, Progress, Remaining,
 };
-pub use ids::{GoalId, Objective, RunId, Tenant};
+pub use ids::{BindingId, EvidenceId, GoalId, Objective, RunId, Tenant};
 pub use money::MicroUsd;
 pub use notes::{Escalation, EscalationKind, Feedback, Notes, OpenEscalation, Resolution};
 pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec, Webhook};

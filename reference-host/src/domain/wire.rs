@@ -186,6 +186,8 @@ enum WirePayload<'a> {
         final_state: &'static str,
         goal_id: &'a str,
     },
+    /// An attention event's payload, members in name order.
+    Attention(Value),
 }
 
 impl<'a> WireEvent<'a> {
@@ -211,6 +213,7 @@ impl<'a> WireEvent<'a> {
                 final_state: final_state.as_str(),
                 goal_id: goal_id.as_str(),
             },
+            EventPayload::Attention(attention) => WirePayload::Attention(attention.payload()),
         };
         WireEvent {
             at: event.at.to_wire(),

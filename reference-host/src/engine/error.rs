@@ -51,6 +51,20 @@ pub enum EngineError {
     /// The tenant holds as many live event streams as it may.
     #[error("the tenant already holds {0} event streams")]
     TooManyStreams(usize),
+    /// The attention extension is not served here (not offered, or the
+    /// store cannot serve it): its routes are unknown.
+    #[error("the attention extension is not served")]
+    AttentionNotServed,
+    /// An attention rule refused the change (`domain::attention`).
+    #[error(transparent)]
+    Attention(#[from] crate::domain::attention::AttentionError),
+    /// The caller's credential holds no authority to confirm; a tenant's
+    /// own token never does, whatever its body says.
+    #[error("a credential that holds the host's or a principal's authority is required")]
+    AuthorityRequired,
+    /// A completion policy this host does not offer.
+    #[error("completion policy {0:?} is not offered by this host")]
+    PolicyUnsupported(String),
     #[error(transparent)]
     Request(#[from] RequestError),
     #[error(transparent)]

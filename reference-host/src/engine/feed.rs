@@ -27,7 +27,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, Notify};
 
 use super::{Engine, EngineError};
-use crate::domain::{wire, Event, EventPayload, GoalId, Tenant};
+use crate::domain::{wire, Event, GoalId, Tenant};
 use crate::storage::EventSink;
 
 /// How many events a subscriber may fall behind before it is dropped.
@@ -388,9 +388,7 @@ pub struct Subscription {
 }
 
 fn goal_of(event: &Event) -> &GoalId {
-    match &event.payload {
-        EventPayload::Evaluated { goal_id, .. } | EventPayload::Closed { goal_id, .. } => goal_id,
-    }
+    event.payload.goal_id()
 }
 
 impl Subscription {
@@ -524,7 +522,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{GoalState, Timestamp};
+    use crate::domain::{EventPayload, GoalState, Timestamp};
 
     fn event(cursor: u64, goal: &GoalId) -> Event {
         Event {

@@ -229,9 +229,12 @@ impl Engine {
         self.load_owned(tenant, id).await?;
         let (after, answered_after) = self.faults.events_after(after);
         let id = id.clone();
-        let events = self
+        let mut events = self
             .db(move |store| store.events_page(&id, after, limit))
             .await?;
+        // The list is RFC 0097's events and nothing else (PROFILE.md
+        // "events"); the attention extension's are streamed, not listed.
+        events.retain(|event| event.payload.is_rfc_0097());
         Ok(self.faults.events(events, answered_after))
     }
 

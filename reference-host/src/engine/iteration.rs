@@ -474,7 +474,7 @@ impl Engine {
 
     /// Judges a finished run's report: an escalation has no verdict; any
     /// failure to judge is an environmental verdict for the run.
-    async fn judge(
+    pub(super) async fn judge(
         &self,
         goal: &Goal,
         reservation: &RunReservation,
@@ -608,6 +608,9 @@ impl Engine {
                 // store forgets their evaluations and events with them.
                 change.goal.progress.contributing_run_ids.keep_last(most);
             }
+            // A goal with attention closes only as its completion policy
+            // allows (PROFILE.md "Profile `attention`").
+            crate::domain::attention::hold_own_run(&mut change, now, cost_reading);
             self.hold_armless_schedule(&mut change.goal);
             let written = self
                 .store

@@ -1,6 +1,7 @@
 //! The use cases: what `http` and the scheduler ask for. The engine owns the
 //! iteration procedure (DESIGN "Engine") and every goal's lock.
 
+mod attention;
 mod cancel;
 mod egress;
 mod error;
@@ -34,6 +35,10 @@ use crate::webhook::{
     SharedEgress, Signing, WebhookCa, WebhookClient, WebhookSecret, DEFAULT_TIMEOUT,
 };
 
+pub use attention::{
+    AttentionFaults, AttentionRuntime, BindingFilter, BindingOutcome, NoAttentionFaults,
+    BINDING_STATUSES,
+};
 pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
 pub use event_webhooks::{EVENT_TYPE_HEADER, IDEMPOTENCY_KEY_HEADER};
@@ -193,6 +198,8 @@ pub struct Engine {
     settings: EngineSettings,
     /// The bug this host runs with, if any ([`NoFaults`]: none).
     faults: Arc<dyn Faults>,
+    /// The attention extension's timers and running bindings.
+    attention: AttentionRuntime,
 }
 
 impl std::fmt::Debug for Engine {
@@ -280,6 +287,7 @@ impl Engine {
             egress,
             feed,
             settings,
+            attention: AttentionRuntime::new(faults.attention()),
             faults,
         }
     }

@@ -320,6 +320,19 @@ impl From<EngineError> for ApiError {
                 format!("the tenant already holds {limit} event streams; close one first"),
             )
             .with_details(json!({ "quota": "streams", "limit": limit })),
+            EngineError::AttentionNotServed => ApiError::not_found(),
+            EngineError::Attention(error) => super::attention::refusal(error),
+            EngineError::AuthorityRequired => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "authority_required",
+                "only a credential that holds the host's or a principal's authority may confirm; a tenant's token never does",
+            ),
+            EngineError::PolicyUnsupported(kind) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "policy_unsupported",
+                format!("this host does not offer the completion policy {kind:?}"),
+            )
+            .with_details(json!({ "pointer": "/kind" })),
             EngineError::Request(error) => error.into(),
             EngineError::Store(error) => {
                 tracing::error!(%error, "storage failed");

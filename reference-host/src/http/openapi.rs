@@ -108,6 +108,9 @@ pub fn document(seams: bool, scripted_judge: bool) -> Value {
     if seams && scripted_judge {
         paths.insert(format!("{GOALS_BASE}/{{id}}/judge"), judge_path());
     }
+    for (path, item) in super::attention::openapi::paths(seams) {
+        paths.insert(path, item);
+    }
     json!({
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
@@ -154,20 +157,20 @@ pub fn document(seams: bool, scripted_judge: bool) -> Value {
     })
 }
 
-fn schema_ref(name: &str) -> Value {
+pub(super) fn schema_ref(name: &str) -> Value {
     json!({ "$ref": format!("{COMPONENT_PREFIX}{name}") })
 }
 
-fn json_content(schema: Value) -> Value {
+pub(super) fn json_content(schema: Value) -> Value {
     json!({ "application/json": { "schema": schema } })
 }
 
-fn body_response(description: &str, schema: &str) -> Value {
+pub(super) fn body_response(description: &str, schema: &str) -> Value {
     json!({ "description": description, "content": json_content(schema_ref(schema)) })
 }
 
 /// A goal answer carries the goal's `ETag`.
-fn goal_response(description: &str, schema: &str) -> Value {
+pub(super) fn goal_response(description: &str, schema: &str) -> Value {
     json!({
         "description": description,
         "headers": { "ETag": { "$ref": "#/components/headers/ETag" } },
@@ -193,7 +196,7 @@ fn error_response(status: u16) -> Value {
 
 /// `(status, response)` for the success, then the error statuses, then a
 /// `default` envelope for everything else.
-fn responses(success: &[(u16, Value)], errors: &[u16]) -> Value {
+pub(super) fn responses(success: &[(u16, Value)], errors: &[u16]) -> Value {
     let mut map = Map::new();
     for (status, response) in success {
         map.insert(status.to_string(), response.clone());
@@ -205,7 +208,7 @@ fn responses(success: &[(u16, Value)], errors: &[u16]) -> Value {
     Value::Object(map)
 }
 
-fn goal_id_parameter() -> Value {
+pub(super) fn goal_id_parameter() -> Value {
     json!({ "$ref": "#/components/parameters/goalId" })
 }
 
@@ -575,7 +578,11 @@ fn evaluations_path() -> Value {
 /// `$schema`/`$id` dropped and `$ref`s rewritten into `components/schemas`.
 fn components() -> Value {
     let mut done = Map::new();
-    let mut pending: Vec<String> = API_SCHEMAS.iter().map(|name| name.to_string()).collect();
+    let mut pending: Vec<String> = API_SCHEMAS
+        .iter()
+        .chain(super::attention::openapi::SCHEMAS)
+        .map(|name| name.to_string())
+        .collect();
     while let Some(name) = pending.pop() {
         if done.contains_key(&name) {
             continue;

@@ -294,6 +294,15 @@ impl Scheduler {
         }
         self.queue_fires(owned, &mut fires);
         self.probe_heartbeats(now, &mut fires, &mut tick).await?;
+        // The attention extension's due work: timed pauses to wake and
+        // interval bindings to run (each run re-checks under the goal's
+        // lock, as a fire does).
+        for (goal, binding) in self.engine.attention_tick(now).await {
+            let engine = Arc::clone(&self.engine);
+            fires.spawn(async move {
+                engine.fire_binding(&goal, &binding).await;
+            });
+        }
         Ok(tick)
     }
 
@@ -700,6 +709,9 @@ impl Scheduler {
             Ok(Some(due)) => at = at.min(due.max(now.saturating_add_ms(floor_ms))),
             Ok(None) => {}
             Err(error) => tracing::warn!(%error, "cannot read when the next goal is due"),
+        }
+        if let Some(due) = self.engine.attention_next_due(now) {
+            at = at.min(due.max(now.saturating_add_ms(floor_ms)));
         }
         // A beat due by `now` was probed at `now` or is waiting for a probe
         // slot (the periodic tick retries it); only later ones wake.

@@ -5,6 +5,7 @@
 //! only if nobody changed the goal since it was read (optimistic concurrency
 //! on the goal's version).
 
+mod attention_record;
 mod checkpoint;
 mod goal_cache;
 mod goal_log;
@@ -289,6 +290,16 @@ pub trait EventSink: Send + Sync {
 /// [`Pending`]: futures that resolve once the write committed, so a task
 /// waits for a shared commit without holding a thread (`group_commit.rs`).
 pub trait Store: Send + Sync {
+    /// Whether this store can serve the attention extension
+    /// (`domain::attention`). Attention is kept in the goal's record, which
+    /// every store persists; what it needs beyond that is one process that
+    /// sees every attention write (its due timers are kept in memory), so a
+    /// store several replicas share says no, and discovery then does not
+    /// advertise it.
+    fn serves_attention(&self) -> bool {
+        false
+    }
+
     /// Stores new goals (version 1), all or none, with no quota or key
     /// check: for tests and the benchmarks (which seed a million goals with
     /// it). Creates go through [`Store::insert_goal_guarded`].

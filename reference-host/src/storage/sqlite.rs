@@ -582,6 +582,11 @@ fn ids(
 }
 
 impl Store for SqliteStore {
+    /// One process owns a SQLite database: it sees every attention write.
+    fn serves_attention(&self) -> bool {
+        true
+    }
+
     fn insert_goals(&self, goals: &[Goal]) -> Result<(), StoreError> {
         let rows = goals
             .iter()

@@ -23,6 +23,7 @@ mod pg;
 mod support;
 
 // The tests, one module per concern.
+mod attention;
 mod choices;
 mod cli_goals;
 mod cli_help;
@@ -53,6 +54,7 @@ mod postgres_tenant_limits;
 mod preconditions;
 mod quota_races;
 mod races;
+mod readme_attention;
 mod readme_example;
 mod reported_runs;
 mod restart;

@@ -266,7 +266,7 @@ impl Captured for Answers {
     fn absent(&self, absent: Absent<'_>) -> Result<Missed, StepError> {
         let pointer = match absent.source {
             Capture::Pointer(pointer) => pointer.clone(),
-            Capture::Clock(_) | Capture::Header(_) => String::new(),
+            Capture::Clock(_) | Capture::Later(..) | Capture::Header(_) => String::new(),
         };
         let first = self.exchanges.first().ok_or_else(no_answers)?;
         Ok(absent.driver.missed(

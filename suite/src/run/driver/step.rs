@@ -195,6 +195,7 @@ impl Driver {
         for (name, source) in captures {
             let value = match source {
                 Capture::Clock(format) => Some(self.clock_value(place.started, *format)),
+                Capture::Later(format, ms) => Some(self.later_value(place.started, *format, *ms)),
                 Capture::Pointer(pointer) => seen.pointer(pointer)?,
                 Capture::Header(header) => seen.header(header).map_err(|why| {
                     StepError::from(RunError::Scenario(format!("capture `{name}`: {why}")))

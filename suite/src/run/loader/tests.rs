@@ -955,7 +955,9 @@ fn the_shipped_scenarios_ask_for_attention_unprompted_only_as_its_owner() {
                 continue;
             };
             let req = &request.request;
-            if req.path.contains("/attention")
+            // The goal's attention view itself; the attention profile's
+            // routes below it run only against a host that advertises them.
+            if req.path.ends_with("/attention")
                 && req.principal != Principal::A
                 && step.when.is_none()
             {
