@@ -11,21 +11,32 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::Scenario;
-use crate::run::outcome::{Attributed, FailedStep, RequirementOutcome};
+use crate::run::outcome::{Attributed, CheckResult, FailedStep, RequirementOutcome};
 
-/// One check of the run that did not hold.
+/// One check of the run that did not hold, where in the run and with the
+/// story and the exchange the reports tell of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedCheck {
     /// Index of its step in the scenario.
     pub step: usize,
-    /// The requirements it proves; empty for a setup check.
-    pub proves: Vec<String>,
-    /// Whether it stopped the run (see [`Scenario::blocks`]).
-    pub blocking: bool,
+    pub result: CheckResult,
     /// The complete failure message (file, step, request, expected, actual).
     pub message: String,
-    /// Its step with the exchange the claim was about.
+    /// Its step with the exchange the claim was about; `None` for a step
+    /// that sent nothing (the mock log).
     pub failed_step: Option<Box<FailedStep>>,
+}
+
+impl FailedCheck {
+    /// The requirements it proves; empty for a setup check.
+    pub fn proves(&self) -> &[String] {
+        &self.result.proves
+    }
+
+    /// Whether it stopped the run (see [`Scenario::blocks`]).
+    pub fn blocking(&self) -> bool {
+        self.result.blocking
+    }
 }
 
 /// Where a scenario run stopped.
@@ -73,7 +84,7 @@ pub fn attribute(
             let should = scenario.should.contains(id);
             let broken = failed
                 .iter()
-                .find(|check| check.proves.iter().any(|proven| proven == id));
+                .find(|check| check.proves().iter().any(|proven| proven == id));
             let outcome = if let Some(check) = broken {
                 let why = Attributed {
                     message: check.message.clone(),
@@ -131,14 +142,14 @@ pub fn attribute(
 pub fn not_reached(scenario: &Scenario, failed: &[FailedCheck], step: usize) -> String {
     let blocking: Vec<&FailedCheck> = failed
         .iter()
-        .filter(|check| check.step == step && check.blocking)
+        .filter(|check| check.step == step && check.blocking())
         .collect();
     let ids: BTreeSet<&str> = blocking
         .iter()
-        .flat_map(|check| check.proves.iter().map(String::as_str))
+        .flat_map(|check| check.proves().iter().map(String::as_str))
         .collect();
     let mut what: Vec<String> = ids.into_iter().map(str::to_string).collect();
-    if blocking.iter().any(|check| check.proves.is_empty()) || what.is_empty() {
+    if blocking.iter().any(|check| check.proves().is_empty()) || what.is_empty() {
         what.push("a setup check".to_string());
     }
     let name = scenario
@@ -233,10 +244,20 @@ mod tests {
         let proves: Vec<String> = proves.iter().map(|p| p.to_string()).collect();
         FailedCheck {
             step,
-            blocking: scenario.blocks(&proves),
-            proves,
+            result: CheckResult {
+                blocking: scenario.blocks(&proves),
+                proves,
+                ..CheckResult::default()
+            },
             message: format!("step {} failed", step + 1),
             failed_step: None,
+        }
+    }
+
+    fn blocked_at(step: usize) -> End {
+        End::Blocked {
+            step,
+            unchecked: BTreeSet::new(),
         }
     }
 
@@ -258,14 +279,7 @@ mod tests {
             ],
         );
         let checks = [failed(&s, 0, &["core.b"])];
-        let outcomes = attribute(
-            &s,
-            &checks,
-            &End::Blocked {
-                step: 0,
-                unchecked: BTreeSet::new(),
-            },
-        );
+        let outcomes = attribute(&s, &checks, &blocked_at(0));
         assert_eq!(
             keywords(&outcomes),
             [("core.a", "not-reached"), ("core.b", "fail")]
@@ -289,7 +303,7 @@ mod tests {
         );
         let check = failed(&s, 0, &["core.location"]);
         assert!(
-            !check.blocking,
+            !check.blocking(),
             "a check proving only SHOULD does not block"
         );
         let outcomes = attribute(&s, &[check], &End::Completed);
@@ -311,15 +325,8 @@ mod tests {
             vec![step(0, None, true, &[])],
         );
         let check = failed(&s, 0, &["core.a", "core.s"]);
-        assert!(check.blocking);
-        let outcomes = attribute(
-            &s,
-            &[check],
-            &End::Blocked {
-                step: 0,
-                unchecked: BTreeSet::new(),
-            },
-        );
+        assert!(check.blocking());
+        let outcomes = attribute(&s, &[check], &blocked_at(0));
         assert_eq!(
             keywords(&outcomes),
             [("core.a", "fail"), ("core.s", "advisory")]
@@ -339,14 +346,7 @@ mod tests {
         );
         // The setup status of step 2 failed; its core.b assertion held.
         let checks = [failed(&s, 1, &[])];
-        let outcomes = attribute(
-            &s,
-            &checks,
-            &End::Blocked {
-                step: 1,
-                unchecked: BTreeSet::new(),
-            },
-        );
+        let outcomes = attribute(&s, &checks, &blocked_at(1));
         assert_eq!(
             keywords(&outcomes),
             [
@@ -405,14 +405,7 @@ mod tests {
         );
         let every: Vec<&str> = vec!["core.a", "core.b"];
         let checks = [failed(&s, 1, &every)];
-        let outcomes = attribute(
-            &s,
-            &checks,
-            &End::Blocked {
-                step: 1,
-                unchecked: BTreeSet::new(),
-            },
-        );
+        let outcomes = attribute(&s, &checks, &blocked_at(1));
         assert_eq!(
             keywords(&outcomes),
             [("core.a", "fail"), ("core.b", "fail")]

@@ -5,6 +5,7 @@
 //! result (the report used to own the failed step, which made the ledger
 //! and the report import each other).
 
+pub mod check;
 pub mod exchange;
 pub mod observation;
 
@@ -14,7 +15,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use exchange::{Check, FailedStep, Redactor};
+pub use check::{CheckKind, CheckResult};
+pub use exchange::{FailedStep, Redactor};
 
 /// Schema violations quoted in one message, by the loader and the driver
 /// alike: enough to act on, few enough to read; the rest are counted or cut.
