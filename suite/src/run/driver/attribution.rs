@@ -2,8 +2,9 @@
 //! failed, and where the run stopped, what the run says about each
 //! requirement the scenario names.
 //!
-//! A failed check fails only the requirements it proves (a SHOULD
-//! requirement's failure is an advisory). A requirement whose checks were
+//! A failed check fails only the requirements it proves (what a failure
+//! means at a requirement's level is the ledger's to say: a SHOULD
+//! requirement's is an advisory). A requirement whose checks were
 //! still to come when a blocking check stopped the run is not reached, and
 //! its reason names the step and what failed there; one whose checks all
 //! ran and held passes.
@@ -81,34 +82,21 @@ pub fn attribute(
         .requirements
         .iter()
         .map(|id| {
-            let should = scenario.should.contains(id);
             let broken = failed
                 .iter()
                 .find(|check| check.proves().iter().any(|proven| proven == id));
             let outcome = if let Some(check) = broken {
-                let why = Attributed {
+                RequirementOutcome::Fail(Attributed {
                     message: check.message.clone(),
                     failed_step: check.failed_step.clone(),
-                };
-                if should {
-                    RequirementOutcome::Advisory(why)
-                } else {
-                    RequirementOutcome::Fail(why)
-                }
+                })
             } else {
                 match end {
                     End::Completed => RequirementOutcome::Pass,
-                    End::Short(message) => {
-                        let why = Attributed {
-                            message: message.clone(),
-                            failed_step: None,
-                        };
-                        if should {
-                            RequirementOutcome::Advisory(why)
-                        } else {
-                            RequirementOutcome::Fail(why)
-                        }
-                    }
+                    End::Short(message) => RequirementOutcome::Fail(Attributed {
+                        message: message.clone(),
+                        failed_step: None,
+                    }),
                     End::Blocked { step, unchecked } => {
                         if unchecked.contains(id) || pending_from(id, step + 1) {
                             RequirementOutcome::NotReached(not_reached(scenario, failed, *step))
@@ -292,7 +280,7 @@ mod tests {
     }
 
     #[test]
-    fn a_non_blocking_failure_is_an_advisory_and_the_rest_pass() {
+    fn a_non_blocking_failure_fails_only_what_it_proves_and_the_rest_pass() {
         let s = scenario(
             &["core.create", "core.get", "core.location"],
             &["core.location"],
@@ -312,13 +300,13 @@ mod tests {
             [
                 ("core.create", "pass"),
                 ("core.get", "pass"),
-                ("core.location", "advisory")
+                ("core.location", "fail")
             ]
         );
     }
 
     #[test]
-    fn a_blocking_check_proving_a_should_requirement_makes_it_advisory() {
+    fn a_blocking_check_fails_every_requirement_it_proves_whatever_its_level() {
         let s = scenario(
             &["core.a", "core.s"],
             &["core.s"],
@@ -329,7 +317,7 @@ mod tests {
         let outcomes = attribute(&s, &[check], &blocked_at(0));
         assert_eq!(
             keywords(&outcomes),
-            [("core.a", "fail"), ("core.s", "advisory")]
+            [("core.a", "fail"), ("core.s", "fail")]
         );
     }
 
