@@ -158,11 +158,8 @@ pub fn dispose(
     requirements
         .iter()
         .map(|requirement| {
-            let names: Vec<String> = naming
-                .get(requirement.id.as_str())
-                .map(|names| names.iter().map(|n| n.to_string()).collect())
-                .unwrap_or_default();
-            if let Some(missing) = offer.missing_feature(requirement) {
+            let (names, missing) = named(requirement, &naming, offer);
+            if let Some(missing) = missing {
                 return not_applicable(requirement, names, missing);
             }
             let verdicts: Vec<Said> = names
@@ -193,6 +190,20 @@ pub fn dispose(
 }
 
 /// Scenario names by the requirement they name, each set sorted.
+/// The scenarios naming `requirement`, with the feature it names that the
+/// host does not offer, if any (then it does not apply).
+fn named(
+    requirement: &Requirement,
+    naming: &BTreeMap<&str, BTreeSet<&str>>,
+    offer: &Offer,
+) -> (Vec<String>, Option<Capability>) {
+    let names: Vec<String> = naming
+        .get(requirement.id.as_str())
+        .map(|names| names.iter().map(|n| n.to_string()).collect())
+        .unwrap_or_default();
+    (names, offer.missing_feature(requirement))
+}
+
 fn naming(scenarios: &[Scenario]) -> BTreeMap<&str, BTreeSet<&str>> {
     let mut naming: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for scenario in scenarios {
@@ -298,11 +309,8 @@ pub fn predict(
     requirements
         .iter()
         .map(|requirement| {
-            let names: Vec<String> = naming
-                .get(requirement.id.as_str())
-                .map(|names| names.iter().map(|n| n.to_string()).collect())
-                .unwrap_or_default();
-            if let Some(missing) = offer.missing_feature(requirement) {
+            let (names, missing) = named(requirement, &naming, offer);
+            if let Some(missing) = missing {
                 return not_applicable(requirement, names, missing);
             }
             let gated: Vec<Option<SkipReason>> = scenarios
