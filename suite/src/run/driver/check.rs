@@ -9,13 +9,14 @@
 //! is named, what a message shows of the log) is in their `Seen`, never a
 //! second checker.
 
+use goalpost_schemas::Violation;
 use serde_json::Value;
 
 use super::{Driver, Place, Tally};
 use crate::assertion::{self, Verdict};
 use crate::error::RunError;
 use crate::http::{Exchange, Outgoing};
-use crate::model::{Assertion, Expect};
+use crate::model::{Assertion, Expect, Target};
 use crate::run::driver::attribution::FailedCheck;
 use crate::run::outcome::{CheckKind, CheckResult, VIOLATIONS_SHOWN};
 use crate::template::Vars;
@@ -204,51 +205,9 @@ impl Driver {
                     }
                 };
                 if let Err(violations) = self.schemas.validate(schema, body) {
-                    let pointed = |pointer: &str| {
-                        seen.recorded_pointer(pointer)
-                            .unwrap_or_else(|| pointer.to_string())
-                    };
-                    let shown: Vec<String> = violations
-                        .iter()
-                        .take(VIOLATIONS_SHOWN)
-                        .map(|violation| {
-                            goalpost_schemas::Violation {
-                                pointer: pointed(&violation.pointer),
-                                message: violation.message.clone(),
-                            }
-                            .to_string()
-                        })
-                        .collect();
-                    let first = violations
-                        .first()
-                        .map(|violation| violation.pointer.clone())
-                        .unwrap_or_default();
-                    let shown_first = pointed(&first);
-                    let which = match seen.several() {
-                        Some(total) => format!(
-                            " of parallel answer {} of {total} ({})",
-                            index + 1,
-                            answer.status
-                        ),
-                        None => String::new(),
-                    };
-                    let claim = CheckResult {
-                        kind: CheckKind::Schema,
-                        at: at.clone(),
-                        what: format!(
-                            "schema `{schema}`{which} at body pointer {}",
-                            if shown_first.is_empty() {
-                                "(root)"
-                            } else {
-                                &shown_first
-                            }
-                        ),
-                        expected: format!("a body valid against `{schema}`"),
-                        actual: shown.join("; "),
-                        pointer: Some(first),
-                        ..CheckResult::default()
-                    };
+                    let claim = schema_claim(seen, schema, at.clone(), index, answer, &violations);
                     claims.push((index, claim, own, blocks));
+                    // One offending answer per schema is the verdict.
                     break;
                 }
             }
@@ -272,8 +231,8 @@ impl Driver {
                         expected: mismatch.expected,
                         actual: mismatch.actual,
                         pointer: match &assertion.target {
-                            crate::model::Target::Pointer(pointer) => Some(pointer.clone()),
-                            crate::model::Target::Header(_) => None,
+                            Target::Pointer(pointer) => Some(pointer.clone()),
+                            Target::Header(_) => None,
                         },
                         ..CheckResult::default()
                     };
@@ -325,6 +284,60 @@ impl Driver {
             result,
             message,
         }
+    }
+}
+
+/// The claim that answer `index` broke `schema` (at `at` in the scenario):
+/// the first violations, their pointers as the report records the body.
+fn schema_claim(
+    seen: &impl Seen,
+    schema: &str,
+    at: String,
+    index: usize,
+    answer: &Exchange,
+    violations: &[Violation],
+) -> CheckResult {
+    let recorded = |pointer: &str| {
+        seen.recorded_pointer(pointer)
+            .unwrap_or_else(|| pointer.to_string())
+    };
+    let shown: Vec<String> = violations
+        .iter()
+        .take(VIOLATIONS_SHOWN)
+        .map(|violation| {
+            Violation {
+                pointer: recorded(&violation.pointer),
+                message: violation.message.clone(),
+            }
+            .to_string()
+        })
+        .collect();
+    let first = violations
+        .first()
+        .map(|violation| violation.pointer.clone())
+        .unwrap_or_default();
+    let named_first = recorded(&first);
+    let which = match seen.several() {
+        Some(total) => format!(
+            " of parallel answer {} of {total} ({})",
+            index + 1,
+            answer.status
+        ),
+        None => String::new(),
+    };
+    let place = if named_first.is_empty() {
+        "(root)"
+    } else {
+        &named_first
+    };
+    CheckResult {
+        kind: CheckKind::Schema,
+        at,
+        what: format!("schema `{schema}`{which} at body pointer {place}"),
+        expected: format!("a body valid against `{schema}`"),
+        actual: shown.join("; "),
+        pointer: Some(first),
+        ..CheckResult::default()
     }
 }
 
