@@ -31,6 +31,8 @@ if [ -z "${SKIP_VARIANTS:-}" ] && [ -f scenarios/variants.json ]; then
         port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
         "$host_bin" serve --listen "127.0.0.1:$port" --db :memory: --conformance-seams \
             --token goalpost-a=tenant-a --token goalpost-b=tenant-b \
+            --principal-token goalpost-principal=tenant-a \
+            --host-authority-token goalpost-host-authority=tenant-a \
             --webhook-secret "$secret" --variant "$name" >"/tmp/goalpost-variant-$name.log" 2>&1 &
         host_pid=$!
         # Ready when doctor gets an answer (it exits 2 while nobody listens).
@@ -43,6 +45,7 @@ if [ -z "${SKIP_VARIANTS:-}" ] && [ -f scenarios/variants.json ]; then
         status=0
         "$goalpost" run --strict --quiet --host "http://127.0.0.1:$port" \
             --token goalpost-a --token-b goalpost-b --webhook-secret "$secret" \
+            --principal-token goalpost-principal --host-authority-token goalpost-host-authority \
             --report-dir "reports/variants/$name" || status=$?
         kill "$host_pid"
         wait "$host_pid" 2>/dev/null || true

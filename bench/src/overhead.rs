@@ -200,6 +200,7 @@ pub fn measure() -> Result<Vec<Row>> {
             capabilities: found.capabilities,
             token_a: Some(TOKEN.to_string()),
             token_b: None,
+            authority: Default::default(),
         });
         let driver = Arc::new(Driver::new(http, target, Arc::clone(&schemas), 1.0));
         let ledger = Arc::new(Mutex::new(Ledger::default()));

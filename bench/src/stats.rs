@@ -15,6 +15,10 @@ impl Samples {
             .push(u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX));
     }
 
+    pub fn len(&self) -> usize {
+        self.micros.len()
+    }
+
     pub fn push_ms(&mut self, ms: i64) {
         self.micros
             .push(u64::try_from(ms).unwrap_or(0).saturating_mul(1000));

@@ -27,16 +27,23 @@ pub(crate) const GOALS: &str = "/v1/host/sample/goals";
 /// Keep-alive connections, one tenant each.
 pub const CONCURRENCY: usize = 64;
 /// `continue` moves a connection to its next goal after this many runs.
-/// A goal's answer lists every contributing run id, so the cost of a
-/// `continue` grows with the goal's history; without a bound the rate
+/// A goal's answer listed every contributing run id, so the cost of a
+/// `continue` grew with the goal's history, and without a bound the rate
 /// measured would depend on the length of the window (goals of one
-/// connection each reached 500 runs in a 3 s window, 1,000 in 6 s). The
-/// deep-history cost is measured on its own (`continue-deep`).
+/// connection each reached 500 runs in a 3 s window, 1,000 in 6 s). It
+/// now lists the 100 most recent; the deep-history cost is measured on its
+/// own (`continue-deep`) against this one.
 const RUNS_PER_GOAL: u64 = 100;
-/// Goals per connection for `continue`: 3,200 requests per connection,
-/// 200k in all, more than the window holds on this machine. A connection
+/// Goals per connection for `continue`: 4,800 requests per connection,
+/// four windows of at most 12 goals each. A connection
 /// that runs out says so as an error rather than deepening the history.
-const GOALS_PER_CONNECTION: usize = 32;
+const GOALS_PER_CONNECTION: usize = 48;
+/// Goals of its pool a connection's `continue` window may use (a window
+/// at 13k requests a second is about 7 goals of 100 runs): the windows
+/// after the first start this far apart.
+const GOALS_PER_WINDOW: usize = 12;
+/// Deep windows, each judged against the fresh windows around it.
+const DEEP_ROUNDS: usize = 3;
 /// The history of `continue-deep`'s goals when the phase starts.
 const DEEP_RUNS: usize = 1000;
 const WARMUP: Duration = Duration::from_millis(500);
@@ -45,6 +52,10 @@ const WINDOW: Duration = Duration::from_secs(3);
 const GET_RATIO: f64 = 0.5;
 const WRITE_RATE: f64 = 10_000.0;
 const WRITE_P99: Duration = Duration::from_millis(20);
+/// `continue` on goals with a long history against fresh goals: a goal's
+/// answer must not grow with its history (the host lists its 100 most
+/// recent run ids, `--run-ids-shown`).
+const DEEP_RATIO: f64 = 0.9;
 
 pub(crate) fn token(worker: usize) -> String {
     format!("bench-token-{worker}")
@@ -250,31 +261,44 @@ pub fn measure(only: &[String], requests: Option<u64>) -> Result<Vec<Row>> {
             });
             measured.push(("create", load::run(&client, spec(requests), 201, make).await));
         }
-        if wanted("continue") {
-            let (continue_base, pools) = (base.clone(), Arc::new(runnable));
+        let pools = Arc::new(runnable);
+        // `continue` on fresh goals, from the goal `first` of each
+        // connection's pool on.
+        let continues = |first: usize| {
+            let (continue_base, pools) = (base.clone(), Arc::clone(&pools));
             let exhausted = Arc::new(AtomicBool::new(false));
             let ran_out = Arc::clone(&exhausted);
             let make: MakeRequest = Arc::new(move |client, w, n| {
                 let pool = &pools[w];
-                let next = usize::try_from(n / RUNS_PER_GOAL).unwrap_or(usize::MAX);
-                if next >= pool.len() {
+                let next = first + usize::try_from(n / RUNS_PER_GOAL).unwrap_or(usize::MAX);
+                if next >= (first + GOALS_PER_WINDOW).min(pool.len()) {
                     ran_out.store(true, Ordering::Relaxed);
                 }
                 client
                     .post(format!("{continue_base}{GOALS}/{}/continue", pool[next % pool.len()]))
                     .bearer_auth(token(w))
             });
-            let mut outcome = load::run(&client, spec(requests), 200, make).await;
-            if exhausted.load(Ordering::Relaxed) {
-                outcome.errors += 1;
-                outcome.first_error.get_or_insert_with(|| {
-                    format!(
-                        "a connection sent more than {} requests: its goals went past {RUNS_PER_GOAL} runs",
-                        GOALS_PER_CONNECTION as u64 * RUNS_PER_GOAL
-                    )
-                });
+            let client = client.clone();
+            async move {
+                let mut outcome = load::run(&client, spec(requests), 200, make).await;
+                if exhausted.load(Ordering::Relaxed) {
+                    outcome.errors += 1;
+                    outcome.first_error.get_or_insert_with(|| {
+                        format!(
+                            "a connection sent more than {} requests in one window: its goals went past {RUNS_PER_GOAL} runs",
+                            GOALS_PER_WINDOW as u64 * RUNS_PER_GOAL
+                        )
+                    });
+                }
+                outcome
             }
-            measured.push(("continue", outcome));
+        };
+        // The deep windows, each between two fresh ones on goals no window
+        // touched before (a machine whose load drifts favours neither):
+        // their ratios, one per deep window.
+        let mut deep_ratios = Vec::new();
+        if wanted("continue") {
+            measured.push(("continue", continues(0).await));
         }
         if wanted("continue-deep") {
             let (deep_base, ids) = (base.clone(), Arc::new(deep));
@@ -283,7 +307,26 @@ pub fn measure(only: &[String], requests: Option<u64>) -> Result<Vec<Row>> {
                     .post(format!("{deep_base}{GOALS}/{}/continue", ids[w]))
                     .bearer_auth(token(w))
             });
-            measured.push(("continue-deep", load::run(&client, spec(requests), 200, make).await));
+            let mut before = measured
+                .iter()
+                .find(|(phase, _)| *phase == "continue")
+                .map(|(_, outcome)| outcome.rate());
+            for round in 0..DEEP_ROUNDS {
+                let mut deep = load::run(&client, spec(requests), 200, make.clone()).await;
+                if let Some(fresh_before) = before {
+                    let after = continues((round + 1) * GOALS_PER_WINDOW).await;
+                    let fresh = (fresh_before + after.rate()) / 2.0;
+                    deep_ratios.push(deep.rate() / fresh.max(f64::EPSILON));
+                    before = Some(after.rate());
+                    deep.errors += after.errors;
+                    if deep.first_error.is_none() {
+                        deep.first_error = after.first_error.clone();
+                    }
+                }
+                if round == 0 {
+                    measured.push(("continue-deep", deep));
+                }
+            }
         }
         host.shutdown().await;
         if wanted("hello") {
@@ -302,19 +345,36 @@ pub fn measure(only: &[String], requests: Option<u64>) -> Result<Vec<Row>> {
                 hellos.iter_mut().map(describe).collect::<Vec<_>>().join("; "),
             ));
         }
+        deep_ratios.sort_by(f64::total_cmp);
+        let deep_ratio = deep_ratios.get(deep_ratios.len() / 2).copied();
+        let spread = match (deep_ratios.first(), deep_ratios.last()) {
+            (Some(low), Some(high)) => format!("{low:.2}–{high:.2}"),
+            _ => String::new(),
+        };
         for (phase, mut outcome) in measured {
             let ratio = outcome.rate() / baseline_rate.max(f64::EPSILON);
-            let row = if phase == "continue-deep" {
-                Row::info(
-                    format!(
-                        "host continue on goals with {} runs already ({} to {} in the window), {CONCURRENCY} connections",
-                        thousands(DEEP_RUNS as f64),
-                        thousands(DEEP_RUNS as f64),
-                        thousands(DEEP_RUNS as f64 + outcome.rate() * WINDOW.as_secs_f64() / CONCURRENCY as f64),
-                    ),
-                    describe(&mut outcome),
-                )
-            } else if phase == "get" {
+            if phase == "continue-deep" {
+                let metric = format!(
+                    "host continue on goals with {} runs already ({} to {} in the window), {CONCURRENCY} connections ÷ continue on goals of at most 100 runs: median of {DEEP_ROUNDS} windows each between two fresh ones (ratios {spread})",
+                    thousands(DEEP_RUNS as f64),
+                    thousands(DEEP_RUNS as f64),
+                    thousands(DEEP_RUNS as f64 + outcome.rate() * WINDOW.as_secs_f64() / CONCURRENCY as f64),
+                );
+                let row = match deep_ratio {
+                    Some(deep_ratio) => Row::target(
+                        metric,
+                        describe(&mut outcome),
+                        format!("≥ {DEEP_RATIO} × fresh"),
+                        outcome.errors == 0 && deep_ratio >= DEEP_RATIO,
+                    )
+                    .with_baseline("fresh goals, the windows around each", deep_ratio),
+                    // `--phase continue-deep` alone has no fresh rate.
+                    None => Row::info(metric, describe(&mut outcome)),
+                };
+                rows.push(row);
+                continue;
+            }
+            let row = if phase == "get" {
                 let mut row = Row::target(
                     format!("host GET goal, {CONCURRENCY} connections"),
                     describe(&mut outcome),

@@ -34,6 +34,9 @@ pub struct Choices {
     pub modes: &'static [Mode],
     /// What a `schedule` goal without an `armRef` does.
     pub armless_schedule: ArmlessSchedule,
+    /// Whether the attention extension is offered (PROFILE.md "Profile
+    /// `attention`"), and the choices it leaves open.
+    pub attention_extension: AttentionOffer,
     /// Whether runs executed elsewhere may be reported to a goal
     /// (`POST {base}/{id}/runs`, advertised as `host.reportedRuns`).
     pub reported_runs: ReportedRuns,
@@ -60,12 +63,32 @@ impl Default for Choices {
             judge: Check::Verifier,
             modes: &Mode::SUPPORTED,
             armless_schedule: ArmlessSchedule::FiresAtOnce,
+            attention_extension: AttentionOffer::On {
+                wake: PauseWake::Tick,
+                supervisor: false,
+            },
             reported_runs: ReportedRuns::Offered,
             egress_policy: EgressPolicy::Advertised,
             arm_request: ArmRequestBody::Projection,
             unappliable: Unappliable::Refused,
         }
     }
+}
+
+pub use crate::domain::attention::PauseWake;
+
+/// The attention extension as this host offers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttentionOffer {
+    /// Not offered: discovery does not advertise it and its routes answer
+    /// 404 (every conforming variant that is not about attention).
+    Off,
+    On {
+        /// How a timed pause becomes eligible again.
+        wake: PauseWake,
+        /// Whether the optional `supervisor` completion policy is offered.
+        supervisor: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

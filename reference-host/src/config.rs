@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::choices::Choices;
-use crate::domain::egress::AllowEntry;
+use crate::domain::egress::{AllowEntry, Cidr};
 use crate::domain::event_webhook::EventWebhook;
 use crate::domain::Check;
 use crate::engine::Quotas;
@@ -59,6 +59,73 @@ pub struct Config {
     /// POSTed (one URL per tenant; checked at start against the tokens
     /// and the egress policy).
     pub event_webhooks: Vec<EventWebhook>,
+    /// Each tenant's share of the host's work: judge threads and steps,
+    /// outbound calls.
+    pub work: WorkLimits,
+    /// Proxies whose `X-Forwarded-For` names the client (for the
+    /// credential throttle), exempt from the per-address connection share.
+    pub trusted_proxies: Vec<Cidr>,
+    /// What a goal keeps of its history and shows of it.
+    pub history: HistoryLimits,
+    /// How many replicas share the database (each enforces its share of
+    /// the per-tenant rates and stream caps).
+    pub replicas: u32,
+    /// `(token, tenant)` credentials that hold the host's authority (the
+    /// attention extension's `host-confirmed` confirmations). Apart from
+    /// `tokens`: none of them opens a goal endpoint.
+    pub host_authority_tokens: Vec<(String, String)>,
+    /// `(token, tenant)` credentials that hold a principal's authority
+    /// (`principal-confirmed` confirmations).
+    pub principal_tokens: Vec<(String, String)>,
+}
+
+/// What a goal keeps of its history, and shows of it (`README.md`,
+/// "Limits"; PROFILE.md, "Goals with long histories").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryLimits {
+    /// Criteria an evaluation keeps (the rest summed up in one more).
+    pub criteria_kept: usize,
+    /// Longest criterion id an evaluation keeps, in characters.
+    pub criterion_id_chars: usize,
+    /// The runs whose history a goal keeps; `None`: all.
+    pub history_per_goal: Option<usize>,
+    /// The most recent contributing run ids a goal body lists.
+    pub run_ids_shown: usize,
+}
+
+impl Default for HistoryLimits {
+    fn default() -> HistoryLimits {
+        let criteria = crate::domain::KeptCriteria::default();
+        HistoryLimits {
+            criteria_kept: criteria.count,
+            criterion_id_chars: criteria.id_chars,
+            history_per_goal: Some(crate::engine::DEFAULT_HISTORY_PER_GOAL),
+            run_ids_shown: crate::domain::wire::DEFAULT_RUN_IDS_SHOWN,
+        }
+    }
+}
+
+/// Each tenant's share of the host's work (`README.md`, "Limits").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkLimits {
+    /// Criteria judgements running at once, all tenants together.
+    pub judge_threads: usize,
+    /// Steps of criteria judging one tenant may take per second.
+    pub judge_steps_per_sec: u64,
+    /// Fires, probes, `continue`s and reported runs one tenant may start
+    /// per second; `None`: [`crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC`]
+    /// without the conformance seams, no limit with them.
+    pub outbound_per_sec: Option<u32>,
+}
+
+impl Default for WorkLimits {
+    fn default() -> WorkLimits {
+        WorkLimits {
+            judge_threads: crate::judge::pool::default_slots(),
+            judge_steps_per_sec: crate::judge::pool::DEFAULT_JUDGE_STEPS_PER_SEC,
+            outbound_per_sec: None,
+        }
+    }
 }
 
 pub const DEFAULT_LISTEN: SocketAddr =
@@ -100,6 +167,12 @@ impl Config {
             choices: Choices::default(),
             mutants: crate::mutants::Selection::default(),
             event_webhooks: Vec::new(),
+            work: WorkLimits::default(),
+            trusted_proxies: Vec::new(),
+            history: HistoryLimits::default(),
+            replicas: 1,
+            host_authority_tokens: Vec::new(),
+            principal_tokens: Vec::new(),
         }
     }
 }
@@ -164,6 +237,35 @@ pub fn parse_token(text: &str) -> Result<(String, String), String> {
 fn parse_limit(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
         Ok(limit) if limit >= 1 => Ok(limit),
+        _ => Err(format!("expected a whole number >= 1, got {text:?}")),
+    }
+}
+
+/// At least `least`.
+fn parse_at_least(text: &str, least: u64) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(value) if value >= least => Ok(value),
+        _ => Err(format!("expected a whole number >= {least}, got {text:?}")),
+    }
+}
+
+fn parse_cidr(text: &str) -> Result<Cidr, String> {
+    Cidr::parse(text).ok_or_else(|| format!("expected an IP address or CIDR, got {text:?}"))
+}
+
+/// 0 (keep everything) or at least 100 (the profile's floor).
+fn parse_history(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(value) if value == 0 || value >= 100 => Ok(value),
+        _ => Err(format!(
+            "expected 0 (keep everything) or a whole number >= 100, got {text:?}"
+        )),
+    }
+}
+
+fn parse_rate(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(rate) if rate >= 1 => Ok(rate),
         _ => Err(format!("expected a whole number >= 1, got {text:?}")),
     }
 }
@@ -252,8 +354,9 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_MAX_GOALS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_GOALS_PER_TENANT, value_parser = parse_limit)]
     pub max_goals_per_tenant: u64,
 
-    /// Most open goals in `schedule` or `heartbeat` mode one tenant may have;
-    /// a create or PATCH beyond it is 429 quota_exceeded.
+    /// Most open goals in `schedule`, `heartbeat` or `commitment` mode (the
+    /// ones whose runs start on their own) one tenant may have; a create or
+    /// PATCH beyond it is 429 quota_exceeded.
     #[arg(long, env = "GOALPOST_HOST_MAX_ACTIVE_ARMS_PER_TENANT", default_value_t = crate::engine::DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, value_parser = parse_limit)]
     pub max_active_arms_per_tenant: u64,
 
@@ -308,6 +411,37 @@ pub struct Args {
     #[arg(long, env = "GOALPOST_HOST_HEADER_TIMEOUT_SECS", default_value = "10", value_parser = parse_seconds)]
     pub header_timeout_secs: Duration,
 
+    /// Seconds an answer may make no progress (its client reads nothing)
+    /// before its connection is closed.
+    #[arg(long, env = "GOALPOST_HOST_WRITE_TIMEOUT_SECS", default_value = "10", value_parser = parse_seconds)]
+    pub write_timeout_secs: Duration,
+
+    /// Most client connections one source address may hold (trusted
+    /// proxies excepted).
+    #[arg(long, env = "GOALPOST_HOST_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = crate::serve::DEFAULT_MAX_PER_ADDRESS as u64, value_parser = parse_limit)]
+    pub max_connections_per_address: u64,
+
+    /// Most connections one source address may hold that went
+    /// --anonymous-grace-secs without carrying a request with a known
+    /// token. Connections without a credential hold at most half of
+    /// --max-connections; past that a new one closes the oldest.
+    #[arg(long, env = "GOALPOST_HOST_MAX_ANONYMOUS_CONNECTIONS_PER_ADDRESS", default_value_t = crate::serve::DEFAULT_MAX_ANONYMOUS_PER_ADDRESS as u64, value_parser = parse_limit)]
+    pub max_anonymous_connections_per_address: u64,
+
+    /// Seconds a new connection may go without a known credential before
+    /// it counts against --max-anonymous-connections-per-address (a client
+    /// opening many connections at once is admitted on each).
+    #[arg(long, env = "GOALPOST_HOST_ANONYMOUS_GRACE_SECS", default_value = "5", value_parser = parse_seconds)]
+    pub anonymous_grace_secs: Duration,
+
+    /// A proxy (IP or CIDR) whose X-Forwarded-For header names the client
+    /// for the credential throttle; its own connections are exempt from
+    /// the per-address shares. Repeat for more; the environment variable
+    /// takes a comma-separated list. X-Forwarded-For from anyone else is
+    /// ignored.
+    #[arg(long = "trusted-proxy", env = "GOALPOST_HOST_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_cidr)]
+    pub trusted_proxies: Vec<Cidr>,
+
     /// Seconds requests in flight get to finish after SIGTERM or SIGINT
     /// before every connection is dropped.
     #[arg(long, env = "GOALPOST_HOST_SHUTDOWN_DEADLINE_SECS", default_value = "10", value_parser = parse_seconds)]
@@ -360,6 +494,70 @@ pub struct Args {
     #[arg(long = "event-webhook", env = "GOALPOST_HOST_EVENT_WEBHOOKS", value_name = "TENANT=URL", value_delimiter = ',', value_parser = EventWebhook::parse)]
     pub event_webhooks: Vec<EventWebhook>,
 
+    /// Criteria judgements running at once, all tenants together; a free
+    /// slot goes to the tenant running the fewest. Defaults to the number
+    /// of cores.
+    #[arg(long, env = "GOALPOST_HOST_JUDGE_THREADS", value_parser = parse_limit)]
+    pub judge_threads: Option<u64>,
+
+    /// Matcher steps of criteria judging one tenant may take per second
+    /// (a bucket of one second's worth); a tenant over it waits for its
+    /// own budget while the others are judged.
+    #[arg(long, env = "GOALPOST_HOST_JUDGE_STEPS_PER_SEC", default_value_t = crate::judge::pool::DEFAULT_JUDGE_STEPS_PER_SEC, value_parser = parse_limit)]
+    pub judge_steps_per_sec: u64,
+
+    /// Outbound work one tenant may start per second: scheduled fires,
+    /// heartbeat probes, `continue`s and reported runs (429 rate_limited
+    /// beyond it for the last two). Default: 100 without
+    /// --conformance-seams, no limit with them.
+    #[arg(long, env = "GOALPOST_HOST_OUTBOUND_PER_TENANT_PER_SEC", value_parser = parse_rate)]
+    pub outbound_per_tenant_per_sec: Option<u32>,
+
+    /// Criteria an evaluation keeps of what its judge returned; the rest
+    /// are summed up in one more criterion, `…+N more`, that fails if any
+    /// of them failed (the verdict is decided on all of them).
+    #[arg(long, env = "GOALPOST_HOST_MAX_CRITERIA_KEPT", default_value_t = crate::domain::KeptCriteria::default().count as u64, value_parser = |text: &str| parse_at_least(text, 2))]
+    pub max_criteria_kept: u64,
+
+    /// Longest criterion id an evaluation keeps, in characters; a longer
+    /// one is cut and ends in `…`.
+    #[arg(long, env = "GOALPOST_HOST_MAX_CRITERION_ID_CHARS", default_value_t = crate::domain::KeptCriteria::default().id_chars as u64, value_parser = |text: &str| parse_at_least(text, 8))]
+    pub max_criterion_id_chars: u64,
+
+    /// The runs whose history (run id, evaluation, events) a goal keeps:
+    /// the most recent ones, older ones forgotten 64 at a time. 0 keeps
+    /// everything.
+    #[arg(long, env = "GOALPOST_HOST_MAX_HISTORY_PER_GOAL", default_value_t = crate::engine::DEFAULT_HISTORY_PER_GOAL as u64, value_parser = parse_history)]
+    pub max_history_per_goal: u64,
+
+    /// The most recent contributing run ids a goal body lists (at least
+    /// 100); `progress.iterations` counts them all.
+    #[arg(long, env = "GOALPOST_HOST_RUN_IDS_SHOWN", default_value_t = crate::domain::wire::DEFAULT_RUN_IDS_SHOWN as u64, value_parser = |text: &str| parse_at_least(text, 100))]
+    pub run_ids_shown: u64,
+
+    /// How many replicas of the host share the database (a PostgreSQL
+    /// URL): each enforces 1/N of every per-tenant rate
+    /// (--outbound-per-tenant-per-sec, --judge-steps-per-sec) and of
+    /// --max-streams-per-tenant, so together they allow what one host
+    /// would. The quotas on goals and verifiers are counted in the
+    /// database, exactly, whatever this says.
+    #[arg(long, env = "GOALPOST_HOST_REPLICAS", default_value_t = 1, value_parser = parse_rate)]
+    pub replicas: u32,
+    /// A credential that holds the host's authority for a tenant, as
+    /// TOKEN=TENANT (repeatable; the environment variable takes a
+    /// comma-separated list): it may confirm goals of a `host-confirmed`
+    /// completion policy (the attention extension) and nothing else. Never
+    /// one of the --token credentials.
+    #[arg(long = "host-authority-token", env = "GOALPOST_HOST_AUTHORITY_TOKENS", hide_env_values = true, value_delimiter = ',', value_parser = parse_token)]
+    pub host_authority_tokens: Vec<(String, String)>,
+
+    /// A credential that holds a principal's authority for a tenant, as
+    /// TOKEN=TENANT (repeatable; the environment variable takes a
+    /// comma-separated list): it may confirm goals of a
+    /// `principal-confirmed` completion policy and nothing else.
+    #[arg(long = "principal-token", env = "GOALPOST_HOST_PRINCIPAL_TOKENS", hide_env_values = true, value_delimiter = ',', value_parser = parse_token)]
+    pub principal_tokens: Vec<(String, String)>,
+
     /// The kill matrix's options (a build with the `mutants` feature
     /// only).
     #[command(flatten)]
@@ -387,7 +585,25 @@ impl Args {
             connections: ConnectionLimits {
                 max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
                 header_read_timeout: self.header_timeout_secs,
+                write_timeout: self.write_timeout_secs,
+                max_per_address: usize::try_from(self.max_connections_per_address)
+                    .unwrap_or(usize::MAX),
+                max_anonymous_per_address: usize::try_from(
+                    self.max_anonymous_connections_per_address,
+                )
+                .unwrap_or(usize::MAX),
+                anonymous_grace: self.anonymous_grace_secs,
                 shutdown_deadline: self.shutdown_deadline_secs,
+            },
+            trusted_proxies: self.trusted_proxies,
+            replicas: self.replicas,
+            history: HistoryLimits {
+                criteria_kept: usize::try_from(self.max_criteria_kept).unwrap_or(usize::MAX),
+                criterion_id_chars: usize::try_from(self.max_criterion_id_chars)
+                    .unwrap_or(usize::MAX),
+                history_per_goal: (self.max_history_per_goal > 0)
+                    .then(|| usize::try_from(self.max_history_per_goal).unwrap_or(usize::MAX)),
+                run_ids_shown: usize::try_from(self.run_ids_shown).unwrap_or(usize::MAX),
             },
             verifiers: self.verifiers,
             choices: Choices {
@@ -409,6 +625,17 @@ impl Args {
             },
             mutants: self.mutants,
             event_webhooks: self.event_webhooks,
+            work: WorkLimits {
+                judge_threads: self
+                    .judge_threads
+                    .map_or_else(crate::judge::pool::default_slots, |threads| {
+                        usize::try_from(threads).unwrap_or(usize::MAX)
+                    }),
+                judge_steps_per_sec: self.judge_steps_per_sec,
+                outbound_per_sec: self.outbound_per_tenant_per_sec,
+            },
+            host_authority_tokens: self.host_authority_tokens,
+            principal_tokens: self.principal_tokens,
         }
     }
 }
@@ -597,6 +824,71 @@ mod tests {
     }
 
     #[test]
+    fn work_limits() {
+        assert_eq!(parse(&[]).expect("valid").work, WorkLimits::default());
+        let config = parse(&[
+            "--judge-threads",
+            "3",
+            "--judge-steps-per-sec",
+            "1000",
+            "--outbound-per-tenant-per-sec",
+            "7",
+            "--replicas",
+            "3",
+        ])
+        .expect("valid");
+        assert_eq!(config.replicas, 3);
+        assert_eq!(
+            config.work,
+            WorkLimits {
+                judge_threads: 3,
+                judge_steps_per_sec: 1000,
+                outbound_per_sec: Some(7),
+            }
+        );
+        for flag in [
+            "--judge-threads",
+            "--judge-steps-per-sec",
+            "--outbound-per-tenant-per-sec",
+        ] {
+            assert!(parse(&[flag, "0"]).is_err(), "{flag} 0");
+        }
+    }
+
+    #[test]
+    fn history_limits() {
+        assert_eq!(parse(&[]).expect("valid").history, HistoryLimits::default());
+        let config = parse(&[
+            "--max-criteria-kept",
+            "10",
+            "--max-criterion-id-chars",
+            "20",
+            "--max-history-per-goal",
+            "0",
+            "--run-ids-shown",
+            "500",
+        ])
+        .expect("valid");
+        assert_eq!(
+            config.history,
+            HistoryLimits {
+                criteria_kept: 10,
+                criterion_id_chars: 20,
+                history_per_goal: None,
+                run_ids_shown: 500,
+            }
+        );
+        for (flag, bad) in [
+            ("--max-history-per-goal", "99"),
+            ("--run-ids-shown", "99"),
+            ("--max-criteria-kept", "1"),
+            ("--max-criterion-id-chars", "7"),
+        ] {
+            assert!(parse(&[flag, bad]).is_err(), "{flag} {bad}");
+        }
+    }
+
+    #[test]
     fn bad_values_are_refused() {
         assert!(parse(&["--token", "no-tenant"]).is_err());
         assert!(parse(&["--token", "=acme"]).is_err());
@@ -632,6 +924,18 @@ mod tests {
             "3",
             "--shutdown-deadline-secs",
             "2",
+            "--write-timeout-secs",
+            "4",
+            "--max-connections-per-address",
+            "5",
+            "--max-anonymous-connections-per-address",
+            "3",
+            "--anonymous-grace-secs",
+            "7",
+            "--trusted-proxy",
+            "10.1.0.0/16",
+            "--trusted-proxy",
+            "192.0.2.7",
         ])
         .expect("valid");
         let shown: Vec<String> = config
@@ -645,9 +949,20 @@ mod tests {
             ConnectionLimits {
                 max_connections: 8,
                 header_read_timeout: Duration::from_secs(3),
+                write_timeout: Duration::from_secs(4),
+                max_per_address: 5,
+                max_anonymous_per_address: 3,
+                anonymous_grace: Duration::from_secs(7),
                 shutdown_deadline: Duration::from_secs(2),
             }
         );
+        let proxies: Vec<String> = config
+            .trusted_proxies
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(proxies, ["10.1.0.0/16", "192.0.2.7/32"]);
+        assert!(parse(&["--trusted-proxy", "proxy.internal"]).is_err());
         let seams = parse(&["--conformance-seams"]).expect("valid");
         assert_eq!(seams.webhook_allow, conformance_egress());
         assert!(parse(&["--webhook-allow", "not a host"]).is_err());

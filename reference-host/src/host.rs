@@ -60,6 +60,7 @@ pub struct RunningHost {
     deliveries: Option<JoinHandle<()>>,
     egress: SharedEgress,
     feed: Arc<Feed>,
+    connections: Arc<crate::serve::Connections>,
 }
 
 impl std::fmt::Debug for RunningHost {
@@ -80,6 +81,19 @@ impl RunningHost {
             pairs.extend(read_tokens_file(path)?);
         }
         let tokens = Tokens::new(&pairs)?;
+        // Authority credentials are apart from tenant tokens: one token is
+        // never both (a tenant's token must not confirm as a principal).
+        let authorities = crate::http::attention::Authorities::new(
+            &config.host_authority_tokens,
+            &config.principal_tokens,
+        )?;
+        let every: Vec<(String, String)> = pairs
+            .iter()
+            .chain(&config.host_authority_tokens)
+            .chain(&config.principal_tokens)
+            .cloned()
+            .collect();
+        Tokens::new(&every)?;
         let webhook_secret = match &config.webhook_secret {
             Some(text) => WebhookSecret::new(text).ok_or(HostError::WebhookSecret)?,
             None => WebhookSecret::generate(),
@@ -115,8 +129,19 @@ impl RunningHost {
             choices: config.choices,
             feed: config.feed.clone(),
             // The suite's 20 ms intervals need no limit in conformance mode.
-            outbound_per_tenant_per_sec: (!config.conformance_seams)
-                .then_some(crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC),
+            outbound_per_tenant_per_sec: config.work.outbound_per_sec.or_else(|| {
+                (!config.conformance_seams)
+                    .then_some(crate::engine::DEFAULT_OUTBOUND_PER_TENANT_PER_SEC)
+            }),
+            judge_slots: config.work.judge_threads,
+            kept_criteria: crate::domain::KeptCriteria {
+                count: config.history.criteria_kept,
+                id_chars: config.history.criterion_id_chars,
+            },
+            history_per_goal: config.history.history_per_goal,
+            run_ids_shown: config.history.run_ids_shown,
+            replicas: config.replicas,
+            judge_steps_per_sec: Some(config.work.judge_steps_per_sec),
             ..EngineSettings::default()
         };
         let faults = config.mutants.wire();
@@ -146,6 +171,16 @@ impl RunningHost {
             tracing::info!(purged, "expired idempotency keys forgotten");
         }
         let recovered = engine.recover().await?;
+        let tenants: Vec<crate::domain::Tenant> = pairs
+            .iter()
+            .filter_map(|(_, tenant)| crate::domain::Tenant::parse(tenant))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let attended = engine.attention_recover(&tenants).await?;
+        if attended > 0 {
+            tracing::info!(attended, "goals with attention found");
+        }
         if recovered > 0 {
             tracing::warn!(
                 recovered,
@@ -168,11 +203,17 @@ impl RunningHost {
         let (shutdown, signal) = watch::channel(false);
         let egress = engine.egress().clone();
         let feed = Arc::clone(engine.feed());
-        let router = app(AppState::new(Arc::clone(&engine), tokens).with_faults(faults.routes));
+        let router = app(AppState::new(Arc::clone(&engine), tokens)
+            .with_trusted_proxies(config.trusted_proxies.clone())
+            .with_faults(faults.routes)
+            .with_authorities(authorities));
+        let connections =
+            crate::serve::Connections::new(config.connections, config.trusted_proxies.clone());
         let server = tokio::spawn(crate::serve::serve(
             listener,
             router,
             config.connections,
+            Arc::clone(&connections),
             signal.clone(),
         ));
         let deliveries = (!config.event_webhooks.is_empty()).then(|| {
@@ -192,7 +233,13 @@ impl RunningHost {
             deliveries,
             egress,
             feed,
+            connections,
         })
+    }
+
+    /// Client connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.connections.open()
     }
 
     pub fn addr(&self) -> SocketAddr {

@@ -40,7 +40,7 @@ pub mod tls;
 pub mod variants;
 pub mod webhook;
 
-pub use config::Config;
+pub use config::{Config, HistoryLimits, WorkLimits};
 pub use host::{HostError, RunningHost};
 pub use http::{app, AppState, Tokens};
 pub use storage::DbLocation;

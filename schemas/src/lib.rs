@@ -30,6 +30,16 @@ macro_rules! schema_set {
 
 schema_set![
     "attention",
+    "attention-arm-request",
+    "attention-arm-response",
+    "attention-binding",
+    "attention-binding-list",
+    "attention-closure",
+    "attention-confirmation",
+    "attention-continue-response",
+    "attention-evidence",
+    "attention-evidence-list",
+    "attention-policy",
     "capabilities",
     "continue-response",
     "create-request",

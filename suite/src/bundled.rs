@@ -9,6 +9,10 @@ pub const TENANT_A: &str = "tenant-a";
 pub const TENANT_B: &str = "tenant-b";
 pub const DEFAULT_TOKEN_A: &str = "goalpost-a";
 pub const DEFAULT_TOKEN_B: &str = "goalpost-b";
+/// The bundled host's credentials that hold a principal's and the host's
+/// authority for tenant A (the attention profile's confirmations).
+pub const DEFAULT_PRINCIPAL_TOKEN: &str = "goalpost-principal";
+pub const DEFAULT_HOST_AUTHORITY_TOKEN: &str = "goalpost-host-authority";
 
 #[cfg(feature = "bundled-host")]
 pub use with_host::BundledHost;
@@ -38,12 +42,21 @@ mod with_host {
         pub async fn start(
             token_a: &str,
             token_b: &str,
+            authority: &crate::config::AuthorityTokens,
             webhook_secret: Option<&str>,
         ) -> Result<BundledHost, String> {
             let mut config = goalpost_host::Config::conformance_in_memory(vec![
                 (token_a.to_string(), TENANT_A.to_string()),
                 (token_b.to_string(), TENANT_B.to_string()),
             ]);
+            let for_a = |token: &Option<String>| {
+                token
+                    .iter()
+                    .map(|token| (token.clone(), TENANT_A.to_string()))
+                    .collect::<Vec<_>>()
+            };
+            config.principal_tokens = for_a(&authority.principal);
+            config.host_authority_tokens = for_a(&authority.host);
             config.webhook_secret = webhook_secret.map(str::to_string);
             config.webhook_allow = Vec::new();
             let host = goalpost_host::RunningHost::start(config)
@@ -87,7 +100,12 @@ mod without_host {
     pub struct BundledHost(Infallible);
 
     impl BundledHost {
-        pub async fn start(_: &str, _: &str, _: Option<&str>) -> Result<BundledHost, String> {
+        pub async fn start(
+            _: &str,
+            _: &str,
+            _: &crate::config::AuthorityTokens,
+            _: Option<&str>,
+        ) -> Result<BundledHost, String> {
             Err(super::NOT_BUILT.to_string())
         }
 

@@ -14,6 +14,7 @@ pub const KNOWN_PROFILES: &[&str] = &[
     "hardening",
     "cluster",
     "strict",
+    "attention",
 ];
 
 /// `goalpost --version`: the suite's version and the profile it certifies.
@@ -268,7 +269,26 @@ pub struct RunArgs {
         hide_env_values = true
     )]
     pub token_b: Option<String>,
-    /// Profile to certify (repeatable); default: every profile in the scenarios folder but `strict`.
+    /// A credential that holds a principal's authority for tenant A (the
+    /// `attention` profile's `principal-confirmed` confirmations); the host
+    /// configures it apart from tenant tokens.
+    #[arg(
+        long = "principal-token",
+        env = "GOALPOST_PRINCIPAL_TOKEN",
+        value_name = "T",
+        hide_env_values = true
+    )]
+    pub principal_token: Option<String>,
+    /// A credential that holds the host's authority for tenant A (the
+    /// `attention` profile's `host-confirmed` confirmations).
+    #[arg(
+        long = "host-authority-token",
+        env = "GOALPOST_HOST_AUTHORITY_TOKEN",
+        value_name = "T",
+        hide_env_values = true
+    )]
+    pub host_authority_token: Option<String>,
+    /// Profile to certify (repeatable); default: every profile in the scenarios folder but `strict` (`attention` is not attempted against a host that does not advertise it).
     #[arg(long = "profile", value_name = "P", value_parser = clap::builder::PossibleValuesParser::new(KNOWN_PROFILES))]
     pub profiles: Vec<String>,
     /// Add the `strict` profile (the stricter readings of the spec).
@@ -370,6 +390,8 @@ const VALUE_OPTIONS: &[&str] = &[
     "--callback-listen",
     "--callback-url",
     "--webhook-secret",
+    "--principal-token",
+    "--host-authority-token",
 ];
 const FLAG_OPTIONS: &[&str] = &["--strict", "--quiet", "-q", "--shuffle", "--help", "-h"];
 

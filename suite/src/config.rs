@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use goalpost_schemas::{SchemaError, Schemas};
 use time::OffsetDateTime;
 
-use crate::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B};
+use crate::bundled::{
+    DEFAULT_HOST_AUTHORITY_TOKEN, DEFAULT_PRINCIPAL_TOKEN, DEFAULT_TOKEN_A, DEFAULT_TOKEN_B,
+};
 use crate::cli::RunArgs;
-use crate::run::gate::WEBHOOK_SECRET;
+use crate::run::gate::{HOST_AUTHORITY_TOKEN, PRINCIPAL_TOKEN, WEBHOOK_SECRET};
 use crate::run::loader::{self, Catalog, LoadError, REQUIREMENTS_FILE};
 use crate::shuffle::TrialOrder;
 use crate::start::StartError;
@@ -36,6 +38,9 @@ pub struct RunConfig {
     pub host: HostChoice,
     pub token_a: String,
     pub token_b: Option<String>,
+    /// Credentials that hold an authority for tenant A (`--principal-token`,
+    /// `--host-authority-token`): the attention profile's confirmations.
+    pub authority: AuthorityTokens,
     /// `--profile` values; `None`: every profile that has scenarios or
     /// requirements, except `strict`.
     pub profiles: Option<BTreeSet<String>>,
@@ -58,6 +63,23 @@ pub struct RunConfig {
     pub callback: Callback,
     /// `--shuffle` / `--seed`: the order trials run in.
     pub order: TrialOrder,
+}
+
+/// Tenant A's credentials that hold an authority, apart from its token.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuthorityTokens {
+    pub principal: Option<String>,
+    pub host: Option<String>,
+}
+
+impl AuthorityTokens {
+    /// What the bundled host is configured with.
+    pub fn bundled() -> AuthorityTokens {
+        AuthorityTokens {
+            principal: Some(DEFAULT_PRINCIPAL_TOKEN.to_string()),
+            host: Some(DEFAULT_HOST_AUTHORITY_TOKEN.to_string()),
+        }
+    }
 }
 
 /// The observed profile's side of the configuration: the suite's webhook
@@ -98,6 +120,12 @@ impl RunConfig {
         if self.callback.secret.is_some() {
             given.insert(WEBHOOK_SECRET.to_string());
         }
+        if self.authority.principal.is_some() {
+            given.insert(PRINCIPAL_TOKEN.to_string());
+        }
+        if self.authority.host.is_some() {
+            given.insert(HOST_AUTHORITY_TOKEN.to_string());
+        }
         given
     }
 
@@ -113,6 +141,7 @@ impl RunConfig {
             host: HostChoice::Bundled,
             token_a: DEFAULT_TOKEN_A.to_string(),
             token_b: Some(DEFAULT_TOKEN_B.to_string()),
+            authority: AuthorityTokens::bundled(),
             profiles: None,
             strict: false,
             source: ProfileSource {
@@ -137,6 +166,8 @@ impl RunConfig {
     pub fn selected_profiles(&self, available: &BTreeSet<String>) -> BTreeSet<String> {
         let mut selected = match &self.profiles {
             Some(explicit) => explicit.clone(),
+            // `attention` is dropped again once discovery shows the host
+            // does not advertise it (`runner`).
             None => available
                 .iter()
                 .filter(|profile| *profile != STRICT)
@@ -184,6 +215,36 @@ impl RunConfig {
                 "--token and --token-b must be different tenants' tokens".to_string(),
             ));
         }
+        let authority = match &host {
+            // The bundled host is configured with whatever was given.
+            HostChoice::Bundled => AuthorityTokens {
+                principal: Some(
+                    args.principal_token
+                        .unwrap_or_else(|| DEFAULT_PRINCIPAL_TOKEN.to_string()),
+                ),
+                host: Some(
+                    args.host_authority_token
+                        .unwrap_or_else(|| DEFAULT_HOST_AUTHORITY_TOKEN.to_string()),
+                ),
+            },
+            HostChoice::Remote(_) => AuthorityTokens {
+                principal: args.principal_token,
+                host: args.host_authority_token,
+            },
+        };
+        let mut credentials: Vec<&str> = [Some(token_a.as_str()), token_b.as_deref()]
+            .into_iter()
+            .chain([authority.principal.as_deref(), authority.host.as_deref()])
+            .flatten()
+            .collect();
+        let given = credentials.len();
+        credentials.sort_unstable();
+        credentials.dedup();
+        if credentials.len() != given {
+            return Err(StartError::Config(
+                "--token, --token-b, --principal-token and --host-authority-token must all differ: an authority credential is never a tenant's token".to_string(),
+            ));
+        }
         let root = workspace_root(cwd);
         let source =
             ProfileSource::resolve(args.scenarios.as_deref(), args.schemas.as_deref(), cwd);
@@ -219,6 +280,7 @@ impl RunConfig {
             host,
             token_a,
             token_b,
+            authority,
             profiles,
             strict: args.strict,
             source,
@@ -502,10 +564,15 @@ mod tests {
         let mut config = RunConfig::bundled(PathBuf::from("s"), PathBuf::from("r"), harness);
         assert_eq!(
             config.options_given(),
-            BTreeSet::from([WEBHOOK_SECRET.to_string()]),
-            "the bundled host gets a secret"
+            BTreeSet::from([
+                WEBHOOK_SECRET.to_string(),
+                PRINCIPAL_TOKEN.to_string(),
+                HOST_AUTHORITY_TOKEN.to_string()
+            ]),
+            "the bundled host gets a secret and both authority credentials"
         );
         config.callback.secret = None;
+        config.authority = AuthorityTokens::default();
         assert!(config.options_given().is_empty());
     }
 }

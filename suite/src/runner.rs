@@ -133,6 +133,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
                 .block_on(BundledHost::start(
                     &config.token_a,
                     config.token_b.as_deref().unwrap_or_default(),
+                    &config.authority,
                     config.callback.secret.as_deref(),
                 ))
                 .map_err(StartError::BundledHost)?,
@@ -171,6 +172,7 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         capabilities,
         token_a: Some(config.token_a.clone()),
         token_b: config.token_b.clone(),
+        authority: config.authority.clone(),
     });
     let mut driver = Driver::new(http, target, plan.schemas.clone(), config.timeout_scale)
         .with_replicas(&config.replicas);

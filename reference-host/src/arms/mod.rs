@@ -1,5 +1,6 @@
 //! Arms: what performs a run. The engine sees only the [`Worker`] trait.
 
+mod attention;
 mod fixture;
 mod noop;
 mod webhook;
@@ -14,6 +15,7 @@ use crate::domain::{
 use crate::future::BoxFuture;
 use crate::webhook::WebhookClient;
 
+pub use attention::BindingArm;
 pub use fixture::FixtureArm;
 pub use noop::NoopWorker;
 pub use webhook::{WebhookArm, MAX_ARM_REQUEST_BYTES};

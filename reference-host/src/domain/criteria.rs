@@ -279,42 +279,162 @@ impl Steps {
 /// (one backtrack point, no recursion), every step drawn from `steps`.
 pub fn glob_within(pattern: &str, text: &str, steps: &mut Steps) -> Result<bool, OutOfSteps> {
     // Reading the strings is work too, and must not be free for a huge text.
-    steps.spend(u64::try_from(pattern.len().saturating_add(text.len())).unwrap_or(u64::MAX))?;
-    let pattern: Vec<char> = pattern.chars().collect();
-    let text: Vec<char> = text.chars().collect();
-    let (mut p, mut t) = (0, 0);
-    // The last `*` seen and the text position it currently covers up to.
-    let mut star: Option<(usize, usize)> = None;
-    // Spent in batches: one subtraction per step would cost as much as the
-    // comparison it pays for.
-    let mut unpaid = 0u64;
-    while t < text.len() {
-        unpaid += 1;
-        if unpaid == 4096 {
-            steps.spend(unpaid)?;
-            unpaid = 0;
-        }
-        match pattern.get(p) {
-            Some('*') => {
-                star = Some((p, t));
-                p += 1;
-            }
-            Some(&c) if c == '?' || c == text[t] => {
-                p += 1;
-                t += 1;
-            }
-            _ => match star {
-                Some((star_p, star_t)) => {
-                    p = star_p + 1;
-                    t = star_t + 1;
-                    star = Some((star_p, star_t + 1));
-                }
-                None => return Ok(false),
-            },
+    steps.spend(GlobMatch::reading_cost(pattern, text))?;
+    let mut matching = GlobMatch::new(pattern, text);
+    let (spent, decided) = matching.advance(steps.0);
+    steps.spend(spent)?;
+    decided.ok_or(OutOfSteps)
+}
+
+/// A glob match under way: it stops after a given number of steps and
+/// goes on from there later, so a long match can share a judge slot with
+/// other tenants' work instead of holding it to the end (`judge::pool`).
+#[derive(Debug, Clone)]
+pub struct GlobMatch {
+    pattern: Vec<char>,
+    text: Vec<char>,
+    p: usize,
+    t: usize,
+    /// The last `*` seen and the text position it currently covers up to.
+    star: Option<(usize, usize)>,
+}
+
+impl GlobMatch {
+    /// What reading the two strings costs, in steps (paid before the
+    /// match starts).
+    pub fn reading_cost(pattern: &str, text: &str) -> u64 {
+        u64::try_from(pattern.len().saturating_add(text.len())).unwrap_or(u64::MAX)
+    }
+
+    pub fn new(pattern: &str, text: &str) -> GlobMatch {
+        GlobMatch {
+            pattern: pattern.chars().collect(),
+            text: text.chars().collect(),
+            p: 0,
+            t: 0,
+            star: None,
         }
     }
-    steps.spend(unpaid)?;
-    Ok(pattern[p..].iter().all(|&c| c == '*'))
+
+    /// Takes at most `allowance` steps: the steps taken, and whether the
+    /// pattern matches once that is decided (`None`: the allowance ran out
+    /// first).
+    pub fn advance(&mut self, allowance: u64) -> (u64, Option<bool>) {
+        let mut taken = 0u64;
+        while self.t < self.text.len() {
+            if taken == allowance {
+                return (taken, None);
+            }
+            taken += 1;
+            match self.pattern.get(self.p) {
+                Some('*') => {
+                    self.star = Some((self.p, self.t));
+                    self.p += 1;
+                }
+                Some(&c) if c == '?' || c == self.text[self.t] => {
+                    self.p += 1;
+                    self.t += 1;
+                }
+                _ => match self.star {
+                    Some((star_p, star_t)) => {
+                        self.p = star_p + 1;
+                        self.t = star_t + 1;
+                        self.star = Some((star_p, star_t + 1));
+                    }
+                    None => return (taken, Some(false)),
+                },
+            }
+        }
+        let rest = self.pattern.get(self.p..).unwrap_or_default();
+        (taken, Some(rest.iter().all(|&c| c == '*')))
+    }
+}
+
+/// A judgement of a criteria verifier under way: it works a slice of
+/// steps at a time ([`Judging::work`]), so the judge pool can share its
+/// slots between tenants at a fine grain and charge each tenant the steps
+/// its judgements took. Its own budget ([`JUDGE_STEPS`] by default) bounds
+/// the whole judgement, whatever it waited for between slices.
+#[derive(Debug)]
+pub struct Judging {
+    verifier: std::sync::Arc<CriteriaVerifier>,
+    output: Value,
+    criteria: Vec<Criterion>,
+    /// The glob match of the criterion `criteria.len()`, when one is under
+    /// way.
+    matching: Option<GlobMatch>,
+    /// Steps the judgement may still take.
+    left: u64,
+}
+
+impl Judging {
+    pub fn new(verifier: std::sync::Arc<CriteriaVerifier>, output: Value, budget: u64) -> Judging {
+        Judging {
+            verifier,
+            output,
+            criteria: Vec::new(),
+            matching: None,
+            left: budget,
+        }
+    }
+
+    /// Works at most about `slice` steps (the reading of a string a glob
+    /// starts on may go past it): the steps taken, and the judgement once
+    /// it is done (`Err` when it ran out of its budget).
+    pub fn work(&mut self, slice: u64) -> (u64, Option<Result<Judgement, OutOfSteps>>) {
+        let mut taken = 0u64;
+        let verifier = std::sync::Arc::clone(&self.verifier);
+        while let Some(rule) = verifier.rules.get(self.criteria.len()) {
+            if taken >= slice {
+                return (taken, None);
+            }
+            let target = self.output.pointer(&rule.pointer);
+            let pass = match (&rule.predicate, target.and_then(Value::as_str)) {
+                (Predicate::Matches(pattern), Some(text)) => {
+                    if self.matching.is_none() {
+                        let reading = GlobMatch::reading_cost(pattern, text);
+                        if reading > self.left {
+                            return (taken + self.left, Some(Err(OutOfSteps)));
+                        }
+                        self.left -= reading;
+                        taken += reading;
+                        self.matching = Some(GlobMatch::new(pattern, text));
+                    }
+                    let allowance = slice.saturating_sub(taken).min(self.left);
+                    let Some(matching) = self.matching.as_mut() else {
+                        continue;
+                    };
+                    let (spent, decided) = matching.advance(allowance);
+                    taken += spent;
+                    self.left -= spent;
+                    match decided {
+                        Some(pass) => pass,
+                        None if self.left == 0 => return (taken, Some(Err(OutOfSteps))),
+                        None => return (taken, None),
+                    }
+                }
+                _ => {
+                    // Every other predicate is one comparison of bounded
+                    // operands: a step.
+                    if self.left == 0 {
+                        return (taken, Some(Err(OutOfSteps)));
+                    }
+                    self.left -= 1;
+                    taken += 1;
+                    rule.predicate.holds(target)
+                }
+            };
+            self.matching = None;
+            self.criteria.push(rule.criterion(pass));
+        }
+        let criteria = std::mem::take(&mut self.criteria);
+        let judgement = Judgement {
+            satisfied: criteria.iter().all(|criterion| criterion.pass),
+            confidence: 1.0,
+            criteria: Some(criteria),
+        };
+        (taken, Some(Ok(judgement)))
+    }
 }
 
 /// [`glob_within`] without a budget, for callers that bound the text

@@ -18,6 +18,9 @@ pub enum EventPayload {
         goal_id: GoalId,
         final_state: GoalState,
     },
+    /// The attention extension's events (`domain::attention`): stored and
+    /// streamed with the goal's, but never in its RFC 0097 event list.
+    Attention(super::attention::AttentionEvent),
 }
 
 impl EventPayload {
@@ -25,7 +28,24 @@ impl EventPayload {
         match self {
             EventPayload::Evaluated { .. } => "goal.evaluated",
             EventPayload::Closed { .. } => "goal.closed",
+            EventPayload::Attention(event) => event.kind.as_str(),
         }
+    }
+
+    /// The goal the event is about.
+    pub fn goal_id(&self) -> &GoalId {
+        match self {
+            EventPayload::Evaluated { goal_id, .. } | EventPayload::Closed { goal_id, .. } => {
+                goal_id
+            }
+            EventPayload::Attention(event) => &event.goal_id,
+        }
+    }
+
+    /// One of RFC 0097's own events (`goal.evaluated`, `goal.closed`): the
+    /// only ones a goal's event list shows.
+    pub fn is_rfc_0097(&self) -> bool {
+        !matches!(self, EventPayload::Attention(_))
     }
 }
 

@@ -103,6 +103,14 @@ impl Mode {
         Mode::Commitment,
     ];
 
+    /// Whether goals in this mode run on their own (the scheduler starts
+    /// their runs), so count against the armed quota: `schedule`,
+    /// `heartbeat`, and `commitment` (its runs start whenever the last one
+    /// committed to a check-in).
+    pub fn is_armed(self) -> bool {
+        matches!(self, Mode::Schedule | Mode::Heartbeat | Mode::Commitment)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Schedule => "schedule",

@@ -50,6 +50,10 @@ macro_rules! prefixed_id {
 
 prefixed_id!(GoalId, "goal-");
 prefixed_id!(RunId, "run-");
+// The attention extension (domain::attention): a goal's bindings and the
+// evidence their answers add.
+prefixed_id!(BindingId, "binding-");
+prefixed_id!(EvidenceId, "evidence-");
 
 impl RunId {
     /// The host's id for a run a reporter named `key` on `goal` (a

@@ -1,6 +1,7 @@
 //! The goal domain: values parsed at the boundary, the state machine and
 //! SPEC §3's decision order as pure functions. No I/O here.
 
+pub mod attention;
 pub mod bounds;
 pub mod commitment;
 pub mod criteria;
@@ -36,17 +37,18 @@ pub use event::{Event, EventPayload};
 pub use goal::{
     Attention, Check, Completion, Continuation, Goal, GoalState, Mode, Progress, Remaining,
 };
-pub use ids::{GoalId, Objective, RunId, Tenant};
+pub use ids::{BindingId, EvidenceId, GoalId, Objective, RunId, Tenant};
 pub use money::MicroUsd;
 pub use notes::{Escalation, EscalationKind, Feedback, Notes, OpenEscalation, Resolution};
 pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec, Webhook};
 pub use request::{
-    parse_create, parse_judge_script, parse_patch, parse_run_report, parse_verifier, GoalPatch,
-    NewGoal, NewVerifier, ReportedRun, RequestContext, RequestError, Unappliable,
+    parse_create, parse_judge_ref, parse_judge_script, parse_patch, parse_run_report,
+    parse_verifier, GoalPatch, NewGoal, NewVerifier, ReportedRun, RequestContext, RequestError,
+    Unappliable,
 };
 pub use run_ids::RunIds;
 pub use timestamp::Timestamp;
 pub use transition::{Change, FinishedRun, TransitionError};
 pub use verdict::{
-    Criterion, Evaluation, FailureClass, Judgement, LastVerdict, RunOutcome, Verdict,
+    Criterion, Evaluation, FailureClass, Judgement, KeptCriteria, LastVerdict, RunOutcome, Verdict,
 };

@@ -129,7 +129,7 @@ impl Feedback {
 }
 
 /// A goal's notes; all empty for a new goal.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Notes {
     /// Set when a run escalates the goal; cleared by `resume`.
     pub escalation: Option<OpenEscalation>,
@@ -138,6 +138,9 @@ pub struct Notes {
     pub resolution: Option<Resolution>,
     /// The last recorded verdict's outcome.
     pub feedback: Option<Feedback>,
+    /// The goal's attention (bindings, policy, evidence), when anyone
+    /// attends it through the attention extension (`domain::attention`).
+    pub attention: Option<Box<super::attention::AttentionState>>,
 }
 
 #[cfg(test)]

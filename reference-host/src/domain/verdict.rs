@@ -111,6 +111,35 @@ impl Verdict {
         self.failure_class == Some(FailureClass::Environmental) && self.criteria.is_none()
     }
 
+    /// What a host keeps of this verdict: at most `kept.count` criteria,
+    /// each id cut to `kept.id_chars` characters (marked with `…`). The
+    /// criteria past the count are summed up in one more, `…+N more`, that
+    /// fails, with the first failure class among them, if any of them
+    /// failed. Whether the verdict is satisfied, and its failure class,
+    /// were decided on every criterion and do not change. (A verifier may
+    /// answer 256 criteria with 256-character ids; every evaluation kept
+    /// them all.)
+    #[must_use]
+    pub fn kept(mut self, kept: KeptCriteria) -> Verdict {
+        let Some(criteria) = self.criteria.as_mut() else {
+            return self;
+        };
+        let count = kept.count.max(1);
+        if criteria.len() > count {
+            let rest = criteria.split_off(count - 1);
+            let first_failure = rest.iter().find(|criterion| !criterion.pass);
+            criteria.push(Criterion {
+                id: format!("…+{} more", rest.len()),
+                pass: first_failure.is_none(),
+                failure_class: first_failure.and_then(|criterion| criterion.failure_class),
+            });
+        }
+        for criterion in criteria.iter_mut() {
+            cut(&mut criterion.id, kept.id_chars.max(2));
+        }
+        self
+    }
+
     /// Rebuilds a stored verdict exactly as it was recorded.
     pub fn restore(
         satisfied: bool,
@@ -125,6 +154,39 @@ impl Verdict {
             failure_class,
         }
     }
+}
+
+/// How much of a verdict's criteria a host keeps ([`Verdict::kept`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeptCriteria {
+    /// Criteria kept per evaluation, the summary of the rest included.
+    pub count: usize,
+    /// Longest criterion id kept, in characters.
+    pub id_chars: usize,
+}
+
+impl Default for KeptCriteria {
+    /// As many as a registered criteria verifier may hold, ids as long as
+    /// theirs may be (`criteria::MAX_CRITERIA`, `MAX_CRITERION_ID`).
+    fn default() -> KeptCriteria {
+        KeptCriteria {
+            count: super::criteria::MAX_CRITERIA,
+            id_chars: super::criteria::MAX_CRITERION_ID,
+        }
+    }
+}
+
+/// Cuts `text` to at most `most` characters, the last one `…` when cut.
+fn cut(text: &mut String, most: usize) {
+    if text.chars().count() <= most {
+        return;
+    }
+    let end = text
+        .char_indices()
+        .nth(most - 1)
+        .map_or(text.len(), |(at, _)| at);
+    text.truncate(end);
+    text.push('…');
 }
 
 /// How a dispatched run ended, as far as the decision is concerned.
@@ -177,6 +239,39 @@ mod tests {
         });
         assert!(!verdict.satisfied());
         assert_eq!(verdict.failure_class(), Some(FailureClass::Logical));
+    }
+
+    #[test]
+    fn a_host_keeps_a_bounded_verdict_that_still_fails_where_it_failed() {
+        let mut criteria: Vec<Criterion> = (0..256)
+            .map(|n| criterion(&format!("{n:0>256}"), true, None))
+            .collect();
+        criteria[200] = criterion("late", false, Some(FailureClass::Environmental));
+        let verdict = Verdict::aggregate(Judgement {
+            satisfied: true,
+            confidence: 0.9,
+            criteria: Some(criteria),
+        })
+        .kept(KeptCriteria::default());
+        assert!(!verdict.satisfied(), "decided on every criterion");
+        assert_eq!(verdict.failure_class(), Some(FailureClass::Environmental));
+        let kept = verdict.criteria().expect("criteria");
+        assert_eq!(kept.len(), 64);
+        assert!(kept
+            .iter()
+            .all(|criterion| criterion.id.chars().count() <= 64));
+        assert!(kept[0].id.ends_with('…'));
+        let summary = &kept[63];
+        assert_eq!(summary.id, "…+193 more");
+        assert!(!summary.pass, "a failure among the rest fails the summary");
+        assert_eq!(summary.failure_class, Some(FailureClass::Environmental));
+        // Few, short criteria are kept as they are.
+        let small = Verdict::aggregate(Judgement {
+            satisfied: true,
+            confidence: 1.0,
+            criteria: Some(vec![criterion("é", true, None)]),
+        });
+        assert_eq!(small.clone().kept(KeptCriteria::default()), small);
     }
 
     #[test]

@@ -73,10 +73,34 @@ struct WireOwner<'a> {
 #[serde(rename_all = "camelCase")]
 struct WireProgress<'a> {
     iterations: u64,
-    contributing_run_ids: &'a RunIds,
+    contributing_run_ids: ShownRunIds<'a>,
 }
 
+/// The most recent contributing run ids a goal body lists when nothing
+/// says otherwise (`--run-ids-shown`; PROFILE.md, "Goal bodies of long
+/// histories"): a goal's body does not grow with its history.
+pub const DEFAULT_RUN_IDS_SHOWN: usize = 100;
+
+/// The most recent `most` of a goal's run ids.
+struct ShownRunIds<'a> {
+    ids: &'a RunIds,
+    most: usize,
+}
+
+impl Serialize for ShownRunIds<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.ids.last_n(self.most).map(RunId::as_str))
+    }
+}
+
+/// [`goal_shown`] with [`DEFAULT_RUN_IDS_SHOWN`].
 pub fn goal(goal: &Goal) -> WireGoal<'_> {
+    goal_shown(goal, DEFAULT_RUN_IDS_SHOWN)
+}
+
+/// A goal as the wire shows it, listing its most recent `shown`
+/// contributing run ids (`progress.iterations` counts them all).
+pub fn goal_shown(goal: &Goal, shown: usize) -> WireGoal<'_> {
     WireGoal {
         id: goal.id.as_str(),
         objective: goal.objective.as_str(),
@@ -110,7 +134,10 @@ pub fn goal(goal: &Goal) -> WireGoal<'_> {
         updated_at: goal.updated_at.to_wire(),
         progress: WireProgress {
             iterations: goal.progress.iterations,
-            contributing_run_ids: &goal.progress.contributing_run_ids,
+            contributing_run_ids: ShownRunIds {
+                ids: &goal.progress.contributing_run_ids,
+                most: shown,
+            },
         },
     }
 }
@@ -120,9 +147,12 @@ pub struct GoalList<'a> {
     goals: Vec<WireGoal<'a>>,
 }
 
-pub fn goal_list<'a>(goals: impl IntoIterator<Item = &'a Goal>) -> GoalList<'a> {
+pub fn goal_list<'a>(goals: impl IntoIterator<Item = &'a Goal>, shown: usize) -> GoalList<'a> {
     GoalList {
-        goals: goals.into_iter().map(goal).collect(),
+        goals: goals
+            .into_iter()
+            .map(|one| goal_shown(one, shown))
+            .collect(),
     }
 }
 
@@ -156,6 +186,8 @@ enum WirePayload<'a> {
         final_state: &'static str,
         goal_id: &'a str,
     },
+    /// An attention event's payload, members in name order.
+    Attention(Value),
 }
 
 impl<'a> WireEvent<'a> {
@@ -181,6 +213,7 @@ impl<'a> WireEvent<'a> {
                 final_state: final_state.as_str(),
                 goal_id: goal_id.as_str(),
             },
+            EventPayload::Attention(attention) => WirePayload::Attention(attention.payload()),
         };
         WireEvent {
             at: event.at.to_wire(),
@@ -274,9 +307,10 @@ pub fn continue_response<'a>(
     goal_now: &'a Goal,
     evaluation_now: Option<&Evaluation>,
     unjudged: ConfidenceWithoutVerdict,
+    shown: usize,
 ) -> ContinueResponse<'a> {
     ContinueResponse {
-        goal: goal(goal_now),
+        goal: goal_shown(goal_now, shown),
         evaluation: evaluation_now.map(|one| evaluation(one, unjudged)),
     }
 }
@@ -289,11 +323,12 @@ pub fn run_report_response(
     goal_now: &Goal,
     evaluation_now: Option<&Evaluation>,
     unjudged: ConfidenceWithoutVerdict,
+    shown: usize,
 ) -> Value {
     json!({
         "runId": run_id.as_str(),
         "iteration": iteration,
-        "goal": goal(goal_now),
+        "goal": goal_shown(goal_now, shown),
         "evaluation": evaluation_now.map(|one| evaluation(one, unjudged)),
     })
 }

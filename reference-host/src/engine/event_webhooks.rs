@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{Engine, EngineError};
 use crate::domain::event_webhook::EventWebhook;
-use crate::domain::{wire, Event, EventPayload, Tenant};
+use crate::domain::{wire, Event, Tenant};
 use crate::storage::DeliveryState;
 use crate::webhook::{Caller, WebhookError};
 
@@ -80,11 +80,7 @@ impl Engine {
         event: &Event,
         timeout: Duration,
     ) -> Result<u16, WebhookError> {
-        let goal = match &event.payload {
-            EventPayload::Evaluated { goal_id, .. } | EventPayload::Closed { goal_id, .. } => {
-                goal_id.as_str()
-            }
-        };
+        let goal = event.payload.goal_id().as_str();
         let body = wire::event_text(event).into_bytes();
         let headers = [
             (IDEMPOTENCY_KEY_HEADER, event.cursor.to_string()),

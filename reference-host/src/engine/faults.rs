@@ -189,6 +189,11 @@ pub trait Faults: Send + Sync {
     fn unjudged_verdict(&self, _output: &Value) -> Option<Judgement> {
         None
     }
+
+    /// How the attention extension gets its rules wrong, if it does.
+    fn attention(&self) -> Arc<dyn super::AttentionFaults> {
+        Arc::new(super::NoAttentionFaults)
+    }
 }
 
 /// The faithful host: every hook its default.

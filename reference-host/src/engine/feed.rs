@@ -27,7 +27,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, Notify};
 
 use super::{Engine, EngineError};
-use crate::domain::{wire, Event, EventPayload, GoalId, Tenant};
+use crate::domain::{wire, Event, GoalId, Tenant};
 use crate::storage::EventSink;
 
 /// How many events a subscriber may fall behind before it is dropped.
@@ -137,6 +137,28 @@ struct Outbox {
     batches: Vec<(Tenant, Vec<Event>)>,
     /// Events in `batches` (bounded by [`MAX_OUTBOX`]).
     events: usize,
+    /// Events in `batches` per tenant.
+    per_tenant: HashMap<Tenant, usize>,
+}
+
+impl Outbox {
+    /// The tenant with the most events waiting, counting `extra` more for
+    /// `tenant`.
+    fn largest(&self, tenant: &Tenant, extra: usize) -> Tenant {
+        let mine = self.per_tenant.get(tenant).copied().unwrap_or(0) + extra;
+        self.per_tenant
+            .iter()
+            .filter(|(other, _)| *other != tenant)
+            .max_by_key(|(_, count)| **count)
+            .filter(|(_, count)| **count > mine)
+            .map_or_else(|| tenant.clone(), |(other, _)| other.clone())
+    }
+
+    /// Lets go of `tenant`'s waiting events.
+    fn forget(&mut self, tenant: &Tenant) {
+        self.batches.retain(|(owner, _)| owner != tenant);
+        self.events -= self.per_tenant.remove(tenant).unwrap_or(0);
+    }
 }
 
 /// The tenants' broadcast rings. A tenant has some only while somebody
@@ -256,6 +278,11 @@ impl Feed {
         self.tenants().clear();
     }
 
+    /// Ends every subscription of `tenant`.
+    fn close_tenant(&self, tenant: &Tenant) {
+        self.tenants().remove(tenant);
+    }
+
     /// Open subscriptions of the tenant (for tests and the benchmark).
     pub fn subscribers(&self, tenant: &Tenant) -> usize {
         self.tenants().get(tenant).map_or(0, Rings::receivers)
@@ -299,18 +326,23 @@ impl EventSink for Feed {
             return;
         }
         let mut outbox = unpoisoned(&self.outbox);
-        if outbox.events + events.len() > MAX_OUTBOX {
-            // The pump is that far behind: let the lot go and end every
-            // subscription, whose client catches up from storage, where
-            // nothing is missing. A subscription made from here on reads
-            // storage first, so what the pump still publishes of the
-            // events taken before is skipped there, not repeated.
-            *outbox = Outbox::default();
-            drop(outbox);
-            self.close();
-            return;
+        while outbox.events + events.len() > MAX_OUTBOX {
+            // The pump is that far behind: let go of the events of the
+            // tenant with the most waiting (max-min fair between tenants)
+            // and end its subscriptions, whose clients catch up from
+            // storage, where nothing is missing. A subscription made from
+            // here on reads storage first, so what the pump still
+            // publishes of the events taken before is skipped there, not
+            // repeated. The other tenants' streams go on.
+            let largest = outbox.largest(tenant, events.len());
+            outbox.forget(&largest);
+            self.close_tenant(&largest);
+            if largest == *tenant {
+                return;
+            }
         }
         outbox.events += events.len();
+        *outbox.per_tenant.entry(tenant.clone()).or_default() += events.len();
         outbox.batches.push((tenant.clone(), events.to_vec()));
         drop(outbox);
         self.ready.notify_one();
@@ -356,9 +388,7 @@ pub struct Subscription {
 }
 
 fn goal_of(event: &Event) -> &GoalId {
-    match &event.payload {
-        EventPayload::Evaluated { goal_id, .. } | EventPayload::Closed { goal_id, .. } => goal_id,
-    }
+    event.payload.goal_id()
 }
 
 impl Subscription {
@@ -492,7 +522,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{GoalState, Timestamp};
+    use crate::domain::{EventPayload, GoalState, Timestamp};
 
     fn event(cursor: u64, goal: &GoalId) -> Event {
         Event {
@@ -670,8 +700,45 @@ mod tests {
         assert_eq!(unpoisoned(&feed.outbox).events, 0);
     }
 
+    /// One tenant's burst fills the outbox: only that tenant's events go
+    /// and its subscriptions end; another tenant's stream goes on and gets
+    /// its event.
+    #[test]
+    fn a_full_outbox_ends_only_the_subscriptions_of_the_tenant_with_the_most_waiting() {
+        let feed = Feed::new(FeedSettings::default());
+        let (busy, quiet) = (
+            Tenant::parse("busy").expect("a tenant"),
+            Tenant::parse("quiet").expect("a tenant"),
+        );
+        let goal = GoalId::generate();
+        let mut on_busy = feed.listen(&busy, None).expect("listens");
+        let mut on_quiet = feed.listen(&quiet, None).expect("listens");
+        feed.committed(&quiet, &[event(1, &goal)]);
+        let burst: Vec<Event> = (2..=MAX_OUTBOX as u64)
+            .map(|cursor| event(cursor, &goal))
+            .collect();
+        feed.committed(&busy, &burst);
+        feed.committed(&busy, &[event(MAX_OUTBOX as u64 + 1, &goal)]);
+        assert_eq!(
+            unpoisoned(&feed.outbox).events,
+            1,
+            "only the quiet one's waits"
+        );
+        assert!(matches!(
+            on_busy.try_recv(),
+            Err(broadcast::error::TryRecvError::Closed)
+        ));
+        feed.deliver();
+        assert_eq!(on_quiet.try_recv().expect("its event").event.cursor, 1);
+        assert_eq!(
+            feed.subscribers(&quiet),
+            1,
+            "the quiet tenant's stream goes on"
+        );
+    }
+
     /// The outbox is bounded: a pump that far behind lets the events go,
-    /// and every subscription ends so that its client resumes from
+    /// and the subscriptions end so that their clients resume from
     /// storage; the outbox is usable again at once.
     #[test]
     fn a_full_outbox_ends_every_subscription_instead_of_growing() {

@@ -53,7 +53,7 @@ fn keys_expire_at_or_before(now: Timestamp) -> Timestamp {
 
 impl Engine {
     pub async fn create(&self, tenant: &Tenant, body: &Value) -> Result<Goal, EngineError> {
-        self.create_once(tenant, body, None)
+        self.create_once(tenant, body, None, None)
             .await
             .map(|created| created.goal)
     }
@@ -61,12 +61,16 @@ impl Engine {
     /// Create with an optional `Idempotency-Key`: a key the tenant used for
     /// the same body (as parsed JSON) within 24 h answers the goal it made;
     /// with another body it is a conflict. The key, the quotas and the
-    /// insert are checked and written in one transaction.
+    /// insert are checked and written in one transaction. `script`: the
+    /// judge the seam `scriptedJudge` names for the goal from its first
+    /// run ([`Engine::serves_scripted_judge`]; ignored elsewhere), written
+    /// in the same transaction; a replay keeps the script its goal had.
     pub async fn create_once(
         &self,
         tenant: &Tenant,
         body: &Value,
         key: Option<&IdempotencyKey>,
+        script: Option<&str>,
     ) -> Result<Created, EngineError> {
         let now = self.clock.now();
         let expired = keys_expire_at_or_before(now);
@@ -84,6 +88,7 @@ impl Engine {
         self.check_egress(new.verifier_ref.as_ref(), new.arm_ref.as_ref())?;
         self.check_named(tenant, new.verifier_ref.as_ref(), VERIFIER_REF)
             .await?;
+        let judge_script = self.create_script(script)?;
         let mut goal = new.into_goal(GoalId::generate(), tenant.clone(), now);
         self.hold_armless_schedule(&mut goal);
         let goal = self.faults.created(claims, goal);
@@ -101,6 +106,7 @@ impl Engine {
             max_stored_goals: quotas.stored_goals_per_tenant,
             key: key.clone(),
             keys_expire_at_or_before: expired,
+            judge_script,
         };
         match self.store.insert_goal_guarded(&goal, &guard).await? {
             Inserted::Done => {
@@ -212,27 +218,39 @@ impl Engine {
             .await
     }
 
+    /// At most `limit` of the goal's events after the sequence `after`.
     pub async fn events(
         &self,
         tenant: &Tenant,
         id: &GoalId,
         after: u64,
+        limit: usize,
     ) -> Result<Vec<Event>, EngineError> {
         self.load_owned(tenant, id).await?;
         let (after, answered_after) = self.faults.events_after(after);
         let id = id.clone();
-        let events = self.db(move |store| store.events(&id, after)).await?;
+        let mut events = self
+            .db(move |store| store.events_page(&id, after, limit))
+            .await?;
+        // The list is RFC 0097's events and nothing else (PROFILE.md
+        // "events"); the attention extension's are streamed, not listed.
+        events.retain(|event| event.payload.is_rfc_0097());
         Ok(self.faults.events(events, answered_after))
     }
 
+    /// At most `limit` of the goal's evaluations of an iteration after
+    /// `after`.
     pub async fn evaluations(
         &self,
         tenant: &Tenant,
         id: &GoalId,
+        after: u64,
+        limit: usize,
     ) -> Result<Vec<Evaluation>, EngineError> {
         self.load_owned(tenant, id).await?;
         let id = id.clone();
-        self.db(move |store| store.evaluations(&id)).await
+        self.db(move |store| store.evaluations_page(&id, after, limit))
+            .await
     }
 
     pub async fn patch(
@@ -249,19 +267,17 @@ impl Engine {
             )?;
             Ok(edit)
         });
-        // Counted only for a PATCH that names an armed mode, under the
-        // tenant's arming lock until the write is done: read outside it,
-        // racing PATCHes all saw room for one more (quota 5 ended with 13).
-        let (_arming, armed_now) = match &edit {
+        // Counted only for a PATCH that names an armed mode, in the
+        // store's own write, with the owner's counts locked there: read
+        // outside it, racing PATCHes all saw room for one more (quota 5
+        // ended with 13 in one process; a process-wide lock still let
+        // three replicas arm 7). The lock here only keeps this process's
+        // PATCHes from queueing on the database's.
+        let _arming = match &edit {
             Ok(GoalPatch {
                 mode: Some(mode), ..
-            }) if is_armed(*mode) => {
-                let arming = self.arming.lock(tenant).await;
-                let owner = tenant.clone();
-                let count = self.db(move |store| store.open_armed_goals(&owner)).await?;
-                (Some(arming), Some(count))
-            }
-            _ => (None, None),
+            }) if is_armed(*mode) => Some(self.arming.lock(tenant).await),
+            _ => None,
         };
         let limit = self.settings.quotas.active_arms_per_tenant;
         // Looked up now, refused in order: after 404 and 412, like any
@@ -277,7 +293,7 @@ impl Engine {
             _ => None,
         };
         let goal = self
-            .transition(tenant, id, if_match, |goal, now| {
+            .transition_arming(tenant, id, if_match, limit, |goal, now| {
                 // A faulty PATCH changes how a body is applied, not where
                 // the host may call: an egress refusal stands before it.
                 if let Err(error @ crate::domain::RequestError::EgressDenied { .. }) = &edit {
@@ -292,18 +308,7 @@ impl Engine {
                 if let Some(EngineError::Request(error)) = &unknown_verifier {
                     return Err(EngineError::Request(error.clone()));
                 }
-                let change = transition::patch(goal, edit, now)?;
-                let becomes_armed = change.as_ref().is_some_and(|change| {
-                    is_armed(change.goal.continuation.mode)
-                        && !(is_armed(goal.continuation.mode) && goal.state.is_open())
-                });
-                if becomes_armed && armed_now.is_some_and(|count| count >= limit) {
-                    return Err(EngineError::QuotaExceeded {
-                        quota: Quota::ActiveArmsPerTenant,
-                        limit,
-                    });
-                }
-                Ok(change)
+                Ok(transition::patch(goal, edit, now)?)
             })
             .await?;
         self.faults.patch_answer(self.request_context(), body, goal)
@@ -416,6 +421,65 @@ impl Engine {
             };
             if let Written::Done(_) = self.write(change.clone(), goal.version, now).await? {
                 return Ok(change.goal);
+            }
+        }
+        Err(EngineError::Internal(format!(
+            "goal {id} kept changing under a write"
+        )))
+    }
+
+    /// [`Engine::transition`] of an edit: a change that puts the goal on an
+    /// arm is written only within its owner's armed quota, counted in the
+    /// store's write ([`Store::apply_arming`]).
+    ///
+    /// [`Store::apply_arming`]: crate::storage::Store::apply_arming
+    async fn transition_arming<F>(
+        &self,
+        tenant: &Tenant,
+        id: &GoalId,
+        if_match: Option<&IfMatch>,
+        limit: u64,
+        decide: F,
+    ) -> Result<Goal, EngineError>
+    where
+        F: Fn(&Goal, Timestamp) -> Result<Option<Change>, EngineError>,
+    {
+        for _ in 0..MAX_ATTEMPTS {
+            let goal = self.load_owned(tenant, id).await?;
+            if if_match.is_some_and(|expected| !expected.matches(goal.version)) {
+                return Err(EngineError::PreconditionFailed);
+            }
+            let now = self.clock.now();
+            let Some(change) = decide(&goal, now)? else {
+                return Ok(goal);
+            };
+            let arms = is_armed(change.goal.continuation.mode)
+                && change.goal.state.is_open()
+                && !(is_armed(goal.continuation.mode) && goal.state.is_open());
+            let version = goal.version;
+            let written = if arms {
+                self.write_with(
+                    change.clone(),
+                    now,
+                    |store, change| store.apply_arming(change, version, now, limit),
+                    |written| matches!(written, WrittenIfIdle::Done(_)),
+                )
+                .await?
+            } else {
+                match self.write(change.clone(), version, now).await? {
+                    Written::Done(events) => WrittenIfIdle::Done(events),
+                    Written::Conflict => WrittenIfIdle::Conflict,
+                }
+            };
+            match written {
+                WrittenIfIdle::Done(_) => return Ok(change.goal),
+                WrittenIfIdle::TooManyArmed => {
+                    return Err(EngineError::QuotaExceeded {
+                        quota: Quota::ActiveArmsPerTenant,
+                        limit,
+                    })
+                }
+                WrittenIfIdle::Conflict | WrittenIfIdle::RunInFlight => {}
             }
         }
         Err(EngineError::Internal(format!(

@@ -16,7 +16,7 @@ use crate::domain::{
     may_dispatch, run_outcome, Evaluation, Goal, GoalId, MicroUsd, Mode, Refusal, RunId,
     RunOutcome, Tenant, Timestamp, Verdict, VerifierSpec,
 };
-use crate::judge::{Verifier, VerifyRequest};
+use crate::judge::{CriteriaJudge, Verifier, VerifyRequest};
 use crate::storage::{RunReservation, StoreError, Written, WrittenIfIdle};
 
 /// How often the scheduler looks for runs that dead replicas left in
@@ -136,6 +136,9 @@ impl Engine {
         tenant: &Tenant,
         id: &GoalId,
     ) -> Result<ContinueOutcome, EngineError> {
+        // A dispatch is outbound work: the tenant's rate applies, as to
+        // its scheduled fires.
+        self.start_outbound(tenant)?;
         let engine = Arc::clone(self);
         let trigger = Trigger::Continue(tenant.clone());
         let id = id.clone();
@@ -211,7 +214,8 @@ impl Engine {
                     return Ok(true);
                 }
                 WrittenIfIdle::RunInFlight => return Ok(false),
-                WrittenIfIdle::Conflict => {}
+                // Never from this write; as a conflict, it is looked at again.
+                WrittenIfIdle::Conflict | WrittenIfIdle::TooManyArmed => {}
             }
         }
         Err(EngineError::Internal(format!(
@@ -396,6 +400,14 @@ impl Engine {
                 Written::Done(()) => return Ok(Reserved::Run(Box::new(goal), reservation)),
                 Written::Conflict => {}
             }
+            // A reported run whose id another replica reserved first (the
+            // same report sent to both at once): that run is the report's,
+            // and its answer the caller's once it is recorded.
+            if let Trigger::Report(reported) = trigger {
+                if self.lookup(|store| store.run(&reported.run_id))?.is_some() {
+                    return Err(EngineError::ReportedElsewhere);
+                }
+            }
             // A refused reservation of a goal whose version did not move
             // means a run is in flight for it elsewhere: another replica
             // on a shared database holds the goal. A fire leaves it to
@@ -462,7 +474,7 @@ impl Engine {
 
     /// Judges a finished run's report: an escalation has no verdict; any
     /// failure to judge is an environmental verdict for the run.
-    async fn judge(
+    pub(super) async fn judge(
         &self,
         goal: &Goal,
         reservation: &RunReservation,
@@ -493,7 +505,9 @@ impl Engine {
                 return FinishedRun {
                     run_id: reservation.run_id.clone(),
                     cost: report.cost,
-                    outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
+                    outcome: RunOutcome::Judged(
+                        Verdict::aggregate(judgement).kept(self.settings.kept_criteria),
+                    ),
                     commitment_ms: committed,
                 };
             }
@@ -506,11 +520,18 @@ impl Engine {
             iteration: reservation.iteration,
             output: report.output,
         };
-        match tokio::time::timeout(self.settings.judge_limit, verifier.verify(request)).await {
+        let verdict = if verifier.time_limited() {
+            tokio::time::timeout(self.settings.judge_limit, verifier.verify(request)).await
+        } else {
+            Ok(verifier.verify(request).await)
+        };
+        match verdict {
             Ok(Ok(judgement)) => FinishedRun {
                 run_id: reservation.run_id.clone(),
                 cost: report.cost,
-                outcome: RunOutcome::Judged(Verdict::aggregate(judgement)),
+                outcome: RunOutcome::Judged(
+                    Verdict::aggregate(judgement).kept(self.settings.kept_criteria),
+                ),
                 commitment_ms: committed,
             },
             Ok(Err(error)) => {
@@ -537,7 +558,11 @@ impl Engine {
             return self.judges.verifier_for(spec, &goal.owner);
         };
         match self.lookup(|store| store.verifier(&goal.owner, name)) {
-            Ok(found) => found.map(|verifier| self.judges.criteria(verifier)),
+            Ok(found) => found.map(|verifier| {
+                let pool = self.judge_pool.clone();
+                Arc::new(CriteriaJudge::new(verifier, pool, goal.owner.clone()))
+                    as Arc<dyn Verifier>
+            }),
             Err(error) => {
                 tracing::warn!(goal = %goal.id, %error, "cannot read the goal's verifier");
                 None
@@ -578,6 +603,14 @@ impl Engine {
             if let Some(escalation) = escalation {
                 note_escalation(&mut change, escalation, &finished.run_id, now);
             }
+            if let Some(most) = self.settings.history_per_goal {
+                // The oldest runs' history goes, a batch at a time; the
+                // store forgets their evaluations and events with them.
+                change.goal.progress.contributing_run_ids.keep_last(most);
+            }
+            // A goal with attention closes only as its completion policy
+            // allows (PROFILE.md "Profile `attention`").
+            crate::domain::attention::hold_own_run(&mut change, now, cost_reading);
             self.hold_armless_schedule(&mut change.goal);
             let written = self
                 .store

@@ -1,6 +1,7 @@
 //! The use cases: what `http` and the scheduler ask for. The engine owns the
 //! iteration procedure (DESIGN "Engine") and every goal's lock.
 
+mod attention;
 mod cancel;
 mod egress;
 mod error;
@@ -12,6 +13,7 @@ mod heartbeat;
 mod idempotency;
 mod iteration;
 mod locks;
+mod outbound;
 mod precondition;
 mod quota;
 mod reported;
@@ -27,12 +29,16 @@ use crate::choices::{Choices, WebhookSigning};
 use crate::clock::Clock;
 use crate::domain::egress::EgressPolicy;
 use crate::domain::{Evaluation, Goal, GoalId, RequestContext};
-use crate::judge::Judges;
+use crate::judge::{JudgePool, Judges};
 use crate::storage::{Store, StoreError};
 use crate::webhook::{
     SharedEgress, Signing, WebhookCa, WebhookClient, WebhookSecret, DEFAULT_TIMEOUT,
 };
 
+pub use attention::{
+    AttentionFaults, AttentionRuntime, BindingFilter, BindingOutcome, NoAttentionFaults,
+    BINDING_STATUSES,
+};
 pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
 pub use event_webhooks::{EVENT_TYPE_HEADER, IDEMPOTENCY_KEY_HEADER};
@@ -46,6 +52,7 @@ pub use heartbeat::Heartbeat;
 pub use idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS, MAX_KEY_CHARS};
 pub use iteration::{FireOutcome, ORPHAN_SWEEP_EVERY};
 pub use locks::{GoalLocks, TenantLocks};
+pub use outbound::{Outbound, OutboundLimit};
 pub use precondition::IfMatch;
 pub use quota::{
     Quota, Quotas, DEFAULT_MAX_ACTIVE_ARMS_PER_TENANT, DEFAULT_MAX_GOALS_PER_TENANT,
@@ -68,8 +75,28 @@ pub struct EngineSettings {
     pub conformance_seams: bool,
     /// A run still going after this long fails environmentally.
     pub run_limit: Duration,
-    /// A judge still deciding after this long fails environmentally.
+    /// A webhook judge still deciding after this long fails
+    /// environmentally. (A criteria judgement is bounded by its step
+    /// budget instead: see `judge::pool`.)
     pub judge_limit: Duration,
+    /// Criteria judgements running at once, all tenants together (one per
+    /// core by default).
+    pub judge_slots: usize,
+    /// Steps of criteria judging one tenant may take per second; `None`:
+    /// no budget.
+    pub judge_steps_per_sec: Option<u64>,
+    /// What an evaluation keeps of its verdict's criteria.
+    pub kept_criteria: crate::domain::KeptCriteria,
+    /// The runs whose history (run id, evaluation, events) a goal keeps,
+    /// the most recent ones; `None`: all.
+    pub history_per_goal: Option<usize>,
+    /// The most recent contributing run ids a goal body lists.
+    pub run_ids_shown: usize,
+    /// How many replicas share the database: each enforces its share of
+    /// every per-tenant rate and of the live streams a tenant may hold
+    /// (the quotas are counted in the database, exactly, whatever this
+    /// says). 1 for a host alone.
+    pub replicas: u32,
     /// One webhook call (arm, verifier or heartbeat probe), connect to last
     /// byte; no retries.
     pub webhook_timeout: Duration,
@@ -97,6 +124,11 @@ pub struct EngineSettings {
     pub outbound_per_tenant_per_sec: Option<u32>,
 }
 
+/// The runs whose history a goal keeps by default: their run ids,
+/// evaluations and events. With the stored-goals quota this bounds what a
+/// tenant can make the host store, whatever its goals' bounds.
+pub const DEFAULT_HISTORY_PER_GOAL: usize = 10_000;
+
 /// How long a closed goal stays readable: long enough for a client to see
 /// how it ended and read its events, short enough that a tenant's history
 /// does not fill its stored-goals quota.
@@ -109,6 +141,14 @@ impl Default for EngineSettings {
             conformance_seams: false,
             run_limit: Duration::from_secs(20),
             judge_limit: Duration::from_secs(10),
+            judge_slots: crate::judge::pool::default_slots(),
+            // Tests drive a manual clock, on which a budget would never
+            // fill again; a served host sets one (`config::WorkLimits`).
+            judge_steps_per_sec: None,
+            kept_criteria: crate::domain::KeptCriteria::default(),
+            history_per_goal: Some(DEFAULT_HISTORY_PER_GOAL),
+            run_ids_shown: crate::domain::wire::DEFAULT_RUN_IDS_SHOWN,
+            replicas: 1,
             webhook_timeout: DEFAULT_TIMEOUT,
             webhook_secret: WebhookSecret::generate(),
             webhook_tenant_secrets: Vec::new(),
@@ -139,6 +179,11 @@ pub struct Engine {
     notifier: Arc<WebhookClient>,
     arms: Arms,
     judges: Judges,
+    /// Where criteria judgements run, shared fairly between tenants.
+    judge_pool: JudgePool,
+    /// What each tenant may start per second: fires, probes, `continue`s
+    /// and reported runs draw from it.
+    outbound: Outbound,
     locks: GoalLocks,
     /// Held while a write checks and changes a tenant's armed goals.
     arming: TenantLocks,
@@ -153,6 +198,8 @@ pub struct Engine {
     settings: EngineSettings,
     /// The bug this host runs with, if any ([`NoFaults`]: none).
     faults: Arc<dyn Faults>,
+    /// The attention extension's timers and running bindings.
+    attention: AttentionRuntime,
 }
 
 impl std::fmt::Debug for Engine {
@@ -196,7 +243,15 @@ impl Engine {
             client = client.with_faults(calls);
         }
         let webhooks = Arc::new(client);
-        let feed = Arc::new(Feed::new(settings.feed.clone()));
+        // Rates and stream caps that live in this process are divided
+        // between the replicas, so together they allow what one host
+        // would (`--replicas`).
+        let replicas = settings.replicas.max(1);
+        let mut feed_settings = settings.feed.clone();
+        feed_settings.max_subscribers_per_tenant = (feed_settings.max_subscribers_per_tenant
+            / usize::try_from(replicas).unwrap_or(1))
+        .max(1);
+        let feed = Arc::new(Feed::new(feed_settings));
         store.set_event_sink(Arc::clone(&feed) as Arc<dyn crate::storage::EventSink>);
         let cancels = Cancels::default();
         // A goal closed on another replica cancels its run in flight here,
@@ -205,12 +260,25 @@ impl Engine {
             let cancels = cancels.clone();
             store.watch_closes(Arc::new(move |goal: &GoalId| cancels.cancel(goal)));
         }
+        let judge_pool = JudgePool::new(
+            settings.judge_slots,
+            settings
+                .judge_steps_per_sec
+                .map(|steps| (steps / u64::from(replicas)).max(1)),
+            Arc::clone(&clock),
+        );
         Engine {
             store,
             clock,
             notifier: Arc::clone(&webhooks),
             arms: Arms::new(Arc::clone(&webhooks)),
             judges: Judges::new(webhooks),
+            judge_pool,
+            outbound: Outbound::new(
+                settings
+                    .outbound_per_tenant_per_sec
+                    .map(|per_sec| (per_sec / replicas).max(1)),
+            ),
             locks: GoalLocks::default(),
             arming: TenantLocks::default(),
             registering: TenantLocks::default(),
@@ -219,6 +287,7 @@ impl Engine {
             egress,
             feed,
             settings,
+            attention: AttentionRuntime::new(faults.attention()),
             faults,
         }
     }
@@ -238,6 +307,19 @@ impl Engine {
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// The per-tenant outbound limit.
+    pub fn outbound(&self) -> &Outbound {
+        &self.outbound
+    }
+
+    /// Takes one outbound start for `tenant` now, or says how long it must
+    /// wait (429 `rate_limited`).
+    fn start_outbound(&self, tenant: &crate::domain::Tenant) -> Result<(), EngineError> {
+        self.outbound
+            .take(tenant, self.clock.now())
+            .map_err(|wait| EngineError::RateLimited { wait })
     }
 
     fn request_context(&self) -> RequestContext {

@@ -60,7 +60,7 @@ impl Quota {
 
 /// A mode the scheduler drives on its own.
 pub fn is_armed(mode: Mode) -> bool {
-    matches!(mode, Mode::Schedule | Mode::Heartbeat)
+    mode.is_armed()
 }
 
 #[cfg(test)]
@@ -71,7 +71,9 @@ mod tests {
     fn only_scheduler_driven_modes_are_armed() {
         assert!(is_armed(Mode::Schedule));
         assert!(is_armed(Mode::Heartbeat));
+        // A commitment goal's runs start on their own too, whenever the
+        // last run committed to a check-in: it escaped the quota.
+        assert!(is_armed(Mode::Commitment));
         assert!(!is_armed(Mode::Manual));
-        assert!(!is_armed(Mode::Commitment));
     }
 }

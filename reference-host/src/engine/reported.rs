@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use super::goals::MAX_ATTEMPTS;
 use super::idempotency::fingerprint;
 use super::iteration::{Iteration, Reported, Trigger};
 use super::{Engine, EngineError};
@@ -81,36 +82,88 @@ impl Engine {
         reported: Reported,
     ) -> Result<ReportOutcome, EngineError> {
         let _guard = self.locks.lock(id).await;
-        let mut cancel = self.cancels.watch(id);
-        let goal = self.load_owned(&reported.tenant, id).await?;
-        if let Some(replay) = self.reported_before(&goal, &reported).await? {
-            return Ok(replay);
+        // The goal's lock orders this process's reports; across replicas
+        // the same report can arrive at two at once. The one that reserves
+        // the run records it; the others wait for that and answer it again,
+        // as one host answers a report sent twice.
+        for _ in 0..MAX_ATTEMPTS {
+            let mut cancel = self.cancels.watch(id);
+            let goal = self.load_owned(&reported.tenant, id).await?;
+            match self.reported_before(&goal, &reported).await? {
+                Before::Answered(replay) => return Ok(*replay),
+                Before::InFlight => {
+                    self.wait_for_run(&reported.run_id).await?;
+                    continue;
+                }
+                Before::New => {}
+            }
+            let mode = goal.continuation.mode;
+            let mode = self.faults.reported_mode(mode);
+            if !TAKES_REPORTED_RUNS.contains(&mode) {
+                return Err(EngineError::RunsNotAccepted {
+                    mode: goal.continuation.mode.as_str(),
+                });
+            }
+            // Judging a run is outbound work (a verifier call) or the
+            // judge's: the tenant's rate applies, as to its fires. A report
+            // answered again above costs nothing.
+            self.start_outbound(&reported.tenant)?;
+            let run_id = reported.run_id.clone();
+            let trigger = Trigger::Report(Box::new(reported.clone()));
+            return match self.iterate_locked(id, &trigger, &mut cancel).await {
+                Ok(Iteration::Recorded {
+                    goal,
+                    evaluation,
+                    iteration,
+                }) => Ok(ReportOutcome {
+                    run_id,
+                    iteration,
+                    goal: *goal,
+                    evaluation,
+                    replayed: false,
+                }),
+                // Closed under the run (abandoned, deadline) or just now
+                // (bounds used up): as `continue` answers.
+                Ok(Iteration::Discarded | Iteration::Closed) => Err(EngineError::Terminal),
+                Ok(Iteration::Skipped) => Err(EngineError::Internal("a report was skipped".into())),
+                Err(EngineError::ReportedElsewhere) => {
+                    self.wait_for_run(&run_id).await?;
+                    continue;
+                }
+                Err(error) => Err(error),
+            };
         }
-        let mode = goal.continuation.mode;
-        let mode = self.faults.reported_mode(mode);
-        if !TAKES_REPORTED_RUNS.contains(&mode) {
-            return Err(EngineError::RunsNotAccepted {
-                mode: goal.continuation.mode.as_str(),
-            });
-        }
-        let run_id = reported.run_id.clone();
-        let trigger = Trigger::Report(Box::new(reported));
-        match self.iterate_locked(id, &trigger, &mut cancel).await? {
-            Iteration::Recorded {
-                goal,
-                evaluation,
-                iteration,
-            } => Ok(ReportOutcome {
-                run_id,
-                iteration,
-                goal: *goal,
-                evaluation,
-                replayed: false,
-            }),
-            // Closed under the run (abandoned, deadline) or just now (bounds
-            // used up): as `continue` answers.
-            Iteration::Discarded | Iteration::Closed => Err(EngineError::Terminal),
-            Iteration::Skipped => Err(EngineError::Internal("a report was skipped".into())),
+        Err(EngineError::Internal(format!(
+            "run {} kept being reported elsewhere",
+            reported.run_id
+        )))
+    }
+
+    /// Waits until a run reserved elsewhere has ended (recorded, discarded,
+    /// or closed by the orphan sweep if its replica died), polling the
+    /// database as [`Engine::wait_while_held`] does: there is no signal
+    /// across replicas.
+    async fn wait_for_run(&self, run: &RunId) -> Result<(), EngineError> {
+        let longest = self.settings.run_limit
+            + self.settings.judge_limit
+            + crate::storage::REPLICA_LEASE
+            + super::ORPHAN_SWEEP_EVERY * 2;
+        let deadline = tokio::time::Instant::now() + longest;
+        let mut pause = std::time::Duration::from_millis(5);
+        loop {
+            let ended = self
+                .lookup(|store| store.run(run))?
+                .is_none_or(|stored| stored.end.is_some());
+            if ended {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(EngineError::Internal(format!(
+                    "run {run} stayed in flight elsewhere for {longest:?}"
+                )));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(std::time::Duration::from_millis(100));
         }
     }
 
@@ -123,12 +176,12 @@ impl Engine {
         &self,
         goal: &Goal,
         reported: &Reported,
-    ) -> Result<Option<ReportOutcome>, EngineError> {
+    ) -> Result<Before, EngineError> {
         let Some(fingerprint) = &reported.fingerprint else {
-            return Ok(None);
+            return Ok(Before::New);
         };
         let Some(stored) = self.lookup(|store| store.run(&reported.run_id))? else {
-            return Ok(None);
+            return Ok(Before::New);
         };
         if stored.goal_id != goal.id || stored.report.as_ref() != Some(fingerprint) {
             return Err(EngineError::RunConflict);
@@ -138,26 +191,38 @@ impl Engine {
             // The goal closed under the run: the first report was refused
             // as terminal, and so is this one.
             Some(RunEnd::Discarded) => return Err(EngineError::Terminal),
-            // The goal's lock is held, so a run in flight was left by a
-            // crash; recovery at start records it.
-            None => {
-                return Err(EngineError::Internal(format!(
-                    "run {} is still in flight",
-                    reported.run_id
-                )))
-            }
+            // In flight under this process's lock: another replica took
+            // the same report (or one that died left it, for the orphan
+            // sweep to close). Its answer comes once it ends.
+            None => return Ok(Before::InFlight),
         }
+        // Its evaluation is the one of its iteration, if it has one (an
+        // escalated run has none): one row, however long the goal's
+        // history.
         let id = goal.id.clone();
-        let evaluations = self.db(move |store| store.evaluations(&id)).await?;
+        let before = stored.iteration.saturating_sub(1);
+        let evaluations = self
+            .db(move |store| store.evaluations_page(&id, before, 1))
+            .await?;
         let evaluation = evaluations
             .into_iter()
             .find(|evaluation| evaluation.run_id == reported.run_id);
-        Ok(Some(ReportOutcome {
+        Ok(Before::Answered(Box::new(ReportOutcome {
             run_id: reported.run_id.clone(),
             iteration: stored.iteration,
             goal: goal.clone(),
             evaluation,
             replayed: true,
-        }))
+        })))
     }
+}
+
+/// What a report's `runId` says before it is judged.
+enum Before {
+    /// Reported before and recorded (or refused): this answer again.
+    Answered(Box<ReportOutcome>),
+    /// Reserved and not yet ended, by another replica.
+    InFlight,
+    /// Never reported.
+    New,
 }

@@ -11,7 +11,7 @@ use super::{Engine, EngineError};
 use crate::domain::{
     parse_verifier, CriteriaVerifier, RequestError, Tenant, VerifierName, VerifierRef,
 };
-use crate::storage::Written;
+use crate::storage::Registered;
 
 /// Why the verifiers file could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -50,9 +50,19 @@ impl Engine {
                 limit,
             });
         }
-        match self.store.put_verifier(tenant, &verifier, false).await? {
-            Written::Done(()) => Ok(verifier),
-            Written::Conflict => Err(EngineError::VerifierExists),
+        // Counted again in the store's own write: the lock above is this
+        // process's only, and replicas share the quota.
+        match self
+            .store
+            .put_verifier(tenant, &verifier, false, Some(limit))
+            .await?
+        {
+            Registered::Done => Ok(verifier),
+            Registered::Taken => Err(EngineError::VerifierExists),
+            Registered::Full => Err(EngineError::QuotaExceeded {
+                quota: Quota::VerifiersPerTenant,
+                limit,
+            }),
         }
     }
 
@@ -115,7 +125,7 @@ impl Engine {
         for (tenant, new) in entries {
             let verifier = new.into_verifier(now);
             self.store
-                .put_verifier(&tenant, &verifier, true)
+                .put_verifier(&tenant, &verifier, true, None)
                 .await
                 .map_err(EngineError::from)?;
         }

@@ -114,5 +114,6 @@ impl Engine {
         if let Some(at) = due_at(goal, now, probe) {
             self.wake.arm(at);
         }
+        self.attention_armed(goal, now);
     }
 }

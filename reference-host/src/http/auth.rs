@@ -6,7 +6,7 @@
 
 use sha2::{Digest, Sha256};
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 use axum::extract::{ConnectInfo, FromRequestParts};
@@ -15,7 +15,11 @@ use axum::http::request::Parts;
 
 use super::error::ApiError;
 use super::AppState;
+use crate::domain::egress::Cidr;
 use crate::domain::Tenant;
+
+/// The header a proxy names the client in.
+const X_FORWARDED_FOR: &str = "x-forwarded-for";
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TokenError {
@@ -104,25 +108,74 @@ pub struct Caller(pub Tenant);
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
+    /// The token is compared first: a known one is never throttled, so
+    /// failures from an address (a proxy's, say) cannot lock out the valid
+    /// tenants behind it. An unknown one counts against its source, which
+    /// is then refused with 429 for the rest of the window. (The throttle
+    /// ran before the comparison: 100 bad tokens from one address locked
+    /// every valid tenant behind it out for 60 s.)
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, ApiError> {
-        // A latency-free decision on the monotonic clock; the window logic
-        // itself is tested with explicit instants.
-        let now = Instant::now();
-        let source = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|info| info.0.ip());
-        if let Some(wait) = state.throttle.blocked_at(source, now) {
-            return Err(ApiError::too_many_failures(wait));
+        match Caller::from_header(parts, state) {
+            Ok(caller) => {
+                // Its connection is no longer anonymous (`serve::table`),
+                // and the request log names its tenant.
+                if let Some(mark) = parts.extensions.get::<crate::serve::ConnectionMark>() {
+                    mark.authenticated();
+                }
+                if let Some(logged) = parts.extensions.get::<super::trace::LoggedCaller>() {
+                    logged.set(&caller.0);
+                }
+                Ok(caller)
+            }
+            // Only a presented credential is a guess: a request without
+            // one (the suite sends dozens) learns nothing.
+            Err(refused) if !parts.headers.contains_key(AUTHORIZATION) => Err(refused),
+            Err(refused) => {
+                // A latency-free decision on the monotonic clock; the
+                // window logic itself is tested with explicit instants.
+                let now = Instant::now();
+                let source = client_address(parts, &state.trusted_proxies);
+                if let Some(wait) = state.throttle.blocked_at(source, now) {
+                    return Err(ApiError::too_many_failures(wait));
+                }
+                state.throttle.fail_at(source, now);
+                Err(refused)
+            }
         }
-        let caller = Caller::from_header(parts, state);
-        // Only a presented credential is a guess: a request without one
-        // (the suite sends dozens) learns nothing.
-        if caller.is_err() && parts.headers.contains_key(AUTHORIZATION) {
-            state.throttle.fail_at(source, now);
-        }
-        caller
     }
+}
+
+/// Who sent the request, for the throttle: the connection's peer, or,
+/// when the peer is a trusted proxy, the nearest address in
+/// `X-Forwarded-For` that is not one (read from the right, the end the
+/// proxies append to; what a client wrote further left is not believed).
+/// `X-Forwarded-For` from any other peer is ignored: a client could name
+/// anyone in it.
+fn client_address(parts: &Parts, proxies: &[Cidr]) -> Option<IpAddr> {
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip())?;
+    if !proxies.iter().any(|proxy| proxy.contains(peer)) {
+        return Some(peer);
+    }
+    let mut hops = Vec::new();
+    for value in parts.headers.get_all(X_FORWARDED_FOR) {
+        let Ok(text) = value.to_str() else {
+            return Some(peer);
+        };
+        hops.extend(text.split(',').map(str::trim));
+    }
+    for hop in hops.iter().rev() {
+        let Ok(address) = hop.parse::<IpAddr>() else {
+            // Unreadable: the hops before it cannot be told from forged.
+            return Some(peer);
+        };
+        if !proxies.iter().any(|proxy| proxy.contains(address)) {
+            return Some(address);
+        }
+    }
+    Some(peer)
 }
 
 impl Caller {
@@ -151,6 +204,51 @@ impl Caller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parts(peer: [u8; 4], forwarded: &[&str]) -> Parts {
+        let mut request = axum::http::Request::builder();
+        for value in forwarded {
+            request = request.header(X_FORWARDED_FOR, *value);
+        }
+        let (mut parts, ()) = request.body(()).expect("a request").into_parts();
+        parts
+            .extensions
+            .insert(ConnectInfo(SocketAddr::from((peer, 40_000))));
+        parts
+    }
+
+    #[test]
+    fn forwarded_addresses_count_only_from_trusted_proxies() {
+        let proxies = [Cidr::parse("10.0.0.0/24").expect("cidr")];
+        let ip = |text: &str| Some(text.parse::<IpAddr>().expect("an address"));
+        // From a proxy: the nearest hop that is not one.
+        assert_eq!(
+            client_address(&parts([10, 0, 0, 5], &["203.0.113.9, 10.0.0.7"]), &proxies),
+            ip("203.0.113.9")
+        );
+        // A client's own entries to the left are not believed.
+        assert_eq!(
+            client_address(
+                &parts([10, 0, 0, 5], &["1.2.3.4", "198.51.100.2"]),
+                &proxies
+            ),
+            ip("198.51.100.2")
+        );
+        // From anyone else, the header is ignored.
+        assert_eq!(
+            client_address(&parts([192, 0, 2, 1], &["203.0.113.9"]), &proxies),
+            ip("192.0.2.1")
+        );
+        // Nothing readable: the proxy itself.
+        assert_eq!(
+            client_address(&parts([10, 0, 0, 5], &["not-an-address"]), &proxies),
+            ip("10.0.0.5")
+        );
+        assert_eq!(
+            client_address(&parts([10, 0, 0, 5], &[]), &proxies),
+            ip("10.0.0.5")
+        );
+    }
 
     fn pair(token: &str, tenant: &str) -> (String, String) {
         (token.to_string(), tenant.to_string())

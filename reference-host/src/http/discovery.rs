@@ -22,6 +22,39 @@ async fn discovery(State(state): State<AppState>) -> Response {
     json(StatusCode::OK, state.discovery.as_ref().clone())
 }
 
+/// Advertises the attention extension (PROFILE.md "Profile `attention`")
+/// under the goalpost extension member, when this host serves it: the
+/// root of the discovery document is open to families it does not know,
+/// and `agents.goals` stays as openwop's schema closes it.
+pub fn advertise_attention(document: &mut Value, engine: &crate::engine::Engine) {
+    if !engine.attention_served() {
+        return;
+    }
+    let modes = engine.attention_faults().advertised_modes(
+        crate::domain::attention::AttentionMode::ALL
+            .iter()
+            .map(|mode| mode.as_str())
+            .collect(),
+    );
+    let wake = match engine.pause_wake() {
+        crate::domain::attention::PauseWake::Tick => "tick",
+        crate::domain::attention::PauseWake::Clock => "clock",
+    };
+    if let Some(root) = document.as_object_mut() {
+        root.insert(
+            "extensions".into(),
+            json!({ "goalpost": { "attention": {
+                "version": "1.0",
+                "modes": modes,
+                "policies": engine.attention_policies(),
+                "pauseWake": wake,
+                "bindings": format!("{GOALS_BASE}/{{id}}/attention/bindings"),
+                "list": super::attention::TENANT_BINDINGS,
+            } } }),
+        );
+    }
+}
+
 /// The discovery document: the judge and modes `choices` offer;
 /// `conformanceSeams` only with the seams on.
 pub fn document(seams: bool, choices: &Choices) -> Value {

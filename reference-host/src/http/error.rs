@@ -271,6 +271,10 @@ impl From<EngineError> for ApiError {
                 "this runId was reported before with a different body",
             )
             .with_details(json!({ "pointer": "/runId" })),
+            // Refused as the seam's body would be, but named by its
+            // header: it is not part of the create's body.
+            EngineError::CreateScript(error) => ApiError::from(error)
+                .with_details(json!({ "header": super::goals::SCRIPTED_JUDGE_HEADER })),
             EngineError::NotHostJudged => ApiError::new(
                 conflict,
                 "judge_not_host",
@@ -297,12 +301,38 @@ impl From<EngineError> for ApiError {
                 format!("the tenant's {} quota ({limit}) is used up", quota.as_str()),
             )
             .with_details(json!({ "quota": quota.as_str(), "limit": limit })),
+            EngineError::RateLimited { wait } => {
+                let seconds = wait.as_secs_f64().ceil().max(1.0);
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // ≥ 1, ≤ a few s
+                let seconds = seconds as u64;
+                let mut error = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    "the tenant started as much outbound work as it may this second; try again later",
+                )
+                .with_details(json!({ "retryAfterSeconds": seconds }));
+                error.0.header = Some((axum::http::header::RETRY_AFTER, HeaderValue::from(seconds)));
+                error
+            }
             EngineError::TooManyStreams(limit) => ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "quota_exceeded",
                 format!("the tenant already holds {limit} event streams; close one first"),
             )
             .with_details(json!({ "quota": "streams", "limit": limit })),
+            EngineError::AttentionNotServed => ApiError::not_found(),
+            EngineError::Attention(error) => super::attention::refusal(error),
+            EngineError::AuthorityRequired => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "authority_required",
+                "only a credential that holds the host's or a principal's authority may confirm; a tenant's token never does",
+            ),
+            EngineError::PolicyUnsupported(kind) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "policy_unsupported",
+                format!("this host does not offer the completion policy {kind:?}"),
+            )
+            .with_details(json!({ "pointer": "/kind" })),
             EngineError::Request(error) => error.into(),
             EngineError::Store(error) => {
                 tracing::error!(%error, "storage failed");
@@ -310,6 +340,12 @@ impl From<EngineError> for ApiError {
             }
             EngineError::Internal(message) => {
                 tracing::error!(%message, "engine failed");
+                ApiError::internal()
+            }
+            // The engine waits for the other replica's run instead; never
+            // answered.
+            EngineError::ReportedElsewhere => {
+                tracing::error!("a report raced another replica's and was not waited for");
                 ApiError::internal()
             }
         }

@@ -24,6 +24,32 @@ use crate::engine::{IdempotencyKey, MAX_KEY_CHARS};
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Set on a create answered from an earlier request with the same key.
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+/// The seam `scriptedJudge` at create (PROFILE.md "Seam contract"): the
+/// verifier ref a host that judges itself judges the new goal by from its
+/// first run. Read only where the seam is served.
+pub const SCRIPTED_JUDGE_HEADER: &str = "X-Goalpost-Scripted-Judge";
+
+/// The create's scripted judge, as text; `None` without the header or on
+/// a host that does not serve the seam (which ignores it, as any header it
+/// does not know).
+fn scripted_judge(state: &AppState, headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers
+        .get(SCRIPTED_JUDGE_HEADER)
+        .filter(|_| state.engine.serves_scripted_judge())
+    else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .map(|text| Some(text.to_string()))
+        .map_err(|_| {
+            ApiError::invalid_input(
+                "header",
+                SCRIPTED_JUDGE_HEADER,
+                format!("{SCRIPTED_JUDGE_HEADER} must be a verifier ref in visible ASCII"),
+            )
+        })
+}
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
     let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
@@ -56,6 +82,11 @@ pub const MAX_PAGE: usize = 1000;
 /// The pages an unpaged list is read and written in: its memory is one
 /// such page, however many goals the tenant has.
 const STREAM_PAGE: usize = 256;
+
+/// The contributing run ids a goal body lists (`--run-ids-shown`).
+fn shown(state: &AppState) -> usize {
+    state.engine.settings().run_ids_shown
+}
 
 /// What `GET {base}` was asked for.
 struct ListQuery {
@@ -136,7 +167,7 @@ async fn list(
         .await?;
     let more = goals.len() > limit;
     goals.truncate(limit);
-    let mut response = json(StatusCode::OK, wire::goal_list(&goals));
+    let mut response = json(StatusCode::OK, wire::goal_list(&goals, shown(&state)));
     if let (true, Some(last)) = (more, goals.last()) {
         let mut next = format!("<{GOALS_BASE}?limit={limit}&after={}", last.id);
         if let Some(filter) = query.state {
@@ -168,7 +199,8 @@ async fn stream_list(
         .list_page(&tenant, filter, query.after.clone(), STREAM_PAGE)
         .await?;
     let engine = std::sync::Arc::clone(state.engine());
-    let opening = page_chunk(&first, true, first.len() < STREAM_PAGE);
+    let shown = shown(&state);
+    let opening = page_chunk(&first, true, first.len() < STREAM_PAGE, shown);
     // The id the next page starts after; `None` once the list is out.
     let next = continue_after(&first);
     let rest = futures_util::stream::unfold(next, move |after| {
@@ -180,7 +212,7 @@ async fn stream_list(
                 .await
             {
                 Ok(goals) => {
-                    let chunk = page_chunk(&goals, false, goals.len() < STREAM_PAGE);
+                    let chunk = page_chunk(&goals, false, goals.len() < STREAM_PAGE, shown);
                     Some((Ok(chunk), continue_after(&goals)))
                 }
                 Err(error) => Some((Err(std::io::Error::other(error.to_string())), None)),
@@ -206,7 +238,7 @@ fn continue_after(page: &[crate::domain::Goal]) -> Option<GoalId> {
 
 /// One page of a streamed list: `{"goals":[` before the first, commas
 /// between goals and pages, `]}` after the last.
-fn page_chunk(goals: &[crate::domain::Goal], first: bool, last: bool) -> Bytes {
+fn page_chunk(goals: &[crate::domain::Goal], first: bool, last: bool, shown: usize) -> Bytes {
     let mut chunk = Vec::with_capacity(goals.len() * 768 + 16);
     if first {
         chunk.extend_from_slice(b"{\"goals\":[");
@@ -217,7 +249,7 @@ fn page_chunk(goals: &[crate::domain::Goal], first: bool, last: bool) -> Bytes {
         }
         // Writing into a Vec fails only if serialization does, which a
         // wire goal never does (no maps with non-string keys).
-        if serde_json::to_writer(&mut chunk, &wire::goal(goal)).is_err() {
+        if serde_json::to_writer(&mut chunk, &wire::goal_shown(goal, shown)).is_err() {
             chunk.extend_from_slice(b"null");
         }
     }
@@ -234,9 +266,10 @@ async fn create(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers)?;
+    let script = scripted_judge(&state, &headers)?;
     let outcome = state
         .engine
-        .create_once(&tenant, &body, key.as_ref())
+        .create_once(&tenant, &body, key.as_ref(), script.as_deref())
         .await?;
     let goal = &outcome.goal;
     let location = format!("{GOALS_BASE}/{}", goal.id);
@@ -245,7 +278,12 @@ async fn create(
         CreateStatus::Ok => StatusCode::OK,
     };
     let Some(replay) = outcome.replay else {
-        return Ok(created(status, &location, goal, wire::goal(goal)));
+        return Ok(created(
+            status,
+            &location,
+            goal,
+            wire::goal_shown(goal, shown(&state)),
+        ));
     };
     // The original answer again: its body and ETag, not the goal as it is
     // now (a GET shows that).
@@ -265,7 +303,11 @@ async fn read(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let goal = state.engine.get(&tenant, &goal_id(&id)?).await?;
-    Ok(with_etag(StatusCode::OK, &goal, wire::goal(&goal)))
+    Ok(with_etag(
+        StatusCode::OK,
+        &goal,
+        wire::goal_shown(&goal, shown(&state)),
+    ))
 }
 
 async fn edit(
@@ -280,7 +322,11 @@ async fn edit(
         .engine
         .patch(&tenant, &id, &body, if_match(&headers)?.as_ref())
         .await?;
-    Ok(with_etag(StatusCode::OK, &goal, wire::goal(&goal)))
+    Ok(with_etag(
+        StatusCode::OK,
+        &goal,
+        wire::goal_shown(&goal, shown(&state)),
+    ))
 }
 
 async fn attention(

@@ -1,6 +1,7 @@
 //! The HTTP surface. Only this module knows axum: handlers turn requests
 //! into engine calls and engine answers into wire JSON.
 
+pub mod attention;
 mod auth;
 mod discovery;
 mod envelope;
@@ -11,10 +12,11 @@ mod faults;
 mod goals;
 mod json;
 mod openapi;
+mod paging;
 mod runs;
 mod seams;
 pub mod throttle;
-mod trace;
+pub(crate) mod trace;
 mod transitions;
 mod verifiers;
 
@@ -55,8 +57,13 @@ pub struct AppState {
     seams: bool,
     discovery: Arc<Value>,
     throttle: Arc<throttle::CredentialThrottle>,
+    /// Proxies whose `X-Forwarded-For` names the client.
+    trusted_proxies: Arc<[crate::domain::egress::Cidr]>,
     /// How this host's routes get the wire wrong, if they do.
     faults: Arc<dyn RouteFaults>,
+    /// Credentials that hold the host's or a principal's authority (the
+    /// attention extension's confirmations), apart from tenant tokens.
+    authorities: Arc<attention::Authorities>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -73,15 +80,34 @@ impl AppState {
     /// `conformance_seams`.
     pub fn new(engine: Arc<Engine>, tokens: Tokens) -> AppState {
         let seams = engine.settings().conformance_seams;
-        let discovery = Arc::new(discovery::document(seams, engine.choices()));
+        let mut document = discovery::document(seams, engine.choices());
+        discovery::advertise_attention(&mut document, &engine);
         AppState {
             engine,
             tokens: Arc::new(tokens),
             seams,
-            discovery,
+            discovery: Arc::new(document),
             throttle: Arc::default(),
+            trusted_proxies: Arc::from(Vec::new()),
             faults: Arc::new(NoRouteFaults),
+            authorities: Arc::default(),
         }
+    }
+
+    /// Takes the client address from `X-Forwarded-For` when a request
+    /// comes from one of `proxies` (and only then).
+    #[must_use]
+    pub fn with_trusted_proxies(mut self, proxies: Vec<crate::domain::egress::Cidr>) -> AppState {
+        self.trusted_proxies = Arc::from(proxies);
+        self
+    }
+
+    /// The state with credentials that hold an authority (confirmations of
+    /// the attention extension).
+    #[must_use]
+    pub fn with_authorities(mut self, authorities: attention::Authorities) -> AppState {
+        self.authorities = Arc::new(authorities);
+        self
     }
 
     /// The state of a host whose routes get the wire wrong (the kill
@@ -112,7 +138,8 @@ pub fn app(state: AppState) -> Router {
         .merge(events::routes())
         .merge(goals::routes())
         .merge(transitions::routes())
-        .merge(verifiers::routes());
+        .merge(verifiers::routes())
+        .merge(attention::routes(state.seams));
     if state.engine.choices().reported_runs == ReportedRuns::Offered {
         routes = routes.merge(runs::routes());
     }
@@ -141,9 +168,9 @@ pub fn app(state: AppState) -> Router {
             error::recode(response, crate::choices::openwop_code)
         })),
     };
-    let refusals = trace::Refusals::default();
+    let anonymous = trace::Anonymous::default();
     let routes = routes.layer(axum::middleware::from_fn(move |request, next| {
-        trace::request_span(refusals.clone(), request, next)
+        trace::request_span(anonymous.clone(), request, next)
     }));
     faults.layer(routes, &state).with_state(state)
 }

@@ -15,6 +15,7 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Map, Value};
 
+use super::goals::SCRIPTED_JUDGE_HEADER;
 use super::{AppState, EVENTS_STREAM_PATH, GOALS_BASE, VERIFIERS_BASE};
 
 use crate::domain::notes::{MAX_ESCALATION_REASON_CHARS, MAX_RESOLUTION_NOTE_CHARS};
@@ -107,6 +108,9 @@ pub fn document(seams: bool, scripted_judge: bool) -> Value {
     if seams && scripted_judge {
         paths.insert(format!("{GOALS_BASE}/{{id}}/judge"), judge_path());
     }
+    for (path, item) in super::attention::openapi::paths(seams) {
+        paths.insert(path, item);
+    }
     json!({
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
@@ -153,20 +157,20 @@ pub fn document(seams: bool, scripted_judge: bool) -> Value {
     })
 }
 
-fn schema_ref(name: &str) -> Value {
+pub(super) fn schema_ref(name: &str) -> Value {
     json!({ "$ref": format!("{COMPONENT_PREFIX}{name}") })
 }
 
-fn json_content(schema: Value) -> Value {
+pub(super) fn json_content(schema: Value) -> Value {
     json!({ "application/json": { "schema": schema } })
 }
 
-fn body_response(description: &str, schema: &str) -> Value {
+pub(super) fn body_response(description: &str, schema: &str) -> Value {
     json!({ "description": description, "content": json_content(schema_ref(schema)) })
 }
 
 /// A goal answer carries the goal's `ETag`.
-fn goal_response(description: &str, schema: &str) -> Value {
+pub(super) fn goal_response(description: &str, schema: &str) -> Value {
     json!({
         "description": description,
         "headers": { "ETag": { "$ref": "#/components/headers/ETag" } },
@@ -184,7 +188,7 @@ fn error_response(status: u16) -> Value {
         413 => "`payload_too_large`: the body is over 64 KiB.",
         415 => "`unsupported_media_type`: a body that is not JSON.",
         422 => "`bounds_required`, `judge_owned_field`, `immutable_field`, `objective_too_long` (over 8 KiB of UTF-8), `unsupported_continuation`, `unsupported_judge`, `fixtures_disabled`, `unknown_verifier` or `unknown_arm`.",
-        429 => "`quota_exceeded`: the tenant's open goals, or open `schedule`/`heartbeat` goals, are at the host's limit; `details` names the quota and its limit.",
+        429 => "`quota_exceeded`: the tenant's open goals, or open `schedule`/`heartbeat` goals, are at the host's limit; `details` names the quota and its limit. `rate_limited` (a `continue` or a reported run): the tenant started as much outbound work as it may this second; `Retry-After` and `details.retryAfterSeconds` say when to try again. `too_many_failures`: too many unknown tokens from this client.",
         _ => "Any other refusal: 405 `method_not_allowed`, 408 `request_timeout`, 500 `internal_error`, 503 `service_unavailable`.",
     };
     body_response(description, "error")
@@ -192,7 +196,7 @@ fn error_response(status: u16) -> Value {
 
 /// `(status, response)` for the success, then the error statuses, then a
 /// `default` envelope for everything else.
-fn responses(success: &[(u16, Value)], errors: &[u16]) -> Value {
+pub(super) fn responses(success: &[(u16, Value)], errors: &[u16]) -> Value {
     let mut map = Map::new();
     for (status, response) in success {
         map.insert(status.to_string(), response.clone());
@@ -204,7 +208,7 @@ fn responses(success: &[(u16, Value)], errors: &[u16]) -> Value {
     Value::Object(map)
 }
 
-fn goal_id_parameter() -> Value {
+pub(super) fn goal_id_parameter() -> Value {
     json!({ "$ref": "#/components/parameters/goalId" })
 }
 
@@ -266,6 +270,18 @@ fn goal_links(seams: bool, scripted_judge: bool) -> Value {
 }
 
 fn collection_path(seams: bool, scripted_judge: bool) -> Value {
+    let mut create_parameters = vec![json!({
+        "name": "Idempotency-Key", "in": "header", "required": false,
+        "description": "1 to 255 visible ASCII characters, scoped to the tenant and kept 24 h: the same key with the same body (as parsed JSON) answers the goal it made (`Idempotent-Replayed: true`), with another body 409 `idempotency_conflict`.",
+        "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$" },
+    })];
+    if scripted_judge {
+        create_parameters.push(json!({
+            "name": SCRIPTED_JUDGE_HEADER, "in": "header", "required": false,
+            "description": "Conformance seam `scriptedJudge`: the verifier ref (a `conformance:verifier` fixture or an http(s) URL) this goal is judged by from its first run, stored with the goal and not in it; `PUT {base}/{id}/judge` replaces it. A ref the host cannot use refuses the create (400 or 422, `details.header` names the header).",
+            "schema": { "type": "string", "pattern": "^[ -~]+$" },
+        }));
+    }
     json!({
         "get": {
             "operationId": "listGoals",
@@ -296,11 +312,7 @@ fn collection_path(seams: bool, scripted_judge: bool) -> Value {
         "post": {
             "operationId": "createGoal",
             "summary": "Create a goal (state `active`, owner from the credential)",
-            "parameters": [{
-                "name": "Idempotency-Key", "in": "header", "required": false,
-                "description": "1 to 255 visible ASCII characters, scoped to the tenant and kept 24 h: the same key with the same body (as parsed JSON) answers the goal it made (`Idempotent-Replayed: true`), with another body 409 `idempotency_conflict`.",
-                "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$" },
-            }],
+            "parameters": create_parameters,
             "requestBody": { "required": true, "content": json_content(schema_ref("create-request")) },
             "responses": responses(&[(201, json!({
                 "description": "The new goal (or, replayed, the goal the key made, as it is now).",
@@ -476,7 +488,7 @@ fn runs_path() -> Value {
             "operationId": "reportRun",
             "summary": "Report a run executed elsewhere: judged and recorded as one iteration of a manual goal",
             "requestBody": { "required": true, "content": json_content(schema_ref("run-report-request")) },
-            "responses": responses(&[(200, goal_response("The run as recorded, its evaluation (null when it escalated) and the goal after it; a report sent again with the same runId answers the same run (header Idempotent-Replayed: true).", "run-report-response"))], &[400, 401, 404, 409, 413, 415]),
+            "responses": responses(&[(200, goal_response("The run as recorded, its evaluation (null when it escalated) and the goal after it; a report sent again with the same runId answers the same run (header Idempotent-Replayed: true).", "run-report-response"))], &[400, 401, 404, 409, 413, 415, 429]),
         },
     })
 }
@@ -487,8 +499,29 @@ fn continue_path() -> Value {
         "post": {
             "operationId": "continueGoal",
             "summary": "Conformance seam: run exactly one iteration now",
-            "responses": responses(&[(200, goal_response("The goal after the iteration and its evaluation (null when the run escalated).", "continue-response"))], &[401, 404, 409]),
+            "responses": responses(&[(200, goal_response("The goal after the iteration and its evaluation (null when the run escalated).", "continue-response"))], &[401, 404, 409, 429]),
         },
+    })
+}
+
+/// A page of a goal's history: `{member}` of `schema`, with the `Link` to
+/// the next page.
+fn history_response(description: &str, schema: &str) -> Value {
+    json!({
+        "description": description,
+        "headers": { "Link": {
+            "description": "`<…>; rel=\"next\"`: where the next page is; only on a page of a paged list (`limit`) that has one after it.",
+            "schema": { "type": "string" },
+        } },
+        "content": json_content(schema_ref(schema)),
+    })
+}
+
+fn history_limit() -> Value {
+    json!({
+        "name": "limit", "in": "query", "required": false,
+        "description": "Most items in this page (digits only, at least 1; above 1000 the page holds 1000), with a `Link` to the next; without it the whole list, written a page at a time. Anything else is 400.",
+        "schema": { "type": "integer", "minimum": 1 },
     })
 }
 
@@ -517,10 +550,10 @@ fn events_path() -> Value {
             "summary": "The goal's events, oldest first (content-free)",
             "parameters": [{
                 "name": "after", "in": "query", "required": false,
-                "description": "Only events with a larger sequence.",
+                "description": "Only events with a larger sequence (the cursor a `next` link carries).",
                 "schema": { "type": "integer", "minimum": 0 },
-            }],
-            "responses": responses(&[(200, body_response("`goal.evaluated` and `goal.closed` events.", "event-list"))], &[400, 401, 404]),
+            }, history_limit()],
+            "responses": responses(&[(200, history_response("`goal.evaluated` and `goal.closed` events.", "event-list"))], &[400, 401, 404]),
         },
     })
 }
@@ -531,7 +564,12 @@ fn evaluations_path() -> Value {
         "get": {
             "operationId": "listEvaluations",
             "summary": "Every recorded verdict, in iteration order",
-            "responses": responses(&[(200, body_response("The evaluations.", "evaluation-list"))], &[401, 404]),
+            "parameters": [{
+                "name": "after", "in": "query", "required": false,
+                "description": "Only evaluations of a later iteration (the cursor a `next` link carries).",
+                "schema": { "type": "integer", "minimum": 0 },
+            }, history_limit()],
+            "responses": responses(&[(200, history_response("The evaluations.", "evaluation-list"))], &[400, 401, 404]),
         },
     })
 }
@@ -540,7 +578,11 @@ fn evaluations_path() -> Value {
 /// `$schema`/`$id` dropped and `$ref`s rewritten into `components/schemas`.
 fn components() -> Value {
     let mut done = Map::new();
-    let mut pending: Vec<String> = API_SCHEMAS.iter().map(|name| name.to_string()).collect();
+    let mut pending: Vec<String> = API_SCHEMAS
+        .iter()
+        .chain(super::attention::openapi::SCHEMAS)
+        .map(|name| name.to_string())
+        .collect();
     while let Some(name) = pending.pop() {
         if done.contains_key(&name) {
             continue;

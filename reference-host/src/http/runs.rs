@@ -38,6 +38,7 @@ async fn report(
         &outcome.goal,
         outcome.evaluation.as_ref(),
         unjudged,
+        state.engine.settings().run_ids_shown,
     );
     let mut response = with_etag(StatusCode::OK, &outcome.goal, answer);
     if outcome.replayed {

@@ -48,6 +48,11 @@ async fn continue_once(
 ) -> Result<Response, ApiError> {
     let outcome = state.engine.continue_once(&tenant, &goal_id(&id)?).await?;
     let unjudged = state.engine.choices().confidence_without_verdict;
-    let body = wire::continue_response(&outcome.goal, outcome.evaluation.as_ref(), unjudged);
+    let body = wire::continue_response(
+        &outcome.goal,
+        outcome.evaluation.as_ref(),
+        unjudged,
+        state.engine.settings().run_ids_shown,
+    );
     Ok(with_etag(StatusCode::OK, &outcome.goal, body))
 }

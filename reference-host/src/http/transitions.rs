@@ -77,7 +77,11 @@ async fn apply(
         }
         Transition::Abandon => engine.abandon(&tenant, &id, if_match).await?,
     };
-    Ok(with_etag(StatusCode::OK, &goal, wire::goal(&goal)))
+    Ok(with_etag(
+        StatusCode::OK,
+        &goal,
+        wire::goal_shown(&goal, state.engine().settings().run_ids_shown),
+    ))
 }
 
 /// The `note` of a JSON object body, checked. Any other body (none, not

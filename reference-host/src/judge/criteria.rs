@@ -1,83 +1,66 @@
-//! The built-in criteria verifier behind the [`Verifier`] trait.
-//!
-//! Judging is CPU work over whatever the arm answered, so it runs on
-//! blocking threads, a few at a time, and within a step budget: on the
-//! async runtime one pathological verifier stalled every request the host
-//! served, and a time limit around a future that never yields cannot stop
-//! it. The engine's judge limit still applies to the wait (for a thread
-//! and for the answer); the budget is what stops the work itself.
+//! The built-in criteria verifier behind the [`Verifier`] trait. Its
+//! judgements run in the engine's [`JudgePool`], as the work of the goal's
+//! tenant, a slice of steps at a time (see `pool.rs` for why).
 
 use std::sync::Arc;
 
-use tokio::sync::Semaphore;
-
+use super::pool::{JudgePool, PoolError};
 use super::{JudgeError, Verifier, VerifyRequest};
-use crate::domain::{CriteriaVerifier, Judgement, Steps, JUDGE_STEPS};
+use crate::domain::criteria::Judging;
+use crate::domain::{CriteriaVerifier, Judgement, Tenant, JUDGE_STEPS};
 use crate::future::BoxFuture;
-
-/// Most criteria judgements running at once, host-wide: with two, a
-/// flood of expensive verifiers keeps at most two blocking threads busy
-/// and never the runtime's workers.
-pub const MAX_JUDGES_IN_FLIGHT: usize = 2;
-
-/// One host's [`MAX_JUDGES_IN_FLIGHT`] slots, shared by every criteria
-/// judge it makes. Per host, not per process: hosts that share a process
-/// (an embedding program, the suite's matrices, the tests) each keep their
-/// own limit.
-#[derive(Debug, Clone)]
-pub struct JudgeSlots(Arc<Semaphore>);
-
-impl Default for JudgeSlots {
-    fn default() -> JudgeSlots {
-        JudgeSlots(Arc::new(Semaphore::new(MAX_JUDGES_IN_FLIGHT)))
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct CriteriaJudge {
     verifier: Arc<CriteriaVerifier>,
     steps: u64,
-    slots: JudgeSlots,
+    pool: JudgePool,
+    tenant: Tenant,
 }
 
 impl CriteriaJudge {
-    pub fn new(verifier: CriteriaVerifier, slots: JudgeSlots) -> CriteriaJudge {
-        CriteriaJudge::with_steps(verifier, JUDGE_STEPS, slots)
+    /// Judges for `tenant` in `pool`, within [`JUDGE_STEPS`] a judgement.
+    pub fn new(verifier: CriteriaVerifier, pool: JudgePool, tenant: Tenant) -> CriteriaJudge {
+        CriteriaJudge::with_steps(verifier, JUDGE_STEPS, pool, tenant)
     }
 
     /// With a step budget other than [`JUDGE_STEPS`].
-    pub fn with_steps(verifier: CriteriaVerifier, steps: u64, slots: JudgeSlots) -> CriteriaJudge {
+    pub fn with_steps(
+        verifier: CriteriaVerifier,
+        steps: u64,
+        pool: JudgePool,
+        tenant: Tenant,
+    ) -> CriteriaJudge {
         CriteriaJudge {
             verifier: Arc::new(verifier),
             steps,
-            slots,
+            pool,
+            tenant,
         }
     }
 }
 
 impl Verifier for CriteriaJudge {
     fn verify(&self, request: VerifyRequest) -> BoxFuture<'_, Result<Judgement, JudgeError>> {
-        let verifier = Arc::clone(&self.verifier);
-        let steps = self.steps;
-        let slots = Arc::clone(&self.slots.0);
+        let judging = Judging::new(Arc::clone(&self.verifier), request.output, self.steps);
         Box::pin(async move {
-            let slot = slots
-                .acquire_owned()
+            self.pool
+                .judge(&self.tenant, judging)
                 .await
-                .map_err(|_| JudgeError("the judge pool is closed".into()))?;
-            let judged = tokio::task::spawn_blocking(move || {
-                let judged = verifier.judge_within(&request.output, &mut Steps::new(steps));
-                drop(slot);
-                judged
-            })
-            .await
-            .map_err(|error| JudgeError(format!("the judge stopped: {error}")))?;
-            judged.map_err(|_| {
-                JudgeError(format!(
-                    "the criteria need more than the judge's budget of {steps} steps"
-                ))
-            })
+                .map_err(|error| match error {
+                    PoolError::OutOfSteps => JudgeError(format!(
+                        "the criteria need more than the judge's budget of {} steps",
+                        self.steps
+                    )),
+                    other => JudgeError(other.to_string()),
+                })
         })
+    }
+
+    /// The step budget bounds a judgement, not wall time: the time it
+    /// waits for a slot behind other tenants must not count against it.
+    fn time_limited(&self) -> bool {
+        false
     }
 }
 
@@ -86,6 +69,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::clock::ManualClock;
     use crate::domain::criteria::{Predicate, Rule};
     use crate::domain::{FailureClass, GoalId, RunId, Timestamp, VerifierName};
 
@@ -111,12 +95,14 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn judges_within_the_budget_and_fails_beyond_it() {
-        let judge = CriteriaJudge::new(verifier("v1.*"), JudgeSlots::default());
+        let pool = JudgePool::new(2, None, Arc::new(ManualClock::fixed()));
+        let tenant = Tenant::parse("a").expect("tenant");
+        let judge = CriteriaJudge::new(verifier("v1.*"), pool.clone(), tenant.clone());
         let judgement = judge.verify(request("v1.2")).await.expect("judged");
         assert!(judgement.satisfied);
-        let tight = CriteriaJudge::with_steps(verifier("*x"), 10, JudgeSlots::default());
+        let tight = CriteriaJudge::with_steps(verifier("*x"), 10, pool, tenant);
         assert!(tight.verify(request(&"a".repeat(100))).await.is_err());
     }
 }

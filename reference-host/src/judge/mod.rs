@@ -4,18 +4,20 @@
 
 mod criteria;
 mod fixture;
+pub mod pool;
 mod webhook;
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::domain::{CriteriaVerifier, GoalId, Judgement, RunId, Tenant, VerifierSpec};
+use crate::domain::{GoalId, Judgement, RunId, Tenant, VerifierSpec};
 use crate::future::BoxFuture;
 use crate::webhook::WebhookClient;
 
-pub use criteria::{CriteriaJudge, JudgeSlots};
+pub use criteria::CriteriaJudge;
 pub use fixture::FixtureVerifier;
+pub use pool::JudgePool;
 pub use webhook::WebhookVerifier;
 
 /// What the verifier sees of a run (SPEC §4 webhooks): never the objective.
@@ -35,27 +37,24 @@ pub struct JudgeError(pub String);
 
 pub trait Verifier: Send + Sync {
     fn verify(&self, request: VerifyRequest) -> BoxFuture<'_, Result<Judgement, JudgeError>>;
+
+    /// Whether the engine's judge limit (wall time) bounds this verifier.
+    /// A webhook's does; the criteria judge is bounded by its step budget
+    /// instead, so that waiting behind other tenants costs it nothing.
+    fn time_limited(&self) -> bool {
+        true
+    }
 }
 
 /// Chooses the verifier for a goal's `verifierRef`.
 #[derive(Debug, Clone)]
 pub struct Judges {
     webhooks: Arc<WebhookClient>,
-    criteria_slots: JudgeSlots,
 }
 
 impl Judges {
     pub fn new(webhooks: Arc<WebhookClient>) -> Judges {
-        Judges {
-            webhooks,
-            criteria_slots: JudgeSlots::default(),
-        }
-    }
-
-    /// The judge for a tenant's registered criteria verifier, within this
-    /// host's judge slots.
-    pub fn criteria(&self, verifier: CriteriaVerifier) -> Arc<dyn Verifier> {
-        Arc::new(CriteriaJudge::new(verifier, self.criteria_slots.clone()))
+        Judges { webhooks }
     }
 
     /// The verifier for a fixture or a URL. `None` for a named verifier:

@@ -34,6 +34,10 @@ impl MutantFaults {
 }
 
 impl Faults for MutantFaults {
+    fn attention(&self) -> Arc<dyn crate::engine::AttentionFaults> {
+        Arc::new(super::attention::AttentionMutant(self.switch.active()))
+    }
+
     fn settings(&self, settings: EngineSettings) -> EngineSettings {
         engine::settings(self.switch.active(), settings)
     }

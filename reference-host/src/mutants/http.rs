@@ -271,6 +271,10 @@ fn route(path: &str) -> Route {
     };
     let parts: Vec<&str> = rest.split('/').collect();
     match parts.as_slice() {
+        // The attention extension's routes are ours too; no mutant here
+        // is about them.
+        ["attention", "bindings"] => Route::Elsewhere,
+        [id, "attention", _, ..] if !id.is_empty() => Route::Elsewhere,
         [id] if !id.is_empty() => Route::Goal((*id).to_string()),
         [id, action] if !id.is_empty() => match ACTIONS.iter().find(|known| *known == action) {
             Some(known) => Route::Sub((*id).to_string(), known),

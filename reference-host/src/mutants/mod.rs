@@ -21,6 +21,8 @@
 //! [`crate::http::RouteFaults`]), wired in one place: [`Selection::wire`].
 
 #[cfg(feature = "mutants")]
+mod attention;
+#[cfg(feature = "mutants")]
 mod body;
 #[cfg(feature = "mutants")]
 mod engine;

@@ -22,8 +22,8 @@ use crate::domain::{
     Tenant, Timestamp, VerifierName,
 };
 use crate::storage::{
-    CreateGuard, EventSink, Inserted, Pending, PostgresStore, RunReservation, Store, StoreError,
-    StoreFaults, StoredKey, StoredRun, Written, WrittenIfIdle,
+    CreateGuard, EventSink, Inserted, Pending, PostgresStore, Registered, RunReservation, Store,
+    StoreError, StoreFaults, StoredKey, StoredRun, Written, WrittenIfIdle,
 };
 
 /// One guard of the PostgreSQL store switched off.
@@ -160,6 +160,33 @@ impl ReplicaMemory {
         self.remember == Remember::Goals
     }
 
+    /// Remembers a guarded write's goal as [`ReplicaMemory::track`] does;
+    /// a refusal (a run in flight, the armed quota) wrote nothing and
+    /// changes nothing here.
+    fn track_if_idle(
+        &self,
+        change: &Change,
+        pending: Pending<WrittenIfIdle<Vec<Event>>>,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        if !self.keeps_goals() {
+            return pending;
+        }
+        let (goals, goal) = (Arc::clone(&self.goals), change.goal.clone());
+        Box::pin(async move {
+            let outcome = pending.await?;
+            match &outcome {
+                WrittenIfIdle::Done(_) => {
+                    held(&goals).insert(goal.id.clone(), goal);
+                }
+                WrittenIfIdle::Conflict => {
+                    held(&goals).remove(&goal.id);
+                }
+                WrittenIfIdle::RunInFlight | WrittenIfIdle::TooManyArmed => {}
+            }
+            Ok(outcome)
+        })
+    }
+
     /// Remembers `goal` once `pending` wrote it; forgets it when the write
     /// conflicted (the only time this replica reads the database again).
     fn track<T: Send + 'static>(
@@ -244,23 +271,20 @@ impl Store for ReplicaMemory {
         let pending = self
             .inner
             .apply_unless_run_in_flight(change, expected_version, at);
-        if !self.keeps_goals() {
-            return pending;
-        }
-        let (goals, goal) = (Arc::clone(&self.goals), change.goal.clone());
-        Box::pin(async move {
-            let outcome = pending.await?;
-            match &outcome {
-                WrittenIfIdle::Done(_) => {
-                    held(&goals).insert(goal.id.clone(), goal);
-                }
-                WrittenIfIdle::Conflict => {
-                    held(&goals).remove(&goal.id);
-                }
-                WrittenIfIdle::RunInFlight => {}
-            }
-            Ok(outcome)
-        })
+        self.track_if_idle(change, pending)
+    }
+
+    fn apply_arming(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        at: Timestamp,
+        max_armed: u64,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        let pending = self
+            .inner
+            .apply_arming(change, expected_version, at, max_armed);
+        self.track_if_idle(change, pending)
     }
 
     fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>> {
@@ -288,6 +312,15 @@ impl Store for ReplicaMemory {
         self.inner.events(goal, after)
     }
 
+    fn events_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.inner.events_page(goal, after, limit)
+    }
+
     fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
         self.inner.set_event_sink(sink)
     }
@@ -304,6 +337,15 @@ impl Store for ReplicaMemory {
 
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError> {
         self.inner.evaluations(goal)
+    }
+
+    fn evaluations_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Evaluation>, StoreError> {
+        self.inner.evaluations_page(goal, after, limit)
     }
 
     /// Keeping goals, the replica schedules the ones it knows of (created
@@ -344,8 +386,9 @@ impl Store for ReplicaMemory {
         tenant: &Tenant,
         verifier: &CriteriaVerifier,
         replace: bool,
-    ) -> Pending<Written<()>> {
-        self.inner.put_verifier(tenant, verifier, replace)
+        max: Option<u64>,
+    ) -> Pending<Registered> {
+        self.inner.put_verifier(tenant, verifier, replace, max)
     }
 
     fn verifier(

@@ -75,7 +75,7 @@ pub(super) struct Ticket(u64);
 /// About what a goal holds in memory, from the length of its stored
 /// record (its text: objective, verdict, references) and its run ids.
 fn weight(goal: &Goal, record_len: usize) -> usize {
-    ENTRY_OVERHEAD + record_len + goal.progress.contributing_run_ids.len() * 48
+    ENTRY_OVERHEAD + record_len + goal.progress.contributing_run_ids.kept() * 48
 }
 
 impl GoalCache {

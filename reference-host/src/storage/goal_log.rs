@@ -59,6 +59,19 @@ pub(super) const GOAL_EVENTS_AFTER_CURSOR: &str =
      WHERE log.goal_id = CAST(?1 AS TEXT) AND log.kind = 'event' AND log.record_id > ?2
      ORDER BY log.entry LIMIT ?3";
 
+/// At most `?3` of a goal's events after a sequence, in order.
+pub(super) const EVENTS_PAGE: &str = "SELECT log.events, log.at_ms, records.record, log.record_id
+     FROM goal_log AS log JOIN log_records AS records ON records.id = log.record_id
+     WHERE log.goal_id = CAST(?1 AS TEXT) AND log.kind = 'event' AND log.events > ?2
+     ORDER BY log.entry LIMIT ?3";
+
+/// At most `?3` of a goal's evaluations of an iteration after `?2`, by
+/// iteration: `record`.
+pub(super) const EVALUATIONS_PAGE: &str = "SELECT records.record
+     FROM goal_log AS log JOIN log_records AS records ON records.id = log.record_id
+     WHERE log.goal_id = CAST(?1 AS TEXT) AND log.kind = 'evaluation' AND log.iteration > ?2
+     ORDER BY log.iteration, log.entry LIMIT ?3";
+
 /// A goal's evaluations, by iteration: `record`.
 pub(super) const EVALUATIONS: &str = "SELECT records.record
      FROM goal_log AS log JOIN log_records AS records ON records.id = log.record_id
@@ -185,6 +198,37 @@ impl Tail {
             ])?;
         Ok(())
     }
+}
+
+/// Forgets a goal's first `through` runs with their history: their run
+/// ids, and the evaluations and events written with them (every entry
+/// that counts `through` runs or fewer), their records and their places
+/// in the tenant's feed. The newest record is never among them (this
+/// write's come later), so record ids (cursors) still only grow.
+pub(super) fn forget_runs(
+    connection: &Connection,
+    tenant: &str,
+    goal: &str,
+    through: i64,
+) -> Result<(), StoreError> {
+    connection
+        .prepare_cached(
+            "DELETE FROM tenant_feed WHERE tenant = ?1 AND cursor IN
+                 (SELECT record_id FROM goal_log
+                  WHERE goal_id = CAST(?2 AS TEXT) AND kind = 'event' AND runs <= ?3)",
+        )?
+        .execute(params![tenant, goal, through])?;
+    connection
+        .prepare_cached(
+            "DELETE FROM log_records WHERE id IN
+                 (SELECT record_id FROM goal_log
+                  WHERE goal_id = CAST(?1 AS TEXT) AND runs <= ?2 AND record_id IS NOT NULL)",
+        )?
+        .execute(params![goal, through])?;
+    connection
+        .prepare_cached("DELETE FROM goal_log WHERE goal_id = CAST(?1 AS TEXT) AND runs <= ?2")?
+        .execute(params![goal, through])?;
+    Ok(())
 }
 
 fn insert_record(connection: &Connection, record: &str) -> Result<i64, StoreError> {

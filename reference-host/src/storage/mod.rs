@@ -5,6 +5,7 @@
 //! only if nobody changed the goal since it was read (optimistic concurrency
 //! on the goal's version).
 
+mod attention_record;
 mod checkpoint;
 mod goal_cache;
 mod goal_log;
@@ -26,6 +27,7 @@ use crate::domain::{
 };
 
 pub use group_commit::Pending;
+
 pub use postgres::{PostgresStore, StoreFaults, REPLICA_LEASE};
 pub use sqlite::SqliteStore;
 
@@ -143,6 +145,29 @@ pub enum WrittenIfIdle<T> {
     Conflict,
     /// A run of the goal is in flight; nothing was written.
     RunInFlight,
+    /// Only from [`Store::apply_arming`]: the goal's owner holds as many
+    /// open armed goals as it may; nothing was written.
+    TooManyArmed,
+}
+
+/// What a write checks in its own transaction besides the goal's version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteGuard {
+    Nothing,
+    /// No run of the goal is in flight ([`Store::apply_unless_run_in_flight`]).
+    NoRunInFlight,
+    /// The owner holds fewer open armed goals than this ([`Store::apply_arming`]).
+    ArmedBelow(u64),
+}
+
+/// Whether a verifier registration happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registered {
+    Done,
+    /// The tenant has a verifier of that name (and it was not replaced).
+    Taken,
+    /// The tenant holds as many verifiers as it may.
+    Full,
 }
 
 /// A run the host dispatched, reserved before dispatch so a crash can never
@@ -201,8 +226,9 @@ pub struct StoredKey {
     pub etag: String,
 }
 
-/// What a guarded create checks in the same transaction as the insert, so
-/// concurrent creates can neither share a key nor overshoot a quota.
+/// What a guarded create checks and writes in the same transaction as the
+/// insert, so concurrent creates can neither share a key nor overshoot a
+/// quota, and no run of the goal comes before its scripted judge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateGuard {
     /// Most open (`active`/`escalated`) goals the owner may have, this one
@@ -218,6 +244,9 @@ pub struct CreateGuard {
     pub key: Option<(String, String)>,
     /// Keys stored at or before this have expired and are replaced.
     pub keys_expire_at_or_before: Timestamp,
+    /// The verifier ref the seam `scriptedJudge` names for the goal
+    /// ([`Store::put_judge_script`]), stored with it.
+    pub judge_script: Option<String>,
 }
 
 /// The outcome of a guarded create.
@@ -261,6 +290,16 @@ pub trait EventSink: Send + Sync {
 /// [`Pending`]: futures that resolve once the write committed, so a task
 /// waits for a shared commit without holding a thread (`group_commit.rs`).
 pub trait Store: Send + Sync {
+    /// Whether this store can serve the attention extension
+    /// (`domain::attention`). Attention is kept in the goal's record, which
+    /// every store persists; what it needs beyond that is one process that
+    /// sees every attention write (its due timers are kept in memory), so a
+    /// store several replicas share says no, and discovery then does not
+    /// advertise it.
+    fn serves_attention(&self) -> bool {
+        false
+    }
+
     /// Stores new goals (version 1), all or none, with no quota or key
     /// check: for tests and the benchmarks (which seed a million goals with
     /// it). Creates go through [`Store::insert_goal_guarded`].
@@ -317,6 +356,19 @@ pub trait Store: Send + Sync {
         at: Timestamp,
     ) -> Pending<WrittenIfIdle<Vec<Event>>>;
 
+    /// [`Store::apply`] of a change that puts the goal on an arm (a PATCH
+    /// into an armed mode), only if its owner holds fewer than `max_armed`
+    /// open armed goals, counted in the write's own transaction with the
+    /// owner's counts locked: arming PATCHes on any number of replicas
+    /// cannot overshoot the quota together.
+    fn apply_arming(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        at: Timestamp,
+        max_armed: u64,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>>;
+
     /// Reserves a run if the stored goal is still at `expected_version`.
     /// Holds the goal's row lock (on SQLite, the one writer) from that
     /// check until the run is stored ([`Store::apply_unless_run_in_flight`]
@@ -345,6 +397,15 @@ pub trait Store: Send + Sync {
     /// A goal's events with a sequence greater than `after`, in order.
     fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError>;
 
+    /// At most `limit` of a goal's events with a sequence greater than
+    /// `after`, in order: a page of [`Store::events`].
+    fn events_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
+
     /// Whom to tell about committed events (the live stream); replaces any
     /// sink set before.
     fn set_event_sink(&self, sink: std::sync::Arc<dyn EventSink>);
@@ -369,6 +430,15 @@ pub trait Store: Send + Sync {
     /// A goal's evaluations in iteration order.
     fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError>;
 
+    /// At most `limit` of a goal's evaluations of an iteration greater
+    /// than `after`, in iteration order: a page of [`Store::evaluations`].
+    fn evaluations_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Evaluation>, StoreError>;
+
     /// Active, unpaused `schedule` goals whose next fire is due at `now`,
     /// longest due first, then active, unpaused `commitment` goals whose
     /// committed check-in is due (those without one are never due), longest
@@ -387,13 +457,17 @@ pub trait Store: Send + Sync {
     fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError>;
 
     /// Stores a tenant's criteria verifier. An existing one of that name is
-    /// replaced when `replace` is set, and is a conflict otherwise.
+    /// replaced when `replace` is set, and is taken otherwise. With `max`,
+    /// a new name is stored only while the tenant holds fewer verifiers,
+    /// counted in the write's own transaction with the tenant's
+    /// registrations serialised, on every replica.
     fn put_verifier(
         &self,
         tenant: &Tenant,
         verifier: &CriteriaVerifier,
         replace: bool,
-    ) -> Pending<Written<()>>;
+        max: Option<u64>,
+    ) -> Pending<Registered>;
 
     fn verifier(
         &self,

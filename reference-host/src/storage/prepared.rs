@@ -63,7 +63,9 @@ pub(super) fn written_only<T: Send + 'static>(
     Box::pin(async move {
         Ok(match written.await? {
             WrittenIfIdle::Done(done) => Written::Done(done),
-            WrittenIfIdle::Conflict | WrittenIfIdle::RunInFlight => Written::Conflict,
+            WrittenIfIdle::Conflict | WrittenIfIdle::RunInFlight | WrittenIfIdle::TooManyArmed => {
+                Written::Conflict
+            }
         })
     })
 }

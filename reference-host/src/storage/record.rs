@@ -9,7 +9,7 @@ use crate::domain::{
     ArmRef, Bounds, Check, Completion, Continuation, CostCap, Criterion, Escalation,
     EscalationKind, Evaluation, EventPayload, FailureClass, Feedback, Goal, GoalId, GoalState,
     LastVerdict, MicroUsd, Mode, Notes, Objective, OpenEscalation, Progress, Resolution, RunId,
-    Tenant, Timestamp, Verdict, VerifierRef,
+    RunIds, Tenant, Timestamp, Verdict, VerifierRef,
 };
 
 fn corrupt(what: impl Into<String>) -> StoreError {
@@ -85,11 +85,18 @@ struct NotesRecord {
     resolution: Option<ResolutionRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     feedback: Option<FeedbackRecord>,
+    // The goal's attention (`storage/attention_record.rs`); absent for a
+    // goal nobody attends through the attention extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    attention: Option<super::attention_record::AttentionRecord>,
 }
 
 impl NotesRecord {
     fn is_empty(&self) -> bool {
-        self.escalation.is_none() && self.resolution.is_none() && self.feedback.is_none()
+        self.escalation.is_none()
+            && self.resolution.is_none()
+            && self.feedback.is_none()
+            && self.attention.is_none()
     }
 
     fn from_notes(notes: &Notes) -> NotesRecord {
@@ -114,6 +121,10 @@ impl NotesRecord {
                     .failure_class
                     .map(|class| class.as_str().to_string()),
             }),
+            attention: notes
+                .attention
+                .as_deref()
+                .map(super::attention_record::AttentionRecord::from_state),
         }
     }
 
@@ -151,6 +162,10 @@ impl NotesRecord {
                         failure_class: failure_class(record.failure_class.as_deref())?,
                     })
                 })
+                .transpose()?,
+            attention: self
+                .attention
+                .map(|record| record.into_state().map(Box::new))
                 .transpose()?,
         })
     }
@@ -219,8 +234,9 @@ impl GoalRecord {
         }
     }
 
-    /// The goal, with its contributing run ids (as stored, in order).
-    pub(super) fn into_goal(self, run_ids: &[String]) -> Result<Goal, StoreError> {
+    /// The goal, with its contributing run ids (as stored, in order; the
+    /// first `skipped` no longer kept).
+    pub(super) fn into_goal(self, skipped: usize, run_ids: &[String]) -> Result<Goal, StoreError> {
         let verifier_ref = self
             .verifier_ref
             .map(|text| VerifierRef::parse(&text, true).map_err(|error| corrupt(error.to_string())))
@@ -264,10 +280,13 @@ impl GoalRecord {
             updated_at: timestamp(self.updated_ms)?,
             progress: Progress {
                 iterations: self.iterations,
-                contributing_run_ids: run_ids
-                    .iter()
-                    .map(|run| run_id(run))
-                    .collect::<Result<_, _>>()?,
+                contributing_run_ids: RunIds::with_skipped(
+                    skipped,
+                    run_ids
+                        .iter()
+                        .map(|run| run_id(run))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
             },
             paused: self.paused,
             spent: MicroUsd::from_micros(self.spent_micros),
@@ -294,6 +313,14 @@ pub(super) enum EventRecord {
         goal_id: String,
         final_state: String,
     },
+    /// An attention event (`domain::attention`): its type and payload as
+    /// the wire shows them.
+    #[serde(rename = "attention")]
+    Attention {
+        kind: String,
+        goal_id: String,
+        fields: serde_json::Map<String, serde_json::Value>,
+    },
 }
 
 impl EventRecord {
@@ -318,6 +345,11 @@ impl EventRecord {
             } => EventRecord::Closed {
                 goal_id: goal_id.as_str().to_string(),
                 final_state: final_state.as_str().to_string(),
+            },
+            EventPayload::Attention(event) => EventRecord::Attention {
+                kind: event.kind.as_str().to_string(),
+                goal_id: event.goal_id.as_str().to_string(),
+                fields: event.fields.clone(),
             },
         }
     }
@@ -344,6 +376,16 @@ impl EventRecord {
                 goal_id: goal_id(&goal)?,
                 final_state: state(&final_state)?,
             },
+            EventRecord::Attention {
+                kind,
+                goal_id: goal,
+                fields,
+            } => EventPayload::Attention(crate::domain::attention::AttentionEvent {
+                kind: crate::domain::attention::EventKind::parse(&kind)
+                    .ok_or_else(|| corrupt(format!("attention event {kind:?}")))?,
+                goal_id: goal_id(&goal)?,
+                fields,
+            }),
         })
     }
 }

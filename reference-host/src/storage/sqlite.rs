@@ -18,8 +18,8 @@ use super::prepared::{failed, written_only, PreparedChange};
 use super::readers::Readers;
 use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
-    CreateGuard, DbLocation, DeliveryState, EventSink, Inserted, RunEnd, RunReservation, Store,
-    StoreError, StoredKey, StoredRun, Written, WrittenIfIdle,
+    CreateGuard, DbLocation, DeliveryState, EventSink, Inserted, Registered, RunEnd,
+    RunReservation, Store, StoreError, StoredKey, StoredRun, WriteGuard, Written, WrittenIfIdle,
 };
 use crate::domain::{
     parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
@@ -157,18 +157,21 @@ impl SqliteStore {
         }
     }
 
-    /// Writes `change` ([`Store::apply`]); with `unless_run_in_flight`,
-    /// only if the goal has no run in flight, looked at in the same write
-    /// transaction ([`Store::apply_unless_run_in_flight`]): the one writer
-    /// orders it with every reservation.
+    /// Writes `change` ([`Store::apply`]), checking `guard` in the same
+    /// write transaction: no run of the goal in flight
+    /// ([`Store::apply_unless_run_in_flight`]; the one writer orders it with
+    /// every reservation), or the owner's armed goals below a quota
+    /// ([`Store::apply_arming`]; the one writer orders it with every other
+    /// arming write).
     fn write_change(
         &self,
         change: &Change,
         expected_version: u64,
         run: Option<&RunId>,
         at: Timestamp,
-        unless_run_in_flight: bool,
+        guard: WriteGuard,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        let owner = change.goal.owner.clone();
         let prepared = PreparedChange::new(change, expected_version, run, at, GoalRow::new);
         let PreparedChange {
             row,
@@ -205,7 +208,12 @@ impl SqliteStore {
             }
         });
         let write = self.writer.submit_then(move |connection| {
-            if unless_run_in_flight {
+            if let WriteGuard::ArmedBelow(most) = guard {
+                if armed_goals(connection, &owner)? >= most {
+                    return Ok(WrittenIfIdle::TooManyArmed);
+                }
+            }
+            if guard == WriteGuard::NoRunInFlight {
                 let in_flight = connection
                     .prepare_cached(
                         "SELECT 1 FROM runs WHERE goal_id = ?1 AND status = 'in-flight' LIMIT 1",
@@ -243,6 +251,10 @@ impl SqliteStore {
                     )?
                     .execute(params![run, at_ms])?;
             }
+            if row.run_ids.trimmed() {
+                let through = i64::try_from(row.run_ids.skipped()).unwrap_or(i64::MAX);
+                goal_log::forget_runs(connection, &row.tenant, &row.id, through)?;
+            }
             // A numbering that cannot be read back is reported after the
             // commit rather than failing a write that is already whole.
             Ok(WrittenIfIdle::Done(
@@ -255,6 +267,7 @@ impl SqliteStore {
                 WrittenIfIdle::Done(Err(error)) => Err(StoreError::Corrupt(error)),
                 WrittenIfIdle::Conflict => Ok(WrittenIfIdle::Conflict),
                 WrittenIfIdle::RunInFlight => Ok(WrittenIfIdle::RunInFlight),
+                WrittenIfIdle::TooManyArmed => Ok(WrittenIfIdle::TooManyArmed),
             }
         })
     }
@@ -404,8 +417,13 @@ fn into_goal((record, pairs): (String, Option<String>)) -> Result<Goal, StoreErr
     }
     // Stored in order, so this is a check more than a sort.
     numbered.sort_unstable_by_key(|(position, _)| *position);
+    // The runs before the first stored one were forgotten with their
+    // history (`--max-history-per-goal`).
+    let skipped = numbered.first().map_or(0, |(position, _)| {
+        usize::try_from(*position).unwrap_or(usize::MAX)
+    });
     let run_ids: Vec<String> = numbered.into_iter().map(|(_, id)| id.to_string()).collect();
-    from_json::<GoalRecord>(&record)?.into_goal(&run_ids)
+    from_json::<GoalRecord>(&record)?.into_goal(skipped, &run_ids)
 }
 
 fn verifier_from_row(record: &str, created_ms: i64) -> Result<CriteriaVerifier, StoreError> {
@@ -444,6 +462,22 @@ fn held(connection: &Connection, tenant: &Tenant) -> Result<Held, StoreError> {
         armed: unsigned(armed)?,
         total: unsigned(total)?,
     })
+}
+
+/// The tenant's open goals in an armed mode ([`Mode::is_armed`]): the
+/// `schedule` and `heartbeat` ones its counts row keeps, and its open
+/// `commitment` goals, counted from its open goals' index. The counts
+/// triggers (migration 9) predate commitment goals counting as armed; a
+/// count here keeps the schema as it is. Read only for a write that arms
+/// a goal.
+fn armed_goals(connection: &Connection, tenant: &Tenant) -> Result<u64, StoreError> {
+    let committed: i64 = connection
+        .prepare_cached(
+            "SELECT COUNT(*) FROM goals WHERE tenant = ?1
+             AND (state = 'active' OR state = 'escalated') AND mode = 'commitment'",
+        )?
+        .query_row(params![tenant.as_str()], |row| row.get(0))?;
+    Ok(held(connection, tenant)?.armed + unsigned(committed)?)
 }
 
 fn stored_key(
@@ -548,6 +582,11 @@ fn ids(
 }
 
 impl Store for SqliteStore {
+    /// One process owns a SQLite database: it sees every attention write.
+    fn serves_attention(&self) -> bool {
+        true
+    }
+
     fn insert_goals(&self, goals: &[Goal]) -> Result<(), StoreError> {
         let rows = goals
             .iter()
@@ -664,7 +703,7 @@ impl Store for SqliteStore {
         run: Option<&RunId>,
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>> {
-        written_only(self.write_change(change, expected_version, run, at, false))
+        written_only(self.write_change(change, expected_version, run, at, WriteGuard::Nothing))
     }
 
     fn apply_unless_run_in_flight(
@@ -673,7 +712,29 @@ impl Store for SqliteStore {
         expected_version: u64,
         at: Timestamp,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        self.write_change(change, expected_version, None, at, true)
+        self.write_change(
+            change,
+            expected_version,
+            None,
+            at,
+            WriteGuard::NoRunInFlight,
+        )
+    }
+
+    fn apply_arming(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        at: Timestamp,
+        max_armed: u64,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        self.write_change(
+            change,
+            expected_version,
+            None,
+            at,
+            WriteGuard::ArmedBelow(max_armed),
+        )
     }
 
     fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>> {
@@ -787,6 +848,23 @@ impl Store for SqliteStore {
         })
     }
 
+    fn events_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.read(|connection| {
+            let after = i64::try_from(after).unwrap_or(i64::MAX);
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            event_rows(
+                connection,
+                goal_log::EVENTS_PAGE,
+                params![goal.as_str(), after, limit],
+            )
+        })
+    }
+
     fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
         let mut slot = match self.sink.write() {
             Ok(guard) => guard,
@@ -825,6 +903,24 @@ impl Store for SqliteStore {
             let mut statement = connection.prepare_cached(goal_log::EVALUATIONS)?;
             let rows =
                 statement.query_map(params![goal.as_str()], |row| row.get::<_, String>(0))?;
+            rows.map(|row| from_json::<EvaluationRecord>(&row?)?.into_evaluation())
+                .collect()
+        })
+    }
+
+    fn evaluations_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Evaluation>, StoreError> {
+        self.read(|connection| {
+            let after = i64::try_from(after).unwrap_or(i64::MAX);
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut statement = connection.prepare_cached(goal_log::EVALUATIONS_PAGE)?;
+            let rows = statement.query_map(params![goal.as_str(), after, limit], |row| {
+                row.get::<_, String>(0)
+            })?;
             rows.map(|row| from_json::<EvaluationRecord>(&row?)?.into_evaluation())
                 .collect()
         })
@@ -884,7 +980,8 @@ impl Store for SqliteStore {
         tenant: &Tenant,
         verifier: &CriteriaVerifier,
         replace: bool,
-    ) -> Pending<Written<()>> {
+        max: Option<u64>,
+    ) -> Pending<Registered> {
         let record = match to_json(&wire::verifier_registration(verifier)) {
             Ok(record) => record,
             Err(error) => return failed(error),
@@ -899,14 +996,29 @@ impl Store for SqliteStore {
         let tenant = tenant.as_str().to_string();
         let name = verifier.name.as_str().to_string();
         let created_ms = verifier.created_at.unix_ms();
+        // The one writer serialises registrations: the count below is the
+        // tenant's as it is when the row goes in.
         self.writer.submit(move |connection| {
+            if let Some(most) = max {
+                let taken = connection
+                    .prepare_cached("SELECT 1 FROM verifiers WHERE tenant = ?1 AND name = ?2")?
+                    .query_row(params![tenant, name], |_| Ok(()))
+                    .optional()?
+                    .is_some();
+                let held: i64 = connection
+                    .prepare_cached("SELECT COUNT(*) FROM verifiers WHERE tenant = ?1")?
+                    .query_row(params![tenant], |row| row.get(0))?;
+                if !taken && unsigned(held)? >= most {
+                    return Ok(Registered::Full);
+                }
+            }
             let written = connection
                 .prepare_cached(sql)?
                 .execute(params![tenant, name, created_ms, record])?;
             Ok(if written == 1 {
-                Written::Done(())
+                Registered::Done
             } else {
-                Written::Conflict
+                Registered::Taken
             })
         })
     }
@@ -984,7 +1096,7 @@ impl Store for SqliteStore {
             Err(error) => return failed(error),
         };
         let owner = goal.owner.clone();
-        let armed = matches!(goal.continuation.mode, Mode::Schedule | Mode::Heartbeat);
+        let armed = goal.continuation.mode.is_armed();
         let guard = guard.clone();
         let (cache, created, record_len) =
             (Arc::clone(&self.cache), goal.clone(), row.record.len());
@@ -1008,10 +1120,17 @@ impl Store for SqliteStore {
             if held.total >= guard.max_stored_goals {
                 return Ok(Inserted::TooManyStored);
             }
-            if armed && held.armed >= guard.max_open_armed {
+            if armed && armed_goals(connection, &owner)? >= guard.max_open_armed {
                 return Ok(Inserted::TooManyArmed);
             }
             insert_goal_row(connection, &row)?;
+            if let Some(verifier_ref) = &guard.judge_script {
+                connection
+                    .prepare_cached(
+                        "INSERT INTO judge_scripts (goal_id, verifier_ref) VALUES (?1, ?2)",
+                    )?
+                    .execute(params![row.id, verifier_ref])?;
+            }
             if let (Some((key, fingerprint)), Some((answer, etag))) = (&guard.key, &remembered) {
                 // An expired row of the same key is replaced.
                 connection
@@ -1055,7 +1174,7 @@ impl Store for SqliteStore {
     }
 
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError> {
-        self.read(|connection| Ok(held(connection, tenant)?.armed))
+        self.read(|connection| armed_goals(connection, tenant))
     }
 
     fn purge_closed_goals(
@@ -1344,6 +1463,7 @@ mod tests {
                 max_stored_goals: 10,
                 key: Some((format!("key-{n}"), format!("print-{n}"))),
                 keys_expire_at_or_before: at(-1),
+                judge_script: None,
             };
             assert_eq!(
                 store
@@ -1772,6 +1892,7 @@ mod count_tests {
                     max_stored_goals: 100,
                     key: None,
                     keys_expire_at_or_before: at(-1),
+                    judge_script: None,
                 };
                 let inserted = store.insert_goal_guarded(&created, &guard).await;
                 assert_eq!(inserted.expect("inserts"), Inserted::Done);
@@ -1811,9 +1932,21 @@ mod count_tests {
         drop(store);
         let reopened = SqliteStore::open(&location).expect("opens again");
         assert_eq!(kept(&reopened.writer.connection()), before);
+        // Armed: the counted `schedule` and `heartbeat` goals and the open
+        // `commitment` ones.
+        let committed: i64 = reopened
+            .writer
+            .connection()
+            .query_row(
+                "SELECT COUNT(*) FROM goals WHERE tenant = ?1
+                 AND (state = 'active' OR state = 'escalated') AND mode = 'commitment'",
+                params![tenants[1].as_str()],
+                |row| row.get(0),
+            )
+            .expect("counts");
         assert_eq!(
             reopened.open_armed_goals(&tenants[1]).expect("counts"),
-            u64::try_from(before[1].2).expect("small")
+            u64::try_from(before[1].2 + committed).expect("small")
         );
     }
 
@@ -1842,6 +1975,7 @@ mod count_tests {
             max_stored_goals: 100,
             key: None,
             keys_expire_at_or_before: at(-1),
+            judge_script: None,
         };
         let mut first = goal(Some(10), None, None);
         first.continuation.mode = Mode::Schedule;
@@ -1875,6 +2009,7 @@ mod count_tests {
             max_stored_goals: 2,
             key: None,
             keys_expire_at_or_before: at(-1),
+            judge_script: None,
         };
         let mut first = goal(Some(10), None, None);
         for created in [&first, &goal(Some(10), None, None)] {
@@ -1928,6 +2063,7 @@ mod retention_tests {
                 max_stored_goals: 10,
                 key: Some((format!("key-{n}"), format!("print-{n}"))),
                 keys_expire_at_or_before: at(-1),
+                judge_script: None,
             };
             let inserted = store.insert_goal_guarded(&created, &guard).await;
             assert_eq!(inserted.expect("inserts"), Inserted::Done);

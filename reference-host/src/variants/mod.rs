@@ -18,9 +18,9 @@
 //! nothing else, each other profile saying why.
 
 use crate::choices::{
-    ArmRequestBody, ArmlessSchedule, AttentionBody, Choices, ConfidenceWithoutVerdict,
-    CreateStatus, EgressPolicy, ErrorCodes, EscalatedContinue, ReportedRuns, Unappliable,
-    WebhookSigning,
+    ArmRequestBody, ArmlessSchedule, AttentionBody, AttentionOffer, Choices,
+    ConfidenceWithoutVerdict, CreateStatus, EgressPolicy, ErrorCodes, EscalatedContinue, PauseWake,
+    ReportedRuns, Unappliable, WebhookSigning,
 };
 use crate::config::Config;
 use crate::domain::{Check, CostReading, Mode};
@@ -61,6 +61,8 @@ registry! {
     CoreOnly "core-only",
     ArmRequestRevision "arm-request-revision",
     PatchDropsJudgeOwned "patch-drops-judge-owned",
+    AttentionPauseClock "attention-pause-clock",
+    AttentionSupervisor "attention-supervisor",
 }
 
 /// The one mode a `schedule-only` host offers.
@@ -76,9 +78,34 @@ impl Variant {
             .find(|variant| variant.name() == name)
     }
 
+    /// Whether the variant's choice is one of the attention extension's.
+    /// Every other variant leaves the extension off: a host that does not
+    /// advertise attention must see no change in any verdict, and the
+    /// variants prove it (PROFILE.md "Profile `attention`").
+    pub fn is_attention(self) -> bool {
+        matches!(
+            self,
+            Variant::AttentionPauseClock | Variant::AttentionSupervisor
+        )
+    }
+
+    /// The host the variant differs from in its one choice: the reference
+    /// host, without the attention extension unless the choice is about it.
+    pub fn baseline(self) -> Choices {
+        let reference = Choices::default();
+        if self.is_attention() {
+            reference
+        } else {
+            Choices {
+                attention_extension: AttentionOffer::Off,
+                ..reference
+            }
+        }
+    }
+
     /// The reference host's choices with this variant's one change.
     pub fn choices(self) -> Choices {
-        let reference = Choices::default();
+        let reference = self.baseline();
         match self {
             Variant::Create200 => Choices {
                 create_status: CreateStatus::Ok,
@@ -146,6 +173,25 @@ impl Variant {
                 unappliable: Unappliable::Dropped,
                 ..reference
             },
+            // A timed pause is eligible again by the clock, read wherever
+            // the binding is read or checked: nothing is written when it
+            // wakes, and no event says so.
+            Variant::AttentionPauseClock => Choices {
+                attention_extension: AttentionOffer::On {
+                    wake: PauseWake::Clock,
+                    supervisor: false,
+                },
+                ..reference
+            },
+            // Offers the optional `supervisor` completion policy besides
+            // the four every attention host offers.
+            Variant::AttentionSupervisor => Choices {
+                attention_extension: AttentionOffer::On {
+                    wake: PauseWake::Tick,
+                    supervisor: true,
+                },
+                ..reference
+            },
         }
     }
 
@@ -183,9 +229,10 @@ mod tests {
 
     use super::*;
 
-    /// Which fields of `choices` differ from the reference host's.
-    fn changed(choices: &Choices) -> Vec<&'static str> {
-        let reference = Choices::default();
+    /// Which fields of `variant`'s choices differ from its baseline's.
+    fn changed(variant: Variant) -> Vec<&'static str> {
+        let choices = &variant.choices();
+        let reference = variant.baseline();
         let mut changed = Vec::new();
         if choices.create_status != reference.create_status {
             changed.push("create_status");
@@ -228,6 +275,9 @@ mod tests {
         if choices.unappliable != reference.unappliable {
             changed.push("unappliable");
         }
+        if choices.attention_extension != reference.attention_extension {
+            changed.push("attention_extension");
+        }
         changed
     }
 
@@ -252,7 +302,7 @@ mod tests {
     #[test]
     fn every_variant_makes_exactly_one_choice() {
         for variant in REGISTRY {
-            let changes = changed(&variant.choices());
+            let changes = changed(*variant);
             match variant {
                 // Its one choice is the seams switch, not a field.
                 Variant::SeamsOff => assert!(changes.is_empty(), "{variant}: {changes:?}"),
@@ -274,9 +324,17 @@ mod tests {
     fn every_choice_field_is_made_by_some_variant() {
         let made: BTreeSet<&str> = REGISTRY
             .iter()
-            .flat_map(|variant| changed(&variant.choices()))
+            .flat_map(|variant| changed(*variant))
             .collect();
-        assert_eq!(made.len(), 13, "{made:?}");
+        assert_eq!(made.len(), 14, "{made:?}");
+    }
+
+    #[test]
+    fn only_attention_variants_offer_attention() {
+        for variant in REGISTRY {
+            let offered = variant.choices().attention_extension != AttentionOffer::Off;
+            assert_eq!(offered, variant.is_attention(), "{variant}");
+        }
     }
 
     #[test]
@@ -293,6 +351,15 @@ mod tests {
         };
         let plain = parse(&["--conformance-seams"]).expect("valid");
         assert_eq!(plain.choices, Choices::default());
+        let clock =
+            parse(&["--conformance-seams", "--variant", "attention-pause-clock"]).expect("valid");
+        assert_eq!(
+            clock.choices.attention_extension,
+            AttentionOffer::On {
+                wake: PauseWake::Clock,
+                supervisor: false
+            }
+        );
         let cost = parse(&["--conformance-seams", "--variant", "cost-exceeds"]).expect("valid");
         assert_eq!(cost.choices.cost_reading, CostReading::Exceeds);
         assert!(cost.conformance_seams);
@@ -310,7 +377,7 @@ mod tests {
         assert_eq!(judge.tokens, base.tokens);
         let off = Variant::SeamsOff.apply(base.clone());
         assert!(!off.conformance_seams);
-        assert_eq!(off.choices, Choices::default());
+        assert_eq!(off.choices, Variant::SeamsOff.baseline());
         let schedule = Variant::ScheduleOnly.apply(base);
         assert_eq!(schedule.choices.modes, &[Mode::Schedule]);
         assert_eq!(

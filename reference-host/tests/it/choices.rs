@@ -312,6 +312,123 @@ async fn a_host_that_judges_itself_lets_the_suite_script_its_verdicts() {
         .refused(StatusCode::CONFLICT, "goal_terminal");
 }
 
+/// A create on `host` as tenant A, its scripted judge in the seam's header.
+async fn create_scripted(host: &Harness, body: Value, script: &str) -> support::Reply {
+    let request = axum::http::Request::builder()
+        .method(Method::POST)
+        .uri(BASE)
+        .header("authorization", format!("Bearer {}", support::A))
+        .header("content-type", "application/json")
+        .header("x-goalpost-scripted-judge", script)
+        .body(axum::body::Body::from(body.to_string()))
+        .expect("a valid request");
+    host.send(request).await
+}
+
+#[tokio::test]
+async fn a_create_scripts_the_judge_before_the_goals_first_run() {
+    let host = host(Choices {
+        judge: Check::Host,
+        ..Choices::default()
+    });
+    // A schedule goal is due at once: the scheduler's next tick runs it,
+    // before any request after the create could script it.
+    let schedule = json!({
+        "objective": "ship the release checklist",
+        "completion": { "check": "host" },
+        "continuation": { "mode": "schedule", "armRef": "conformance:arm" },
+        "bounds": { "maxLoopIterations": 3 },
+    });
+    let reply = create_scripted(&host, schedule.clone(), "conformance:verifier?satisfyOn=1").await;
+    let scripted = id_of(reply.expect(StatusCode::CREATED, "goal"));
+    let unscripted = id_of(&host.create(schedule.clone()).await);
+    // Beside the goal, not in it.
+    let completion = &host.goal(&scripted).await["completion"];
+    assert_eq!(completion["check"], "host");
+    assert_eq!(completion["verifierRef"], Value::Null);
+    host.tick().await;
+    let goal = host.goal(&scripted).await;
+    assert_eq!(goal["state"], "satisfied", "{goal}");
+    assert_eq!(goal["progress"]["iterations"], 1, "{goal}");
+    // Without a script, nothing judges it: its run fails environmentally.
+    let other = host.evaluations(&unscripted).await;
+    assert_eq!(other[0]["satisfied"], false, "{other:?}");
+    assert_eq!(other[0]["failureClass"], "environmental", "{other:?}");
+    // The seam's PUT replaces a script given at create.
+    let manual = json!({
+        "objective": "ship the release checklist",
+        "completion": { "check": "host" },
+        "continuation": { "mode": "manual" },
+        "bounds": { "maxLoopIterations": 3 },
+    });
+    let reply = create_scripted(&host, manual.clone(), "conformance:verifier").await;
+    let replaced = id_of(reply.expect(StatusCode::CREATED, "goal"));
+    let put = host
+        .call(
+            Method::PUT,
+            &format!("{BASE}/{replaced}/judge"),
+            Some(support::A),
+            Some(json!({ "verifierRef": "conformance:verifier?satisfyOn=1" })),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::NO_CONTENT, "{}", put.body);
+    let ran = host.continue_once(&replaced).await;
+    assert_eq!(ran.body["goal"]["state"], "satisfied", "{}", ran.body);
+    // A script the host cannot use refuses the create, naming the header,
+    // and stores nothing.
+    let before = host.get(BASE).await.body["goals"].as_array().map(Vec::len);
+    for (script, status, code) in [
+        (
+            "conformance:verifier?satisfyOn=0",
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        ),
+        ("quality-gate", StatusCode::BAD_REQUEST, "invalid_request"),
+        (
+            "http://10.1.2.3/verifier",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "egress_denied",
+        ),
+    ] {
+        let reply = create_scripted(&host, manual.clone(), script).await;
+        let refused = reply.refused(status, code);
+        assert_eq!(
+            refused["details"],
+            json!({ "header": "X-Goalpost-Scripted-Judge" }),
+            "{script}"
+        );
+    }
+    let after = host.get(BASE).await.body["goals"].as_array().map(Vec::len);
+    assert_eq!(after, before, "a refused create stores no goal");
+}
+
+#[tokio::test]
+async fn a_host_that_serves_no_scripted_judge_ignores_the_header() {
+    // A verifier host: its goals name their judge; the header means nothing.
+    let host = host(Choices::default());
+    let reply = create_scripted(&host, plain_body(), "not a ref at all").await;
+    reply.expect(StatusCode::CREATED, "goal");
+    // A host that judges itself without its seams: production, judged by
+    // the host alone.
+    let settings = EngineSettings {
+        conformance_seams: false,
+        choices: Choices {
+            judge: Check::Host,
+            ..Choices::default()
+        },
+        ..EngineSettings::default()
+    };
+    let production = Harness::with_settings(
+        &DbLocation::Memory,
+        settings,
+        Arc::new(ManualClock::fixed()),
+    );
+    let mut body = plain_body();
+    body["completion"] = json!({ "check": "host" });
+    let reply = create_scripted(&production, body, "conformance:verifier?satisfyOn=1").await;
+    reply.expect(StatusCode::CREATED, "goal");
+}
+
 #[tokio::test]
 async fn a_verifier_host_serves_no_scripted_judge() {
     let host = host(Choices::default());

@@ -77,6 +77,64 @@ fn anonymous_floods_cannot_fill_the_logs() {
         });
     });
     let text = String::from_utf8(logs.0.lock().expect("not poisoned").clone()).expect("UTF-8");
+    check_refusal_flood(&text, &long);
+
+    // Requests that need no credential at all (unknown routes, discovery,
+    // the OpenAPI document), as fast as a client can send them: each was
+    // a log line, 27.6 MB in 3 s. Without a known credential they are
+    // logged a few a second, the rest counted.
+    let logs = Logs::default();
+    let subscriber = goalpost_host::logging::subscriber(
+        goalpost_host::logging::LogFormat::Text,
+        tracing_subscriber::EnvFilter::new("info"),
+        false,
+        logs.clone(),
+    );
+    let paths = [
+        format!("/nowhere/{}", "y".repeat(200)),
+        "/.well-known/openwop".to_string(),
+        "/openapi.json".to_string(),
+    ];
+    tracing::subscriber::with_default(subscriber, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let host = Harness::seams();
+            for n in 0..3_000u32 {
+                let [_, _, high, low] = n.to_be_bytes();
+                let path = &paths[n as usize % paths.len()];
+                host.send(from([10, 3, high, low], None, path)).await;
+            }
+            // A tenant's requests are each logged.
+            for _ in 0..50 {
+                host.send(from([10, 4, 0, 1], Some(A), BASE)).await;
+            }
+        });
+    });
+    let text = String::from_utf8(logs.0.lock().expect("not poisoned").clone()).expect("UTF-8");
+    eprintln!(
+        "3,000 anonymous requests and 50 of a tenant wrote {} bytes of logs in {} lines",
+        text.len(),
+        text.lines().count()
+    );
+    assert!(
+        text.len() < 64 * 1024,
+        "3,000 anonymous requests wrote {} bytes of logs",
+        text.len()
+    );
+    let tenant_lines = text
+        .lines()
+        .filter(|line| line.contains("tenant=tenant-a") && line.contains("answered"))
+        .count();
+    assert_eq!(
+        tenant_lines, 50,
+        "every request of a tenant is logged, with its tenant"
+    );
+}
+
+fn check_refusal_flood(text: &str, long: &str) {
     let longest = text.lines().map(str::len).max().unwrap_or(0);
     assert!(
         text.lines().count() > 1,

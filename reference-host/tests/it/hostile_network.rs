@@ -174,6 +174,7 @@ fn limits(max_connections: usize, header: Duration, shutdown: Duration) -> Conne
         max_connections,
         header_read_timeout: header,
         shutdown_deadline: shutdown,
+        ..ConnectionLimits::default()
     }
 }
 
@@ -238,9 +239,32 @@ async fn connections_past_the_cap_are_closed_at_once() {
     let mut config = config();
     config.connections = limits(4, Duration::from_secs(60), Duration::from_secs(5));
     let host = RunningHost::start(config).await.expect("starts");
+    // Four clients that showed a known credential and stay idle (an
+    // anonymous one would be closed to make room for the fifth:
+    // `tests/connection_limits.rs`).
     let mut idle = Vec::new();
     for _ in 0..4 {
-        idle.push(TcpStream::connect(host.addr()).await.expect("connect"));
+        let mut stream = TcpStream::connect(host.addr()).await.expect("connect");
+        stream
+            .write_all(
+                format!(
+                    "GET {BASE} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN_A}\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .await
+            .expect("write");
+        let mut answer = Vec::new();
+        while !answer.windows(2).any(|pair| pair == b"]}") {
+            let mut buffer = [0u8; 1024];
+            let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer))
+                .await
+                .expect("answered")
+                .expect("read");
+            assert!(read > 0, "closed before its answer");
+            answer.extend_from_slice(&buffer[..read]);
+        }
+        idle.push(stream);
     }
     let mut extra = TcpStream::connect(host.addr()).await.expect("connect");
     let _ = extra

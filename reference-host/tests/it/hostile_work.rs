@@ -303,18 +303,70 @@ async fn failed_credentials_are_throttled_per_source() {
             .await
             .refused(StatusCode::UNAUTHORIZED, "unauthorized");
     }
-    // Even a right guess is refused now, before it is compared.
-    let throttled = host.send(from(guesser, Some(A), BASE)).await;
+    // Its next guess is refused before anything else is said about it...
+    let throttled = host.send(from(guesser, Some("guess-again"), BASE)).await;
     throttled.refused(StatusCode::TOO_MANY_REQUESTS, "too_many_failures");
     let wait: u64 = throttled
         .header("retry-after")
         .and_then(|value| value.parse().ok())
         .expect("a Retry-After in seconds");
     assert!((1..=60).contains(&wait), "{wait}");
+    // ...but a known token from the same address is served: the guesses
+    // of one client behind a shared address (a proxy's) lock out no
+    // valid tenant behind it.
+    host.send(from(guesser, Some(A), BASE))
+        .await
+        .expect(StatusCode::OK, "goal-list");
     // Another address is not affected.
     host.send(from([10, 0, 0, 2], Some(A), BASE))
         .await
         .expect(StatusCode::OK, "goal-list");
+}
+
+/// Behind a trusted proxy, the throttle is per client address the proxy
+/// names; from anyone else, `X-Forwarded-For` is ignored.
+#[tokio::test]
+async fn the_throttle_reads_forwarded_addresses_from_trusted_proxies_only() {
+    let host = Harness::seams();
+    let tokens =
+        goalpost_host::Tokens::new(&[(A.to_string(), "tenant-a".to_string())]).expect("tokens");
+    let proxy = goalpost_host::domain::egress::Cidr::parse("10.9.0.1").expect("cidr");
+    let app = goalpost_host::app(
+        goalpost_host::AppState::new(Arc::clone(&host.engine), tokens)
+            .with_trusted_proxies(vec![proxy]),
+    );
+    let send = |source: [u8; 4], forwarded: &str, token: &str| {
+        let mut request = from(source, Some(token), BASE);
+        request
+            .headers_mut()
+            .insert("x-forwarded-for", forwarded.parse().expect("a header"));
+        let app = app.clone();
+        async move {
+            use tower::ServiceExt;
+            app.oneshot(request).await.expect("infallible").status()
+        }
+    };
+    for n in 0..goalpost_host::http::throttle::MAX_FAILURES {
+        let status = send([10, 9, 0, 1], "203.0.113.7", &format!("guess-{n}")).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    // The guesser behind the proxy is throttled...
+    assert_eq!(
+        send([10, 9, 0, 1], "203.0.113.7", "guess-more").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // ...another client behind it is not, and neither is the proxy's own
+    // address for clients it names otherwise.
+    assert_eq!(
+        send([10, 9, 0, 1], "203.0.113.8", "guess-other").await,
+        StatusCode::UNAUTHORIZED
+    );
+    // An untrusted peer naming the throttled client is judged by its own
+    // address.
+    assert_eq!(
+        send([10, 9, 0, 2], "203.0.113.7", "guess-spoofed").await,
+        StatusCode::UNAUTHORIZED
+    );
 }
 
 #[tokio::test]
@@ -413,4 +465,78 @@ async fn a_tenant_starts_outbound_work_at_a_bounded_rate() {
         }
     }
     assert_eq!(ran, 11);
+}
+
+/// Reported runs and `continue`s draw from the tenant's outbound rate, as
+/// its fires do: past it they are 429 `rate_limited` with a time to wait,
+/// nothing is judged or dispatched, and another tenant is not affected.
+#[tokio::test]
+async fn reported_runs_and_continues_share_the_tenants_outbound_rate() {
+    let settings = EngineSettings {
+        conformance_seams: true,
+        outbound_per_tenant_per_sec: Some(10),
+        ..EngineSettings::default()
+    };
+    let host = Harness::with_settings(
+        &DbLocation::Memory,
+        settings,
+        Arc::new(ManualClock::fixed()),
+    );
+    let manual = json!({
+        "objective": "o",
+        "completion": { "check": "verifier", "verifierRef": "conformance:verifier" },
+        "continuation": { "mode": "manual", "armRef": "conformance:arm" },
+        "bounds": { "maxLoopIterations": 1000 },
+    });
+    let a = create_as(&host, A, manual.clone()).await;
+    let b = create_as(&host, B, manual).await;
+    let report = |n: u32| json!({ "runId": format!("r-{n}"), "output": { "n": n } });
+    let mut accepted = 0;
+    let mut refused = None;
+    for n in 0..30 {
+        let reply = host
+            .call(
+                Method::POST,
+                &format!("{BASE}/{a}/runs"),
+                Some(A),
+                Some(report(n)),
+            )
+            .await;
+        match reply.status {
+            StatusCode::OK => accepted += 1,
+            StatusCode::TOO_MANY_REQUESTS => refused = Some(reply),
+            other => panic!("unexpected {other}: {}", reply.body),
+        }
+    }
+    assert_eq!(accepted, 10, "one second's worth of reported runs");
+    let refused = refused.expect("the rest were refused");
+    refused.refused(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    // A report sent again is answered again, at no cost.
+    host.call(
+        Method::POST,
+        &format!("{BASE}/{a}/runs"),
+        Some(A),
+        Some(report(0)),
+    )
+    .await
+    .expect(StatusCode::OK, "run-report-response");
+    // A continue shares the same rate.
+    host.call(Method::POST, &format!("{BASE}/{a}/continue"), Some(A), None)
+        .await
+        .refused(StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    assert_eq!(
+        host.goal(&a).await["progress"]["iterations"],
+        10,
+        "nothing more ran"
+    );
+    // Another tenant has its own.
+    host.call(Method::POST, &format!("{BASE}/{b}/continue"), Some(B), None)
+        .await
+        .expect(StatusCode::OK, "continue-response");
+    // A second later, a second's worth again.
+    host.clock.advance(Duration::from_secs(1));
+    host.call(Method::POST, &format!("{BASE}/{a}/continue"), Some(A), None)
+        .await
+        .expect(StatusCode::OK, "continue-response");
 }

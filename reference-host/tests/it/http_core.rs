@@ -26,7 +26,14 @@ async fn discovery_advertises_goals_and_seams() {
             "agents": { "goals": { "judge": "verifier", "continuation": ["manual", "schedule", "heartbeat", "commitment"], "requiresBounds": true } },
             "webhookEgress": { "internal": "denied" },
             "conformanceSeams": { "goals": { "basePath": BASE,
-                "continue": true, "events": true, "fixtures": true, "webhooks": true } }
+                "continue": true, "events": true, "fixtures": true, "webhooks": true } },
+            "extensions": { "goalpost": { "attention": {
+                "version": "1.0",
+                "modes": ["pursue", "coordinate", "review", "falsify", "judge", "observe"],
+                "policies": ["verifier", "host-confirmed", "principal-confirmed", "quorum"],
+                "pauseWake": "tick",
+                "bindings": format!("{BASE}/{{id}}/attention/bindings"),
+                "list": format!("{BASE}/attention/bindings") } } }
         })
     );
 }

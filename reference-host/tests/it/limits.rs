@@ -284,3 +284,29 @@ async fn armed_goals_per_tenant_are_capped_on_create_and_patch() {
         .await
         .refused(StatusCode::TOO_MANY_REQUESTS, "quota_exceeded");
 }
+
+/// A `commitment` goal's runs start on their own (whenever the last one
+/// committed to a check-in), so it counts against the armed quota like a
+/// `schedule` or `heartbeat` goal, on create and on PATCH. It escaped it.
+#[tokio::test]
+async fn commitment_goals_count_against_the_armed_quota() {
+    let host = with_quotas(100, 2);
+    let commitment = json!({
+        "objective": "check back when told",
+        "completion": { "check": "verifier", "verifierRef": "conformance:verifier" },
+        "continuation": { "mode": "commitment", "armRef": "conformance:arm" },
+        "bounds": { "maxLoopIterations": 3 },
+    });
+    host.create(commitment.clone()).await;
+    host.create(schedule_body()).await;
+    let refused = host.post(BASE, Some(commitment)).await;
+    let body = refused.refused(StatusCode::TOO_MANY_REQUESTS, "quota_exceeded");
+    assert_eq!(body["details"]["quota"], "activeArmsPerTenant");
+    let manual = id_of(&host.create(plain_body()).await);
+    host.patch(
+        &format!("{BASE}/{manual}"),
+        json!({ "continuation": { "mode": "commitment", "armRef": "conformance:arm" } }),
+    )
+    .await
+    .refused(StatusCode::TOO_MANY_REQUESTS, "quota_exceeded");
+}

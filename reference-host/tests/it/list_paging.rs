@@ -149,3 +149,96 @@ async fn a_page_body_keeps_the_list_shape() {
         "streamed"
     );
 }
+
+/// A manual goal with a fixture verifier that never satisfies, continued
+/// `runs` times: `runs` evaluations and `goal.evaluated` events.
+async fn goal_with_history(host: &Harness, runs: usize) -> String {
+    let id = id_of(
+        &host
+            .create(support::goal_body(
+                "conformance:verifier",
+                Some("conformance:arm"),
+                serde_json::json!({ "maxLoopIterations": 100_000 }),
+            ))
+            .await,
+    );
+    for _ in 0..runs {
+        host.continue_once(&id)
+            .await
+            .expect(StatusCode::OK, "continue-response");
+    }
+    id
+}
+
+/// Every page of a goal's `member` list from `first`, following `Link`.
+async fn walk_history(host: &Harness, first: &str, member: &str, schema: &str) -> Vec<Vec<Value>> {
+    let mut pages = Vec::new();
+    let mut next = Some(first.to_string());
+    while let Some(path) = next {
+        let reply = host.get(&path).await;
+        let page = reply.expect(StatusCode::OK, schema)[member]
+            .as_array()
+            .expect("a list")
+            .clone();
+        pages.push(page);
+        next = next_link(&reply);
+        assert!(pages.len() < 1000, "the links never end");
+    }
+    pages
+}
+
+#[tokio::test]
+async fn a_goals_events_and_evaluations_page_with_limit_and_stream_without() {
+    let host = Harness::seams();
+    // More than one stream page (256) of each.
+    let id = goal_with_history(&host, 300).await;
+    let whole_events = host.events(&id).await;
+    let whole_evaluations = host.evaluations(&id).await;
+    assert_eq!(whole_events.len(), 300);
+    assert_eq!(whole_evaluations.len(), 300);
+    let sequences: Vec<u64> = whole_events
+        .iter()
+        .map(|event| event["sequence"].as_u64().expect("a sequence"))
+        .collect();
+    assert_eq!(
+        sequences,
+        (1..=300).collect::<Vec<u64>>(),
+        "whole and in order"
+    );
+
+    let pages = walk_history(
+        &host,
+        &format!("{BASE}/{id}/events?limit=128"),
+        "events",
+        "event-list",
+    )
+    .await;
+    let sizes: Vec<usize> = pages.iter().map(Vec::len).collect();
+    assert_eq!(sizes, vec![128, 128, 44]);
+    assert_eq!(pages.concat(), whole_events);
+    let pages = walk_history(
+        &host,
+        &format!("{BASE}/{id}/evaluations?limit=100"),
+        "evaluations",
+        "evaluation-list",
+    )
+    .await;
+    assert_eq!(pages.len(), 3);
+    assert_eq!(pages.concat(), whole_evaluations);
+    // `after` alone still means "after", whole.
+    let later = host
+        .get(&format!("{BASE}/{id}/evaluations?after=298"))
+        .await;
+    let later = later.expect(StatusCode::OK, "evaluation-list")["evaluations"]
+        .as_array()
+        .expect("a list")
+        .clone();
+    assert_eq!(later, whole_evaluations[298..].to_vec());
+    for path in ["events", "evaluations"] {
+        for bad in ["limit=0", "limit=x", "limit=-1", "after=x"] {
+            host.get(&format!("{BASE}/{id}/{path}?{bad}"))
+                .await
+                .refused(StatusCode::BAD_REQUEST, "invalid_request");
+        }
+    }
+}

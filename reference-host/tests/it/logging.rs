@@ -146,9 +146,10 @@ fn assert_no_canary(logs: &str) {
 #[test]
 fn text_logs_show_requests_but_no_objective_or_token() {
     let logs = logs_of_a_session(LogFormat::Text, DEFAULT_FILTER);
-    // The capture works: the requests are there.
+    // The capture works: the requests are there, a tenant's with its
+    // tenant.
     assert!(
-        logs.contains("request{method=POST path=/v1/host/sample/goals}"),
+        logs.contains("request{method=POST path=/v1/host/sample/goals tenant=acme}"),
         "{logs}"
     );
     assert!(logs.contains("status=201"), "{logs}");
@@ -172,6 +173,7 @@ fn json_logs_are_json_lines_with_the_request_span() {
         .unwrap_or_else(|| panic!("no 201 logged:\n{logs}"));
     assert_eq!(created["span"]["method"], "POST");
     assert_eq!(created["span"]["path"], "/v1/host/sample/goals");
+    assert_eq!(created["span"]["tenant"], "acme");
     assert!(created["fields"]["latency_ms"].is_u64());
     assert_no_canary(&logs);
 }

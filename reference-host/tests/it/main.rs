@@ -23,10 +23,12 @@ mod pg;
 mod support;
 
 // The tests, one module per concern.
+mod attention;
 mod choices;
 mod cli_goals;
 mod cli_help;
 mod commitment;
+mod connection_limits;
 mod crash_safety;
 mod criteria_verifiers;
 mod escalation_feedback;
@@ -48,9 +50,11 @@ mod openapi;
 mod postgres_cluster;
 mod postgres_faults;
 mod postgres_store;
+mod postgres_tenant_limits;
 mod preconditions;
 mod quota_races;
 mod races;
+mod readme_attention;
 mod readme_example;
 mod reported_runs;
 mod restart;
@@ -59,6 +63,8 @@ mod running_host;
 mod scale;
 mod scheduler_wake;
 mod tenancy;
+mod tenant_bytes;
+mod tenant_fairness;
 mod webhook_tls;
 mod webhooks;
 

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use goalpost_host::clock::{Clock, ManualClock};
 use goalpost_host::domain::{Change, GoalId, RunId, Tenant};
-use goalpost_host::storage::{DbLocation, RunReservation, Written, REPLICA_LEASE};
+use goalpost_host::storage::{
+    CreateGuard, DbLocation, Inserted, RunReservation, Written, REPLICA_LEASE,
+};
 use serde_json::json;
 use support::{goal_body, id_of, Harness, BASE};
 
@@ -140,6 +142,40 @@ async fn contract(location: &DbLocation) {
         .await
         .expect("asks"));
     assert_eq!(store.judge_script(&nobody).expect("reads"), None);
+
+    // A script given at create is written in the goal's own insert, so no
+    // run can come before it; a create the guard refuses writes neither.
+    let template = store.goal(&third).expect("reads").expect("exists");
+    let guard = |max_open_goals, judge_script: &str| CreateGuard {
+        max_open_goals,
+        max_open_armed: u64::MAX,
+        max_stored_goals: u64::MAX,
+        key: None,
+        keys_expire_at_or_before: host.clock.now(),
+        judge_script: Some(judge_script.to_string()),
+    };
+    let mut created = template.clone();
+    created.id = GoalId::generate();
+    let script = "conformance:verifier?satisfyOn=3";
+    let inserted = store
+        .insert_goal_guarded(&created, &guard(u64::MAX, script))
+        .await
+        .expect("inserts");
+    assert_eq!(inserted, Inserted::Done, "{location}");
+    assert_eq!(
+        store.judge_script(&created.id).expect("reads").as_deref(),
+        Some(script),
+        "{location}"
+    );
+    let mut refused = template.clone();
+    refused.id = GoalId::generate();
+    let inserted = store
+        .insert_goal_guarded(&refused, &guard(0, script))
+        .await
+        .expect("asks");
+    assert_eq!(inserted, Inserted::TooManyGoals, "{location}");
+    assert!(store.goal(&refused.id).expect("reads").is_none());
+    assert_eq!(store.judge_script(&refused.id).expect("reads"), None);
 }
 
 #[tokio::test]

@@ -342,6 +342,100 @@ fn samples() -> Vec<(&'static str, Value, bool)> {
             json!({ "satisfied": true }),
             false,
         ),
+        // The attention extension's bodies.
+        (
+            "attention-binding",
+            json!({ "id": "b", "goalId": "g", "mode": "falsify", "armRef": "http://w",
+                    "status": "paused", "until": null, "eligible": false,
+                    "authority": ["add-evidence"] }),
+            true,
+        ),
+        (
+            "attention-binding",
+            json!({ "id": "b", "goalId": "g", "mode": "supervise", "armRef": "http://w",
+                    "status": "active", "eligible": true, "authority": [] }),
+            false,
+        ),
+        ("attention-binding-list", json!({ "bindings": [] }), true),
+        ("attention-binding-list", json!({ "bindings": [{}] }), false),
+        (
+            "attention-evidence",
+            json!({ "id": "e", "bindingId": "b", "mode": "review", "kind": "test",
+                    "ref": "t-1", "blocking": true, "resolved": false, "revision": 1 }),
+            true,
+        ),
+        (
+            "attention-evidence",
+            json!({ "id": "e", "bindingId": "b", "mode": "review", "kind": "",
+                    "ref": "t-1", "blocking": true, "resolved": false, "revision": 1 }),
+            false,
+        ),
+        ("attention-evidence-list", json!({ "evidence": [] }), true),
+        ("attention-evidence-list", json!({ "items": [] }), false),
+        (
+            "attention-policy",
+            json!({ "goalId": "g", "kind": "quorum", "threshold": 2, "revision": 1 }),
+            true,
+        ),
+        (
+            "attention-policy",
+            json!({ "goalId": "g", "kind": "quorum", "threshold": 0, "revision": 1 }),
+            false,
+        ),
+        (
+            "attention-closure",
+            json!({ "goalId": "g", "policy": { "kind": "verifier" }, "revision": 1,
+                    "grantable": false, "missing": [{ "what": "judge-verdict" }] }),
+            true,
+        ),
+        (
+            "attention-closure",
+            json!({ "goalId": "g", "policy": { "kind": "verifier" }, "revision": 1,
+                    "grantable": "no", "missing": [] }),
+            false,
+        ),
+        (
+            "attention-confirmation",
+            json!({ "goalId": "g", "authority": "principal", "revision": 1 }),
+            true,
+        ),
+        (
+            "attention-confirmation",
+            json!({ "goalId": "g", "authority": "tenant", "revision": 1 }),
+            false,
+        ),
+        (
+            "attention-arm-request",
+            json!({ "goalId": "g", "bindingId": "b", "runId": "r", "iteration": 1,
+                    "mode": "falsify", "stance": "test the claim", "authority": [],
+                    "revision": 1, "claim": { "objective": "o" }, "evidence": [],
+                    "remaining": { "iterations": 3, "costUsd": null, "deadline": null } }),
+            true,
+        ),
+        (
+            "attention-arm-request",
+            json!({ "goalId": "g", "bindingId": "b", "runId": "r", "iteration": 1,
+                    "mode": "falsify", "stance": "test the claim", "authority": [],
+                    "revision": 1, "objective": "o", "evidence": [],
+                    "remaining": { "iterations": 3, "costUsd": null, "deadline": null } }),
+            false,
+        ),
+        (
+            "attention-arm-response",
+            json!({ "output": null, "evidence": [{ "kind": "test", "ref": "t-1", "blocking": true }],
+                    "verdict": { "approve": false }, "requestClose": null }),
+            true,
+        ),
+        (
+            "attention-arm-response",
+            json!({ "verdict": { "approve": "yes" } }),
+            false,
+        ),
+        (
+            "attention-continue-response",
+            json!({ "goal": { "id": "g" }, "binding": {}, "run": {} }),
+            false,
+        ),
     ]
 }
 

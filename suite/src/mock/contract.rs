@@ -119,6 +119,7 @@ mod tests {
                     iteration: Some(1),
                     number: 1,
                     run_id: Some("run-1".to_string()),
+                    mode: None,
                 });
                 let AnswerBody::Json(body) = &answer.body else {
                     panic!("generated answers are JSON");

@@ -60,6 +60,10 @@ pub struct CallRecord {
     pub goal_id: Option<String>,
     pub run_id: Option<String>,
     pub iteration: Option<u64>,
+    /// For an attention binding's run: its mode and binding id, from the
+    /// projection.
+    pub mode: Option<String>,
+    pub binding_id: Option<String>,
     /// The payload; `null` when it was not JSON.
     pub body: Value,
     /// Why the payload breaks the contract; empty when it keeps it.
@@ -100,6 +104,8 @@ impl CallRecord {
             "goalId": self.goal_id,
             "runId": self.run_id,
             "iteration": self.iteration,
+            "mode": self.mode,
+            "bindingId": self.binding_id,
             "body": self.body,
             "valid": self.problems.is_empty(),
             "problems": self.problems,
@@ -135,6 +141,21 @@ impl Log {
             .calls
             .iter()
             .filter(|call| call.endpoint == endpoint && call.goal_id.as_deref() == goal_id)
+            .count();
+        u64::try_from(earlier).unwrap_or(u64::MAX).saturating_add(1)
+    }
+
+    /// The number the next attention call of `mode` for `goal_id` gets:
+    /// each mode of a goal counts its own calls, as each is its own agent.
+    pub fn next_attention_number(&self, goal_id: Option<&str>, mode: Option<&str>) -> u64 {
+        let earlier = self
+            .calls
+            .iter()
+            .filter(|call| {
+                call.endpoint == Endpoint::Attention
+                    && call.goal_id.as_deref() == goal_id
+                    && call.mode.as_deref() == mode
+            })
             .count();
         u64::try_from(earlier).unwrap_or(u64::MAX).saturating_add(1)
     }
@@ -236,9 +257,25 @@ impl Log {
                     let fired = calls.iter().filter(|c| c.fired()).count();
                     summary.insert("fired".into(), Value::from(fired));
                 }
+                Endpoint::Attention => {}
             }
             view.insert(endpoint.as_str().into(), Value::Object(summary));
         }
+        // The attention bindings' runs: how many, and how many per mode.
+        let attention: Vec<&&CallRecord> = shown
+            .iter()
+            .filter(|c| c.endpoint == Endpoint::Attention)
+            .collect();
+        let mut by_mode = Map::new();
+        for call in &attention {
+            let mode = call.mode.clone().unwrap_or_default();
+            let count = by_mode.get(&mode).and_then(Value::as_u64).unwrap_or(0);
+            by_mode.insert(mode, Value::from(count + 1));
+        }
+        view.insert(
+            Endpoint::Attention.as_str().into(),
+            json!({ "count": attention.len(), "byMode": by_mode }),
+        );
         view.insert(
             "invalid".into(),
             Value::from(shown.iter().filter(|c| !c.problems.is_empty()).count()),
@@ -286,6 +323,8 @@ mod tests {
             goal_id: Some(goal.to_string()),
             run_id: (endpoint != Endpoint::Heartbeat).then(|| format!("run-{goal}-{iteration}")),
             iteration: Some(iteration),
+            mode: None,
+            binding_id: None,
             body: json!({"goalId": goal}),
             problems: Vec::new(),
             secret: SecretCheck::Match,

@@ -277,12 +277,19 @@ impl MockSession {
         format!("{}/arm", self.base)
     }
 
+    /// `{mock.attention}`: every attention binding's runs, answered by the
+    /// binding's mode.
+    pub fn attention_url(&self) -> String {
+        format!("{}/attention", self.base)
+    }
+
     /// The template variables the session provides, name → URL.
-    pub fn variables(&self) -> [(&'static str, String); 3] {
+    pub fn variables(&self) -> [(&'static str, String); 4] {
         [
             ("mock.base", self.base.clone()),
             ("mock.verifier", self.verifier_url()),
             ("mock.arm", self.arm_url()),
+            ("mock.attention", self.attention_url()),
         ]
     }
 

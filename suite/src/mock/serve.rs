@@ -40,7 +40,7 @@ async fn call(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Response {
-    if path_endpoint != "verifier" && path_endpoint != "arm" {
+    if !["verifier", "arm", "attention"].contains(&path_endpoint.as_str()) {
         return refuse(StatusCode::NOT_FOUND, "not_found", "no such mock endpoint");
     }
     let Some(session) = shared.sessions().get(&nonce).cloned() else {
@@ -76,6 +76,7 @@ async fn call(
     };
     let endpoint = match (path_endpoint.as_str(), &body) {
         ("verifier", _) => Endpoint::Verifier,
+        ("attention", _) => Endpoint::Attention,
         (_, Some(body)) => contract::arm_url_endpoint(body),
         (_, None) => Endpoint::Arm,
     };
@@ -90,6 +91,10 @@ async fn call(
     };
     let goal_id = text("goalId");
     let run_id = text("runId");
+    let (mode, binding_id) = match endpoint {
+        Endpoint::Attention => (text("mode"), text("bindingId")),
+        _ => (None, None),
+    };
     let iteration = body
         .as_ref()
         .and_then(|b| b.get("iteration"))
@@ -104,12 +109,16 @@ async fn call(
     );
     let (seq, answer) = {
         let mut log = session.log();
-        let number = log.next_number(endpoint, goal_id.as_deref());
+        let number = match endpoint {
+            Endpoint::Attention => log.next_attention_number(goal_id.as_deref(), mode.as_deref()),
+            _ => log.next_number(endpoint, goal_id.as_deref()),
+        };
         let answer = session.script.answer(&CallFacts {
             endpoint,
             iteration,
             number,
             run_id: run_id.clone(),
+            mode: mode.clone(),
         });
         let seq = log.next_seq();
         log.push(CallRecord {
@@ -121,6 +130,8 @@ async fn call(
             goal_id,
             run_id,
             iteration,
+            mode,
+            binding_id,
             body: body.unwrap_or(Value::Null),
             problems,
             secret,

@@ -315,7 +315,10 @@ async fn namespaces_are_separate_and_unique() {
     .await;
     assert_eq!(unknown.status, 404);
     let names: Vec<String> = a.variables().iter().map(|(n, _)| n.to_string()).collect();
-    assert_eq!(names, ["mock.base", "mock.verifier", "mock.arm"]);
+    assert_eq!(
+        names,
+        ["mock.base", "mock.verifier", "mock.arm", "mock.attention"]
+    );
     server.shutdown().await;
 }
 

@@ -22,7 +22,7 @@ pub const COMMIT_MS: std::ops::RangeInclusive<u64> = 1_000..=2_592_000_000;
 /// Confidence of a generated verdict when the script names none.
 pub const DEFAULT_CONFIDENCE: f64 = 0.9;
 
-/// The three things the mock serves.
+/// The things the mock serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Endpoint {
     Verifier,
@@ -30,9 +30,15 @@ pub enum Endpoint {
     /// A heartbeat probe: a POST to the arm URL whose body has
     /// `probe: "heartbeat"`.
     Heartbeat,
+    /// A run of an attention binding (the `attention` profile): a POST to
+    /// `{mock.attention}` carrying the binding's projection. One URL plays
+    /// every binding of a goal at once, each by the mode its projection
+    /// names (a goal's live bindings never share a mode).
+    Attention,
 }
 
 impl Endpoint {
+    /// RFC 0097's endpoints, each summarised in a `mockLog` view.
     pub const ALL: [Endpoint; 3] = [Endpoint::Verifier, Endpoint::Arm, Endpoint::Heartbeat];
 
     pub fn as_str(self) -> &'static str {
@@ -40,6 +46,7 @@ impl Endpoint {
             Endpoint::Verifier => "verifier",
             Endpoint::Arm => "arm",
             Endpoint::Heartbeat => "heartbeat",
+            Endpoint::Attention => "attention",
         }
     }
 
@@ -49,6 +56,7 @@ impl Endpoint {
             Endpoint::Verifier => "webhook-verifier-request",
             Endpoint::Arm => "webhook-arm-request",
             Endpoint::Heartbeat => "webhook-heartbeat-request",
+            Endpoint::Attention => "attention-arm-request",
         }
     }
 }
@@ -63,6 +71,26 @@ pub struct MockScript {
     pub arm: ArmScript,
     #[serde(default)]
     pub heartbeat: HeartbeatScript,
+    /// How each attention binding answers, by its mode (`pursue`,
+    /// `falsify`, …); a mode without a script answers `{output}` and
+    /// nothing else.
+    #[serde(default)]
+    pub attention: std::collections::BTreeMap<String, AttentionScript>,
+}
+
+/// How the bindings of one mode answer.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AttentionScript {
+    /// The answer to every call (after `replies`); `{"output": {"mode": m,
+    /// "call": n}}` when absent.
+    pub answer: Option<Value>,
+    /// How long every call takes before it answers.
+    #[serde(default)]
+    pub run_ms: u64,
+    /// Overrides for the n-th call of this mode on one goal (`call`).
+    #[serde(default)]
+    pub replies: Vec<Reply>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -158,6 +186,8 @@ pub struct CallFacts {
     /// The call's number for its endpoint and goal, from 1.
     pub number: u64,
     pub run_id: Option<String>,
+    /// An attention binding's mode, from its projection.
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -269,11 +299,41 @@ impl MockScript {
         if self.heartbeat.fire_on.contains(&0) {
             return Err(problem("/heartbeat/fireOn".into(), "probes count from 1"));
         }
+        const MODES: [&str; 6] = [
+            "pursue",
+            "coordinate",
+            "review",
+            "falsify",
+            "judge",
+            "observe",
+        ];
+        for (mode, script) in &self.attention {
+            if !MODES.contains(&mode.as_str()) {
+                return Err(problem(
+                    format!("/attention/{mode}"),
+                    "not an attention mode",
+                ));
+            }
+            if script.run_ms > MAX_DELAY_MS {
+                return Err(problem(
+                    format!("/attention/{mode}/runMs"),
+                    "at most 30000 ms",
+                ));
+            }
+        }
+        let attention: Vec<(String, &Vec<Reply>)> = self
+            .attention
+            .iter()
+            .map(|(mode, script)| (format!("attention/{mode}"), &script.replies))
+            .collect();
         for (endpoint, replies) in [
-            ("verifier", &self.verifier.replies),
-            ("arm", &self.arm.replies),
-            ("heartbeat", &self.heartbeat.replies),
-        ] {
+            ("verifier".to_string(), &self.verifier.replies),
+            ("arm".to_string(), &self.arm.replies),
+            ("heartbeat".to_string(), &self.heartbeat.replies),
+        ]
+        .into_iter()
+        .chain(attention)
+        {
             for (index, reply) in replies.iter().enumerate() {
                 let at = format!("/{endpoint}/replies/{index}");
                 if reply.body.is_some() && reply.raw_body.is_some() {
@@ -332,6 +392,12 @@ impl MockScript {
         render_replies(&mut out.verifier.replies)?;
         render_replies(&mut out.arm.replies)?;
         render_replies(&mut out.heartbeat.replies)?;
+        for script in out.attention.values_mut() {
+            if let Some(answer) = &script.answer {
+                script.answer = Some(vars.render_value(answer)?);
+            }
+            render_replies(&mut script.replies)?;
+        }
         Ok(out)
     }
 
@@ -344,9 +410,17 @@ impl MockScript {
             &self.verifier.replies,
             &self.arm.replies,
             &self.heartbeat.replies,
-        ] {
+        ]
+        .into_iter()
+        .chain(self.attention.values().map(|script| &script.replies))
+        {
             values.extend(replies.iter().filter_map(|r| r.body.as_ref()));
         }
+        values.extend(
+            self.attention
+                .values()
+                .filter_map(|script| script.answer.as_ref()),
+        );
         values
     }
 
@@ -358,6 +432,7 @@ impl MockScript {
             &self.heartbeat.replies,
         ]
         .into_iter()
+        .chain(self.attention.values().map(|script| &script.replies))
         .flatten()
         .filter_map(|reply| reply.raw_body.as_deref())
         .collect()
@@ -365,6 +440,7 @@ impl MockScript {
 
     /// The answer to one call.
     pub fn answer(&self, call: &CallFacts) -> Answer {
+        static NO_REPLIES: Vec<Reply> = Vec::new();
         let (generated, replies, base_delay) = match call.endpoint {
             Endpoint::Verifier => (self.verdict(call), &self.verifier.replies, 0),
             Endpoint::Arm => (self.run(call), &self.arm.replies, self.arm.run_ms),
@@ -373,6 +449,18 @@ impl MockScript {
                 &self.heartbeat.replies,
                 0,
             ),
+            Endpoint::Attention => {
+                let mode = call.mode.as_deref().unwrap_or_default();
+                let generated = json!({"output": {"mode": mode, "call": call.number}});
+                match self.attention.get(mode) {
+                    Some(script) => (
+                        script.answer.clone().unwrap_or(generated),
+                        &script.replies,
+                        script.run_ms,
+                    ),
+                    None => (generated, &NO_REPLIES, 0),
+                }
+            }
         };
         let reply = replies.iter().find(|reply| reply.matches(call));
         let body = match reply {
@@ -443,6 +531,7 @@ mod tests {
             iteration,
             number,
             run_id: Some(format!("run-{number}")),
+            mode: None,
         }
     }
 

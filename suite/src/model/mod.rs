@@ -141,6 +141,9 @@ pub struct Needs {
     /// goals (`host.reportedRuns.continuation`; PROFILE.md "Reported
     /// runs").
     pub reported_runs: bool,
+    /// Runs only when discovery advertises the attention extension
+    /// (`extensions.goalpost.attention`; PROFILE.md "Profile `attention`").
+    pub attention: bool,
     /// Runs only when discovery advertises the goal's events as host API
     /// (`host.events`: `goalList` for `{base}/{id}/events` and
     /// `/evaluations`, `stream` for the tenant's event stream; PROFILE.md
@@ -318,6 +321,12 @@ pub enum Principal {
     A,
     B,
     Anonymous,
+    /// Tenant A's credential that holds a principal's authority
+    /// (`--principal-token`).
+    PrincipalAuthority,
+    /// Tenant A's credential that holds the host's authority
+    /// (`--host-authority-token`).
+    HostAuthority,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -476,6 +485,9 @@ pub enum Capture {
     /// When the step's final answer arrived (for a `mockLog` step: when its
     /// view was taken).
     Clock(ClockFormat),
+    /// That instant plus this many milliseconds (a time to name in a
+    /// request, such as a pause's `until`, and to check against later).
+    Later(ClockFormat, u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

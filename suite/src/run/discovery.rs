@@ -13,6 +13,8 @@ use crate::http::{Http, Outgoing};
 pub const DISCOVERY_PATH: &str = "/.well-known/openwop";
 /// `{base}` when the host does not name one in `conformanceSeams`.
 pub const DEFAULT_BASE_PATH: &str = "/v1/host/sample/goals";
+/// Where discovery advertises the attention extension.
+pub const ATTENTION_MEMBER: &str = "/extensions/goalpost/attention";
 /// Template variables every scenario run gets from discovery.
 pub const VARIABLES: &[&str] = &[
     "discovery.judge",
@@ -52,6 +54,9 @@ pub struct Capabilities {
     /// `host.reportedRuns.continuation`: the modes whose goals take runs
     /// reported with `POST {base}/{id}/runs` (empty when not advertised).
     pub reported_runs: BTreeSet<String>,
+    /// `extensions.goalpost.attention` is an object: the attention
+    /// extension is advertised (PROFILE.md "Profile `attention`").
+    pub attention: bool,
     /// What `host.events` offers as host API: `goalList` (a goal's events
     /// and evaluations) and `stream` (the tenant's event stream).
     pub host_events: BTreeSet<String>,
@@ -131,6 +136,9 @@ impl Capabilities {
             )
             .into_iter()
             .collect(),
+            attention: document
+                .and_then(|doc| doc.pointer(ATTENTION_MEMBER))
+                .is_some_and(Value::is_object),
             host_events: [
                 (
                     "goalList",

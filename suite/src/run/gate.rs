@@ -10,6 +10,10 @@ use crate::run::scripted_judge;
 
 /// The option `needs.options` names for `--webhook-secret`.
 pub const WEBHOOK_SECRET: &str = "webhook-secret";
+/// The option `needs.options` names for `--principal-token`.
+pub const PRINCIPAL_TOKEN: &str = "principal-token";
+/// The option `needs.options` names for `--host-authority-token`.
+pub const HOST_AUTHORITY_TOKEN: &str = "host-authority-token";
 
 /// `None` when the scenario can run; otherwise why it is skipped. Reasons
 /// are checked in a fixed order so the same host always gets the same one:
@@ -39,12 +43,11 @@ pub fn gate(
             .is_some_and(|judge| !judge_offered(judge, capabilities.judge.as_deref()))
         || (needs.egress_policy && !capabilities.egress_denies_internal)
         || (needs.reported_runs && !capabilities.reported_runs.contains(PREFERRED_MODE))
+        || (needs.attention && !capabilities.attention)
         || needs
             .host_events
             .as_ref()
             .is_some_and(|offer| !capabilities.host_events.contains(offer))
-        || (scripted_judge::applies(scenario, capabilities.judge.as_deref())
-            && scripted_judge::runs_unbidden(scenario))
     {
         Some(SkipReason::NotAdvertised)
     } else if needs
@@ -115,6 +118,7 @@ mod tests {
             requires_bounds: true,
             egress_denies_internal: false,
             reported_runs: ["manual".to_string()].into(),
+            attention: true,
             host_events: BTreeSet::new(),
             events_stream: None,
         }
@@ -130,6 +134,7 @@ mod tests {
             options: Vec::new(),
             egress_policy: false,
             reported_runs: false,
+            attention: false,
             host_events: None,
             endpoints: 1,
         }
@@ -142,6 +147,26 @@ mod tests {
 
     fn selected(profiles: &[&str]) -> BTreeSet<String> {
         profiles.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn attention_runs_only_where_the_extension_is_advertised() {
+        let mut wants = needs(&["continue"], &[], 1);
+        wants.attention = true;
+        let s = scenario("attention", wants);
+        let selection = selected(&["attention"]);
+        assert_eq!(gate(&s, &full_host(), &selection, true, &given(), 1), None);
+        let mut silent = full_host();
+        silent.attention = false;
+        assert_eq!(
+            gate(&s, &silent, &selection, true, &given(), 1),
+            Some(SkipReason::NotAdvertised)
+        );
+        // Not selected is not selected, advertised or not.
+        assert_eq!(
+            gate(&s, &full_host(), &selected(&["core"]), true, &given(), 1),
+            Some(SkipReason::OptedOut)
+        );
     }
 
     #[test]

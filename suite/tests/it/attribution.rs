@@ -45,6 +45,7 @@ async fn setup() -> Setup {
         requires_bounds: true,
         egress_denies_internal: false,
         reported_runs: Default::default(),
+        attention: false,
         host_events: Default::default(),
         events_stream: None,
     };
@@ -53,6 +54,7 @@ async fn setup() -> Setup {
         capabilities,
         token_a: Some(TOKEN_A.to_string()),
         token_b: Some(TOKEN_B.to_string()),
+        authority: Default::default(),
     };
     let http = Http::new(1.0, DEFAULT_BODY_CAP).expect("client");
     let schemas = Arc::new(Schemas::embedded().expect("schemas"));

@@ -111,7 +111,7 @@ fn a_host_with_its_seams_is_ready_for_every_profile() {
         "{text}"
     );
     // The verdict a run would reach, with the scope it would cover.
-    for profile in ["core", "behavior", "observed", "hardening"] {
+    for profile in ["core", "behavior", "observed", "hardening", "attention"] {
         assert!(
             text.contains(&format!(
                 "  {profile}: would be certified — judge verifier; modes manual, schedule, heartbeat, commitment"
@@ -119,7 +119,15 @@ fn a_host_with_its_seams_is_ready_for_every_profile() {
             "{profile}: {text}"
         );
     }
-    assert_eq!(text.matches("    ready: ").count(), 5, "{text}");
+    // The reference host advertises the attention extension: its scope
+    // names it.
+    assert!(
+        text.contains(
+            "  attention: would be certified — judge verifier; modes manual, schedule, heartbeat, commitment; attention\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("    ready: ").count(), 6, "{text}");
     assert!(
         text.contains(
             "  cluster: not attempted — needs 2+ endpoints of one deployment (--host once per replica)"
@@ -127,7 +135,7 @@ fn a_host_with_its_seams_is_ready_for_every_profile() {
         "{text}"
     );
     assert!(
-        text.contains("A run would certify: core, behavior, observed, hardening; it would not attempt cluster"),
+        text.contains("A run would certify: core, behavior, observed, hardening, attention; it would not attempt cluster"),
         "{text}"
     );
     // One endpoint cannot show a cluster: a run option, not a gap.

@@ -40,6 +40,7 @@ async fn setup(seams: &[&str], http: Http) -> Setup {
         requires_bounds: true,
         egress_denies_internal: false,
         reported_runs: Default::default(),
+        attention: false,
         host_events: Default::default(),
         events_stream: None,
     };
@@ -48,6 +49,7 @@ async fn setup(seams: &[&str], http: Http) -> Setup {
         capabilities,
         token_a: Some(TOKEN_A.to_string()),
         token_b: Some(TOKEN_B.to_string()),
+        authority: Default::default(),
     };
     let schemas = Arc::new(Schemas::embedded().expect("schemas"));
     let dir = tempfile::tempdir().expect("tempdir");

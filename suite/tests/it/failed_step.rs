@@ -35,11 +35,13 @@ async fn run_with(http: Http, steps: Value) -> ScenarioResult {
             requires_bounds: true,
             egress_denies_internal: false,
             reported_runs: Default::default(),
+            attention: false,
             host_events: Default::default(),
             events_stream: None,
         },
         token_a: Some(TOKEN_A.to_string()),
         token_b: Some(TOKEN_B.to_string()),
+        authority: Default::default(),
     };
     let schemas = Schemas::embedded().expect("schemas");
     let dir = tempfile::tempdir().expect("tempdir");

@@ -233,6 +233,7 @@ async fn setup(faults: Faults, secret: Option<&str>) -> Setup {
         requires_bounds: true,
         egress_denies_internal: false,
         reported_runs: Default::default(),
+        attention: false,
         host_events: Default::default(),
         events_stream: None,
     };
@@ -241,6 +242,7 @@ async fn setup(faults: Faults, secret: Option<&str>) -> Setup {
         capabilities,
         token_a: Some("token-a".to_string()),
         token_b: None,
+        authority: Default::default(),
     };
     let schemas = Arc::new(Schemas::embedded().expect("schemas"));
     let mock = Arc::new(

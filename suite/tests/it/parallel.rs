@@ -113,11 +113,13 @@ async fn run_judged(base_url: String, scenario: Value, judge: &str) -> ScenarioR
             requires_bounds: true,
             egress_denies_internal: false,
             reported_runs: Default::default(),
+            attention: false,
             host_events: Default::default(),
             events_stream: None,
         },
         token_a: Some("token-a".to_string()),
         token_b: None,
+        authority: Default::default(),
     };
     let http = Http::new(1.0, DEFAULT_BODY_CAP).expect("client");
     let driver = Driver::new(http, Arc::new(target), Arc::new(schemas), 1.0);

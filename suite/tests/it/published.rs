@@ -136,6 +136,15 @@ fn the_cluster_run_is_published_and_certified() {
         );
     }
     for (name, profile) in profiles {
+        // A PostgreSQL deployment does not serve the attention extension
+        // (`Store::serves_attention`), so its run leaves that profile out:
+        // judged on nothing, it is neither certified nor failed.
+        let judged = ["pass", "fail", "advisory", "notReached", "error"]
+            .iter()
+            .any(|count| profile[*count].as_u64().unwrap_or(0) > 0);
+        if name == "attention" && !judged {
+            continue;
+        }
         assert_eq!(
             profile["certified"], true,
             "the published cluster run certifies {name}: {profile}"

@@ -24,7 +24,10 @@
 //! - a requirement in `pins` did not fail (strict no longer pins the
 //!   choice, or the variant does not make it);
 //! - any other `strict` requirement failed, errored or was not reached
-//!   (strict pins more than the one choice); a skip is fine.
+//!   (strict pins more than the one choice); a skip is fine;
+//! - a variant that does not offer the attention extension (every variant
+//!   but the `attention-…` ones) has an attention requirement end anything
+//!   but a skip: a host that does not advertise it is never judged on it.
 //!
 //! Each host is in-process, both tenants, signing webhooks with the secret
 //! the suite checks when the variant signs at all; the suite is given the
@@ -64,6 +67,8 @@ const DEFAULT_JOBS: usize = 3;
 const RECHECK_JOBS: usize = 1;
 const SECRET: &str = "goalpost-variant-matrix-secret";
 const STRICT: &str = "strict";
+/// The attention extension's profile: judged only where advertised.
+const ATTENTION: &str = "attention";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -364,6 +369,21 @@ fn problems(expected: &Expectation, run: &Run) -> Vec<String> {
                 ended.disposition, ended.why
             )),
             None => found.push(format!("{name}: pin {id} was not disposed at all")),
+        }
+    }
+    // A host that does not advertise the attention extension is never
+    // judged on it: none of its attention requirements may end anything
+    // but a skip (or, under scoped certification, not-applicable).
+    if !expected.certifies.contains(ATTENTION) {
+        for (id, ended) in &run.requirements {
+            if ended.profile == ATTENTION
+                && !matches!(ended.disposition.as_str(), "skip" | "not-applicable")
+            {
+                found.push(format!(
+                    "{name}: does not offer attention, yet {id} ended `{}`: {}",
+                    ended.disposition, ended.why
+                ));
+            }
         }
     }
     for (id, ended) in &run.requirements {

@@ -102,6 +102,14 @@ fn denied_v6(ip: Ipv6Addr) -> Option<DeniedRange> {
         0x0064 if s[1] == 0xff9b && s[2] == 1 => DeniedRange::Private,
         // 2001:db8::/32 documentation.
         0x2001 if s[1] == 0x0db8 => DeniedRange::Reserved,
+        // 2001::/23, the IETF's protocol assignments: Teredo (2001::/32,
+        // which tunnels to an IPv4 address), benchmarking, ORCHID and the
+        // rest. Nothing a webhook lives on.
+        0x2001 if s[1] < 0x0200 => DeniedRange::Reserved,
+        // 3fff::/20 documentation (RFC 9637).
+        0x3fff if s[1] < 0x1000 => DeniedRange::Reserved,
+        // 5f00::/16, SRv6 segment identifiers.
+        0x5f00 => DeniedRange::Reserved,
         // 100::/64 discard-only.
         0x0100 if s[1..4] == [0, 0, 0] => DeniedRange::Reserved,
         _ => return None,

@@ -47,6 +47,21 @@ fn internal_ranges_are_denied_and_public_ones_are_not() {
         ("::10.0.0.1", DeniedRange::Private),
         ("::8.8.8.8", DeniedRange::Reserved),
         ("2001:db8::1", DeniedRange::Reserved),
+        // Teredo, which tunnels to an IPv4 address of its own.
+        (
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            DeniedRange::Reserved,
+        ),
+        ("2001::1", DeniedRange::Reserved),
+        // The rest of the IETF's protocol block, 2001::/23 (benchmarking,
+        // ORCHID and the like).
+        ("2001:2::1", DeniedRange::Reserved),
+        ("2001:10::1", DeniedRange::Reserved),
+        ("2001:1ff::1", DeniedRange::Reserved),
+        // Documentation (RFC 9637) and SRv6 segment ids.
+        ("3fff::1", DeniedRange::Reserved),
+        ("3fff:fff::1", DeniedRange::Reserved),
+        ("5f00::1", DeniedRange::Reserved),
     ];
     for (text, range) in denied {
         assert_eq!(denied_range(ip(text)), Some(range), "{text}");
@@ -58,6 +73,9 @@ fn internal_ranges_are_denied_and_public_ones_are_not() {
         "100.128.0.1",
         "169.253.1.1",
         "2606:4700::1111",
+        "2001:200::1",
+        "2001:4860:4860::8888",
+        "3fff:1000::1",
         "::ffff:8.8.8.8",
         "64:ff9b::808:808",
     ] {

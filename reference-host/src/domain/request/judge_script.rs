@@ -20,11 +20,21 @@ pub fn parse_judge_script(
     let top = object(body, "")?;
     only_keys(top, "", &["verifierRef"])?;
     let text = string(required(top, "", "verifierRef")?, POINTER)?;
+    parse_judge_ref(text, context, POINTER)
+}
+
+/// A scripted judge's REF on its own, wherever it travels (the seam's
+/// body, or the header a create carries it in): refusals name `at`.
+pub fn parse_judge_ref(
+    text: &str,
+    context: RequestContext,
+    at: &str,
+) -> Result<VerifierRef, RequestError> {
     let verifier_ref = VerifierRef::parse(text, context.fixtures_enabled)
-        .map_err(|error| RequestError::from_verifier_ref(error, POINTER))?;
+        .map_err(|error| RequestError::from_verifier_ref(error, at))?;
     if verifier_ref.name().is_some() {
         return Err(invalid(
-            POINTER,
+            at,
             "must be a verifier fixture (conformance:verifier...) or an http(s) URL",
         ));
     }

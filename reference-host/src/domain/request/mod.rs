@@ -1,6 +1,7 @@
 //! Create and patch bodies parsed from JSON with precise refusals: the only
 //! way a request body becomes domain values.
 
+mod attention;
 mod create;
 mod fields;
 mod json;
@@ -10,10 +11,13 @@ mod reader;
 mod run;
 mod verifier;
 
+pub use attention::{
+    parse_binding, parse_confirmation, parse_pause, parse_policy, parse_supersede, PolicyBody,
+};
 pub use create::{parse_create, NewGoal};
 pub use fields::MAX_OBJECTIVE_BYTES;
 pub use json::{parse_body, BodyError, MAX_DEPTH};
-pub use judge_script::parse_judge_script;
+pub use judge_script::{parse_judge_ref, parse_judge_script};
 pub use patch::{parse_patch, GoalPatch};
 pub use run::{parse_run_report, ReportedEscalation, ReportedRun, RunKey, MAX_RUN_KEY_CHARS};
 pub use verifier::{parse_verifier, NewVerifier};

@@ -34,7 +34,7 @@ pub(super) fn previous_run(goal: &Goal) -> Option<RunId> {
 pub(super) fn closing_state(change: &Change) -> Option<GoalState> {
     change.events.iter().find_map(|event| match event {
         EventPayload::Closed { final_state, .. } => Some(*final_state),
-        EventPayload::Evaluated { .. } => None,
+        EventPayload::Evaluated { .. } | EventPayload::Attention(_) => None,
     })
 }
 

@@ -41,12 +41,12 @@ use super::group_commit::Pending;
 use super::prepared::{failed, written_only, PreparedChange};
 use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
 use super::{
-    CreateGuard, DeliveryState, EventSink, Inserted, RunEnd, RunReservation, Store, StoreError,
-    StoredKey, StoredRun, Written, WrittenIfIdle,
+    CreateGuard, DeliveryState, EventSink, Inserted, Registered, RunEnd, RunReservation, Store,
+    StoreError, StoredKey, StoredRun, WriteGuard, Written, WrittenIfIdle,
 };
 use crate::domain::{
     parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
-    GoalState, Mode, RunId, Tenant, Timestamp, VerifierName,
+    GoalState, RunId, RunIds, Tenant, Timestamp, VerifierName,
 };
 
 /// How long a replica stays alive without renewing its lease: its runs in
@@ -119,7 +119,8 @@ struct GoalRow {
     created_ms: i64,
     version: i64,
     record: String,
-    run_ids: Vec<String>,
+    /// Shares the goal's ids: copying them grew with the goal's age.
+    run_ids: RunIds,
     /// When a closed goal closed (its last update); `None` while open.
     closed_ms: Option<i64>,
 }
@@ -138,26 +139,25 @@ impl GoalRow {
             version: int(goal.version)?,
             record: to_json(&GoalRecord::from_goal(goal))?,
             closed_ms: goal.state.is_terminal().then(|| goal.updated_at.unix_ms()),
-            run_ids: goal
-                .progress
-                .contributing_run_ids
-                .iter()
-                .map(|run| run.as_str().to_string())
-                .collect(),
+            run_ids: goal.progress.contributing_run_ids.clone(),
         })
     }
 }
 
-/// A goal's record and its run ids in order, read in one statement.
+/// A goal's record, its run ids in order and the position of the first
+/// (the runs before it were forgotten with their history), read in one
+/// statement.
 const SELECT_GOALS: &str = "SELECT g.record,
         COALESCE((SELECT array_agg(r.run_id ORDER BY r.position) FROM goal_runs r
-                  WHERE r.goal_id = g.id), '{}')
+                  WHERE r.goal_id = g.id), '{}'),
+        COALESCE((SELECT MIN(r.position) FROM goal_runs r WHERE r.goal_id = g.id), 0)
      FROM goals g ";
 
 fn into_goal(row: &Row) -> Result<Goal, StoreError> {
     let record: String = row.try_get(0)?;
     let run_ids: Vec<String> = row.try_get(1)?;
-    from_json::<GoalRecord>(&record)?.into_goal(&run_ids)
+    let skipped = usize::try_from(row.try_get::<_, i64>(2)?).unwrap_or(0);
+    from_json::<GoalRecord>(&record)?.into_goal(skipped, &run_ids)
 }
 
 /// A run reserved: (run id, goal id, iteration, started ms, replica,
@@ -183,7 +183,7 @@ async fn insert_run_row(
         .execute(
             "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica, report)
              VALUES ($1, $2, $3, 'in-flight', $4, $5, $6)
-             ON CONFLICT (goal_id, iteration) DO NOTHING",
+             ON CONFLICT DO NOTHING",
             &[run_id, goal, iteration, started_ms, replica, report],
         )
         .await?;
@@ -217,23 +217,44 @@ async fn insert_goal_row(
     append_runs(client, &row.id, &row.run_ids, 0).await
 }
 
-/// Stores the run ids from position `from` on.
+/// Stores the run ids from position `from` (of the whole list) on.
 async fn append_runs(
     client: &Cached<impl deadpool_postgres::GenericClient>,
     goal: &str,
-    run_ids: &[String],
+    run_ids: &RunIds,
     from: usize,
 ) -> Result<(), StoreError> {
-    for (position, run_id) in run_ids.iter().enumerate().skip(from) {
-        let position = int(position as u64)?;
+    let first = from.max(run_ids.skipped());
+    for (offset, run_id) in run_ids.iter_from(first).enumerate() {
+        let position = int((first + offset) as u64)?;
         client
             .execute(
                 "INSERT INTO goal_runs (goal_id, position, run_id) VALUES ($1, $2, $3)",
-                &[&goal, &position, run_id],
+                &[&goal, &position, &run_id.as_str()],
             )
             .await?;
     }
     Ok(())
+}
+
+/// The tenant's open `commitment` goals: armed too ([`crate::domain::Mode::is_armed`]),
+/// counted apart from the counts row, whose trigger (migration 2) counts
+/// `schedule` and `heartbeat` only; a count here keeps the schema as it is.
+/// Read only for a write that arms a goal, after the tenant's row is
+/// locked.
+async fn open_commitments(
+    client: &Cached<impl deadpool_postgres::GenericClient>,
+    tenant: &str,
+) -> Result<u64, StoreError> {
+    let count: i64 = client
+        .query_one(
+            "SELECT COUNT(*) FROM goals WHERE tenant = $1
+             AND state IN ('active', 'escalated') AND mode = 'commitment'",
+            &[&tenant],
+        )
+        .await?
+        .try_get(0)?;
+    unsigned(count)
 }
 
 async fn stored_key(
@@ -500,7 +521,7 @@ impl PostgresStore {
         expected_version: u64,
         run: Option<&RunId>,
         at: Timestamp,
-        unless_run_in_flight: bool,
+        guard: WriteGuard,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
         let prepared = PreparedChange::new(change, expected_version, run, at, GoalRow::new);
         let PreparedChange {
@@ -533,7 +554,30 @@ impl PostgresStore {
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = Cached(client.transaction().await?);
-            if unless_run_in_flight {
+            if let WriteGuard::ArmedBelow(most) = guard {
+                // The owner's counts locked first, as a create locks them:
+                // arming writes of one tenant on every replica queue here,
+                // and each counts what the last one committed.
+                transaction
+                    .execute(
+                        "INSERT INTO tenant_counts (tenant, open, armed) VALUES ($1, 0, 0)
+                         ON CONFLICT (tenant) DO NOTHING",
+                        &[&row.tenant],
+                    )
+                    .await?;
+                let armed = transaction
+                    .query_one(
+                        "SELECT armed FROM tenant_counts WHERE tenant = $1 FOR UPDATE",
+                        &[&row.tenant],
+                    )
+                    .await?;
+                let armed = unsigned(armed.try_get(0)?)?
+                    + open_commitments(&transaction, &row.tenant).await?;
+                if armed >= most {
+                    return Ok(WrittenIfIdle::TooManyArmed);
+                }
+            }
+            if guard == WriteGuard::NoRunInFlight {
                 // The goal's row lock first: a reservation holds it until
                 // its run is stored, so one that took it first has
                 // committed by the time the runs are read below (under
@@ -588,9 +632,11 @@ impl PostgresStore {
                     return Err(StoreError::RunEnded(run.clone()));
                 }
             }
+            // Where the stored ids end: one seek, however many there are
+            // (a count grew with the goal's age).
             let stored: i64 = transaction
                 .query_one(
-                    "SELECT COUNT(*) FROM goal_runs WHERE goal_id = $1",
+                    "SELECT COALESCE(MAX(position) + 1, 0) FROM goal_runs WHERE goal_id = $1",
                     &[&row.id],
                 )
                 .await?
@@ -610,6 +656,32 @@ impl PostgresStore {
                         "INSERT INTO evaluations (goal_id, run_id, iteration, record)
                          VALUES ($1, $2, $3, $4)",
                         &[&row.id, run_id, iteration, record],
+                    )
+                    .await?;
+            }
+            if row.run_ids.trimmed() {
+                // The oldest runs' history goes with their ids
+                // (`--max-history-per-goal`): their evaluations, and as
+                // many of the oldest events as there are runs forgotten
+                // past the ones kept.
+                let through = int(row.run_ids.skipped() as u64)?;
+                let events_through = last - int(row.run_ids.kept() as u64)?;
+                transaction
+                    .execute(
+                        "DELETE FROM goal_runs WHERE goal_id = $1 AND position < $2",
+                        &[&row.id, &through],
+                    )
+                    .await?;
+                transaction
+                    .execute(
+                        "DELETE FROM evaluations WHERE goal_id = $1 AND iteration <= $2",
+                        &[&row.id, &through],
+                    )
+                    .await?;
+                transaction
+                    .execute(
+                        "DELETE FROM events WHERE goal_id = $1 AND sequence <= $2",
+                        &[&row.id, &events_through],
                     )
                     .await?;
             }
@@ -792,7 +864,7 @@ impl Store for PostgresStore {
         run: Option<&RunId>,
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>> {
-        written_only(self.write_change(change, expected_version, run, at, false))
+        written_only(self.write_change(change, expected_version, run, at, WriteGuard::Nothing))
     }
 
     fn apply_unless_run_in_flight(
@@ -801,7 +873,29 @@ impl Store for PostgresStore {
         expected_version: u64,
         at: Timestamp,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        self.write_change(change, expected_version, None, at, true)
+        self.write_change(
+            change,
+            expected_version,
+            None,
+            at,
+            WriteGuard::NoRunInFlight,
+        )
+    }
+
+    fn apply_arming(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        at: Timestamp,
+        max_armed: u64,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        self.write_change(
+            change,
+            expected_version,
+            None,
+            at,
+            WriteGuard::ArmedBelow(max_armed),
+        )
     }
 
     /// The fail-closed re-read and the reservation in one transaction: the
@@ -908,6 +1002,26 @@ impl Store for PostgresStore {
         )
     }
 
+    fn events_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.rows(
+            "SELECT sequence, at_ms, record, cursor FROM events
+             WHERE goal_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
+            vec![
+                Box::new(goal.as_str().to_string()),
+                Box::new(after),
+                Box::new(limit),
+            ],
+            event_from_row,
+        )
+    }
+
     fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
         self.relay.set_sink(sink);
     }
@@ -974,6 +1088,26 @@ impl Store for PostgresStore {
         self.rows(
             "SELECT record FROM evaluations WHERE goal_id = $1 ORDER BY iteration, run_id",
             vec![Box::new(goal.as_str().to_string())],
+            |row| from_json::<EvaluationRecord>(&row.try_get::<_, String>(0)?)?.into_evaluation(),
+        )
+    }
+
+    fn evaluations_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Evaluation>, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.rows(
+            "SELECT record FROM evaluations WHERE goal_id = $1 AND iteration > $2
+             ORDER BY iteration, run_id LIMIT $3",
+            vec![
+                Box::new(goal.as_str().to_string()),
+                Box::new(after),
+                Box::new(limit),
+            ],
             |row| from_json::<EvaluationRecord>(&row.try_get::<_, String>(0)?)?.into_evaluation(),
         )
     }
@@ -1151,7 +1285,8 @@ impl Store for PostgresStore {
         tenant: &Tenant,
         verifier: &CriteriaVerifier,
         replace: bool,
-    ) -> Pending<Written<()>> {
+        max: Option<u64>,
+    ) -> Pending<Registered> {
         let record = match to_json(&wire::verifier_registration(verifier)) {
             Ok(record) => record,
             Err(error) => return failed(error),
@@ -1168,14 +1303,51 @@ impl Store for PostgresStore {
         let created_ms = verifier.created_at.unix_ms();
         let pool = self.pool.clone();
         self.pending(async move {
-            let client = Cached(pool.get().await.map_err(pool_error)?);
-            let written = client
+            let mut client = pool.get().await.map_err(pool_error)?;
+            let transaction = Cached(client.transaction().await?);
+            if let Some(most) = max {
+                // The tenant's counts row locked, as creates lock it: its
+                // registrations on every replica queue here, and each
+                // counts what the last one committed.
+                transaction
+                    .execute(
+                        "INSERT INTO tenant_counts (tenant, open, armed) VALUES ($1, 0, 0)
+                         ON CONFLICT (tenant) DO NOTHING",
+                        &[&tenant],
+                    )
+                    .await?;
+                transaction
+                    .query_one(
+                        "SELECT 1 FROM tenant_counts WHERE tenant = $1 FOR UPDATE",
+                        &[&tenant],
+                    )
+                    .await?;
+                let taken = transaction
+                    .query_opt(
+                        "SELECT 1 FROM verifiers WHERE tenant = $1 AND name = $2",
+                        &[&tenant, &name],
+                    )
+                    .await?
+                    .is_some();
+                let held: i64 = transaction
+                    .query_one(
+                        "SELECT COUNT(*) FROM verifiers WHERE tenant = $1",
+                        &[&tenant],
+                    )
+                    .await?
+                    .try_get(0)?;
+                if !taken && unsigned(held)? >= most {
+                    return Ok(Registered::Full);
+                }
+            }
+            let written = transaction
                 .execute(sql, &[&tenant, &name, &created_ms, &record])
                 .await?;
+            transaction.commit().await?;
             Ok(if written == 1 {
-                Written::Done(())
+                Registered::Done
             } else {
-                Written::Conflict
+                Registered::Taken
             })
         })
     }
@@ -1246,7 +1418,7 @@ impl Store for PostgresStore {
             Ok(prepared) => prepared,
             Err(error) => return failed(error),
         };
-        let armed = matches!(goal.continuation.mode, Mode::Schedule | Mode::Heartbeat);
+        let armed = goal.continuation.mode.is_armed();
         let guard = guard.clone();
         let pool = self.pool.clone();
         self.pending(async move {
@@ -1282,10 +1454,21 @@ impl Store for PostgresStore {
             if total >= guard.max_stored_goals {
                 return Ok(Inserted::TooManyStored);
             }
-            if armed && held_armed >= guard.max_open_armed {
+            if armed
+                && held_armed + open_commitments(&transaction, &row.tenant).await?
+                    >= guard.max_open_armed
+            {
                 return Ok(Inserted::TooManyArmed);
             }
             insert_goal_row(&transaction, &row).await?;
+            if let Some(verifier_ref) = &guard.judge_script {
+                transaction
+                    .execute(
+                        "INSERT INTO judge_scripts (goal_id, verifier_ref) VALUES ($1, $2)",
+                        &[&row.id, verifier_ref],
+                    )
+                    .await?;
+            }
             if let (Some((key, fingerprint)), Some((answer, etag))) = (&guard.key, &remembered) {
                 transaction
                     .execute(
@@ -1395,7 +1578,9 @@ impl Store for PostgresStore {
 
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError> {
         let found = self.rows(
-            "SELECT armed FROM tenant_counts WHERE tenant = $1",
+            "SELECT COALESCE((SELECT armed FROM tenant_counts WHERE tenant = $1), 0)
+                    + (SELECT COUNT(*) FROM goals WHERE tenant = $1
+                       AND state IN ('active', 'escalated') AND mode = 'commitment')",
             vec![Box::new(tenant.as_str().to_string())],
             |row| unsigned(row.try_get(0)?),
         )?;

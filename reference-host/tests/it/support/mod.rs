@@ -26,6 +26,8 @@ use tower::ServiceExt;
 pub const BASE: &str = "/v1/host/sample/goals";
 pub const A: &str = "token-a";
 pub const B: &str = "token-b";
+/// A third tenant, for tests with two attackers and a victim.
+pub const C: &str = "token-c";
 /// The webhook secret of [`Harness::webhooks`].
 pub const SECRET: &str = "webhook-test-secret";
 
@@ -103,6 +105,7 @@ impl Harness {
         let tokens = Tokens::new(&[
             (A.to_string(), "tenant-a".to_string()),
             (B.to_string(), "tenant-b".to_string()),
+            (C.to_string(), "tenant-c".to_string()),
         ])
         .expect("valid tokens");
         Harness {
@@ -223,6 +226,16 @@ impl Harness {
             .expect("tick works");
         self.scheduler.settle().await;
         tick
+    }
+
+    /// Advances the clock and ticks once, without waiting for the fires
+    /// the tick started (some may hang on purpose).
+    pub async fn advance_and_tick_only(&self, ms: u64) -> goalpost_host::scheduler::Tick {
+        self.clock.advance(Duration::from_millis(ms));
+        self.scheduler
+            .tick(self.clock.now())
+            .await
+            .expect("tick works")
     }
 
     pub async fn advance_and_tick(&self, ms: u64) -> goalpost_host::scheduler::Tick {

@@ -228,7 +228,13 @@ pub fn readiness(
     second_tenant: bool,
 ) -> Vec<Readiness> {
     let selected = catalog.profiles();
-    let options: BTreeSet<String> = [WEBHOOK_SECRET.to_string()].into();
+    let options: BTreeSet<String> = [
+        WEBHOOK_SECRET,
+        crate::run::gate::PRINCIPAL_TOKEN,
+        crate::run::gate::HOST_AUTHORITY_TOKEN,
+    ]
+    .map(str::to_string)
+    .into();
     let mut by_profile: BTreeMap<String, Readiness> = BTreeMap::new();
     for scenario in &catalog.scenarios {
         let entry = by_profile
@@ -285,7 +291,13 @@ pub fn predict(
 ) -> Vec<Prediction> {
     let selected = catalog.profiles();
     // Every suite option counted as given, as `readiness` counts them.
-    let options: BTreeSet<String> = [WEBHOOK_SECRET.to_string()].into();
+    let options: BTreeSet<String> = [
+        WEBHOOK_SECRET,
+        crate::run::gate::PRINCIPAL_TOKEN,
+        crate::run::gate::HOST_AUTHORITY_TOKEN,
+    ]
+    .map(str::to_string)
+    .into();
     let gated = |scenario: &Scenario| {
         gate(
             scenario,

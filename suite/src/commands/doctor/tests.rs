@@ -16,7 +16,7 @@ fn capabilities(seams: &[&str], modes: &[&str]) -> Capabilities {
 fn offer(capabilities: &Capabilities, second_tenant: bool) -> Offer {
     Offer {
         capabilities: capabilities.clone(),
-        attention: false,
+        attention: capabilities.attention,
         second_tenant,
         endpoints: 1,
     }
@@ -51,7 +51,8 @@ fn reference() -> Capabilities {
                              "continuation": ["schedule", "commitment", "heartbeat", "manual"]}},
         "webhookEgress": {"internal": "denied"},
         "conformanceSeams": {"goals": {"continue": true, "events": true,
-                                       "fixtures": true, "webhooks": true}}
+                                       "fixtures": true, "webhooks": true}},
+        "extensions": {"goalpost": {"attention": {"version": "1.0"}}}
     })))
 }
 
@@ -67,6 +68,7 @@ fn a_host_offering_everything_would_be_certified_but_in_cluster() {
             ("hardening", Status::Certified),
             ("cluster", Status::NotAttempted),
             ("strict", Status::Certified),
+            ("attention", Status::Certified),
         ])
     );
     let cluster = predictions.iter().find(|p| p.profile == "cluster").unwrap();

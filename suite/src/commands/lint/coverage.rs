@@ -23,13 +23,14 @@ use crate::model::Requirement;
 /// scenarios folder).
 pub const COVERAGE_FILE: &str = "docs/COVERAGE.md";
 
-const PROFILES: [&str; 6] = [
+const PROFILES: [&str; 7] = [
     "core",
     "behavior",
     "observed",
     "hardening",
     "cluster",
     "strict",
+    "attention",
 ];
 
 /// Where `goalpost lint` looks for the map: `docs/COVERAGE.md` in the

@@ -58,6 +58,8 @@ fn mock_view_sample() -> &'static Value {
             goal_id: None,
             run_id: None,
             iteration: None,
+            mode: None,
+            binding_id: None,
             body: Value::Null,
             problems: Vec::new(),
             secret: SecretCheck::Missing,

@@ -124,9 +124,20 @@ impl Driver {
 
     /// The value of a `clock` capture taken now.
     pub(super) fn clock_value(&self, started: Instant, format: ClockFormat) -> Value {
+        self.later_value(started, format, 0)
+    }
+
+    /// The value of a `later` capture taken now: `ms` from now.
+    pub(super) fn later_value(&self, started: Instant, format: ClockFormat, ms: u64) -> Value {
         match format {
-            ClockFormat::Ms => Value::from(crate::mock::elapsed_ms(started)),
-            ClockFormat::Rfc3339 => Value::from(crate::timestamp::timestamp((self.wall)())),
+            ClockFormat::Ms => Value::from(crate::mock::round_us(
+                crate::mock::elapsed_ms(started) + ms as f64,
+            )),
+            ClockFormat::Rfc3339 => {
+                let later = (self.wall)()
+                    + time::Duration::milliseconds(i64::try_from(ms).unwrap_or(i64::MAX));
+                Value::from(crate::timestamp::timestamp(later))
+            }
         }
     }
 }

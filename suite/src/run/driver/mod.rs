@@ -38,6 +38,9 @@ pub struct HostTarget {
     pub capabilities: Capabilities,
     pub token_a: Option<String>,
     pub token_b: Option<String>,
+    /// Tenant A's credentials that hold an authority (the attention
+    /// profile's confirmations).
+    pub authority: crate::config::AuthorityTokens,
 }
 
 #[derive(Debug, Clone)]
@@ -142,7 +145,8 @@ impl Tally {
 
 impl Driver {
     pub fn new(http: Http, host: Arc<HostTarget>, schemas: Arc<Schemas>, poll_scale: f64) -> Self {
-        let redactor = Redactor::new(host.token_a.as_deref(), host.token_b.as_deref());
+        let redactor = Redactor::new(host.token_a.as_deref(), host.token_b.as_deref())
+            .with_authority(&host.authority);
         Driver {
             http,
             host,
@@ -380,6 +384,24 @@ impl Driver {
                 token
             }
             Principal::Anonymous => None,
+            Principal::PrincipalAuthority | Principal::HostAuthority => {
+                let (token, option) = match req.principal {
+                    Principal::PrincipalAuthority => (
+                        self.host.authority.principal.as_deref(),
+                        "--principal-token",
+                    ),
+                    _ => (
+                        self.host.authority.host.as_deref(),
+                        "--host-authority-token",
+                    ),
+                };
+                if token.is_none() {
+                    return Err(RunError::Scenario(format!(
+                        "the step runs with an authority credential but no {option} was given"
+                    )));
+                }
+                token
+            }
         };
         if let Some(token) = token {
             headers.push(("authorization".to_string(), format!("Bearer {token}")));

@@ -178,6 +178,7 @@ impl Driver {
         for (name, source) in captures {
             let value = match source {
                 Capture::Clock(format) => Some(self.clock_value(place.started, *format)),
+                Capture::Later(format, ms) => Some(self.later_value(place.started, *format, *ms)),
                 Capture::Pointer(pointer) => seen.value(pointer)?,
                 Capture::Header(header) => seen
                     .header(header)
@@ -187,7 +188,7 @@ impl Driver {
                 let (expected, pointer) = match source {
                     Capture::Pointer(pointer) => (seen.absent(pointer), Some(pointer.clone())),
                     Capture::Header(header) => (format!("header {header}"), None),
-                    Capture::Clock(_) => ("the time".to_string(), None),
+                    Capture::Clock(_) | Capture::Later(..) => ("the time".to_string(), None),
                 };
                 let result = named(
                     seen,

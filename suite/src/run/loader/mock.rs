@@ -16,7 +16,7 @@ use crate::model::{
 use crate::template::{names_in_str, names_in_value};
 
 /// Variables a scenario with a `mock` block has from its first step on.
-pub const MOCK_VARIABLES: &[&str] = &["mock.base", "mock.verifier", "mock.arm"];
+pub const MOCK_VARIABLES: &[&str] = &["mock.base", "mock.verifier", "mock.arm", "mock.attention"];
 /// The seam the mock exercises; a scenario using it must need it.
 const WEBHOOKS: &str = "webhooks";
 

@@ -99,9 +99,7 @@ pub fn capability_gaps(requirement: &Requirement, scenario: &Scenario) -> Vec<Ca
             Capability::ReportedRuns => !needs.reported_runs,
             Capability::EgressPolicy => !needs.egress_policy,
             Capability::RequiresBounds => needs.requires_bounds != Some(true),
-            // No scenario can need the attention extension yet: a
-            // requirement naming it has no scenario that proves it.
-            Capability::Attention => true,
+            Capability::Attention => !needs.attention,
             Capability::HostEvents(surface) => needs.host_events.as_deref() != Some(surface),
             Capability::Seam(seam) => !needs.seams.iter().any(|s| s == seam),
             Capability::SecondTenant => needs.tenants < 2,
@@ -453,6 +451,8 @@ struct RawNeeds {
     #[serde(default, rename = "hostEvents")]
     host_events: Option<String>,
     #[serde(default)]
+    attention: bool,
+    #[serde(default)]
     endpoints: Option<u8>,
 }
 
@@ -519,6 +519,9 @@ enum RawPrincipal {
     A,
     B,
     Anonymous,
+    Principal,
+    #[serde(rename = "host-authority")]
+    HostAuthority,
 }
 
 #[derive(Deserialize)]
@@ -546,6 +549,15 @@ enum RawCapture {
     Pointer(String),
     Header(String),
     Clock(RawClock),
+    Later(RawLater),
+}
+
+/// An instant `ms` after the step's final answer arrived, on one clock.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLater {
+    clock: RawClock,
+    ms: u64,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -664,6 +676,7 @@ fn scenario_from(
         options: raw.needs.options,
         egress_policy: raw.needs.egress_policy,
         reported_runs: raw.needs.reported_runs,
+        attention: raw.needs.attention,
         host_events: raw.needs.host_events,
         endpoints: raw.needs.endpoints.unwrap_or(1),
     };
@@ -800,6 +813,13 @@ fn parse_step(
                 RawCapture::Header(header) => Capture::Header(header),
                 RawCapture::Clock(RawClock::Ms) => Capture::Clock(ClockFormat::Ms),
                 RawCapture::Clock(RawClock::Rfc3339) => Capture::Clock(ClockFormat::Rfc3339),
+                RawCapture::Later(RawLater { clock, ms }) => Capture::Later(
+                    match clock {
+                        RawClock::Ms => ClockFormat::Ms,
+                        RawClock::Rfc3339 => ClockFormat::Rfc3339,
+                    },
+                    ms,
+                ),
             };
             capture.insert(name, source);
         }
@@ -1004,6 +1024,20 @@ fn parse_request(
             "the request runs as tenant b but `needs.tenants` is not 2",
         ));
     }
+    let authority = match raw.principal {
+        Some(RawPrincipal::Principal) => Some(crate::run::gate::PRINCIPAL_TOKEN),
+        Some(RawPrincipal::HostAuthority) => Some(crate::run::gate::HOST_AUTHORITY_TOKEN),
+        _ => None,
+    };
+    if let Some(option) = authority {
+        if !needs.options.iter().any(|needed| needed == option) {
+            return Err(invalid(
+                path,
+                format!("{pointer}/as"),
+                format!("the request runs with an authority credential but `needs.options` does not list `{option}`"),
+            ));
+        }
+    }
     Ok(Request {
         method: raw.method,
         path: raw.path,
@@ -1011,6 +1045,8 @@ fn parse_request(
             None | Some(RawPrincipal::A) => Principal::A,
             Some(RawPrincipal::B) => Principal::B,
             Some(RawPrincipal::Anonymous) => Principal::Anonymous,
+            Some(RawPrincipal::Principal) => Principal::PrincipalAuthority,
+            Some(RawPrincipal::HostAuthority) => Principal::HostAuthority,
         },
         headers: raw.headers,
         body,

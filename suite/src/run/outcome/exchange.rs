@@ -122,6 +122,21 @@ impl Redactor {
         Redactor { tokens }
     }
 
+    /// Also replaces the authority credentials (`$PRINCIPAL_TOKEN`,
+    /// `$HOST_AUTHORITY_TOKEN`).
+    #[must_use]
+    pub fn with_authority(mut self, authority: &crate::config::AuthorityTokens) -> Redactor {
+        for (token, name) in [
+            (&authority.principal, "$PRINCIPAL_TOKEN"),
+            (&authority.host, "$HOST_AUTHORITY_TOKEN"),
+        ] {
+            if let Some(token) = token.as_ref().filter(|token| !token.is_empty()) {
+                self.tokens.push((token.clone(), name));
+            }
+        }
+        self
+    }
+
     /// A header value as it may appear in a report.
     pub fn header(&self, name: &str, value: &str) -> String {
         if SECRET_HEADERS

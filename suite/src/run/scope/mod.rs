@@ -14,10 +14,15 @@ use serde_json::Value;
 
 use crate::model::capability::{join_and, MODES};
 use crate::model::{Capability, Requirement};
-use crate::run::discovery::Capabilities;
+use crate::run::discovery::{Capabilities, ATTENTION_MEMBER};
 
 /// The document every section link points into.
 const PROFILE_DOCUMENT: &str = "PROFILE.md";
+
+/// The seams the `attention` profile is judged through: its bindings'
+/// arms are the suite's webhook mock, and one binding runs at a time
+/// through the binding `continue` route.
+const ATTENTION_SEAMS: [&str; 2] = ["continue", "webhooks"];
 
 /// What a run has to judge a host by: what the host advertises, and what
 /// the operator gave the run.
@@ -33,10 +38,11 @@ pub struct Offer {
 }
 
 /// Whether a discovery document advertises the attention extension
-/// profile: a goalpost extension member `attention` at its root, an object.
+/// profile: an object at `extensions.goalpost.attention`
+/// ([`ATTENTION_MEMBER`]).
 pub fn attention_advertised(document: Option<&Value>) -> bool {
     document
-        .and_then(|doc| doc.get("attention"))
+        .and_then(|doc| doc.pointer(ATTENTION_MEMBER))
         .is_some_and(Value::is_object)
 }
 
@@ -104,6 +110,16 @@ impl Offer {
         }
         if profile == "cluster" && self.endpoints < 2 {
             unmet.push(Unmet::Endpoints);
+        }
+        if profile == "attention" {
+            if !self.attention {
+                unmet.push(Unmet::Attention);
+            }
+            for seam in ATTENTION_SEAMS {
+                if !self.has(Capability::Seam(seam)) {
+                    unmet.push(Unmet::Seam(seam));
+                }
+            }
         }
         unmet
     }
@@ -240,6 +256,8 @@ pub enum Unmet {
     Goals,
     /// No continuation mode.
     Mode,
+    /// The attention extension is not advertised.
+    Attention,
     /// A seam the profile is judged through.
     Seam(&'static str),
     /// No judge the suite can script.
@@ -258,6 +276,9 @@ impl Unmet {
             Unmet::Goals => "needs `agents.goals` in the discovery document".to_string(),
             Unmet::Mode => {
                 "needs at least one continuation mode in `agents.goals.continuation`".to_string()
+            }
+            Unmet::Attention => {
+                "needs the attention extension advertised (`extensions.goalpost.attention` in the discovery document)".to_string()
             }
             Unmet::Seam(seam) => {
                 format!("needs the `{seam}` seam (`conformanceSeams.goals.{seam}`)")
@@ -285,6 +306,7 @@ impl Unmet {
         let anchor = match self {
             Unmet::Goals => "core.discovery.shape".to_string(),
             Unmet::Mode => "core.discovery.shape".to_string(),
+            Unmet::Attention => "profile-attention".to_string(),
             Unmet::Seam(seam) => format!("seam-{seam}"),
             Unmet::ScriptableJudge(_) => "minimum-scope".to_string(),
             Unmet::SecondTenant => "skip-needs-second-tenant".to_string(),

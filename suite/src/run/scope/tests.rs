@@ -62,7 +62,7 @@ fn a_requirement_applies_when_every_feature_is_advertised() {
         Some(Capability::Attention)
     );
     let mut document = reference();
-    document["attention"] = json!({});
+    document["extensions"] = json!({"goalpost": {"attention": {}}});
     assert_eq!(
         offer(&document, true, 1).missing_feature(&requirement("behavior.x", &["attention"])),
         None
@@ -246,4 +246,26 @@ fn the_scope_lists_judge_modes_and_what_the_profile_names() {
                "offered": ["reported-runs"], "notOffered": ["mode:heartbeat", "egress-policy"]})
     );
     assert_eq!(serde_json::from_value::<Scope>(value).unwrap(), scope);
+}
+
+#[test]
+fn attention_is_attempted_only_where_advertised_with_its_seams() {
+    let mut document = reference();
+    assert_eq!(
+        offer(&document, true, 1).unmet("attention"),
+        [Unmet::Attention],
+        "a host without the extension is never judged on it"
+    );
+    document["extensions"] = json!({"goalpost": {"attention": {"version": "1.0"}}});
+    assert!(offer(&document, true, 1).unmet("attention").is_empty());
+    document["conformanceSeams"] = json!({"goals": {"events": true}});
+    assert_eq!(
+        offer(&document, true, 1).unmet("attention"),
+        [Unmet::Seam("continue"), Unmet::Seam("webhooks")]
+    );
+    // An `attention` member at the root is not the extension's.
+    let mut rooted = reference();
+    rooted["attention"] = json!({});
+    assert!(!attention_advertised(Some(&rooted)));
+    assert_eq!(Unmet::Attention.section(), "PROFILE.md#profile-attention");
 }

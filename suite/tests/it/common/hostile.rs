@@ -271,7 +271,7 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
 }
 
 /// A discovery document that gates every scenario in (it advertises every
-/// mode and seam the scenarios need) but breaks the capabilities schema (an
+/// mode and seam the scenarios need, and the attention extension) but breaks the capabilities schema (an
 /// unknown key under `agents.goals`), so even the discovery scenario cannot
 /// pass.
 pub fn discovery_document(continuation: &[String], seams: &[String]) -> Value {
@@ -294,6 +294,11 @@ pub fn discovery_document(continuation: &[String], seams: &[String]) -> Value {
             "hostile": true
         }},
         "webhookEgress": {"internal": "denied"},
-        "conformanceSeams": {"goals": flags}
+        "conformanceSeams": {"goals": flags},
+        "extensions": {"goalpost": {"attention": {
+            "version": "1.0",
+            "modes": ["pursue", "coordinate", "review", "falsify", "judge", "observe"],
+            "policies": ["verifier", "host-confirmed", "principal-confirmed", "quorum"]
+        }}}
     })
 }

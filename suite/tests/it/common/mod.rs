@@ -16,7 +16,10 @@ pub mod postgres;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use goalpost::bundled::{DEFAULT_TOKEN_A, DEFAULT_TOKEN_B, TENANT_A, TENANT_B};
+use goalpost::bundled::{
+    DEFAULT_HOST_AUTHORITY_TOKEN, DEFAULT_PRINCIPAL_TOKEN, DEFAULT_TOKEN_A, DEFAULT_TOKEN_B,
+    TENANT_A, TENANT_B,
+};
 use goalpost::report::RunReport;
 use goalpost::{HostChoice, RunConfig};
 
@@ -47,6 +50,13 @@ pub fn host_config(secret: &str, callback: SocketAddr) -> Result<goalpost_host::
     config.webhook_allow = vec![goalpost_host::domain::egress::AllowEntry::parse(
         &callback.to_string(),
     )?];
+    // The credentials holding an authority the suite is given by default
+    // (the attention profile's confirmations).
+    config.principal_tokens = vec![(DEFAULT_PRINCIPAL_TOKEN.to_string(), TENANT_A.to_string())];
+    config.host_authority_tokens = vec![(
+        DEFAULT_HOST_AUTHORITY_TOKEN.to_string(),
+        TENANT_A.to_string(),
+    )];
     Ok(config)
 }
 
