@@ -1,10 +1,10 @@
 //! The suite's error types.
 //!
 //! Two families: [`crate::start::StartError`] means the run could not start (exit 2), and
-//! [`StepError`] is how one step of a running scenario goes wrong, split the
-//! way dispositions are: a [`StepError::Failure`] is the host answering
-//! something the profile forbids (the scenario fails), a [`StepError::Error`]
-//! is the host not answering usably at all (the scenario errors).
+//! [`RunError`] is a step of a running scenario finding the host not
+//! answering usably at all (the scenario errors). The host answering
+//! something the profile forbids is no error but a failed check
+//! ([`crate::run::outcome::CheckResult`]).
 
 use std::time::Duration;
 
@@ -56,24 +56,4 @@ pub enum RunError {
 
 fn human(duration: Duration) -> String {
     format!("{:.1} s", duration.as_secs_f64())
-}
-
-/// A claim of the scenario did not hold. `message` is complete: it names
-/// the file, the step, the request, the pointer, expected and actual, and an
-/// excerpt of the response body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    pub message: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StepError {
-    Failure(Failure),
-    Error(RunError),
-}
-
-impl From<RunError> for StepError {
-    fn from(error: RunError) -> Self {
-        StepError::Error(error)
-    }
 }

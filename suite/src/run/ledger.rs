@@ -158,11 +158,8 @@ pub fn dispose(
     requirements
         .iter()
         .map(|requirement| {
-            let names: Vec<String> = naming
-                .get(requirement.id.as_str())
-                .map(|names| names.iter().map(|n| n.to_string()).collect())
-                .unwrap_or_default();
-            if let Some(missing) = offer.missing_feature(requirement) {
+            let (names, missing) = named(requirement, &naming, offer);
+            if let Some(missing) = missing {
                 return not_applicable(requirement, names, missing);
             }
             let verdicts: Vec<Said> = names
@@ -174,15 +171,7 @@ pub fn dispose(
                             Outcome::Skip(reason) => Said::Skip(reason),
                             _ => Said::Error(format!("{name} recorded nothing")),
                         },
-                        Some(RequirementOutcome::Pass) => Said::Pass,
-                        Some(RequirementOutcome::Fail(why)) if is_blocking(requirement) => {
-                            Said::Fail(why.message)
-                        }
-                        Some(RequirementOutcome::Fail(why) | RequirementOutcome::Advisory(why)) => {
-                            Said::Advisory(why.message)
-                        }
-                        Some(RequirementOutcome::NotReached(reason)) => Said::NotReached(reason),
-                        Some(RequirementOutcome::Error(why)) => Said::Error(why.message),
+                        Some(outcome) => said(requirement, outcome),
                     },
                 })
                 .collect();
@@ -201,6 +190,20 @@ pub fn dispose(
 }
 
 /// Scenario names by the requirement they name, each set sorted.
+/// The scenarios naming `requirement`, with the feature it names that the
+/// host does not offer, if any (then it does not apply).
+fn named(
+    requirement: &Requirement,
+    naming: &BTreeMap<&str, BTreeSet<&str>>,
+    offer: &Offer,
+) -> (Vec<String>, Option<Capability>) {
+    let names: Vec<String> = naming
+        .get(requirement.id.as_str())
+        .map(|names| names.iter().map(|n| n.to_string()).collect())
+        .unwrap_or_default();
+    (names, offer.missing_feature(requirement))
+}
+
 fn naming(scenarios: &[Scenario]) -> BTreeMap<&str, BTreeSet<&str>> {
     let mut naming: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for scenario in scenarios {
@@ -306,11 +309,8 @@ pub fn predict(
     requirements
         .iter()
         .map(|requirement| {
-            let names: Vec<String> = naming
-                .get(requirement.id.as_str())
-                .map(|names| names.iter().map(|n| n.to_string()).collect())
-                .unwrap_or_default();
-            if let Some(missing) = offer.missing_feature(requirement) {
+            let (names, missing) = named(requirement, &naming, offer);
+            if let Some(missing) = missing {
                 return not_applicable(requirement, names, missing);
             }
             let gated: Vec<Option<SkipReason>> = scenarios
@@ -335,6 +335,25 @@ pub fn predict(
         .collect()
 }
 
+/// What one scenario said about one requirement at the requirement's
+/// level: the one place a SHOULD requirement's failure becomes an advisory
+/// (never blocking certification). Scenarios report a failed check as a
+/// failure of what it proves, whatever its level.
+fn said(requirement: &Requirement, outcome: RequirementOutcome) -> Said {
+    match outcome {
+        RequirementOutcome::Pass => Said::Pass,
+        RequirementOutcome::Fail(why) if is_blocking(requirement) => Said::Fail(why.message),
+        RequirementOutcome::Fail(why) => Said::Advisory(why.message),
+        RequirementOutcome::NotReached(reason) => Said::NotReached(reason),
+        RequirementOutcome::Error(why) => Said::Error(why.message),
+    }
+}
+
+/// The disposition one scenario's outcome for `requirement` counts as.
+pub fn counts_as(requirement: &Requirement, outcome: &RequirementOutcome) -> DispositionKind {
+    said(requirement, outcome.clone()).kind()
+}
+
 /// What one scenario said about one requirement, level already applied.
 enum Said {
     Pass,
@@ -343,6 +362,19 @@ enum Said {
     NotReached(String),
     Skip(SkipReason),
     Error(String),
+}
+
+impl Said {
+    fn kind(&self) -> DispositionKind {
+        match self {
+            Said::Pass => DispositionKind::Pass,
+            Said::Fail(_) => DispositionKind::Fail,
+            Said::Advisory(_) => DispositionKind::Advisory,
+            Said::NotReached(_) => DispositionKind::NotReached,
+            Said::Skip(_) => DispositionKind::Skip,
+            Said::Error(_) => DispositionKind::Error,
+        }
+    }
 }
 
 fn merge(verdicts: &[Said]) -> (Disposition, Option<String>) {
@@ -400,12 +432,8 @@ pub fn deciding<'a>(
     result.scenarios.iter().find_map(|name| {
         let scenario = ledger.get(name)?;
         let outcome = scenario.requirement(&result.requirement.id)?;
-        let kind = match (&outcome, wanted) {
-            // A SHOULD requirement's failure is its advisory.
-            (RequirementOutcome::Fail(_), DispositionKind::Advisory) => DispositionKind::Advisory,
-            (outcome, _) => outcome.kind(),
-        };
-        (kind == wanted).then_some((scenario.name.as_str(), outcome))
+        (counts_as(&result.requirement, &outcome) == wanted)
+            .then_some((scenario.name.as_str(), outcome))
     })
 }
 
@@ -677,12 +705,13 @@ mod tests {
 
     #[test]
     fn merging_follows_fail_error_not_reached_advisory_skip_pass() {
-        let fail = || Says::Req(RequirementOutcome::Fail(why("broke it")));
-        let error = || Says::Req(RequirementOutcome::Error(why("garbage")));
-        let not_reached = || Says::Req(RequirementOutcome::NotReached("not reached: x".into()));
-        let advisory = || Says::Req(RequirementOutcome::Advisory(why("should have")));
-        let skip = || Says::Whole(Outcome::Skip(SkipReason::SeamAbsent));
-        let cases: Vec<(Vec<Says>, Disposition, Option<&str>)> = vec![
+        let fail = || Said::Fail("broke it".into());
+        let error = || Said::Error("garbage".into());
+        let not_reached = || Said::NotReached("not reached: x".into());
+        let advisory = || Said::Advisory("should have".into());
+        let skip = || Said::Skip(SkipReason::SeamAbsent);
+        let pass = || Said::Pass;
+        let cases: Vec<(Vec<Said>, Disposition, Option<&str>)> = vec![
             (
                 vec![pass(), advisory(), not_reached(), error(), fail(), skip()],
                 Disposition::Fail,
@@ -704,19 +733,16 @@ mod tests {
                 Some("should have"),
             ),
             (
-                vec![
-                    skip(),
-                    Says::Whole(Outcome::Skip(SkipReason::NotConfigured)),
-                ],
+                vec![skip(), Said::Skip(SkipReason::NotConfigured)],
                 Disposition::Skip(SkipReason::SeamAbsent),
                 None,
             ),
             (vec![skip(), pass()], Disposition::Pass, None),
         ];
-        for (says, disposition, message) in cases {
-            let result = merged("MUST", says);
-            assert_eq!(result.disposition, disposition);
-            assert_eq!(result.message.as_deref(), message, "{disposition:?}");
+        for (said, disposition, message) in cases {
+            let (merged, why) = merge(&said);
+            assert_eq!(merged, disposition);
+            assert_eq!(why.as_deref(), message, "{disposition:?}");
         }
     }
 
@@ -749,7 +775,7 @@ mod tests {
         };
         failing.requirements = [(
             "core.r".to_string(),
-            RequirementOutcome::Advisory(Attributed {
+            RequirementOutcome::Fail(Attributed {
                 message: "no Location".to_string(),
                 failed_step: Some(Box::new(step.clone())),
             }),

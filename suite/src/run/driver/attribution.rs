@@ -2,8 +2,9 @@
 //! failed, and where the run stopped, what the run says about each
 //! requirement the scenario names.
 //!
-//! A failed check fails only the requirements it proves (a SHOULD
-//! requirement's failure is an advisory). A requirement whose checks were
+//! A failed check fails only the requirements it proves (what a failure
+//! means at a requirement's level is the ledger's to say: a SHOULD
+//! requirement's is an advisory). A requirement whose checks were
 //! still to come when a blocking check stopped the run is not reached, and
 //! its reason names the step and what failed there; one whose checks all
 //! ran and held passes.
@@ -11,21 +12,32 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::Scenario;
-use crate::run::outcome::{Attributed, FailedStep, RequirementOutcome};
+use crate::run::outcome::{Attributed, CheckResult, FailedStep, RequirementOutcome};
 
-/// One check of the run that did not hold.
+/// One check of the run that did not hold, where in the run and with the
+/// story and the exchange the reports tell of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedCheck {
     /// Index of its step in the scenario.
     pub step: usize,
-    /// The requirements it proves; empty for a setup check.
-    pub proves: Vec<String>,
-    /// Whether it stopped the run (see [`Scenario::blocks`]).
-    pub blocking: bool,
+    pub result: CheckResult,
     /// The complete failure message (file, step, request, expected, actual).
     pub message: String,
-    /// Its step with the exchange the claim was about.
+    /// Its step with the exchange the claim was about; `None` for a step
+    /// that sent nothing (the mock log).
     pub failed_step: Option<Box<FailedStep>>,
+}
+
+impl FailedCheck {
+    /// The requirements it proves; empty for a setup check.
+    pub fn proves(&self) -> &[String] {
+        &self.result.proves
+    }
+
+    /// Whether it stopped the run (see [`Scenario::blocks`]).
+    pub fn blocking(&self) -> bool {
+        self.result.blocking
+    }
 }
 
 /// Where a scenario run stopped.
@@ -70,34 +82,21 @@ pub fn attribute(
         .requirements
         .iter()
         .map(|id| {
-            let should = scenario.should.contains(id);
             let broken = failed
                 .iter()
-                .find(|check| check.proves.iter().any(|proven| proven == id));
+                .find(|check| check.proves().iter().any(|proven| proven == id));
             let outcome = if let Some(check) = broken {
-                let why = Attributed {
+                RequirementOutcome::Fail(Attributed {
                     message: check.message.clone(),
                     failed_step: check.failed_step.clone(),
-                };
-                if should {
-                    RequirementOutcome::Advisory(why)
-                } else {
-                    RequirementOutcome::Fail(why)
-                }
+                })
             } else {
                 match end {
                     End::Completed => RequirementOutcome::Pass,
-                    End::Short(message) => {
-                        let why = Attributed {
-                            message: message.clone(),
-                            failed_step: None,
-                        };
-                        if should {
-                            RequirementOutcome::Advisory(why)
-                        } else {
-                            RequirementOutcome::Fail(why)
-                        }
-                    }
+                    End::Short(message) => RequirementOutcome::Fail(Attributed {
+                        message: message.clone(),
+                        failed_step: None,
+                    }),
                     End::Blocked { step, unchecked } => {
                         if unchecked.contains(id) || pending_from(id, step + 1) {
                             RequirementOutcome::NotReached(not_reached(scenario, failed, *step))
@@ -131,14 +130,14 @@ pub fn attribute(
 pub fn not_reached(scenario: &Scenario, failed: &[FailedCheck], step: usize) -> String {
     let blocking: Vec<&FailedCheck> = failed
         .iter()
-        .filter(|check| check.step == step && check.blocking)
+        .filter(|check| check.step == step && check.blocking())
         .collect();
     let ids: BTreeSet<&str> = blocking
         .iter()
-        .flat_map(|check| check.proves.iter().map(String::as_str))
+        .flat_map(|check| check.proves().iter().map(String::as_str))
         .collect();
     let mut what: Vec<String> = ids.into_iter().map(str::to_string).collect();
-    if blocking.iter().any(|check| check.proves.is_empty()) || what.is_empty() {
+    if blocking.iter().any(|check| check.proves().is_empty()) || what.is_empty() {
         what.push("a setup check".to_string());
     }
     let name = scenario
@@ -233,10 +232,20 @@ mod tests {
         let proves: Vec<String> = proves.iter().map(|p| p.to_string()).collect();
         FailedCheck {
             step,
-            blocking: scenario.blocks(&proves),
-            proves,
+            result: CheckResult {
+                blocking: scenario.blocks(&proves),
+                proves,
+                ..CheckResult::default()
+            },
             message: format!("step {} failed", step + 1),
             failed_step: None,
+        }
+    }
+
+    fn blocked_at(step: usize) -> End {
+        End::Blocked {
+            step,
+            unchecked: BTreeSet::new(),
         }
     }
 
@@ -258,14 +267,7 @@ mod tests {
             ],
         );
         let checks = [failed(&s, 0, &["core.b"])];
-        let outcomes = attribute(
-            &s,
-            &checks,
-            &End::Blocked {
-                step: 0,
-                unchecked: BTreeSet::new(),
-            },
-        );
+        let outcomes = attribute(&s, &checks, &blocked_at(0));
         assert_eq!(
             keywords(&outcomes),
             [("core.a", "not-reached"), ("core.b", "fail")]
@@ -278,7 +280,7 @@ mod tests {
     }
 
     #[test]
-    fn a_non_blocking_failure_is_an_advisory_and_the_rest_pass() {
+    fn a_non_blocking_failure_fails_only_what_it_proves_and_the_rest_pass() {
         let s = scenario(
             &["core.create", "core.get", "core.location"],
             &["core.location"],
@@ -289,7 +291,7 @@ mod tests {
         );
         let check = failed(&s, 0, &["core.location"]);
         assert!(
-            !check.blocking,
+            !check.blocking(),
             "a check proving only SHOULD does not block"
         );
         let outcomes = attribute(&s, &[check], &End::Completed);
@@ -298,31 +300,24 @@ mod tests {
             [
                 ("core.create", "pass"),
                 ("core.get", "pass"),
-                ("core.location", "advisory")
+                ("core.location", "fail")
             ]
         );
     }
 
     #[test]
-    fn a_blocking_check_proving_a_should_requirement_makes_it_advisory() {
+    fn a_blocking_check_fails_every_requirement_it_proves_whatever_its_level() {
         let s = scenario(
             &["core.a", "core.s"],
             &["core.s"],
             vec![step(0, None, true, &[])],
         );
         let check = failed(&s, 0, &["core.a", "core.s"]);
-        assert!(check.blocking);
-        let outcomes = attribute(
-            &s,
-            &[check],
-            &End::Blocked {
-                step: 0,
-                unchecked: BTreeSet::new(),
-            },
-        );
+        assert!(check.blocking());
+        let outcomes = attribute(&s, &[check], &blocked_at(0));
         assert_eq!(
             keywords(&outcomes),
-            [("core.a", "fail"), ("core.s", "advisory")]
+            [("core.a", "fail"), ("core.s", "fail")]
         );
     }
 
@@ -339,14 +334,7 @@ mod tests {
         );
         // The setup status of step 2 failed; its core.b assertion held.
         let checks = [failed(&s, 1, &[])];
-        let outcomes = attribute(
-            &s,
-            &checks,
-            &End::Blocked {
-                step: 1,
-                unchecked: BTreeSet::new(),
-            },
-        );
+        let outcomes = attribute(&s, &checks, &blocked_at(1));
         assert_eq!(
             keywords(&outcomes),
             [
@@ -405,14 +393,7 @@ mod tests {
         );
         let every: Vec<&str> = vec!["core.a", "core.b"];
         let checks = [failed(&s, 1, &every)];
-        let outcomes = attribute(
-            &s,
-            &checks,
-            &End::Blocked {
-                step: 1,
-                unchecked: BTreeSet::new(),
-            },
-        );
+        let outcomes = attribute(&s, &checks, &blocked_at(1));
         assert_eq!(
             keywords(&outcomes),
             [("core.a", "fail"), ("core.b", "fail")]

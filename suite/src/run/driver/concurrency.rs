@@ -15,13 +15,13 @@ use serde_json::{Map, Value};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
-use super::step::{Absent, Captured, Repeater, Subject};
-use super::{describe, Driver, Miss, Missed, Place, Tally, Trace};
-use crate::assertion::{self, Verdict};
-use crate::error::{RunError, StepError};
+use super::check::{exchange_story, Seen};
+use super::step::{Repeater, Subject};
+use super::{Driver, Place, Tally, Trace};
+use crate::error::RunError;
 use crate::http::{excerpt, Exchange, Outgoing};
-use crate::model::{Capture, Parallel, RequestStep, Target};
-use crate::run::outcome::VIOLATIONS_SHOWN;
+use crate::model::{Parallel, RequestStep};
+use crate::run::outcome::{CheckKind, CheckResult};
 use crate::template::Vars;
 
 /// `{parallel.index}`, the copy's number from 1.
@@ -35,38 +35,45 @@ impl Driver {
         parallel: Parallel,
         vars: &mut Vars,
         trace: &mut Trace,
-    ) -> Result<Tally, StepError> {
+    ) -> Result<Tally, RunError> {
         let mut outgoing = Vec::with_capacity(parallel.count as usize);
         for index in 1..=parallel.count {
             let mut copy = vars.clone();
             copy.set(INDEX_VARIABLE, Value::from(index));
             outgoing.push(self.render(request, &copy)?);
         }
-        trace.request = outgoing.first().cloned();
+        let first = outgoing.first().cloned();
+        trace.request = first.clone();
+        let seam = request
+            .request
+            .seam
+            .as_deref()
+            .filter(|seam| self.host.capabilities.seams.contains(*seam));
         // The schema refuses `poll` and `observe` on a parallel step, so this
         // looks once; it keeps the one repeat loop's rules all the same.
         let mut repeater = Repeater::new(request.repeat, Subject::Host, self.poll_scale);
         let (answers, tally) = loop {
             let exchanges = self.send_together(outgoing.clone()).await?;
             trace.response = exchanges.first().cloned();
-            let document = aggregate(&exchanges);
+            let answers = Answers::new(exchanges, seam)?;
             // Every claim about parallel answers names the answer it is
             // about; a repeat's context line would add nothing.
             let _ = repeater.look();
             let tally = self
-                .check_parallel(place, request, &exchanges, &document, vars)?
+                .check(place, first.as_ref(), &request.expect, &answers, vars, None)?
                 .settle()?;
             if let Some(tally) = repeater.settle(tally).await {
-                break (
-                    Answers {
-                        exchanges,
-                        document,
-                    },
-                    tally,
-                );
+                break (answers, tally);
             }
         };
-        self.capture(place, &request.capture, &answers, vars, tally)
+        self.capture(
+            place,
+            first.as_ref(),
+            &request.capture,
+            &answers,
+            vars,
+            tally,
+        )
     }
 
     /// Sends every copy at the same moment (they wait on one barrier, so
@@ -100,187 +107,76 @@ impl Driver {
             .map(|answer| answer.unwrap_or_else(|| Err(no_answers())))
             .collect()
     }
+}
 
-    /// `status` and `schema` hold for every answer, each `schemas` entry for
-    /// every answer of its status, the assertions for the aggregate. The
-    /// checks made: `Expect::checks` plus the `schemas` entries some answer
-    /// had the status of (an entry no answer reached checked nothing).
-    fn check_parallel(
-        &self,
-        place: &Place<'_>,
-        request: &RequestStep,
-        exchanges: &[Exchange],
-        document: &Value,
-        vars: &Vars,
-    ) -> Result<Tally, StepError> {
-        let expect = &request.expect;
-        let expect_at = format!("{}/expect", place.step.pointer);
-        let total = exchanges.len();
-        let own = place.scenario.step_proves(place.step);
-        let mut tally = Tally::new(0);
-        if !expect.status.is_empty() {
-            if let Some((index, exchange)) = exchanges
-                .iter()
-                .enumerate()
-                .find(|(_, exchange)| !expect.status.contains(&exchange.status))
-            {
-                let listed: Vec<String> = expect.status.iter().map(u16::to_string).collect();
-                let seam_note = match &request.request.seam {
-                    Some(seam)
-                        if exchange.status == 404
-                            && self.host.capabilities.seams.contains(seam) =>
-                    {
-                        format!(
-                            "; host advertises conformanceSeams.goals.{seam} but the seam answered 404"
-                        )
-                    }
-                    _ => String::new(),
-                };
-                tally.missed.push(self.missed(
-                    place,
-                    exchange,
-                    Miss {
-                        at: format!("{expect_at}/status"),
-                        what: format!("status of every one of {total} parallel answers"),
-                        expected: format!("one of {}", listed.join(", ")),
-                        actual: format!("answer {} of {total}: {}", index + 1, exchange.status),
-                        note: Some(format!("{}{seam_note}", summary(document))),
-                        pointer: None,
-                    },
-                    None,
-                    own,
-                ));
-            }
+/// A parallel step's answers in send order, with their aggregate document
+/// (what its assertions and captures read).
+struct Answers<'a> {
+    exchanges: Vec<Exchange>,
+    document: Value,
+    /// The seam the requests went to, when the host advertises it.
+    seam: Option<&'a str>,
+}
+
+impl<'a> Answers<'a> {
+    fn new(exchanges: Vec<Exchange>, seam: Option<&'a str>) -> Result<Answers<'a>, RunError> {
+        if exchanges.is_empty() {
+            return Err(no_answers());
         }
-        let mut applied = 0u32;
-        let mut by_status: Vec<(Option<u16>, &str, String)> = Vec::new();
-        if let Some(schema) = &expect.schema {
-            by_status.push((None, schema, format!("{expect_at}/schema")));
-        }
-        for (status, schema) in &expect.schemas {
-            by_status.push((
-                Some(*status),
-                schema,
-                format!("{expect_at}/schemas/{status}"),
-            ));
-        }
-        for (status, schema, at) in by_status {
-            let mut reached = false;
-            for (index, exchange) in exchanges.iter().enumerate() {
-                if status.is_some_and(|status| status != exchange.status) {
-                    continue;
-                }
-                reached = true;
-                let body = match exchange.json() {
-                    Ok(body) => body,
-                    Err(error) => {
-                        tally.unreadable.push((error, own.to_vec()));
-                        break;
-                    }
-                };
-                if let Err(violations) = self.schemas.validate(schema, body) {
-                    let shown: Vec<String> = violations
-                        .iter()
-                        .take(VIOLATIONS_SHOWN)
-                        .map(ToString::to_string)
-                        .collect();
-                    let first = violations
-                        .first()
-                        .map(|v| v.pointer.clone())
-                        .unwrap_or_default();
-                    tally.missed.push(self.missed(
-                        place,
-                        exchange,
-                        Miss {
-                            at: at.clone(),
-                            what: format!(
-                                "schema `{schema}` of parallel answer {} of {total} ({}) at body pointer {}",
-                                index + 1,
-                                exchange.status,
-                                if first.is_empty() { "(root)" } else { &first }
-                            ),
-                            expected: format!("a body valid against `{schema}`"),
-                            actual: shown.join("; "),
-                            note: Some(summary(document)),
-                            pointer: Some(first),
-                        },
-                        None,
-                        own,
-                    ));
-                    // One offending answer per schema is the verdict.
-                    break;
-                }
-            }
-            if reached && status.is_some() {
-                applied += 1;
-            }
-        }
-        for assertion in &expect.assertions {
-            let proves = place.scenario.assertion_proves(place.step, assertion);
-            match assertion::evaluate_json(assertion, document, vars) {
-                Ok(()) => {}
-                Err(Verdict::Error(error)) => return Err(StepError::Error(error)),
-                Err(Verdict::Mismatch(mismatch)) => {
-                    let first = exchanges.first().ok_or_else(no_answers)?;
-                    let what = format!("aggregate {}", describe(assertion));
-                    tally.missed.push(self.missed(
-                        place,
-                        first,
-                        Miss {
-                            at: assertion.pointer.clone(),
-                            what,
-                            expected: mismatch.expected,
-                            actual: mismatch.actual,
-                            note: Some(summary(document)),
-                            pointer: match &assertion.target {
-                                Target::Pointer(pointer) => Some(pointer.clone()),
-                                Target::Header(_) => None,
-                            },
-                        },
-                        None,
-                        proves,
-                    ));
-                }
-            }
-        }
-        tally.checks = expect.checks().saturating_add(applied);
-        Ok(tally)
+        let document = aggregate(&exchanges);
+        Ok(Answers {
+            exchanges,
+            document,
+            seam,
+        })
     }
 }
 
-/// A parallel step's answers in send order, with their aggregate document.
-struct Answers {
-    exchanges: Vec<Exchange>,
-    document: Value,
-}
+impl Seen for Answers<'_> {
+    fn answers(&self) -> &[Exchange] {
+        &self.exchanges
+    }
 
-impl Captured for Answers {
-    fn pointer(&self, pointer: &str) -> Result<Option<Value>, StepError> {
-        Ok(self.document.pointer(pointer).cloned())
+    fn several(&self) -> Option<usize> {
+        Some(self.exchanges.len())
+    }
+
+    fn advertised_seam(&self) -> Option<&str> {
+        self.seam
+    }
+
+    fn document(&self) -> Option<&Value> {
+        Some(&self.document)
     }
 
     fn header(&self, _: &str) -> Result<Option<Value>, &'static str> {
         Err("a parallel step has no single header to take")
     }
 
-    fn absent(&self, absent: Absent<'_>) -> Result<Missed, StepError> {
-        let pointer = match absent.source {
-            Capture::Pointer(pointer) => pointer.clone(),
-            Capture::Clock(_) | Capture::Later(..) | Capture::Header(_) => String::new(),
-        };
-        let first = self.exchanges.first().ok_or_else(no_answers)?;
-        Ok(absent.driver.missed(
-            absent.place,
-            first,
-            Miss {
-                expected: format!("a value at {pointer} of the aggregate"),
-                note: Some(summary(&self.document)),
-                pointer: Some(pointer),
-                ..absent.miss
-            },
-            None,
-            absent.place.scenario.step_proves(absent.place.step),
-        ))
+    fn absent(&self, pointer: &str) -> String {
+        format!("a value at {pointer} of the aggregate")
+    }
+
+    fn prefix(&self, kind: CheckKind) -> &'static str {
+        match kind {
+            CheckKind::Assertion => "aggregate ",
+            CheckKind::Status | CheckKind::Schema | CheckKind::Capture => "",
+        }
+    }
+
+    fn note(&self, _: CheckKind) -> Option<String> {
+        Some(summary(&self.document))
+    }
+
+    fn recorded(&self, answer: usize) -> Option<&Exchange> {
+        self.exchanges.get(answer)
+    }
+
+    fn story(&self, answer: usize, result: &CheckResult) -> String {
+        match self.exchanges.get(answer) {
+            Some(exchange) => exchange_story(exchange, result),
+            None => String::new(),
+        }
     }
 }
 

@@ -9,13 +9,14 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
-use super::step::{Absent, Captured, Repeater, Subject};
-use super::{describe, Driver, Miss, Missed, Place, Tally};
-use crate::assertion::{self, Verdict};
-use crate::error::{RunError, StepError};
-use crate::http::excerpt;
+use super::check::Seen;
+use super::step::{Repeater, Subject};
+use super::{Driver, Place, Tally};
+use crate::error::RunError;
+use crate::http::{excerpt, Exchange};
 use crate::mock::{MockServer, MockSession, Window};
-use crate::model::{Capture, ClockFormat, MockStep, MockWindow, Scenario};
+use crate::model::{ClockFormat, MockStep, MockWindow, Scenario};
+use crate::run::outcome::{CheckKind, CheckResult};
 use crate::template::Vars;
 
 /// The seam whose advertisement promises calls to the mock.
@@ -98,28 +99,27 @@ impl Driver {
         step: &MockStep,
         vars: &mut Vars,
         session: Option<&MockSession>,
-    ) -> Result<Tally, StepError> {
+    ) -> Result<Tally, RunError> {
         let Some(session) = session else {
             return Err(RunError::Scenario(
                 "a mockLog step ran without the scenario's mock session".to_string(),
-            )
-            .into());
+            ));
         };
         let window = self.render_window(&step.window, vars)?;
         let mut repeater = Repeater::new(step.repeat, Subject::MockLog, self.poll_scale);
-        let (view, tally) = loop {
-            let view = session.view(&window);
+        let (log, tally) = loop {
+            let log = Log {
+                session,
+                view: session.view(&window),
+                webhooks: self.host.capabilities.seams.contains(WEBHOOKS),
+            };
             let context = repeater.look();
-            let tally = self.check_view(place, step, session, &view, vars, context)?;
+            let tally = self.check(place, None, &step.expect, &log, vars, context)?;
             if let Some(tally) = repeater.settle(tally).await {
-                break (view, tally);
+                break (log, tally);
             }
         };
-        let log = Log {
-            session,
-            view: &view,
-        };
-        self.capture(place, &step.capture, &log, vars, tally)
+        self.capture(place, None, &step.capture, &log, vars, tally)
     }
 
     /// The value of a `clock` capture taken now.
@@ -140,115 +140,65 @@ impl Driver {
             }
         }
     }
-
-    fn check_view(
-        &self,
-        place: &Place<'_>,
-        step: &MockStep,
-        session: &MockSession,
-        view: &Value,
-        vars: &Vars,
-        context: Option<String>,
-    ) -> Result<Tally, StepError> {
-        let mut tally = Tally::new(step.expect.checks());
-        for assertion in &step.expect.assertions {
-            match assertion::evaluate_json(assertion, view, vars) {
-                Ok(()) => {}
-                Err(Verdict::Error(error)) => return Err(StepError::Error(error)),
-                Err(Verdict::Mismatch(mismatch)) => {
-                    let miss = Miss {
-                        at: assertion.pointer.clone(),
-                        what: describe(assertion),
-                        expected: mismatch.expected,
-                        actual: mismatch.actual,
-                        note: None,
-                        pointer: None,
-                    };
-                    let proves = place.scenario.assertion_proves(place.step, assertion);
-                    tally.missed.push(self.mock_failure(
-                        place,
-                        session,
-                        view,
-                        miss,
-                        context.clone(),
-                        proves,
-                    ));
-                }
-            }
-        }
-        Ok(tally)
-    }
-
-    fn mock_failure(
-        &self,
-        place: &Place<'_>,
-        session: &MockSession,
-        view: &Value,
-        miss: Miss,
-        context: Option<String>,
-        proves: &[String],
-    ) -> Missed {
-        let mut message = format!("{}: mock log {} did not hold", place.heading(), miss.what);
-        let total = session.total();
-        if total == 0 && self.host.capabilities.seams.contains(WEBHOOKS) {
-            message.push_str(&format!(
-                "\n  host advertises conformanceSeams.goals.webhooks but never called the suite's mock: no call reached {} since the scenario started",
-                session.base_url()
-            ));
-        }
-        if let Some(context) = &context {
-            message.push_str(&format!("\n  ({context})"));
-        }
-        let mut summary = view.clone();
-        if let Some(object) = summary.as_object_mut() {
-            object.remove("calls");
-        }
-        message.push_str(&format!(
-            "\n  mock log: {total} calls in all at {}\n  at:       {}\n  expected: {}\n  actual:   {}\n  summary:  {}",
-            session.base_url(),
-            miss.at,
-            miss.expected,
-            miss.actual,
-            excerpt(summary.to_string().as_bytes())
-        ));
-        let miss = Miss {
-            what: format!("mock log {}", miss.what),
-            ..miss
-        };
-        Missed::new(place, miss, message, context, proves, None)
-    }
 }
 
-/// The mock log as a `mockLog` step's captures read it.
+/// The mock log as a `mockLog` step's checks and captures read it: the
+/// JSON view of the calls in its window.
 struct Log<'a> {
     session: &'a MockSession,
-    view: &'a Value,
+    view: Value,
+    /// The host advertises the seam that promises calls to the mock.
+    webhooks: bool,
 }
 
-impl Captured for Log<'_> {
-    fn pointer(&self, pointer: &str) -> Result<Option<Value>, StepError> {
-        Ok(self.view.pointer(pointer).cloned())
+impl Seen for Log<'_> {
+    fn answers(&self) -> &[Exchange] {
+        &[]
+    }
+
+    fn document(&self) -> Option<&Value> {
+        Some(&self.view)
     }
 
     fn header(&self, _: &str) -> Result<Option<Value>, &'static str> {
         Err("the mock log has no headers")
     }
 
-    fn absent(&self, absent: Absent<'_>) -> Result<Missed, StepError> {
-        let expected = match absent.source {
-            Capture::Pointer(pointer) => format!("a value at {pointer}"),
-            Capture::Header(_) | Capture::Clock(_) | Capture::Later(..) => "a value".to_string(),
-        };
-        Ok(absent.driver.mock_failure(
-            absent.place,
-            self.session,
-            self.view,
-            Miss {
-                expected,
-                ..absent.miss
-            },
-            None,
-            absent.place.scenario.step_proves(absent.place.step),
-        ))
+    fn prefix(&self, _: CheckKind) -> &'static str {
+        "mock log "
+    }
+
+    /// The log is no answer's body: nothing of it is recorded.
+    fn recorded_pointer(&self, _: &str) -> Option<String> {
+        None
+    }
+
+    fn note(&self, _: CheckKind) -> Option<String> {
+        (self.webhooks && self.session.total() == 0).then(|| {
+            format!(
+                "host advertises conformanceSeams.goals.webhooks but never called the suite's mock: no call reached {} since the scenario started",
+                self.session.base_url()
+            )
+        })
+    }
+
+    fn recorded(&self, _: usize) -> Option<&Exchange> {
+        None
+    }
+
+    fn story(&self, _: usize, result: &CheckResult) -> String {
+        let mut summary = self.view.clone();
+        if let Some(object) = summary.as_object_mut() {
+            object.remove("calls");
+        }
+        format!(
+            "\n  mock log: {} calls in all at {}\n  at:       {}\n  expected: {}\n  actual:   {}\n  summary:  {}",
+            self.session.total(),
+            self.session.base_url(),
+            result.at,
+            result.expected,
+            result.actual,
+            excerpt(summary.to_string().as_bytes())
+        )
     }
 }

@@ -9,26 +9,24 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::assertion::{self, Verdict};
-use crate::error::{RunError, StepError};
+use crate::error::RunError;
 use crate::http::{Exchange, Http, Outgoing, OutgoingBody};
-use crate::mock::MockServer;
-use crate::model::{
-    Action, Assertion, Body, Capture, Principal, RequestStep, Scenario, Step, Target,
-};
+use crate::mock::{MockServer, MockSession};
+use crate::model::{Action, Assertion, Body, Principal, RequestStep, Scenario, Step};
 use crate::run::discovery::Capabilities;
-use crate::run::outcome::observation;
-use crate::run::outcome::{
-    Check, FailedStep, NotTaken, Outcome, Redactor, ScenarioResult, VIOLATIONS_SHOWN,
-};
+use crate::run::outcome::{CheckKind, CheckResult, FailedStep, Redactor, ScenarioResult};
 use crate::template::{TemplateError, Vars};
 use attribution::{End, FailedCheck};
-use step::{Absent, Captured, Repeater, Subject};
+use check::{exchange_story, Seen};
+use step::{Repeater, Subject};
 
 pub mod attribution;
+mod check;
 mod concurrency;
+mod end;
 mod mock;
 mod step;
 
@@ -87,38 +85,6 @@ impl Place<'_> {
     }
 }
 
-/// One claim about one exchange that did not hold.
-struct Miss {
-    /// JSON pointer of the claim in the scenario file.
-    at: String,
-    /// What was checked (`status`, `pointer /state`, `schema goal`, ...).
-    what: String,
-    expected: String,
-    actual: String,
-    /// A sentence that explains the miss better than expected/actual alone.
-    note: Option<String>,
-    /// The pointer into the response body the claim is about, if any.
-    pointer: Option<String>,
-}
-
-/// What an assertion checked, as a miss names it: its target, with the
-/// filter and mapping it reads through.
-fn describe(assertion: &Assertion) -> String {
-    let mut what = assertion.target.to_string();
-    if !assertion.filter.is_empty() {
-        let filter: Vec<String> = assertion
-            .filter
-            .iter()
-            .map(|(pointer, value)| format!("{pointer}={value}"))
-            .collect();
-        what.push_str(&format!(" where {}", filter.join(", ")));
-    }
-    if let Some(map) = &assertion.map {
-        what.push_str(&format!(" mapped through {map}"));
-    }
-    what
-}
-
 /// What one request step sent and got last, kept so a step that errors
 /// can be reported with its whole exchange.
 #[derive(Default)]
@@ -128,56 +94,12 @@ struct Trace {
     response: Option<Exchange>,
 }
 
-/// One check of a step's final look that did not hold.
-struct Missed {
-    proves: Vec<String>,
-    blocking: bool,
-    message: String,
-    check: Check,
-    /// The answer the claim was about (for a parallel step, the copy that
-    /// broke it); `None` for the mock log.
-    response: Option<Exchange>,
-}
-
-impl Missed {
-    /// The miss as the ledger and the reports take it: `message` is the
-    /// whole story for people, the check its parts for machines.
-    fn new(
-        place: &Place<'_>,
-        miss: Miss,
-        message: String,
-        context: Option<String>,
-        proves: &[String],
-        response: Option<Exchange>,
-    ) -> Missed {
-        Missed {
-            proves: proves.to_vec(),
-            blocking: place.scenario.blocks(proves),
-            message,
-            check: Check {
-                at: miss.at,
-                what: miss.what,
-                pointer: miss.pointer,
-                expected: miss.expected,
-                actual: miss.actual,
-                note: miss.note,
-                context,
-            },
-            response,
-        }
-    }
-
-    fn is_status(&self) -> bool {
-        self.check.what == "status" || self.check.what.starts_with("status of every one")
-    }
-}
-
 /// How one look at a step's answer went: every check is evaluated, none
 /// stops the others.
 #[derive(Default)]
 struct Tally {
     checks: u32,
-    missed: Vec<Missed>,
+    missed: Vec<FailedCheck>,
     /// Checks that could not be read at all (the body is not JSON), with
     /// the requirements each proves.
     unreadable: Vec<(RunError, Vec<String>)>,
@@ -194,26 +116,26 @@ impl Tally {
     /// A blocking check failed: the step (and, on its final look, the
     /// scenario) stops.
     fn blocked(&self) -> bool {
-        self.missed.iter().any(|missed| missed.blocking)
+        self.missed.iter().any(FailedCheck::blocking)
     }
 
     /// An unreadable answer is an error unless a blocking check already
     /// failed on it (a wrong status with a body that is not JSON is a
     /// failure of the status, as it always was).
-    fn settle(mut self) -> Result<Tally, StepError> {
+    fn settle(mut self) -> Result<Tally, RunError> {
         if !self.blocked() && !self.unreadable.is_empty() {
             let (error, _) = self.unreadable.remove(0);
-            return Err(StepError::Error(error));
+            return Err(error);
         }
         Ok(self)
     }
 
     /// Keeps the first miss of each claim across the looks of an `observe`
     /// window.
-    fn absorb(&mut self, earlier: Vec<Missed>) {
+    fn absorb(&mut self, earlier: Vec<FailedCheck>) {
         let mut missed = earlier;
         for miss in std::mem::take(&mut self.missed) {
-            if !missed.iter().any(|kept| kept.check.at == miss.check.at) {
+            if !missed.iter().any(|kept| kept.result.at == miss.result.at) {
                 missed.push(miss);
             }
         }
@@ -279,60 +201,23 @@ impl Driver {
     }
 
     /// Runs every step of the scenario. Never panics on anything the host
-    /// sends: every way it can go wrong is an [`Outcome`].
+    /// sends: every way it can go wrong is an
+    /// [`crate::run::outcome::Outcome`].
     pub async fn run(&self, scenario: &Scenario, nonce: &str) -> ScenarioResult {
-        let mut vars = Vars::new(&self.host.capabilities.base_path, nonce, &scenario.name);
-        for (name, value) in self.host.capabilities.variables() {
-            vars.set(name, value);
-        }
-        for (name, text) in &scenario.generated {
-            vars.set(name, Value::from(text.as_str()));
-        }
+        let mut vars = self.variables(scenario, nonce);
         let started = Instant::now();
         // Held to the end of the run: dropping it closes the namespace.
         let session = match self.open_mock(scenario, nonce, started, &mut vars) {
             Ok(session) => session,
             Err(error) => {
-                return ScenarioResult {
-                    name: scenario.name.clone(),
-                    duration: started.elapsed(),
-                    outcome: Outcome::Error(format!("{}: {error}", scenario.path.display())),
-                    checks: 0,
-                    quiet: Duration::ZERO,
-                    failed_step: None,
-                    observations: observation::fill(&scenario.observations, &vars),
-                    requirements: BTreeMap::new(),
-                    not_taken: Vec::new(),
-                }
+                let message = format!("{}: {error}", scenario.path.display());
+                return end::unopened(scenario, message, started.elapsed(), &vars);
             }
         };
-        let mut checks = 0u32;
-        let mut quiet = Duration::ZERO;
-        let mut failed: Vec<FailedCheck> = Vec::new();
-        let mut end = End::Completed;
-        // The status of each request step's final answer, for the `when`
-        // of later steps.
-        let mut answered: Vec<Option<u16>> = vec![None; scenario.steps.len()];
-        let mut not_taken = Vec::new();
+        let mut run = end::Collected::new(scenario);
         for step in &scenario.steps {
-            if let Some(when) = &step.when {
-                // The loader made it an earlier request step that always
-                // runs, so it has answered unless it got no answer at all
-                // (which ended the run).
-                let status = answered.get(when.step).copied().flatten();
-                if !status.is_some_and(|status| when.holds(status)) {
-                    not_taken.push(NotTaken {
-                        step: step.index + 1,
-                        name: step.name.clone(),
-                        when_step: scenario
-                            .steps
-                            .get(when.step)
-                            .map(|earlier| earlier.name.clone())
-                            .unwrap_or_default(),
-                        answered: status,
-                    });
-                    continue;
-                }
+            if !run.taken(scenario, step) {
+                continue;
             }
             let place = Place {
                 scenario,
@@ -341,147 +226,120 @@ impl Driver {
                 nonce,
             };
             let mut trace = Trace::default();
-            let result = match &step.action {
-                Action::Quiet { ms, .. } => {
-                    let wait = Duration::from_millis(*ms);
-                    tokio::time::sleep(wait).await;
-                    quiet += wait;
-                    Ok(Tally::default())
-                }
-                Action::Request(request) => match request.parallel {
-                    Some(parallel) => {
-                        self.run_parallel(&place, request, parallel, &mut vars, &mut trace)
-                            .await
-                    }
-                    None => {
-                        let result = self
-                            .run_request(&place, request, &mut vars, &mut trace)
-                            .await;
-                        answered[step.index] = trace.response.as_ref().map(|answer| answer.status);
-                        result
-                    }
-                },
-                Action::MockLog(mock) => {
-                    self.run_mock_step(&place, mock, &mut vars, session.as_ref())
+            let looked = self
+                .run_step(&place, &mut vars, session.as_ref(), &mut trace, &mut run)
+                .await;
+            if let Err(end) = self.collect(&place, &trace, looked, &mut run) {
+                run.end = end;
+                break;
+            }
+        }
+        run.finish(scenario, started.elapsed(), &vars)
+    }
+
+    /// The variables every step of a run starts with.
+    fn variables(&self, scenario: &Scenario, nonce: &str) -> Vars {
+        let mut vars = Vars::new(&self.host.capabilities.base_path, nonce, &scenario.name);
+        for (name, value) in self.host.capabilities.variables() {
+            vars.set(name, value);
+        }
+        for (name, text) in &scenario.generated {
+            vars.set(name, Value::from(text.as_str()));
+        }
+        vars
+    }
+
+    /// Runs one step of whatever kind; `trace` keeps what it sent and got
+    /// last for a step that errors.
+    async fn run_step(
+        &self,
+        place: &Place<'_>,
+        vars: &mut Vars,
+        session: Option<&MockSession>,
+        trace: &mut Trace,
+        run: &mut end::Collected,
+    ) -> Result<Tally, RunError> {
+        match &place.step.action {
+            Action::Quiet { ms, .. } => {
+                let wait = Duration::from_millis(*ms);
+                tokio::time::sleep(wait).await;
+                run.quiet += wait;
+                Ok(Tally::default())
+            }
+            Action::Request(request) => match request.parallel {
+                Some(parallel) => {
+                    self.run_parallel(place, request, parallel, vars, trace)
                         .await
                 }
-            };
-            match result {
-                Ok(tally) => {
-                    checks = checks.saturating_add(tally.checks);
-                    let blocked = tally.blocked();
-                    let mut unchecked: BTreeSet<String> = tally
-                        .unreadable
-                        .iter()
-                        .flat_map(|(_, proves)| proves.iter().cloned())
-                        .collect();
-                    // An answer with the wrong status is not the answer the
-                    // other claims of the step are about: one that held on it
-                    // (a Location on a redirect) proves nothing.
-                    if blocked && tally.missed.iter().any(Missed::is_status) {
-                        unchecked.extend(
-                            scenario
-                                .step_requirements(step)
-                                .into_iter()
-                                .map(str::to_string),
-                        );
-                    }
-                    for missed in tally.missed {
-                        failed.push(FailedCheck {
-                            step: step.index,
-                            failed_step: self.failed_step(
-                                &place,
-                                trace.request.as_ref(),
-                                missed.response.as_ref(),
-                                Some(missed.check),
-                                None,
-                            ),
-                            proves: missed.proves,
-                            blocking: missed.blocking,
-                            message: missed.message,
-                        });
-                    }
-                    if blocked {
-                        end = End::Blocked {
-                            step: step.index,
-                            unchecked,
-                        };
-                        break;
-                    }
+                None => {
+                    let looked = self.run_request(place, request, vars, trace).await;
+                    run.answered[place.step.index] =
+                        trace.response.as_ref().map(|answer| answer.status);
+                    looked
                 }
-                // The driver reports claims as misses; a bare failure can
-                // only be a claim of the whole step.
-                Err(StepError::Failure(failure)) => {
-                    failed.push(FailedCheck {
-                        step: step.index,
-                        proves: scenario.step_proves(step).to_vec(),
-                        blocking: true,
-                        message: failure.message,
-                        failed_step: self.failed_step(
-                            &place,
-                            trace.request.as_ref(),
-                            trace.response.as_ref(),
-                            None,
-                            None,
-                        ),
-                    });
-                    end = End::Blocked {
-                        step: step.index,
-                        unchecked: BTreeSet::new(),
-                    };
-                    break;
-                }
-                Err(StepError::Error(error)) => {
-                    end = End::Errored {
-                        step: step.index,
-                        message: format!("{}: {error}", place.heading()),
-                        failed_step: self.failed_step(
-                            &place,
-                            trace.request.as_ref(),
-                            trace.response.as_ref(),
-                            None,
-                            Some(error.to_string()),
-                        ),
-                    };
-                    break;
-                }
-            }
+            },
+            Action::MockLog(mock) => self.run_mock_step(place, mock, vars, session).await,
         }
-        if end == End::Completed && checks < scenario.checks {
-            end = End::Short(format!(
-                "{}: made {checks} checks but declares at least {}; a scenario that checks less than it claims never passes",
-                scenario.path.display(),
-                scenario.checks
-            ));
-        }
-        let requirements = attribution::attribute(scenario, &failed, &end);
-        let (outcome, failed_step) = match end {
-            End::Completed => (Outcome::Pass, None),
-            End::Short(message) => (Outcome::Fail(message), None),
-            End::Blocked { .. } => {
-                let first = failed.into_iter().find(|check| check.blocking);
-                match first {
-                    Some(check) => (Outcome::Fail(check.message), check.failed_step),
-                    None => (Outcome::Fail("a blocking check failed".to_string()), None),
-                }
+    }
+
+    /// Takes a step's look into the run: its checks and failures, and
+    /// where the run ends when a blocking check failed or the host could
+    /// not be used.
+    fn collect(
+        &self,
+        place: &Place<'_>,
+        trace: &Trace,
+        looked: Result<Tally, RunError>,
+        run: &mut end::Collected,
+    ) -> Result<(), End> {
+        let step = place.step;
+        let tally = match looked {
+            Ok(tally) => tally,
+            Err(error) => {
+                return Err(End::Errored {
+                    step: step.index,
+                    message: format!("{}: {error}", place.heading()),
+                    failed_step: self.failed_step(
+                        place,
+                        trace.request.as_ref(),
+                        trace.response.as_ref(),
+                        None,
+                        Some(error.to_string()),
+                    ),
+                })
             }
-            End::Errored {
-                message,
-                failed_step,
-                ..
-            } => (Outcome::Error(message), failed_step),
         };
-        ScenarioResult {
-            name: scenario.name.clone(),
-            duration: started.elapsed(),
-            outcome,
-            checks,
-            quiet,
-            failed_step,
-            observations: observation::fill(&scenario.observations, &vars),
-            requirements,
-            not_taken,
+        run.checks = run.checks.saturating_add(tally.checks);
+        let blocked = tally.blocked();
+        let mut unchecked: BTreeSet<String> = tally
+            .unreadable
+            .iter()
+            .flat_map(|(_, proves)| proves.iter().cloned())
+            .collect();
+        // An answer with the wrong status is not the answer the other
+        // claims of the step are about: one that held on it (a Location on
+        // a redirect) proves nothing.
+        let wrong_status = tally
+            .missed
+            .iter()
+            .any(|missed| missed.result.kind == CheckKind::Status);
+        if blocked && wrong_status {
+            let scenario = place.scenario;
+            unchecked.extend(
+                scenario
+                    .step_requirements(step)
+                    .into_iter()
+                    .map(str::to_string),
+            );
         }
+        run.failed.extend(tally.missed);
+        if blocked {
+            return Err(End::Blocked {
+                step: step.index,
+                unchecked,
+            });
+        }
+        Ok(())
     }
 
     /// The report's view of a step that went wrong; `None` when it never
@@ -491,7 +349,7 @@ impl Driver {
         place: &Place<'_>,
         request: Option<&Outgoing>,
         response: Option<&Exchange>,
-        check: Option<Check>,
+        check: Option<CheckResult>,
         error: Option<String>,
     ) -> Option<Box<FailedStep>> {
         let request = request?;
@@ -585,7 +443,7 @@ impl Driver {
         request: &RequestStep,
         vars: &mut Vars,
         trace: &mut Trace,
-    ) -> Result<Tally, StepError> {
+    ) -> Result<Tally, RunError> {
         let outgoing = self.render(request, vars)?;
         trace.request = Some(outgoing.clone());
         let mut repeater = Repeater::new(request.repeat, Subject::Host, self.poll_scale);
@@ -601,243 +459,116 @@ impl Driver {
             };
             trace.response = Some(exchange.clone());
             let context = repeater.look();
+            let seen = self.answer(place, request, &exchange);
             let tally = self
-                .check(place, request, &exchange, vars, context)?
+                .check(
+                    place,
+                    Some(&outgoing),
+                    &request.expect,
+                    &seen,
+                    vars,
+                    context,
+                )?
                 .settle()?;
             if let Some(tally) = repeater.settle(tally).await {
                 break (exchange, tally);
             }
         };
         // Captures read what the checks read: a list's own goals only.
-        let narrowed = match request.expect.schema.as_deref() {
-            Some(GOAL_LIST) => narrow(&exchange, place.nonce).map(|narrowed| narrowed.view),
-            _ => None,
-        };
-        let answer = Answer {
-            exchange: &exchange,
-            seen: narrowed.as_ref().unwrap_or(&exchange),
-        };
-        self.capture(place, &request.capture, &answer, vars, tally)
+        let seen = self.answer(place, request, &exchange);
+        self.capture(place, Some(&outgoing), &request.capture, &seen, vars, tally)
     }
 
-    /// Checks one exchange against every expectation of the step, each
-    /// attributed to the requirements it proves. `goal-list` answers are
-    /// narrowed to the scenario's own goals first (see [`narrow`]).
-    fn check(
+    /// A request step's answer as its checks see it: `goal-list` answers
+    /// narrowed to the scenario's own goals (see [`narrow`]).
+    fn answer<'a>(
         &self,
         place: &Place<'_>,
-        request: &RequestStep,
-        exchange: &Exchange,
-        vars: &Vars,
-        context: Option<String>,
-    ) -> Result<Tally, StepError> {
-        let expect = &request.expect;
-        let expect_at = format!("{}/expect", place.step.pointer);
-        let own = place.scenario.step_proves(place.step);
-        let mut tally = Tally::new(expect.checks());
-        let narrowed = match expect.schema.as_deref() {
+        request: &'a RequestStep,
+        exchange: &'a Exchange,
+    ) -> Answer<'a> {
+        let narrowed = match request.expect.schema.as_deref() {
             Some(GOAL_LIST) => narrow(exchange, place.nonce),
             _ => None,
         };
-        let (seen, note) = match &narrowed {
-            Some(narrowed) => (&narrowed.view, narrowed.note(place.nonce)),
-            None => (exchange, None),
-        };
-        // Pointers into the body as recorded: the full list.
-        let full = |pointer: String| match &narrowed {
-            Some(narrowed) => narrowed.full_pointer(&pointer),
-            None => pointer,
-        };
-        let noted = |miss: Miss| Miss {
-            note: match (miss.note, &note) {
-                (Some(own), Some(extra)) => Some(format!("{own}; {extra}")),
-                (own, extra) => own.or_else(|| extra.clone()),
-            },
-            ..miss
-        };
-        if !expect.status.is_empty() && !expect.status.contains(&exchange.status) {
-            let expected = match expect.status.as_slice() {
-                [one] => one.to_string(),
-                many => format!(
-                    "one of {}",
-                    many.iter()
-                        .map(u16::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
-            let note = match &request.request.seam {
-                Some(seam)
-                    if exchange.status == 404 && self.host.capabilities.seams.contains(seam) =>
-                {
-                    Some(format!(
-                        "host advertises conformanceSeams.goals.{seam} but the seam answered 404"
-                    ))
-                }
-                _ => None,
-            };
-            tally.missed.push(self.missed(
-                place,
-                exchange,
-                Miss {
-                    at: format!("{expect_at}/status"),
-                    what: "status".to_string(),
-                    expected,
-                    actual: exchange.status.to_string(),
-                    note,
-                    pointer: None,
-                },
-                context.clone(),
-                own,
-            ));
+        Answer {
+            exchange,
+            left_out: narrowed
+                .as_ref()
+                .and_then(|narrowed| narrowed.note(place.nonce)),
+            narrowed,
+            seam: request
+                .request
+                .seam
+                .as_deref()
+                .filter(|seam| self.host.capabilities.seams.contains(*seam)),
         }
-        if let Some(schema) = &expect.schema {
-            match seen.json() {
-                Err(error) => tally.unreadable.push((error, own.to_vec())),
-                Ok(body) => {
-                    if let Err(violations) = self.schemas.validate(schema, body) {
-                        let shown: Vec<String> = violations
-                            .iter()
-                            .take(VIOLATIONS_SHOWN)
-                            .map(|violation| {
-                                goalpost_schemas::Violation {
-                                    pointer: full(violation.pointer.clone()),
-                                    message: violation.message.clone(),
-                                }
-                                .to_string()
-                            })
-                            .collect();
-                        let first = full(
-                            violations
-                                .first()
-                                .map(|v| v.pointer.clone())
-                                .unwrap_or_default(),
-                        );
-                        tally.missed.push(self.missed(
-                            place,
-                            exchange,
-                            noted(Miss {
-                                at: format!("{expect_at}/schema"),
-                                what: format!(
-                                    "schema `{schema}` at body pointer {}",
-                                    if first.is_empty() { "(root)" } else { &first }
-                                ),
-                                expected: format!("a body valid against `{schema}`"),
-                                actual: shown.join("; "),
-                                note: None,
-                                pointer: Some(first),
-                            }),
-                            context.clone(),
-                            own,
-                        ));
-                    }
-                }
-            }
-        }
-        for assertion in &expect.assertions {
-            let proves = place.scenario.assertion_proves(place.step, assertion);
-            match assertion::evaluate(assertion, seen, vars) {
-                Ok(()) => {}
-                Err(Verdict::Error(error @ RunError::NotJson { .. })) => {
-                    tally.unreadable.push((error, proves.to_vec()))
-                }
-                Err(Verdict::Error(error)) => return Err(StepError::Error(error)),
-                Err(Verdict::Mismatch(mismatch)) => {
-                    tally.missed.push(self.missed(
-                        place,
-                        exchange,
-                        noted(Miss {
-                            at: assertion.pointer.clone(),
-                            what: describe(assertion),
-                            expected: mismatch.expected,
-                            actual: mismatch.actual,
-                            note: None,
-                            pointer: match &assertion.target {
-                                Target::Pointer(pointer) => Some(full(pointer.clone())),
-                                Target::Header(_) => None,
-                            },
-                        }),
-                        context.clone(),
-                        proves,
-                    ));
-                }
-            }
-        }
-        Ok(tally)
-    }
-
-    /// A claim that did not hold, with its message and the requirements it
-    /// fails.
-    fn missed(
-        &self,
-        place: &Place<'_>,
-        exchange: &Exchange,
-        miss: Miss,
-        context: Option<String>,
-        proves: &[String],
-    ) -> Missed {
-        let mut message = format!("{}: {} did not hold", place.heading(), miss.what);
-        if let Some(note) = &miss.note {
-            message.push_str(&format!("\n  {note}"));
-        }
-        if let Some(context) = &context {
-            message.push_str(&format!("\n  ({context})"));
-        }
-        message.push_str(&format!(
-            "\n  request:  {} {}\n  at:       {}\n  expected: {}\n  actual:   {}\n  response: {} {}",
-            exchange.method,
-            exchange.url,
-            miss.at,
-            miss.expected,
-            miss.actual,
-            exchange.status,
-            exchange.excerpt()
-        ));
-        Missed::new(
-            place,
-            miss,
-            message,
-            context,
-            proves,
-            Some(exchange.clone()),
-        )
     }
 }
 
-/// A request step's answer as its captures read it: headers from the
-/// answer itself, pointers from the body its checks saw.
+/// One answer of the host as a request step's checks and captures read
+/// it: status and headers from the answer itself, the body narrowed when
+/// it is a list.
 struct Answer<'a> {
     exchange: &'a Exchange,
-    seen: &'a Exchange,
+    narrowed: Option<Narrowed>,
+    /// What narrowing left out, for the claims about the body.
+    left_out: Option<String>,
+    /// The seam the request went to, when the host advertises it.
+    seam: Option<&'a str>,
 }
 
-impl Captured for Answer<'_> {
-    fn pointer(&self, pointer: &str) -> Result<Option<Value>, StepError> {
-        Ok(self.seen.json()?.pointer(pointer).cloned())
+impl Answer<'_> {
+    /// The answer the checks read.
+    fn view(&self) -> &Exchange {
+        self.narrowed
+            .as_ref()
+            .map_or(self.exchange, |narrowed| &narrowed.view)
+    }
+}
+
+impl Seen for Answer<'_> {
+    fn answers(&self) -> &[Exchange] {
+        std::slice::from_ref(self.view())
+    }
+
+    fn advertised_seam(&self) -> Option<&str> {
+        self.seam
+    }
+
+    fn evaluate(&self, assertion: &Assertion, vars: &Vars) -> Result<(), Verdict> {
+        assertion::evaluate(assertion, self.view(), vars)
+    }
+
+    fn value(&self, pointer: &str) -> Result<Option<Value>, RunError> {
+        Ok(self.view().json()?.pointer(pointer).cloned())
     }
 
     fn header(&self, header: &str) -> Result<Option<Value>, &'static str> {
         Ok(self.exchange.header(header).map(Value::String))
     }
 
-    fn absent(&self, absent: Absent<'_>) -> Result<Missed, StepError> {
-        let (expected, pointer) = match absent.source {
-            Capture::Pointer(pointer) => (format!("a value at {pointer}"), Some(pointer.clone())),
-            Capture::Header(header) => (format!("header {header}"), None),
-            Capture::Clock(_) | Capture::Later(..) => ("the time".to_string(), None),
-        };
-        let miss = Miss {
-            expected,
-            pointer,
-            ..absent.miss
-        };
-        Ok(absent.driver.missed(
-            absent.place,
-            self.exchange,
-            miss,
-            None,
-            absent.place.scenario.step_proves(absent.place.step),
-        ))
+    /// Pointers into the body as recorded: the full list.
+    fn recorded_pointer(&self, pointer: &str) -> Option<String> {
+        Some(match &self.narrowed {
+            Some(narrowed) => narrowed.full_pointer(pointer),
+            None => pointer.to_string(),
+        })
+    }
+
+    fn note(&self, kind: CheckKind) -> Option<String> {
+        match kind {
+            CheckKind::Schema | CheckKind::Assertion => self.left_out.clone(),
+            CheckKind::Status | CheckKind::Capture => None,
+        }
+    }
+
+    fn recorded(&self, _: usize) -> Option<&Exchange> {
+        Some(self.exchange)
+    }
+
+    fn story(&self, _: usize, result: &CheckResult) -> String {
+        exchange_story(self.exchange, result)
     }
 }
 

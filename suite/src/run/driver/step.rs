@@ -12,12 +12,15 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{Driver, Miss, Missed, Place, Tally};
-use crate::error::{RunError, StepError};
+use super::attribution::FailedCheck;
+use super::check::{named, Seen};
+use super::{Driver, Place, Tally};
+use crate::error::RunError;
+use crate::http::Outgoing;
 use crate::model::{Capture, Repeat};
+use crate::run::outcome::{CheckKind, CheckResult};
 use crate::template::Vars;
 
 /// What a repeated step looks at, as the context line of a miss names it.
@@ -53,27 +56,6 @@ impl Subject {
     }
 }
 
-/// What a step's captures read: the answer its checks saw last.
-pub(super) trait Captured {
-    /// The value at a JSON pointer of what the step saw.
-    fn pointer(&self, pointer: &str) -> Result<Option<Value>, StepError>;
-
-    /// A header of the answer; `Err` says why this kind of step has none.
-    fn header(&self, header: &str) -> Result<Option<Value>, &'static str>;
-
-    /// The claim that a capture found nothing.
-    fn absent(&self, absent: Absent<'_>) -> Result<Missed, StepError>;
-}
-
-/// A capture that found nothing: `miss` is filled with what every missing
-/// capture says; the step kind adds what it expected.
-pub(super) struct Absent<'a> {
-    pub driver: &'a Driver,
-    pub place: &'a Place<'a>,
-    pub source: &'a Capture,
-    pub miss: Miss,
-}
-
 /// The one repeat loop's rules, for a step that looks at its answer once,
 /// polls until its blocking checks hold or its (scaled) timeout passes, or
 /// observes for a whole window, stopping at the first blocking miss and
@@ -104,7 +86,7 @@ pub(super) struct Repeater {
     /// When the poll's latest look came back.
     looked: Instant,
     /// An observation's misses so far, the first of each claim.
-    advisories: Vec<Missed>,
+    advisories: Vec<FailedCheck>,
 }
 
 impl Repeater {
@@ -184,11 +166,12 @@ impl Driver {
     pub(super) fn capture(
         &self,
         place: &Place<'_>,
+        request: Option<&Outgoing>,
         captures: &BTreeMap<String, Capture>,
-        seen: &impl Captured,
+        seen: &impl Seen,
         vars: &mut Vars,
         mut tally: Tally,
-    ) -> Result<Tally, StepError> {
+    ) -> Result<Tally, RunError> {
         if tally.blocked() {
             return Ok(tally);
         }
@@ -196,28 +179,34 @@ impl Driver {
             let value = match source {
                 Capture::Clock(format) => Some(self.clock_value(place.started, *format)),
                 Capture::Later(format, ms) => Some(self.later_value(place.started, *format, *ms)),
-                Capture::Pointer(pointer) => seen.pointer(pointer)?,
-                Capture::Header(header) => seen.header(header).map_err(|why| {
-                    StepError::from(RunError::Scenario(format!("capture `{name}`: {why}")))
-                })?,
+                Capture::Pointer(pointer) => seen.value(pointer)?,
+                Capture::Header(header) => seen
+                    .header(header)
+                    .map_err(|why| RunError::Scenario(format!("capture `{name}`: {why}")))?,
             };
             let Some(value) = value else {
-                let miss = Miss {
-                    at: format!("{}/capture/{name}", place.step.pointer),
-                    what: format!("capture `{name}`"),
-                    expected: String::new(),
-                    actual: "(absent)".to_string(),
-                    note: None,
-                    pointer: None,
+                let (expected, pointer) = match source {
+                    Capture::Pointer(pointer) => (seen.absent(pointer), Some(pointer.clone())),
+                    Capture::Header(header) => (format!("header {header}"), None),
+                    Capture::Clock(_) | Capture::Later(..) => ("the time".to_string(), None),
                 };
-                let mut missed = seen.absent(Absent {
-                    driver: self,
-                    place,
-                    source,
-                    miss,
-                })?;
-                missed.blocking = true;
-                tally.missed.push(missed);
+                let result = named(
+                    seen,
+                    CheckResult {
+                        kind: CheckKind::Capture,
+                        at: format!("{}/capture/{name}", place.step.pointer),
+                        what: format!("capture `{name}`"),
+                        expected,
+                        actual: "(absent)".to_string(),
+                        pointer,
+                        proves: place.scenario.step_proves(place.step).to_vec(),
+                        blocking: true,
+                        ..CheckResult::default()
+                    },
+                );
+                tally
+                    .missed
+                    .push(self.record(place, request, seen, 0, result));
                 return Ok(tally);
             };
             vars.set(name, value);

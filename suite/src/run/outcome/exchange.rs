@@ -8,6 +8,7 @@
 use reqwest::header::HeaderMap;
 use serde::{Deserialize, Serialize};
 
+use super::check::CheckResult;
 use crate::http::{Exchange, Outgoing};
 
 /// Longest body kept per direction; the rest is cut and marked.
@@ -39,31 +40,13 @@ pub struct FailedStep {
     /// JSON pointer of the step in its file (`/steps/2`).
     pub pointer: String,
     /// The claim that did not hold; `None` when the step errored.
-    pub check: Option<Check>,
+    pub check: Option<CheckResult>,
     /// Why the step errored (transport failure, not JSON, ...); `None` when
     /// a claim failed.
     pub error: Option<String>,
     pub request: RecordedRequest,
     /// `None` when no answer arrived.
     pub response: Option<RecordedResponse>,
-}
-
-/// One claim of the scenario that the host's answer broke.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Check {
-    /// JSON pointer of the claim in the scenario file.
-    pub at: String,
-    /// What was checked: `status`, `pointer /state`, `schema goal ...`.
-    pub what: String,
-    /// The JSON pointer into the response body the claim is about, when it
-    /// is about the body.
-    pub pointer: Option<String>,
-    pub expected: String,
-    pub actual: String,
-    pub note: Option<String>,
-    /// Polling and observation: which attempt this was.
-    pub context: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -428,6 +411,7 @@ mod tests {
 pub(crate) mod sample {
     //! A failed step with every part filled, for writer tests.
     use super::*;
+    use crate::run::outcome::CheckKind;
 
     pub fn failed_step() -> FailedStep {
         let header = |name: &str, value: &str| Header {
@@ -439,14 +423,13 @@ pub(crate) mod sample {
             name: "create".to_string(),
             file: "scenarios/core/bounds.json".to_string(),
             pointer: "/steps/0".to_string(),
-            check: Some(Check {
+            check: Some(CheckResult {
+                kind: CheckKind::Status,
                 at: "/steps/0/expect/status".to_string(),
                 what: "status".to_string(),
-                pointer: None,
                 expected: "422".to_string(),
                 actual: "201".to_string(),
-                note: None,
-                context: None,
+                ..CheckResult::default()
             }),
             error: None,
             request: RecordedRequest {

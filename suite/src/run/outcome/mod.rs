@@ -5,6 +5,7 @@
 //! result (the report used to own the failed step, which made the ledger
 //! and the report import each other).
 
+pub mod check;
 pub mod exchange;
 pub mod observation;
 
@@ -14,7 +15,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use exchange::{Check, FailedStep, Redactor};
+pub use check::{CheckKind, CheckResult};
+pub use exchange::{FailedStep, Redactor};
 
 /// Schema violations quoted in one message, by the loader and the driver
 /// alike: enough to act on, few enough to read; the rest are counted or cut.
@@ -116,10 +118,10 @@ impl Outcome {
 pub enum RequirementOutcome {
     /// Every check proving it ran and held.
     Pass,
-    /// A blocking check proving it failed (a MUST requirement).
+    /// A check proving it failed. What that means at the requirement's
+    /// level (a SHOULD requirement's failure is an advisory) is the
+    /// ledger's to say.
     Fail(Attributed),
-    /// A check proving it failed and it is SHOULD: reported, never blocking.
-    Advisory(Attributed),
     /// Its checks never ran: an earlier blocking check of another
     /// requirement, or a setup check, failed. The reason names the step and
     /// what failed there.
@@ -133,7 +135,6 @@ impl RequirementOutcome {
         match self {
             RequirementOutcome::Pass => DispositionKind::Pass,
             RequirementOutcome::Fail(_) => DispositionKind::Fail,
-            RequirementOutcome::Advisory(_) => DispositionKind::Advisory,
             RequirementOutcome::NotReached(_) => DispositionKind::NotReached,
             RequirementOutcome::Error(_) => DispositionKind::Error,
         }
@@ -147,9 +148,7 @@ impl RequirementOutcome {
     pub fn message(&self) -> Option<&str> {
         match self {
             RequirementOutcome::Pass => None,
-            RequirementOutcome::Fail(why)
-            | RequirementOutcome::Advisory(why)
-            | RequirementOutcome::Error(why) => Some(&why.message),
+            RequirementOutcome::Fail(why) | RequirementOutcome::Error(why) => Some(&why.message),
             RequirementOutcome::NotReached(reason) => Some(reason),
         }
     }
@@ -158,9 +157,9 @@ impl RequirementOutcome {
     /// that check's exchange.
     pub fn failed_step(&self) -> Option<&FailedStep> {
         match self {
-            RequirementOutcome::Fail(why)
-            | RequirementOutcome::Advisory(why)
-            | RequirementOutcome::Error(why) => why.failed_step.as_deref(),
+            RequirementOutcome::Fail(why) | RequirementOutcome::Error(why) => {
+                why.failed_step.as_deref()
+            }
             RequirementOutcome::Pass | RequirementOutcome::NotReached(_) => None,
         }
     }

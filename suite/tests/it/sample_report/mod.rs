@@ -10,9 +10,9 @@ use goalpost::report::{
     FailedCheck, HostInfo, ProfileReport, RequirementReport, RunReport, ScenarioReport, SuiteInfo,
 };
 use goalpost::run::outcome::exchange::{
-    Check, FailedStep, Header, RecordedBody, RecordedRequest, RecordedResponse,
+    FailedStep, Header, RecordedBody, RecordedRequest, RecordedResponse,
 };
-use goalpost::run::outcome::{DispositionKind, OutcomeKind};
+use goalpost::run::outcome::{CheckKind, CheckResult, DispositionKind, OutcomeKind};
 use goalpost::run::scope::{Scope, Status};
 
 /// What the hostile host answers: markup and script that must stay text.
@@ -99,7 +99,8 @@ pub fn failing_step() -> FailedStep {
         name: "create without bounds".to_string(),
         file: "scenarios/core/create-bounds-required.json".to_string(),
         pointer: "/steps/1".to_string(),
-        check: Some(Check {
+        check: Some(CheckResult {
+            kind: CheckKind::Status,
             at: "/steps/1/expect/status".to_string(),
             what: "status".to_string(),
             pointer: None,
@@ -107,6 +108,8 @@ pub fn failing_step() -> FailedStep {
             actual: "201".to_string(),
             note: None,
             context: None,
+            proves: Vec::new(),
+            blocking: true,
         }),
         error: None,
         request: RecordedRequest {
@@ -139,7 +142,8 @@ pub fn polled_step() -> FailedStep {
         name: "wait for the close".to_string(),
         file: "scenarios/behavior/bound-iterations.json".to_string(),
         pointer: "/steps/2".to_string(),
-        check: Some(Check {
+        check: Some(CheckResult {
+            kind: CheckKind::Assertion,
             at: "/steps/2/expect/assert/0".to_string(),
             what: "pointer /state".to_string(),
             pointer: Some("/state".to_string()),
@@ -150,6 +154,8 @@ pub fn polled_step() -> FailedStep {
                 "still failing after polling for 5000 ms (51 attempts); the last response"
                     .to_string(),
             ),
+            proves: Vec::new(),
+            blocking: true,
         }),
         error: None,
         request: RecordedRequest {
