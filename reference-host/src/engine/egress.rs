@@ -3,7 +3,7 @@
 //! webhook client checks again on every call: names are judged by what they
 //! resolve to then).
 
-use super::Engine;
+use super::{Engine, Faults};
 use crate::domain::{ArmRef, ArmSpec, RequestError, VerifierRef, VerifierSpec, Webhook};
 
 const VERIFIER_REF: &str = "/completion/verifierRef";
@@ -15,9 +15,6 @@ impl Engine {
         verifier_ref: Option<&VerifierRef>,
         arm_ref: Option<&ArmRef>,
     ) -> Result<(), RequestError> {
-        if !self.faults.checks_egress() {
-            return Ok(());
-        }
         let verifier = verifier_ref.and_then(|r| match r.spec() {
             VerifierSpec::Webhook(webhook) => Some((webhook, VERIFIER_REF)),
             _ => None,
@@ -28,13 +25,14 @@ impl Engine {
         });
         let policy = self.egress.policy();
         for (webhook, pointer) in verifier.into_iter().chain(arm) {
-            check(&policy, webhook, pointer)?;
+            check(self.faults.as_ref(), &policy, webhook, pointer)?;
         }
         Ok(())
     }
 }
 
 fn check(
+    faults: &dyn Faults,
     policy: &crate::domain::egress::EgressPolicy,
     webhook: &Webhook,
     pointer: &str,
@@ -42,8 +40,8 @@ fn check(
     let Ok(url) = url::Url::parse(webhook.url()) else {
         return Ok(());
     };
-    policy
-        .check_url(&url)
+    faults
+        .egress_allows(policy, &url)
         .map_err(|denied| RequestError::EgressDenied {
             pointer: pointer.to_string(),
             reason: denied.to_string(),

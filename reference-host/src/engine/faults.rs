@@ -1,24 +1,46 @@
 //! The seam a deliberately broken build of this host plugs into (the
 //! suite's kill matrix: `crate::mutants`). Every hook's default is the
 //! faithful behaviour, so the engine calls each one unconditionally and a
-//! host without a mutant ([`NoFaults`]) runs the code it always ran.
+//! host without a mutant ([`NoFaults`]) runs the code it always ran. A
+//! rule a mutant breaks is a hook named after the rule whose default is
+//! the rule's answer (who may see a goal, whether egress allows a URL), so
+//! the engine calls the rule, never a switch that turns a guard off.
 
 use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{EngineError, EngineSettings};
+use super::locks::GoalGuard;
+use super::{Cancels, EngineError, EngineSettings, GoalLocks};
 use crate::arms::Worker;
+use crate::domain::egress::{EgressDenied, EgressPolicy};
 use crate::domain::transition::{Change, FinishedRun};
 use crate::domain::{
-    Event, Goal, GoalId, GoalState, Judgement, Mode, OpenEscalation, RequestContext, Timestamp,
+    Event, Goal, GoalId, GoalState, Judgement, Mode, OpenEscalation, RequestContext, Tenant,
+    Timestamp,
 };
 use crate::judge::Verifier;
 use crate::webhook::CallFaults;
 
 /// What a patch or abandon hook answers in place of the faithful decision.
 pub type Decision = Result<Option<Change>, EngineError>;
+
+/// The lock an iteration holds while it runs ([`Faults::iteration_lock`]).
+pub type IterationLock<'a> = Pin<Box<dyn Future<Output = Option<GoalGuard>> + Send + 'a>>;
+
+/// Which request looks a goal up for a tenant ([`Faults::visible_to`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// GET of the goal itself.
+    Goal,
+    /// The goal's escalation view.
+    Escalation,
+    /// Every other request about one goal (its writes, events, runs).
+    Other,
+}
 
 /// Where the engine lets a bug in: one hook per place a real
 /// implementation gets a rule wrong.
@@ -43,14 +65,10 @@ pub trait Faults: Send + Sync {
         goal
     }
 
-    /// Whether a lookup by id serves another tenant's goal.
-    fn ignores_owner(&self) -> bool {
-        false
-    }
-
-    /// Whether GET of one goal skips the owner check.
-    fn reads_across_tenants(&self) -> bool {
-        false
+    /// Whether `tenant` may see `goal` (in `lookup`): only its owner may;
+    /// to anyone else it does not exist.
+    fn visible_to(&self, goal: &Goal, tenant: &Tenant, _lookup: Lookup) -> bool {
+        goal.owner == *tenant
     }
 
     /// The state filter a list applies.
@@ -102,9 +120,10 @@ pub trait Faults: Send + Sync {
         None
     }
 
-    /// Whether an abandon cancels the run in flight.
-    fn abandon_cancels_run(&self) -> bool {
-        true
+    /// A closed goal's run in flight is cancelled, and its verdict is
+    /// recorded nowhere.
+    fn cancel_closed_run(&self, cancels: &Cancels, goal: &GoalId) {
+        cancels.cancel(goal);
     }
 
     /// The schedule goals the scheduler fires at `now`.
@@ -121,9 +140,10 @@ pub trait Faults: Send + Sync {
         Some(now)
     }
 
-    /// Whether an iteration takes the goal's lock.
-    fn serialises_iterations(&self) -> bool {
-        true
+    /// The lock an iteration of `goal` runs under: the goal's own, so its
+    /// iterations take turns.
+    fn iteration_lock<'a>(&'a self, locks: &'a GoalLocks, goal: &'a GoalId) -> IterationLock<'a> {
+        Box::pin(async move { Some(locks.lock(goal).await) })
     }
 
     /// The goal as the fail-closed check before a dispatch sees it.
@@ -131,10 +151,11 @@ pub trait Faults: Send + Sync {
         goal
     }
 
-    /// Whether a run's record may start from the goal as reserved: not
-    /// when a hook may have altered the view it was reserved from.
-    fn records_on_reserved(&self) -> bool {
-        true
+    /// The goal a finished run's record starts from: the goal as it was
+    /// reserved (`None`: the stored goal, re-read, for a host whose hooks
+    /// may have altered the view it reserved from).
+    fn record_base(&self, reserved: Goal) -> Option<Goal> {
+        Some(reserved)
     }
 
     /// The goal a dispatch works from.
@@ -163,15 +184,10 @@ pub trait Faults: Send + Sync {
         change
     }
 
-    /// Whether webhook refs are checked against the egress policy when
-    /// they are written.
-    fn checks_egress(&self) -> bool {
-        true
-    }
-
-    /// Whether the escalation view skips the owner check.
-    fn shows_escalations_across_tenants(&self) -> bool {
-        false
+    /// Whether the egress policy allows a webhook ref's `url`, checked
+    /// when the ref is written.
+    fn egress_allows(&self, policy: &EgressPolicy, url: &url::Url) -> Result<(), EgressDenied> {
+        policy.check_url(url)
     }
 
     /// An open escalation as the escalation view answers it.

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::idempotency::{fingerprint, IdempotencyKey, IDEMPOTENCY_TTL_MS};
 use super::quota::{is_armed, Quota};
-use super::{Engine, EngineError, IfMatch};
+use super::{Engine, EngineError, IfMatch, Lookup};
 use crate::choices::ArmlessSchedule;
 use crate::domain::transition::{self, Change, TransitionError};
 use crate::domain::{
@@ -82,16 +82,15 @@ impl Engine {
                 return self.replay(tenant, stored, print).await;
             }
         }
-        let claims = body;
-        let body = self.faults.create_body(body);
-        let new = parse_create(&body, self.request_context())?;
+        let read = self.faults.create_body(body);
+        let new = parse_create(&read, self.request_context())?;
         self.check_egress(new.verifier_ref.as_ref(), new.arm_ref.as_ref())?;
         self.check_named(tenant, new.verifier_ref.as_ref(), VERIFIER_REF)
             .await?;
         let judge_script = self.create_script(script)?;
         let mut goal = new.into_goal(GoalId::generate(), tenant.clone(), now);
         self.hold_armless_schedule(&mut goal);
-        let goal = self.faults.created(claims, goal);
+        let goal = self.faults.created(body, goal);
         let quotas = self.settings.quotas;
         // The insert counts armed goals in its transaction; a PATCH counts
         // them under this lock, so the two take turns.
@@ -182,17 +181,24 @@ impl Engine {
         tenant: &Tenant,
         id: &GoalId,
     ) -> Result<Goal, EngineError> {
+        self.load_visible(tenant, id, Lookup::Other).await
+    }
+
+    /// The goal if `tenant` may see it (in `lookup`), else not found.
+    async fn load_visible(
+        &self,
+        tenant: &Tenant,
+        id: &GoalId,
+        lookup: Lookup,
+    ) -> Result<Goal, EngineError> {
         match self.load(id).await? {
-            Some(goal) if goal.owner == *tenant || self.faults.ignores_owner() => Ok(goal),
+            Some(goal) if self.faults.visible_to(&goal, tenant, lookup) => Ok(goal),
             _ => Err(EngineError::NotFound),
         }
     }
 
     pub async fn get(&self, tenant: &Tenant, id: &GoalId) -> Result<Goal, EngineError> {
-        if self.faults.reads_across_tenants() {
-            return self.load(id).await?.ok_or(EngineError::NotFound);
-        }
-        self.load_owned(tenant, id).await
+        self.load_visible(tenant, id, Lookup::Goal).await
     }
 
     pub async fn list(
@@ -358,11 +364,7 @@ impl Engine {
         tenant: &Tenant,
         id: &GoalId,
     ) -> Result<Option<crate::domain::OpenEscalation>, EngineError> {
-        let goal = if self.faults.shows_escalations_across_tenants() {
-            self.load(id).await?.ok_or(EngineError::NotFound)?
-        } else {
-            self.load_owned(tenant, id).await?
-        };
+        let goal = self.load_visible(tenant, id, Lookup::Escalation).await?;
         Ok(match goal.state {
             crate::domain::GoalState::Escalated => goal
                 .notes
@@ -391,9 +393,7 @@ impl Engine {
                 Ok(Some(transition::abandon(goal, now)?))
             })
             .await?;
-        if self.faults.abandon_cancels_run() {
-            self.cancels.cancel(id);
-        }
+        self.faults.cancel_closed_run(&self.cancels, id);
         Ok(goal)
     }
 

@@ -293,11 +293,7 @@ impl Engine {
     }
 
     async fn iterate(&self, id: &GoalId, trigger: Trigger) -> Result<Iteration, EngineError> {
-        if !self.faults.serialises_iterations() {
-            let mut cancel = self.cancels.watch(id);
-            return self.iterate_locked(id, &trigger, &mut cancel).await;
-        }
-        let _guard = self.locks.lock(id).await;
+        let _guard = self.faults.iteration_lock(&self.locks, id).await;
         let mut cancel = self.cancels.watch(id);
         self.iterate_locked(id, &trigger, &mut cancel).await
     }
@@ -337,7 +333,7 @@ impl Engine {
                     escalation.filter(|_| matches!(finished.outcome, RunOutcome::Escalated));
                 // A faulty host may have dispatched from an altered view of
                 // the goal; its record starts from the stored goal instead.
-                let reserved = self.faults.records_on_reserved().then_some(*goal);
+                let reserved = self.faults.record_base(*goal);
                 self.record(id, &finished, reserved, escalation.as_ref())
                     .await
             }

@@ -42,7 +42,7 @@ pub use attention::{
 pub use cancel::{CancelWatch, Cancels};
 pub use error::EngineError;
 pub use event_webhooks::{EVENT_TYPE_HEADER, IDEMPOTENCY_KEY_HEADER};
-pub use faults::{Decision, Faults, NoFaults};
+pub use faults::{Decision, Faults, IterationLock, Lookup, NoFaults};
 pub use feed::{
     Feed, FeedEvent, FeedItem, FeedSettings, Subscription, DEFAULT_COALESCE, DEFAULT_HEARTBEAT,
     DEFAULT_MAX_SUBSCRIBERS_PER_TENANT, DEFAULT_SUBSCRIBER_BUFFER, MAX_COALESCE,
@@ -256,9 +256,11 @@ impl Engine {
         let cancels = Cancels::default();
         // A goal closed on another replica cancels its run in flight here,
         // as a local abandon does.
-        if faults.abandon_cancels_run() {
-            let cancels = cancels.clone();
-            store.watch_closes(Arc::new(move |goal: &GoalId| cancels.cancel(goal)));
+        {
+            let (cancels, faults) = (cancels.clone(), Arc::clone(&faults));
+            store.watch_closes(Arc::new(move |goal: &GoalId| {
+                faults.cancel_closed_run(&cancels, goal)
+            }));
         }
         let judge_pool = JudgePool::new(
             settings.judge_slots,

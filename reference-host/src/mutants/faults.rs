@@ -9,13 +9,18 @@ use std::sync::Arc;
 use axum::Router;
 use serde_json::Value;
 
-use super::{engine, http, notes, webhook, Switch};
+use super::{engine, http, notes, webhook, Mutant, Switch};
 use crate::arms::Worker;
+use crate::domain::egress::{EgressDenied, EgressPolicy};
 use crate::domain::transition::{Change, FinishedRun};
 use crate::domain::{
-    Event, Goal, GoalId, GoalState, Judgement, Mode, OpenEscalation, RequestContext, Timestamp,
+    Event, Goal, GoalId, GoalState, Judgement, Mode, OpenEscalation, RequestContext, Tenant,
+    Timestamp,
 };
-use crate::engine::{Decision, EngineError, EngineSettings, Faults};
+use crate::engine::{
+    Cancels, Decision, EngineError, EngineSettings, Faults, GoalLocks, IterationLock, Lookup,
+    NoFaults,
+};
 use crate::http::{AppState, RouteFaults};
 use crate::judge::Verifier;
 use crate::webhook::CallFaults;
@@ -54,12 +59,17 @@ impl Faults for MutantFaults {
         engine::created(&self.switch, claims, goal)
     }
 
-    fn ignores_owner(&self) -> bool {
-        self.switch.is(super::Mutant::OwnerCheckMissing)
-    }
-
-    fn reads_across_tenants(&self) -> bool {
-        self.switch.is(super::Mutant::CrossTenantRead)
+    /// Another tenant's goal shown: by every lookup (no owner check), by
+    /// GET of the goal, or by the escalation view.
+    fn visible_to(&self, goal: &Goal, tenant: &Tenant, lookup: Lookup) -> bool {
+        let across = match lookup {
+            Lookup::Goal => Mutant::CrossTenantRead,
+            Lookup::Escalation => Mutant::EscalationOtherTenant,
+            Lookup::Other => Mutant::OwnerCheckMissing,
+        };
+        self.switch.is(Mutant::OwnerCheckMissing)
+            || self.switch.is(across)
+            || NoFaults.visible_to(goal, tenant, lookup)
     }
 
     fn list_filter(&self, state: Option<GoalState>) -> Option<GoalState> {
@@ -105,8 +115,10 @@ impl Faults for MutantFaults {
         engine::abandon(&self.switch, goal, now)
     }
 
-    fn abandon_cancels_run(&self) -> bool {
-        engine::abandon_cancels(&self.switch)
+    fn cancel_closed_run(&self, cancels: &Cancels, goal: &GoalId) {
+        if engine::abandon_cancels(&self.switch) {
+            NoFaults.cancel_closed_run(cancels, goal);
+        }
     }
 
     fn due(&self, due: Vec<GoalId>, now: Timestamp) -> Vec<GoalId> {
@@ -121,16 +133,20 @@ impl Faults for MutantFaults {
         engine::deadline_sweep(&self.switch, goal, now)
     }
 
-    fn serialises_iterations(&self) -> bool {
-        engine::iterations_serialised(&self.switch)
+    fn iteration_lock<'a>(&'a self, locks: &'a GoalLocks, goal: &'a GoalId) -> IterationLock<'a> {
+        if engine::iterations_serialised(&self.switch) {
+            return NoFaults.iteration_lock(locks, goal);
+        }
+        Box::pin(std::future::ready(None))
     }
 
     fn dispatch_view(&self, goal: Goal, scheduled: bool, continued: bool) -> Goal {
         engine::dispatch_view(&self.switch, goal, scheduled, continued)
     }
 
-    fn records_on_reserved(&self) -> bool {
-        self.switch.active().is_none()
+    /// Any mutant may have altered the view a run was reserved from.
+    fn record_base(&self, reserved: Goal) -> Option<Goal> {
+        self.switch.active().is_none().then_some(reserved)
     }
 
     fn dispatched<'a>(&self, goal: &'a Goal) -> Cow<'a, Goal> {
@@ -155,12 +171,11 @@ impl Faults for MutantFaults {
         engine::record(&self.switch, before, run, now, change)
     }
 
-    fn checks_egress(&self) -> bool {
-        !self.switch.is(super::Mutant::EgressRefsAccepted)
-    }
-
-    fn shows_escalations_across_tenants(&self) -> bool {
-        self.switch.is(super::Mutant::EscalationOtherTenant)
+    fn egress_allows(&self, policy: &EgressPolicy, url: &url::Url) -> Result<(), EgressDenied> {
+        if self.switch.is(Mutant::EgressRefsAccepted) {
+            return Ok(());
+        }
+        NoFaults.egress_allows(policy, url)
     }
 
     fn shown_escalation(&self, open: OpenEscalation) -> OpenEscalation {

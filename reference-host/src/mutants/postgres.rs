@@ -1,5 +1,8 @@
-//! Deliberately broken PostgreSQL stores: each switches off one guard a
-//! cluster of replicas needs. The registered ones (`postgres-…` in the
+//! Deliberately broken PostgreSQL stores: each goes without one guard a
+//! cluster of replicas needs, by running a statement of its own in place of
+//! the store's guarded one ([`BrokenReplica`] around
+//! [`PostgresStore`], which keeps only the faithful SQL) or by keeping
+//! state in the replica's memory. The registered ones (`postgres-…` in the
 //! registry) are opened by `--mutant NAME --db postgres://…` and killed by
 //! the suite's cluster kill matrix (`suite/tests/it/cluster_matrix.rs`, three
 //! replicas); `tests/it/postgres_cluster.rs` kills the first two at the store.
@@ -23,7 +26,7 @@ use crate::domain::{
 };
 use crate::storage::{
     CreateGuard, EventSink, Inserted, Pending, PostgresStore, Registered, RunReservation, Store,
-    StoreError, StoreFaults, StoredKey, StoredRun, Written, WrittenIfIdle,
+    StoreError, StoredKey, StoredRun, WriteGuard, Written, WrittenIfIdle,
 };
 
 /// One guard of the PostgreSQL store switched off.
@@ -69,64 +72,134 @@ impl StoreMutant {
 const DROP_RUN_UNIQUENESS: &str =
     "ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_goal_id_iteration_key";
 
-/// [`PostgresStore::open`] with `mutant`'s flaw in the store's own SQL.
-/// The flaws of [`StoreMutant::InMemoryLockOnly`] and
+/// The guards of the PostgreSQL store a mutant's replica goes without.
+#[derive(Debug, Clone, Copy, Default)]
+struct Flaws {
+    /// A reservation trusts the replica's in-memory lock: the goal's
+    /// version is read without a row lock and another replica's run in
+    /// flight is not looked for.
+    reserves_without_row_lock: bool,
+    /// Due goals are listed without being claimed: every replica takes
+    /// every due goal.
+    lists_due_without_claim: bool,
+    /// A reservation does not re-read the goal at all: it trusts the
+    /// version and state the replica read before (another replica's run in
+    /// flight and `(goal_id, iteration)` are still checked).
+    reserves_without_re_read: bool,
+    /// A change is written whatever the goal's version (last writer wins).
+    applies_without_version_check: bool,
+}
+
+impl Flaws {
+    fn of(mutant: StoreMutant) -> Flaws {
+        let none = Flaws::default();
+        match mutant {
+            StoreMutant::InMemoryLockOnly => Flaws {
+                reserves_without_row_lock: true,
+                ..none
+            },
+            StoreMutant::ClaimWithoutSkipLocked => Flaws {
+                lists_due_without_claim: true,
+                ..none
+            },
+            StoreMutant::FiresUnclaimedUnlocked => Flaws {
+                reserves_without_row_lock: true,
+                lists_due_without_claim: true,
+                ..none
+            },
+            StoreMutant::TrustsReplicaRead => Flaws {
+                reserves_without_re_read: true,
+                ..none
+            },
+            StoreMutant::KeysInReplicaMemory => none,
+            StoreMutant::AppliesUnversioned => Flaws {
+                applies_without_version_check: true,
+                ..none
+            },
+        }
+    }
+}
+
+/// The goal's row written whatever its version (the store's statement
+/// checks `version = $2`).
+const UPDATE_GOAL_ANY_VERSION: &str =
+    "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
+                      next_fire_ms = $7, version = $8, record = $9, closed_ms = $10
+     WHERE id = $1 AND (version = $2 OR TRUE)";
+
+/// The due goals, listed without a claim (the store claims them with
+/// `FOR UPDATE SKIP LOCKED`).
+const DUE_UNCLAIMED: &str = "SELECT id FROM goals
+     WHERE (mode = 'schedule' OR (mode = 'commitment' AND next_fire_ms IS NOT NULL))
+       AND state = 'active' AND NOT paused
+       AND COALESCE(next_fire_ms, 0) <= $1
+     ORDER BY COALESCE(next_fire_ms, 0), created_ms LIMIT $2";
+
+/// The goal's version, read without the row lock.
+const VERSION_UNLOCKED: &str = "SELECT version FROM goals WHERE id = $1";
+
+const RUN_IN_FLIGHT: &str =
+    "SELECT 1 FROM runs WHERE goal_id = $1 AND status = 'in-flight' LIMIT 1";
+
+const INSERT_RUN: &str =
+    "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica, report)
+     VALUES ($1, $2, $3, 'in-flight', $4, $5, $6)";
+
+const INSERT_RUN_UNLESS_TAKEN: &str =
+    "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica, report)
+     VALUES ($1, $2, $3, 'in-flight', $4, $5, $6)
+     ON CONFLICT DO NOTHING";
+
+/// [`PostgresStore::open`] with `mutant`'s flaw in the store's SQL (its
+/// own statements in place of the store's). The flaws of
+/// [`StoreMutant::InMemoryLockOnly`] and
 /// [`StoreMutant::FiresUnclaimedUnlocked`] drop the uniqueness of
 /// `(goal_id, iteration)` from the schema: use a schema of its own. The
 /// flaws kept in a replica's memory need [`open_store`].
-pub fn open_postgres(url: &str, mutant: StoreMutant) -> Result<PostgresStore, StoreError> {
+pub fn open_postgres(url: &str, mutant: StoreMutant) -> Result<BrokenReplica, StoreError> {
     let store = PostgresStore::open(url)?;
-    let faults = match mutant {
-        StoreMutant::InMemoryLockOnly => {
-            store.batch(DROP_RUN_UNIQUENESS)?;
-            StoreFaults {
-                reserves_without_row_lock: true,
-                ..StoreFaults::default()
-            }
-        }
-        StoreMutant::ClaimWithoutSkipLocked => StoreFaults {
-            lists_due_without_claim: true,
-            ..StoreFaults::default()
-        },
-        StoreMutant::FiresUnclaimedUnlocked => {
-            store.batch(DROP_RUN_UNIQUENESS)?;
-            StoreFaults {
-                reserves_without_row_lock: true,
-                lists_due_without_claim: true,
-                ..StoreFaults::default()
-            }
-        }
-        StoreMutant::TrustsReplicaRead => StoreFaults {
-            reserves_without_re_read: true,
-            ..StoreFaults::default()
-        },
-        StoreMutant::KeysInReplicaMemory => StoreFaults::default(),
-        StoreMutant::AppliesUnversioned => StoreFaults {
-            applies_without_version_check: true,
-            ..StoreFaults::default()
-        },
-    };
-    Ok(store.with_faults(faults))
+    if matches!(
+        mutant,
+        StoreMutant::InMemoryLockOnly | StoreMutant::FiresUnclaimedUnlocked
+    ) {
+        store.batch(DROP_RUN_UNIQUENESS)?;
+    }
+    Ok(BrokenReplica::new(
+        store,
+        Flaws::of(mutant),
+        Remember::Nothing,
+    ))
 }
 
 /// The store a replica runs `mutant` with: the broken PostgreSQL store,
-/// wrapped in the replica's memory for the flaws that live there.
+/// keeping in the replica's memory what the flaws keep there.
 pub fn open_store(url: &str, mutant: StoreMutant) -> Result<Arc<dyn Store>, StoreError> {
-    let inner = open_postgres(url, mutant)?;
-    Ok(match mutant {
-        StoreMutant::TrustsReplicaRead => Arc::new(ReplicaMemory::new(inner, Remember::Goals)),
-        StoreMutant::KeysInReplicaMemory => Arc::new(ReplicaMemory::new(inner, Remember::Keys)),
-        _ => Arc::new(inner),
-    })
+    let broken = open_postgres(url, mutant)?;
+    let remember = match mutant {
+        StoreMutant::TrustsReplicaRead => Remember::Goals,
+        StoreMutant::KeysInReplicaMemory => Remember::Keys,
+        _ => Remember::Nothing,
+    };
+    Ok(Arc::new(BrokenReplica { remember, ..broken }))
 }
 
-/// What a [`ReplicaMemory`] keeps to itself.
+/// What a [`BrokenReplica`] keeps to itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Remember {
+    /// Nothing: every read goes to the database.
+    Nothing,
     /// The goals it read or wrote, served to its reads.
     Goals,
     /// The idempotency keys of the creates it served.
     Keys,
+}
+
+fn no_connection(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Postgres(format!("no database connection: {error}"))
+}
+
+fn bigint(value: u64) -> Result<i64, StoreError> {
+    i64::try_from(value).map_err(|_| StoreError::Corrupt(format!("{value} does not fit bigint")))
 }
 
 type Shared<T> = Arc<Mutex<T>>;
@@ -137,19 +210,22 @@ fn held<T>(shared: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A replica that keeps part of the state in its own memory, as one
-/// process may, over the shared PostgreSQL store.
-struct ReplicaMemory {
+/// A replica of a broken host over the shared PostgreSQL store: its own
+/// statements where [`Flaws`] says so, and part of the state in its own
+/// memory where [`Remember`] says so, as one process may keep it.
+pub struct BrokenReplica {
     inner: PostgresStore,
+    flaws: Flaws,
     remember: Remember,
     goals: Shared<HashMap<GoalId, Goal>>,
     keys: Shared<HashMap<(String, String), StoredKey>>,
 }
 
-impl ReplicaMemory {
-    fn new(inner: PostgresStore, remember: Remember) -> ReplicaMemory {
-        ReplicaMemory {
+impl BrokenReplica {
+    fn new(inner: PostgresStore, flaws: Flaws, remember: Remember) -> BrokenReplica {
+        BrokenReplica {
             inner,
+            flaws,
             remember,
             goals: Arc::default(),
             keys: Arc::default(),
@@ -160,7 +236,90 @@ impl ReplicaMemory {
         self.remember == Remember::Goals
     }
 
-    /// Remembers a guarded write's goal as [`ReplicaMemory::track`] does;
+    /// A change written as the store writes it, or whatever the goal's
+    /// version.
+    fn write(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        run: Option<&RunId>,
+        at: Timestamp,
+        guard: WriteGuard,
+    ) -> Option<Pending<WrittenIfIdle<Vec<Event>>>> {
+        self.flaws.applies_without_version_check.then(|| {
+            self.inner.write_change_with(
+                UPDATE_GOAL_ANY_VERSION,
+                change,
+                expected_version,
+                run,
+                at,
+                guard,
+            )
+        })
+    }
+
+    /// A reservation without the goal's row lock: the version read
+    /// unlocked and no look for another replica's run in flight, or (not
+    /// re-reading) no look at the goal at all.
+    fn reserve_unlocked(
+        &self,
+        run: &RunReservation,
+        expected_version: u64,
+    ) -> Pending<Written<()>> {
+        let (iteration, expected) = match (bigint(run.iteration), bigint(expected_version)) {
+            (Ok(iteration), Ok(expected)) => (iteration, expected),
+            (Err(error), _) | (_, Err(error)) => return Box::pin(std::future::ready(Err(error))),
+        };
+        let run_id = run.run_id.as_str().to_string();
+        let goal = run.goal_id.as_str().to_string();
+        let report = run.report.clone();
+        let started_ms = run.started_at.unix_ms();
+        let pool = self.inner.pool().clone();
+        let replica = self.inner.replica().to_string();
+        let re_reads = !self.flaws.reserves_without_re_read;
+        self.inner.pending(async move {
+            let client = pool.get().await.map_err(no_connection)?;
+            let row: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+                [&run_id, &goal, &iteration, &started_ms, &replica, &report];
+            if re_reads {
+                let current = client.query_opt(VERSION_UNLOCKED, &[&goal]).await?;
+                if current.map(|row| row.get::<_, i64>(0)) != Some(expected) {
+                    return Ok(Written::Conflict);
+                }
+                client.execute(INSERT_RUN, &row).await?;
+                return Ok(Written::Done(()));
+            }
+            if client.query_opt(RUN_IN_FLIGHT, &[&goal]).await?.is_some() {
+                return Ok(Written::Conflict);
+            }
+            Ok(
+                if client.execute(INSERT_RUN_UNLESS_TAKEN, &row).await? == 1 {
+                    Written::Done(())
+                } else {
+                    Written::Conflict
+                },
+            )
+        })
+    }
+
+    /// Every due goal, claimed by no one.
+    fn due_unclaimed(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let now_ms = now.unix_ms();
+        let pool = self.inner.pool().clone();
+        self.inner.block(async move {
+            let client = pool.get().await.map_err(no_connection)?;
+            let rows = client.query(DUE_UNCLAIMED, &[&now_ms, &limit]).await?;
+            rows.iter()
+                .map(|row| {
+                    let id: String = row.try_get(0)?;
+                    GoalId::parse(&id).ok_or_else(|| StoreError::Corrupt(format!("goal id {id:?}")))
+                })
+                .collect()
+        })
+    }
+
+    /// Remembers a guarded write's goal as [`BrokenReplica::track`] does;
     /// a refusal (a run in flight, the armed quota) wrote nothing and
     /// changes nothing here.
     fn track_if_idle(
@@ -216,7 +375,7 @@ impl ReplicaMemory {
     }
 }
 
-impl Store for ReplicaMemory {
+impl Store for BrokenReplica {
     fn insert_goals(&self, goals: &[Goal]) -> Result<(), StoreError> {
         self.inner.insert_goals(goals)
     }
@@ -256,11 +415,19 @@ impl Store for ReplicaMemory {
         run: Option<&RunId>,
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>> {
-        let pending = self.inner.apply(change, expected_version, run, at);
+        let pending = match self.write(change, expected_version, run, at, WriteGuard::Nothing) {
+            Some(written) => Box::pin(async move {
+                Ok(match written.await? {
+                    WrittenIfIdle::Done(events) => Written::Done(events),
+                    _ => Written::Conflict,
+                })
+            }),
+            None => self.inner.apply(change, expected_version, run, at),
+        };
         self.track(change.goal.id.clone(), Some(change.goal.clone()), pending)
     }
 
-    /// Remembered as [`ReplicaMemory::track`] does; a refusal for a run
+    /// Remembered as [`BrokenReplica::track`] does; a refusal for a run
     /// in flight wrote nothing and changes nothing here.
     fn apply_unless_run_in_flight(
         &self,
@@ -268,9 +435,13 @@ impl Store for ReplicaMemory {
         expected_version: u64,
         at: Timestamp,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        let guard = WriteGuard::NoRunInFlight;
         let pending = self
-            .inner
-            .apply_unless_run_in_flight(change, expected_version, at);
+            .write(change, expected_version, None, at, guard)
+            .unwrap_or_else(|| {
+                self.inner
+                    .apply_unless_run_in_flight(change, expected_version, at)
+            });
         self.track_if_idle(change, pending)
     }
 
@@ -281,14 +452,23 @@ impl Store for ReplicaMemory {
         at: Timestamp,
         max_armed: u64,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        let guard = WriteGuard::ArmedBelow(max_armed);
         let pending = self
-            .inner
-            .apply_arming(change, expected_version, at, max_armed);
+            .write(change, expected_version, None, at, guard)
+            .unwrap_or_else(|| {
+                self.inner
+                    .apply_arming(change, expected_version, at, max_armed)
+            });
         self.track_if_idle(change, pending)
     }
 
     fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>> {
-        let pending = self.inner.reserve_run(run, expected_version);
+        let flaws = self.flaws;
+        let pending = if flaws.reserves_without_row_lock || flaws.reserves_without_re_read {
+            self.reserve_unlocked(run, expected_version)
+        } else {
+            self.inner.reserve_run(run, expected_version)
+        };
         self.track(run.goal_id.clone(), None, pending)
     }
 
@@ -351,6 +531,9 @@ impl Store for ReplicaMemory {
     /// Keeping goals, the replica schedules the ones it knows of (created
     /// or read here) from its own copy, as one process with timers would.
     fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
+        if self.flaws.lists_due_without_claim {
+            return self.due_unclaimed(now, limit);
+        }
         if !self.keeps_goals() {
             return self.inner.due_schedule_goals(now, limit);
         }

@@ -28,7 +28,7 @@ use crate::domain::{
 
 pub use group_commit::Pending;
 
-pub use postgres::{PostgresStore, StoreFaults, REPLICA_LEASE};
+pub use postgres::{PostgresStore, REPLICA_LEASE};
 pub use sqlite::SqliteStore;
 
 /// Where the database lives: `:memory:`, a file, or a PostgreSQL server

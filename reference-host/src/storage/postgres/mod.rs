@@ -328,29 +328,36 @@ pub struct PostgresStore {
     /// Hands every replica's committed events to this replica's live
     /// subscribers (`relay.rs`).
     relay: Arc<relay::Relay>,
-    /// The guards this store keeps: all of them, unless a deliberately
-    /// broken build (`crate::mutants`) switched one off.
-    faults: StoreFaults,
 }
 
-/// Guards of this store a deliberately broken build may switch off, each
-/// one the cluster needs (`tests/it/postgres_cluster.rs` shows each is): set
-/// only by `crate::mutants`, all kept by default.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StoreFaults {
-    /// A reservation trusts the replica's in-memory lock: the goal's
-    /// version is read without a row lock and another replica's run in
-    /// flight is not looked for.
-    pub(crate) reserves_without_row_lock: bool,
-    /// Due goals are listed without being claimed: every replica takes
-    /// every due goal.
-    pub(crate) lists_due_without_claim: bool,
-    /// A reservation does not re-read the goal at all: it trusts the
-    /// version and state the replica read before (another replica's run in
-    /// flight and `(goal_id, iteration)` are still checked).
-    pub(crate) reserves_without_re_read: bool,
-    /// A change is written whatever the goal's version (last writer wins).
-    pub(crate) applies_without_version_check: bool,
+/// The statement a change writes the goal's row with: only while the row
+/// is still at the version the change was decided on.
+const UPDATE_GOAL: &str = "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
+                      next_fire_ms = $7, version = $8, record = $9, closed_ms = $10
+     WHERE id = $1 AND version = $2";
+
+/// What a deliberately broken store (`crate::mutants::postgres`) builds
+/// its own statements on; a build without the `mutants` feature has none.
+#[cfg(feature = "mutants")]
+impl PostgresStore {
+    /// The connections, for statements of the broken store's own.
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// [`Store::apply`] and its guarded kin with `update` in place of
+    /// [`UPDATE_GOAL`] (the rest of the transaction is this store's).
+    pub(crate) fn write_change_with(
+        &self,
+        update: &'static str,
+        change: &Change,
+        expected_version: u64,
+        run: Option<&RunId>,
+        at: Timestamp,
+        guard: WriteGuard,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        self.write_change(update, change, expected_version, run, at, guard)
+    }
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -410,7 +417,6 @@ impl PostgresStore {
             runtime: Some(runtime),
             replica,
             relay: Arc::default(),
-            faults: StoreFaults::default(),
         };
         let (pool, replica) = (store.pool.clone(), store.replica.clone());
         let location = super::redact(url);
@@ -444,12 +450,6 @@ impl PostgresStore {
         Ok(store)
     }
 
-    /// This store with some of its guards off (`crate::mutants` only).
-    pub fn with_faults(mut self, faults: StoreFaults) -> PostgresStore {
-        self.faults = faults;
-        self
-    }
-
     /// Runs `sql` (statements without parameters) on the database.
     pub fn batch(&self, sql: &'static str) -> Result<(), StoreError> {
         let pool = self.pool.clone();
@@ -466,7 +466,7 @@ impl PostgresStore {
 
     /// Runs `work` on the store's runtime and waits for it on this thread
     /// (a channel, not `block_on`: the caller may be an async worker).
-    fn block<T: Send + 'static>(
+    pub(crate) fn block<T: Send + 'static>(
         &self,
         work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
@@ -480,7 +480,7 @@ impl PostgresStore {
     }
 
     /// Runs `work` on the store's runtime; the answer is its outcome.
-    fn pending<T: Send + 'static>(
+    pub(crate) fn pending<T: Send + 'static>(
         &self,
         work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Pending<T> {
@@ -514,9 +514,11 @@ impl PostgresStore {
     /// Writes `change` ([`Store::apply`]); with `unless_run_in_flight`,
     /// only if the goal has no run in flight, looked at under the goal's
     /// row lock in the same transaction
-    /// ([`Store::apply_unless_run_in_flight`]).
+    /// ([`Store::apply_unless_run_in_flight`]). `update` writes the goal's
+    /// row ([`UPDATE_GOAL`]; a deliberately broken store passes its own).
     fn write_change(
         &self,
+        update: &'static str,
         change: &Change,
         expected_version: u64,
         run: Option<&RunId>,
@@ -542,15 +544,6 @@ impl PostgresStore {
             .any(|payload| matches!(payload, EventPayload::Closed { .. }));
         let relay = Arc::clone(&self.relay);
         let pool = self.pool.clone();
-        let update = if self.faults.applies_without_version_check {
-            "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
-                              next_fire_ms = $7, version = $8, record = $9, closed_ms = $10
-             WHERE id = $1 AND (version = $2 OR TRUE)"
-        } else {
-            "UPDATE goals SET state = $3, paused = $4, mode = $5, deadline_ms = $6,
-                              next_fire_ms = $7, version = $8, record = $9, closed_ms = $10
-             WHERE id = $1 AND version = $2"
-        };
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = Cached(client.transaction().await?);
@@ -864,7 +857,14 @@ impl Store for PostgresStore {
         run: Option<&RunId>,
         at: Timestamp,
     ) -> Pending<Written<Vec<Event>>> {
-        written_only(self.write_change(change, expected_version, run, at, WriteGuard::Nothing))
+        written_only(self.write_change(
+            UPDATE_GOAL,
+            change,
+            expected_version,
+            run,
+            at,
+            WriteGuard::Nothing,
+        ))
     }
 
     fn apply_unless_run_in_flight(
@@ -874,6 +874,7 @@ impl Store for PostgresStore {
         at: Timestamp,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
         self.write_change(
+            UPDATE_GOAL,
             change,
             expected_version,
             None,
@@ -890,6 +891,7 @@ impl Store for PostgresStore {
         max_armed: u64,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
         self.write_change(
+            UPDATE_GOAL,
             change,
             expected_version,
             None,
@@ -914,36 +916,6 @@ impl Store for PostgresStore {
             (Err(error), _) | (_, Err(error)) => return failed(error),
         };
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
-        if self.faults.reserves_without_re_read {
-            return self.pending(async move {
-                let client = Cached(pool.get().await.map_err(pool_error)?);
-                let row = (run_id, goal, iteration, started_ms, replica, report);
-                Ok(if insert_run_row(&client, &row).await? {
-                    Written::Done(())
-                } else {
-                    Written::Conflict
-                })
-            });
-        }
-        if self.faults.reserves_without_row_lock {
-            return self.pending(async move {
-                let client = Cached(pool.get().await.map_err(pool_error)?);
-                let current = client
-                    .query_opt("SELECT version FROM goals WHERE id = $1", &[&goal])
-                    .await?;
-                if current.map(|row| row.get::<_, i64>(0)) != Some(expected_version) {
-                    return Ok(Written::Conflict);
-                }
-                client
-                    .execute(
-                        "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, replica, report)
-                         VALUES ($1, $2, $3, 'in-flight', $4, $5, $6)",
-                        &[&run_id, &goal, &iteration, &started_ms, &replica, &report],
-                    )
-                    .await?;
-                Ok(Written::Done(()))
-            });
-        }
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = Cached(client.transaction().await?);
@@ -1128,17 +1100,6 @@ impl Store for PostgresStore {
         let (pool, replica) = (self.pool.clone(), self.replica.clone());
         let now_ms = now.unix_ms();
         let claim = ms(CLAIM);
-        if self.faults.lists_due_without_claim {
-            return self.rows(
-                "SELECT id FROM goals
-                 WHERE (mode = 'schedule' OR (mode = 'commitment' AND next_fire_ms IS NOT NULL))
-                   AND state = 'active' AND NOT paused
-                   AND COALESCE(next_fire_ms, 0) <= $1
-                 ORDER BY COALESCE(next_fire_ms, 0), created_ms LIMIT $2",
-                vec![Box::new(now_ms), Box::new(limit)],
-                ids,
-            );
-        }
         self.block(async move {
             let client = Cached(pool.get().await.map_err(pool_error)?);
             let rows = client
