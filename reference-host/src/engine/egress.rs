@@ -31,7 +31,9 @@ impl Engine {
     }
 }
 
-fn check(
+/// Checks one webhook ref's URL at `pointer` against the policy, through
+/// the engine's fault seam (a mutant may let it through).
+pub(super) fn check(
     faults: &dyn Faults,
     policy: &crate::domain::egress::EgressPolicy,
     webhook: &Webhook,

@@ -214,21 +214,12 @@ impl Engine {
     }
 
     fn check_binding_arm(&self, arm: &ArmRef) -> Result<(), EngineError> {
-        if !self.faults.checks_egress() {
-            return Ok(());
-        }
         let ArmSpec::Webhook(webhook) = arm.spec() else {
             return Ok(());
         };
-        let Ok(url) = url::Url::parse(webhook.url()) else {
-            return Ok(());
-        };
-        self.egress.policy().check_url(&url).map_err(|denied| {
-            EngineError::Request(RequestError::EgressDenied {
-                pointer: "/armRef".into(),
-                reason: denied.to_string(),
-            })
-        })
+        let policy = self.egress.policy();
+        super::egress::check(self.faults.as_ref(), &policy, webhook, "/armRef")
+            .map_err(EngineError::Request)
     }
 
     /// `POST {base}/{id}/attention/bindings`.
