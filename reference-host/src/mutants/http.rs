@@ -256,6 +256,18 @@ const ACTIONS: [&str; 9] = [
     "evaluations",
 ];
 
+/// The attention extension's resources under a goal (`http::attention`);
+/// any other path below `{id}/attention` is an unknown route.
+const ATTENTION_RESOURCES: [&str; 7] = [
+    "policy",
+    "closure",
+    "close",
+    "confirmations",
+    "evidence",
+    "events",
+    "bindings",
+];
+
 fn route(path: &str) -> Route {
     if path == "/.well-known/openwop" {
         return Route::Discovery;
@@ -274,7 +286,11 @@ fn route(path: &str) -> Route {
         // The attention extension's routes are ours too; no mutant here
         // is about them.
         ["attention", "bindings"] => Route::Elsewhere,
-        [id, "attention", _, ..] if !id.is_empty() => Route::Elsewhere,
+        [id, "attention", resource, ..]
+            if !id.is_empty() && ATTENTION_RESOURCES.contains(resource) =>
+        {
+            Route::Elsewhere
+        }
         [id] if !id.is_empty() => Route::Goal((*id).to_string()),
         [id, action] if !id.is_empty() => match ACTIONS.iter().find(|known| *known == action) {
             Some(known) => Route::Sub((*id).to_string(), known),

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod readme;
 pub mod receiver;
 
 use std::sync::{Arc, OnceLock};
