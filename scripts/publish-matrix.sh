@@ -6,8 +6,8 @@
 #   scripts/publish-matrix.sh            # variants' reports, then the matrix
 #   SKIP_VARIANTS=1 scripts/publish-matrix.sh   # only rebuild the matrix
 #
-# Each variant is served by `goalpost-host serve --variant NAME` (a build
-# with the `variants` feature) on a free local port and run with the whole
+# Each variant is served by `goalpost-host-builds --variant NAME` (the
+# reference host's other builds, host-builds/) on a free local port and run with the whole
 # suite (--strict) into reports/variants/NAME/. reports/reference-host/ is
 # taken as it is (regenerate it first, README "Published report").
 # suite/tests/it/published_matrix.rs fails when the matrix is stale.
@@ -22,14 +22,14 @@ goalpost="$root/target/release/goalpost"
 sources=(reports/reference-host/report.json)
 
 if [ -z "${SKIP_VARIANTS:-}" ] && [ -f scenarios/variants.json ]; then
-    cargo build --release -p goalpost-host --features variants
-    host_bin="$root/target/release/goalpost-host"
+    cargo build --release -p goalpost-host-builds
+    host_bin="$root/target/release/goalpost-host-builds"
     secret="goalpost-publish-$$"
     names=$(grep -o '"name": *"[^"]*"' scenarios/variants.json | sed 's/.*"\([^"]*\)"$/\1/')
     rm -rf reports/variants
     for name in $names; do
         port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-        "$host_bin" serve --listen "127.0.0.1:$port" --db :memory: --conformance-seams \
+        "$host_bin" --listen "127.0.0.1:$port" --db :memory: --conformance-seams \
             --token goalpost-a=tenant-a --token goalpost-b=tenant-b \
             --principal-token goalpost-principal=tenant-a \
             --host-authority-token goalpost-host-authority=tenant-a \

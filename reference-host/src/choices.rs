@@ -2,10 +2,10 @@
 //!
 //! [`Choices::default`] is how the reference host behaves. Every other value
 //! is still a conforming host: the suite's variant matrix starts builds that
-//! make one other choice each (`src/variants/`, `scenarios/variants.json`)
-//! to prove it certifies hosts that chose differently. The engine and the
-//! HTTP layer read these fields unconditionally; only the registry that
-//! names the alternatives sits behind the `variants` feature.
+//! make one other choice each (`host-builds/src/variants/`,
+//! `scenarios/variants.json`) to prove it certifies hosts that chose
+//! differently. The engine and the HTTP layer read these fields; the
+//! registry that names the alternatives lives in that other crate.
 
 use crate::domain::{Check, CostReading, Mode};
 

@@ -2,11 +2,22 @@
 //! subcommand, so `goalpost-host --token …` keeps working) and the `goals`
 //! client.
 
+use std::process::ExitCode;
+
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::client::GoalsArgs;
 use crate::config;
-use crate::logging::LogFormat;
+use crate::host::{Ports, RunningHost};
+use crate::logging::{self, LogFormat};
+
+/// Threads for store reads (and other blocking work); as many as the
+/// store keeps idle read connections. tokio's default of 512 let a burst
+/// of 64 concurrent lists of 1,000 goals grow hundreds of threads, each
+/// with its own mimalloc heap: 1,885 MiB resident right after, 978 MiB
+/// 30 s later. With 4: 78 MiB (16 threads: 136 MiB).
+const BLOCKING_THREADS: usize = 4;
 
 /// `goalpost-host`: the reference host for RFC 0097 standing goals, and a
 /// client for any host that advertises them. Without a subcommand it serves.
@@ -48,25 +59,75 @@ pub struct ServeArgs {
     /// Log format on stderr; RUST_LOG filters (default `info`).
     #[arg(long, env = "GOALPOST_HOST_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-
-    /// Run as a conforming variant: one other choice the profile allows (a
-    /// build with the `variants` feature only; see src/variants/).
-    #[cfg(feature = "variants")]
-    #[arg(long, value_parser = crate::variants::parse_arg)]
-    pub variant: Option<crate::variants::Variant>,
 }
 
 impl ServeArgs {
-    /// The host configuration these flags ask for, as the variant (if any)
-    /// makes it.
+    /// The host configuration these flags ask for.
     pub fn config(self) -> config::Config {
-        let config = self.host.into_config();
-        #[cfg(feature = "variants")]
-        let config = match self.variant {
-            Some(variant) => variant.apply(config),
-            None => config,
-        };
-        config
+        self.host.into_config()
+    }
+}
+
+/// Serves `config`, assembled from `ports` and logging as `log_format`
+/// says, until SIGINT or SIGTERM: what `goalpost-host serve` runs (with
+/// this host's own ports).
+pub fn serve(config: config::Config, log_format: LogFormat, ports: Ports) -> ExitCode {
+    if let Err(error) = logging::init(log_format) {
+        eprintln!("goalpost-host: cannot set up logging: {error}");
+        return ExitCode::FAILURE;
+    }
+    // Store reads run on tokio's blocking threads, up to 512 of them by
+    // default. Under 64 concurrent lists the pool grew to hundreds of
+    // threads, and mimalloc gives each thread its own heap and segments:
+    // the host went from 37 MiB to 1.9 GiB resident, and a thread's freed
+    // pages are only returned when that thread next allocates, so 30 s
+    // later it still held 978 MiB (BENCHMARKS.md, "growth"). Reads are
+    // short and the machine has few cores: a small pool does the same work
+    // with a bounded number of heaps, and the threads that stay are the
+    // ones that keep allocating, so their freed pages are purged.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(BLOCKING_THREADS)
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("goalpost-host: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve_until_signal(config, ports)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("goalpost-host: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve_until_signal(config: config::Config, ports: Ports) -> anyhow::Result<()> {
+    let host = RunningHost::start_with(config, ports)
+        .await
+        .context("cannot start")?;
+    shutdown_signal().await.context("cannot wait for signals")?;
+    tracing::info!("shutting down");
+    host.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut terminate = signal(SignalKind::terminate())?;
+        tokio::select! {
+            interrupted = tokio::signal::ctrl_c() => interrupted,
+            _ = terminate.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await
     }
 }
 
@@ -115,6 +176,15 @@ mod tests {
         assert_eq!(serve.log_format, LogFormat::Json);
         assert_eq!(serve.host.db, ":memory:");
         assert!(matches!(parse(&[]), Ok(Invocation::Serve(_))));
+    }
+
+    /// The suite's other builds of this host (mutants, variants) live in
+    /// `goalpost-host-builds`: this binary has no switch for them.
+    #[test]
+    fn the_host_has_no_switch_for_another_build() {
+        assert!(parse(&["serve", "--mutant", "off-by-one-iterations"]).is_err());
+        assert!(parse(&["serve", "--variant", "judge-host"]).is_err());
+        assert!(parse(&["--foreign-invalid-goal", "tenant-a"]).is_err());
     }
 
     #[test]

@@ -52,9 +52,6 @@ pub struct Config {
     /// The choices the profile leaves open (the reference host's own by
     /// default; a conforming variant makes another).
     pub choices: Choices,
-    /// The deliberate bug this host runs with, if any (the suite's kill
-    /// matrix; selectable only in a build with the `mutants` feature).
-    pub mutants: crate::mutants::Selection,
     /// Outbound event webhooks: where each subscribed tenant's events are
     /// POSTed (one URL per tenant; checked at start against the tokens
     /// and the egress policy).
@@ -165,7 +162,6 @@ impl Config {
             retain_closed: Some(DEFAULT_RETAIN_CLOSED),
             feed: crate::engine::FeedSettings::default(),
             choices: Choices::default(),
-            mutants: crate::mutants::Selection::default(),
             event_webhooks: Vec::new(),
             work: WorkLimits::default(),
             trusted_proxies: Vec::new(),
@@ -557,11 +553,6 @@ pub struct Args {
     /// `principal-confirmed` completion policy and nothing else.
     #[arg(long = "principal-token", env = "GOALPOST_HOST_PRINCIPAL_TOKENS", hide_env_values = true, value_delimiter = ',', value_parser = parse_token)]
     pub principal_tokens: Vec<(String, String)>,
-
-    /// The kill matrix's options (a build with the `mutants` feature
-    /// only).
-    #[command(flatten)]
-    pub mutants: crate::mutants::Selection,
 }
 
 impl Args {
@@ -623,7 +614,6 @@ impl Args {
                 heartbeat: self.events_heartbeat_secs,
                 coalesce: Duration::from_millis(self.events_coalesce_ms),
             },
-            mutants: self.mutants,
             event_webhooks: self.event_webhooks,
             work: WorkLimits {
                 judge_threads: self

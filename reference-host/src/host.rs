@@ -13,11 +13,13 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{read_tokens_file, Config, TokensFileError};
 use crate::domain::egress::{AllowEntry, EgressPolicy};
 use crate::domain::event_webhook::check_subscriptions;
-use crate::engine::{Engine, EngineError, EngineSettings, Feed, VerifierFileError};
+use crate::engine::{
+    Engine, EngineError, EngineSettings, Faults, Feed, NoFaults, VerifierFileError,
+};
 use crate::event_webhooks::EventWebhooks;
-use crate::http::{app, AppState, TokenError, Tokens};
+use crate::http::{app, AppState, NoRouteFaults, RouteFaults, TokenError, Tokens};
 use crate::scheduler::Scheduler;
-use crate::storage::{Store, StoreError};
+use crate::storage::{DbLocation, Store, StoreError};
 use crate::webhook::{SharedEgress, WebhookCa, WebhookSecret};
 
 /// How long shutdown waits for scheduled runs in flight.
@@ -51,6 +53,42 @@ pub enum HostError {
     EventWebhook(String),
 }
 
+/// Opens a host's store at its configured location (blocking).
+pub type OpenStore = Box<dyn FnOnce(&DbLocation) -> Result<Arc<dyn Store>, StoreError> + Send>;
+
+/// What a host is assembled from that another build may replace: how its
+/// store is opened, the engine's rules and the router's outer layer.
+/// [`Ports::faithful`] is this host. The crate `goalpost-host-builds`
+/// wraps or replaces them to make the suite's deliberately broken hosts
+/// (its kill matrix); nothing in this crate makes another.
+pub struct Ports {
+    /// Opens the store at the configured location. Blocking: it runs on
+    /// a blocking thread.
+    pub open_store: OpenStore,
+    /// The engine's rules (who may see a goal, whether egress allows a
+    /// URL, …), each answering as the profile says.
+    pub rules: Arc<dyn Faults>,
+    /// The router's body limit and outermost layer.
+    pub routes: Arc<dyn RouteFaults>,
+}
+
+impl Ports {
+    /// This host's own ports.
+    pub fn faithful() -> Ports {
+        Ports {
+            open_store: Box::new(crate::storage::open),
+            rules: Arc::new(NoFaults),
+            routes: Arc::new(NoRouteFaults),
+        }
+    }
+}
+
+impl std::fmt::Debug for Ports {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ports").finish_non_exhaustive()
+    }
+}
+
 pub struct RunningHost {
     addr: SocketAddr,
     shutdown: watch::Sender<bool>,
@@ -76,6 +114,12 @@ impl RunningHost {
     /// as environmental failures), binds, and spawns the server and the
     /// scheduler loop on the current runtime.
     pub async fn start(config: Config) -> Result<RunningHost, HostError> {
+        RunningHost::start_with(config, Ports::faithful()).await
+    }
+
+    /// [`RunningHost::start`] assembled from `ports` in place of this
+    /// host's own.
+    pub async fn start_with(config: Config, ports: Ports) -> Result<RunningHost, HostError> {
         let mut pairs = config.tokens.clone();
         if let Some(path) = &config.tokens_file {
             pairs.extend(read_tokens_file(path)?);
@@ -103,11 +147,10 @@ impl RunningHost {
         }
         check_event_webhooks(&config, &pairs)?;
         let location = config.db.clone();
-        let mutants = config.mutants.clone();
-        let store: Arc<dyn Store> =
-            tokio::task::spawn_blocking(move || mutants.open_store(&location))
-                .await
-                .map_err(|error| HostError::Task(error.to_string()))??;
+        let open_store = ports.open_store;
+        let store: Arc<dyn Store> = tokio::task::spawn_blocking(move || open_store(&location))
+            .await
+            .map_err(|error| HostError::Task(error.to_string()))??;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let settings = EngineSettings {
             conformance_seams: config.conformance_seams,
@@ -144,7 +187,6 @@ impl RunningHost {
             judge_steps_per_sec: Some(config.work.judge_steps_per_sec),
             ..EngineSettings::default()
         };
-        let faults = config.mutants.wire();
         if config.choices != crate::choices::Choices::default() {
             tracing::info!(choices = ?config.choices, "running with choices other than the reference host's");
         }
@@ -152,7 +194,7 @@ impl RunningHost {
             store,
             Arc::clone(&clock),
             settings,
-            faults.engine,
+            ports.rules,
         ));
         if let Some(path) = &config.verifiers {
             let loaded = engine.load_verifier_file(path).await?;
@@ -205,7 +247,7 @@ impl RunningHost {
         let feed = Arc::clone(engine.feed());
         let router = app(AppState::new(Arc::clone(&engine), tokens)
             .with_trusted_proxies(config.trusted_proxies.clone())
-            .with_faults(faults.routes)
+            .with_faults(ports.routes)
             .with_authorities(authorities));
         let connections =
             crate::serve::Connections::new(config.connections, config.trusted_proxies.clone());

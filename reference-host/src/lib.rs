@@ -31,16 +31,13 @@ pub mod host;
 pub mod http;
 pub mod judge;
 pub mod logging;
-pub mod mutants;
 pub mod scheduler;
 pub mod serve;
 pub mod storage;
 pub mod tls;
-#[cfg(feature = "variants")]
-pub mod variants;
 pub mod webhook;
 
 pub use config::{Config, HistoryLimits, WorkLimits};
-pub use host::{HostError, RunningHost};
+pub use host::{HostError, Ports, RunningHost};
 pub use http::{app, AppState, Tokens};
 pub use storage::DbLocation;

@@ -3,11 +3,10 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Parser;
-use goalpost_host::cli::{Cli, Invocation, ServeArgs};
+use goalpost_host::cli::{self, Cli, Invocation};
 use goalpost_host::client::{self, GoalsArgs};
-use goalpost_host::{logging, RunningHost};
+use goalpost_host::Ports;
 
 // glibc's malloc made the two runtime workers queue on its arena lock when
 // one frees what the other allocated (a request's buffers: `futex` in the
@@ -16,13 +15,6 @@ use goalpost_host::{logging, RunningHost};
 // reserves its segments up front.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Threads for store reads (and other blocking work); as many as the
-/// store keeps idle read connections. tokio's default of 512 let a burst
-/// of 64 concurrent lists of 1,000 goals grow hundreds of threads, each
-/// with its own mimalloc heap: 1,885 MiB resident right after, 978 MiB
-/// 30 s later. With 4: 78 MiB (16 threads: 136 MiB).
-const BLOCKING_THREADS: usize = 4;
 
 /// mimalloc's `mi_option_purge_delay`: its place in `mi_option_e` of the
 /// mimalloc v3 sources libmimalloc-sys 0.1.49 builds (`include/mimalloc.h`;
@@ -53,43 +45,11 @@ fn main() -> ExitCode {
     purge_freed_memory_at_once();
     // Usage errors exit 2, `--help`/`--version` exit 0 (clap's codes).
     match Cli::parse().invocation() {
-        Invocation::Serve(args) => serve_main(*args),
+        Invocation::Serve(args) => {
+            let log_format = args.log_format;
+            cli::serve(args.config(), log_format, Ports::faithful())
+        }
         Invocation::Goals(args) => goals_main(args),
-    }
-}
-
-fn serve_main(args: ServeArgs) -> ExitCode {
-    if let Err(error) = logging::init(args.log_format) {
-        eprintln!("goalpost-host: cannot set up logging: {error}");
-        return ExitCode::FAILURE;
-    }
-    let config = args.config();
-    // Store reads run on tokio's blocking threads, up to 512 of them by
-    // default. Under 64 concurrent lists the pool grew to hundreds of
-    // threads, and mimalloc gives each thread its own heap and segments:
-    // the host went from 37 MiB to 1.9 GiB resident, and a thread's freed
-    // pages are only returned when that thread next allocates, so 30 s
-    // later it still held 978 MiB (BENCHMARKS.md, "growth"). Reads are
-    // short and the machine has few cores: a small pool does the same work
-    // with a bounded number of heaps, and the threads that stay are the
-    // ones that keep allocating, so their freed pages are purged.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .max_blocking_threads(BLOCKING_THREADS)
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("goalpost-host: cannot start the runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(serve(config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("goalpost-host: {error:#}");
-            ExitCode::FAILURE
-        }
     }
 }
 
@@ -111,28 +71,4 @@ fn goals_main(args: GoalsArgs) -> ExitCode {
         err: &mut stderr,
     };
     ExitCode::from(runtime.block_on(client::run(args, &mut output)))
-}
-
-async fn serve(config: goalpost_host::Config) -> anyhow::Result<()> {
-    let host = RunningHost::start(config).await.context("cannot start")?;
-    shutdown_signal().await.context("cannot wait for signals")?;
-    tracing::info!("shutting down");
-    host.shutdown().await;
-    Ok(())
-}
-
-async fn shutdown_signal() -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut terminate = signal(SignalKind::terminate())?;
-        tokio::select! {
-            interrupted = tokio::signal::ctrl_c() => interrupted,
-            _ = terminate.recv() => Ok(()),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await
-    }
 }

@@ -163,8 +163,8 @@ pub struct DoctorArgs {
 
 const LIST_HELP: &str = "\
 One line per requirement: id, level, how many scenarios name it, whether it is
-mutation-verified and the mutants that prove it (`goalpost-host --mutant NAME`,
-a build with the `mutants` feature); then a summary naming any MUST without a
+mutation-verified and the mutants that prove it (`goalpost-host-builds --mutant
+NAME` serves one); then a summary naming any MUST without a
 mutant. `cargo test` (tests/it/kill_matrix.rs) proves every listed mutant is killed.
 
 Exit codes: 0 listed; 2 the folder cannot be read.";

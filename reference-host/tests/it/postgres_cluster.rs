@@ -330,11 +330,10 @@ async fn a_deadline_close_sees_a_reservation_that_commits_while_it_waits() {
 
 /// Replicas whose stores trust their in-memory locks: the same storm
 /// breaks the invariants (the guard in the reservation is needed).
-#[cfg(feature = "mutants")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_in_memory_lock_only_mutant_is_killed() {
-    use goalpost_host::mutants::{open_postgres, StoreMutant};
     use goalpost_host::storage::Store;
+    use goalpost_host_builds::mutants::{open_postgres, StoreMutant};
     let Some(server) = pg::server() else { return };
     let schema = pg::Schema::fresh(&server).await;
     let clock = Arc::new(ManualClock::fixed());
@@ -430,11 +429,10 @@ async fn a_replica_keeps_taking_due_goals_while_it_holds_the_cap() {
     schema.drop().await;
 }
 
-#[cfg(feature = "mutants")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_claim_without_skip_locked_mutant_is_killed() {
-    use goalpost_host::mutants::{open_postgres, StoreMutant};
     use goalpost_host::storage::Store;
+    use goalpost_host_builds::mutants::{open_postgres, StoreMutant};
     let Some(server) = pg::server() else { return };
     let schema = pg::Schema::fresh(&server).await;
     let clock = Arc::new(ManualClock::fixed());

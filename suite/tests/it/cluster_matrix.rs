@@ -23,7 +23,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use common::kills::{verdict, Declared, Dispositions};
-use goalpost_host::mutants::Mutant;
+use goalpost_host_builds::mutants::{Mutant, Selection};
 use serde_json::Value;
 
 const SECRET: &str = "goalpost-cluster-matrix-secret";
@@ -64,9 +64,9 @@ fn run_cluster(server: &str, mutant: Option<Mutant>) -> Result<ClusterRun, Strin
         REPLICAS,
         SECRET,
         "cluster-matrix",
-        |mut config| {
-            config.mutants.mutant = mutant;
-            config
+        |config| common::Hosted {
+            config,
+            mutant: Selection::of(mutant),
         },
         |run| run.profiles = Some(BTreeSet::from([PROFILE.to_string()])),
     )?;
@@ -123,7 +123,7 @@ fn cluster_mutants_are_postgres_mutants_and_cover_every_cluster_must() {
             }
         }
     }
-    for known in goalpost_host::mutants::REGISTRY {
+    for known in goalpost_host_builds::mutants::REGISTRY {
         if known.mutant.needs_postgres() && !declared.iter().any(|info| info.mutant == known.mutant)
         {
             found.push(format!(

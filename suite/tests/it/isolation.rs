@@ -1,6 +1,6 @@
 //! Isolation: no check may depend on state another client left in the
-//! tenant. The reference host built with the `mutants` feature can serve one
-//! schema-invalid goal in tenant A's lists (`--foreign-invalid-goal`), as if
+//! tenant. The reference host's other builds (`goalpost-host-builds`) can
+//! make one that serves a schema-invalid goal in tenant A's lists (`--foreign-invalid-goal`), as if
 //! someone else had stored it before the run. The whole suite, `strict`
 //! included, must end every requirement exactly as it does against the
 //! clean host: a list step looks only at the scenario's own goals (those
@@ -48,10 +48,14 @@ async fn list_of_a(base: &str) -> Result<Value, String> {
 /// pass by poisoning nothing.
 fn run_suite(foreign_invalid_goal: bool) -> Dispositions {
     let callback = common::callback_listen().expect("a callback port");
-    let mut config = common::host_config(SECRET, callback).expect("the host's configuration");
-    if foreign_invalid_goal {
-        config.mutants.foreign_invalid_goal = Some(TENANT_A.to_string());
-    }
+    let config = common::host_config(SECRET, callback).expect("the host's configuration");
+    let host = common::Hosted {
+        config,
+        mutant: goalpost_host_builds::mutants::Selection {
+            mutant: None,
+            foreign_invalid_goal: foreign_invalid_goal.then(|| TENANT_A.to_string()),
+        },
+    };
     let poisoned = |runtime: &tokio::runtime::Runtime, base: &str| {
         if !foreign_invalid_goal {
             return Ok(());
@@ -69,7 +73,7 @@ fn run_suite(foreign_invalid_goal: bool) -> Dispositions {
     } else {
         "isolation-clean"
     };
-    let report = common::run_suite_checked(config, SECRET, callback, thread, poisoned, |run| {
+    let report = common::run_suite_checked(host, SECRET, callback, thread, poisoned, |run| {
         run.profiles = Some(
             ["core", "behavior", "observed", "hardening", "strict"]
                 .into_iter()

@@ -3,8 +3,8 @@
 //! with its conformance seams on it also serves the seam `scriptedJudge`,
 //! through which the suite scripts the verdicts of the scenarios whose rule
 //! is not about the judge kind (`needs.judge: "scripted"`). The host is
-//! built from the same command-line flags an operator passes (no
-//! `variants` feature), and the suite runs through the library path of
+//! built from the same command-line flags an operator passes (not a
+//! variant of `goalpost-host-builds`), and the suite runs through the library path of
 //! `goalpost run` (`common::run_suite`, as the kill and variant matrices
 //! run it). Scenarios about what a verifier ref does (`needs.judge:
 //! "verifier"`) skip as not advertised; the host-judge path of reported

@@ -1,6 +1,6 @@
 //! The kill matrix: the whole suite against every mutant of the reference
-//! host (scenarios/mutants.json, started by name from the host built with
-//! the `mutants` feature through this crate's dev-dependency), through the
+//! host (scenarios/mutants.json, started by name from
+//! `goalpost-host-builds`, a dev-dependency), through the
 //! same library path as `goalpost run`. For every mutant:
 //!
 //! - every requirement whose own rule it breaks (`breaks`) must be killed:
@@ -31,7 +31,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::kills::{declared, killed, levels, requirements, verdict, Declared, Dispositions};
-use goalpost_host::mutants::Mutant;
+use goalpost_host_builds::mutants::{Mutant, Selection};
 
 const DEFAULT_JOBS: usize = 6;
 const SECRET: &str = "goalpost-kill-matrix-secret";
@@ -40,9 +40,12 @@ const SECRET: &str = "goalpost-kill-matrix-secret";
 /// host), on `profiles`.
 fn run_suite(mutant: Option<Mutant>, profiles: &BTreeSet<String>) -> Result<Dispositions, String> {
     let callback = common::callback_listen()?;
-    let mut config = common::host_config(SECRET, callback)?;
-    config.mutants.mutant = mutant;
-    let report = common::run_suite(config, SECRET, callback, "kill-matrix-host", |run| {
+    let config = common::host_config(SECRET, callback)?;
+    let host = common::Hosted {
+        config,
+        mutant: Selection::of(mutant),
+    };
+    let report = common::run_suite(host, SECRET, callback, "kill-matrix-host", |run| {
         run.profiles = Some(profiles.clone())
     })?;
     Ok(Dispositions::of_report(&report, |_| true))
@@ -90,7 +93,7 @@ fn every_must_requirement_has_a_mutant_and_every_kill_names_a_requirement() {
             }
         }
     }
-    for known in goalpost_host::mutants::REGISTRY {
+    for known in goalpost_host_builds::mutants::REGISTRY {
         if !declared.iter().any(|info| info.mutant == known.mutant) {
             problems.push(format!("{} has no entry in mutants.json", known.name));
         }

@@ -1,8 +1,7 @@
 //! The variant matrix: the other half of the kill matrix. Mutants prove the
 //! suite fails broken hosts; variants prove it certifies correct hosts that
 //! chose differently. Each conforming variant of the reference host
-//! (`goalpost_host::variants::REGISTRY`, built with the `variants` feature
-//! through this crate's dev-dependency) makes one choice the profile allows;
+//! (`goalpost_host_builds::variants::REGISTRY`, a dev-dependency) makes one choice the profile allows;
 //! `scenarios/variants.json` says which section allows it, which profiles
 //! must certify it and which `strict` requirements pin the reference host's
 //! own choice. For every variant, the whole suite (`strict` included) runs
@@ -59,7 +58,7 @@ use std::time::Instant;
 use goalpost::commands::doctor::{self, DoctorConfig, Prediction};
 use goalpost::report::RunReport;
 use goalpost::run::scope::{Scope, Status};
-use goalpost_host::variants::{Variant, REGISTRY};
+use goalpost_host_builds::variants::{Variant, REGISTRY};
 use serde_json::Value;
 
 const DEFAULT_JOBS: usize = 3;
@@ -723,7 +722,7 @@ fn run_cluster(server: &str, variant: Variant) -> Result<(Run, Run), String> {
         CLUSTER_REPLICAS,
         SECRET,
         "variant-cluster",
-        |config| variant.apply(config),
+        |config| variant.apply(config).into(),
         only_cluster,
     )?;
     Ok((Run::of(one), Run::of(replicas)))

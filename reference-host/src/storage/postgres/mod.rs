@@ -336,18 +336,18 @@ const UPDATE_GOAL: &str = "UPDATE goals SET state = $3, paused = $4, mode = $5, 
                       next_fire_ms = $7, version = $8, record = $9, closed_ms = $10
      WHERE id = $1 AND version = $2";
 
-/// What a deliberately broken store (`crate::mutants::postgres`) builds
-/// its own statements on; a build without the `mutants` feature has none.
-#[cfg(feature = "mutants")]
+/// What a store wrapping this one builds its own statements on: the
+/// PostgreSQL replicas of the kill matrix (crate `goalpost-host-builds`)
+/// replace one statement each and keep the rest of this store.
 impl PostgresStore {
-    /// The connections, for statements of the broken store's own.
-    pub(crate) fn pool(&self) -> &Pool {
+    /// The connections, for statements of a wrapping store's own.
+    pub fn pool(&self) -> &Pool {
         &self.pool
     }
 
     /// [`Store::apply`] and its guarded kin with `update` in place of
     /// [`UPDATE_GOAL`] (the rest of the transaction is this store's).
-    pub(crate) fn write_change_with(
+    pub fn write_change_with(
         &self,
         update: &'static str,
         change: &Change,
@@ -466,7 +466,7 @@ impl PostgresStore {
 
     /// Runs `work` on the store's runtime and waits for it on this thread
     /// (a channel, not `block_on`: the caller may be an async worker).
-    pub(crate) fn block<T: Send + 'static>(
+    pub fn block<T: Send + 'static>(
         &self,
         work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
@@ -480,7 +480,7 @@ impl PostgresStore {
     }
 
     /// Runs `work` on the store's runtime; the answer is its outcome.
-    pub(crate) fn pending<T: Send + 'static>(
+    pub fn pending<T: Send + 'static>(
         &self,
         work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Pending<T> {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use goalpost::report::RunReport;
-use goalpost_host::mutants::Mutant;
+use goalpost_host_builds::mutants::Mutant;
 use serde_json::Value;
 
 /// The array `key` of scenarios/`file`.

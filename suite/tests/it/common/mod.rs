@@ -22,6 +22,23 @@ use goalpost::bundled::{
 };
 use goalpost::report::RunReport;
 use goalpost::{HostChoice, RunConfig};
+use goalpost_host_builds::mutants::Selection;
+
+/// One host to start: its configuration and the mutant it runs, if any
+/// (a plain configuration is the faithful host).
+pub struct Hosted {
+    pub config: goalpost_host::Config,
+    pub mutant: Selection,
+}
+
+impl From<goalpost_host::Config> for Hosted {
+    fn from(config: goalpost_host::Config) -> Hosted {
+        Hosted {
+            config,
+            mutant: Selection::default(),
+        }
+    }
+}
 
 /// The checkout's scenarios folder.
 pub fn scenarios() -> PathBuf {
@@ -66,7 +83,7 @@ pub fn host_config(secret: &str, callback: SocketAddr) -> Result<goalpost_host::
 /// `config` must carry `secret` as its webhook secret and allow `callback`
 /// ([`host_config`]).
 pub fn run_suite(
-    config: goalpost_host::Config,
+    config: impl Into<Hosted>,
     secret: &str,
     callback: SocketAddr,
     thread: &str,
@@ -80,21 +97,21 @@ pub fn run_suite(
 /// first proves it is, so it cannot pass by testing a host that is not.
 /// The host is stopped whatever `check` answers.
 pub fn run_suite_checked(
-    config: goalpost_host::Config,
+    config: impl Into<Hosted>,
     secret: &str,
     callback: SocketAddr,
     thread: &str,
     check: impl FnOnce(&tokio::runtime::Runtime, &str) -> Result<(), String>,
     choose: impl FnOnce(&mut RunConfig),
 ) -> Result<RunReport, String> {
-    deploy_and_run(vec![config], secret, callback, thread, check, choose)
+    deploy_and_run(vec![config.into()], secret, callback, thread, check, choose)
 }
 
 /// [`run_suite`] against a deployment of several replicas, one per config
 /// (the same database, tokens and secret): the suite is given each as an
 /// endpoint (`--host` once per replica), the first as the host.
 pub fn run_suite_on(
-    configs: Vec<goalpost_host::Config>,
+    configs: Vec<Hosted>,
     secret: &str,
     callback: SocketAddr,
     thread: &str,
@@ -106,7 +123,7 @@ pub fn run_suite_on(
 /// Starts one host per config, runs `check` against the first, then the
 /// suite against all of them; every host is stopped whatever happens.
 fn deploy_and_run(
-    configs: Vec<goalpost_host::Config>,
+    configs: Vec<Hosted>,
     secret: &str,
     callback: SocketAddr,
     thread: &str,
@@ -125,8 +142,11 @@ fn deploy_and_run(
             runtime.block_on(host.shutdown());
         }
     };
-    for config in configs {
-        match runtime.block_on(goalpost_host::RunningHost::start(config)) {
+    for Hosted { config, mutant } in configs {
+        match runtime.block_on(goalpost_host::RunningHost::start_with(
+            config,
+            mutant.ports(),
+        )) {
             Ok(host) => hosts.push(host),
             Err(error) => {
                 stop(hosts);

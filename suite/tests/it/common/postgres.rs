@@ -20,7 +20,7 @@ pub fn run_on_replicas(
     replicas: usize,
     secret: &str,
     thread: &str,
-    configure: impl Fn(goalpost_host::Config) -> goalpost_host::Config,
+    configure: impl Fn(goalpost_host::Config) -> super::Hosted,
     choose: impl FnOnce(&mut RunConfig),
 ) -> Result<RunReport, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()

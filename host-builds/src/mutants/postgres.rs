@@ -20,11 +20,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::Mutant;
-use crate::domain::{
+use goalpost_host::domain::{
     wire, Change, CriteriaVerifier, Evaluation, Event, Goal, GoalId, GoalState, Mode, RunId,
     Tenant, Timestamp, VerifierName,
 };
-use crate::storage::{
+use goalpost_host::storage::{
     CreateGuard, EventSink, Inserted, Pending, PostgresStore, Registered, RunReservation, Store,
     StoreError, StoredKey, StoredRun, WriteGuard, Written, WrittenIfIdle,
 };
@@ -699,7 +699,7 @@ impl Store for BrokenReplica {
         &self,
         tenant: &Tenant,
         url: &str,
-    ) -> Pending<Option<crate::storage::DeliveryState>> {
+    ) -> Pending<Option<goalpost_host::storage::DeliveryState>> {
         self.inner.claim_event_delivery(tenant, url)
     }
 
@@ -707,7 +707,7 @@ impl Store for BrokenReplica {
         &self,
         tenant: &Tenant,
         url: &str,
-        state: &crate::storage::DeliveryState,
+        state: &goalpost_host::storage::DeliveryState,
     ) -> Pending<bool> {
         self.inner.record_event_delivery(tenant, url, state)
     }

@@ -10,20 +10,20 @@ use axum::Router;
 use serde_json::Value;
 
 use super::{engine, http, notes, webhook, Mutant, Switch};
-use crate::arms::Worker;
-use crate::domain::egress::{EgressDenied, EgressPolicy};
-use crate::domain::transition::{Change, FinishedRun};
-use crate::domain::{
+use goalpost_host::arms::Worker;
+use goalpost_host::domain::egress::{EgressDenied, EgressPolicy};
+use goalpost_host::domain::transition::{Change, FinishedRun};
+use goalpost_host::domain::{
     Event, Goal, GoalId, GoalState, Judgement, Mode, OpenEscalation, RequestContext, Tenant,
     Timestamp,
 };
-use crate::engine::{
+use goalpost_host::engine::{
     Cancels, Decision, EngineError, EngineSettings, Faults, GoalLocks, IterationLock, Lookup,
     NoFaults,
 };
-use crate::http::{AppState, RouteFaults};
-use crate::judge::Verifier;
-use crate::webhook::CallFaults;
+use goalpost_host::http::{AppState, RouteFaults};
+use goalpost_host::judge::Verifier;
+use goalpost_host::webhook::CallFaults;
 
 /// A host's mutant, as every layer sees it.
 pub(crate) struct MutantFaults {
@@ -39,7 +39,7 @@ impl MutantFaults {
 }
 
 impl Faults for MutantFaults {
-    fn attention(&self) -> Arc<dyn crate::engine::AttentionFaults> {
+    fn attention(&self) -> Arc<dyn goalpost_host::engine::AttentionFaults> {
         Arc::new(super::attention::AttentionMutant(self.switch.active()))
     }
 

@@ -3,12 +3,12 @@
 
 use super::dispatch::{cost_spent, off_schedule, with_iterations};
 use super::transitions::bumped;
-use crate::domain::transition::{self, Change, FinishedRun};
-use crate::domain::{
+use crate::mutants::{Mutant, Switch};
+use goalpost_host::domain::transition::{self, Change, FinishedRun};
+use goalpost_host::domain::{
     exhausted, Bounds, Evaluation, EventPayload, FailureClass, Goal, GoalState, RunId, RunOutcome,
     Timestamp, Verdict,
 };
-use crate::mutants::{Mutant, Switch};
 
 fn evaluated(change: &Change) -> Option<(usize, &EventPayload)> {
     change
@@ -152,7 +152,7 @@ pub(crate) fn record(
             let mut view = before.clone();
             view.bounds = with_iterations(&before.bounds, max.map(|max| max.saturating_add(1)));
             if let Some(mut recounted) =
-                transition::record_run(&view, run, now, crate::domain::CostReading::Budget)
+                transition::record_run(&view, run, now, goalpost_host::domain::CostReading::Budget)
             {
                 recounted.goal.bounds = before.bounds.clone();
                 change = recounted;
@@ -167,17 +167,20 @@ pub(crate) fn record(
                 view.bounds = unbounded;
             }
             if let Some(mut recounted) =
-                transition::record_run(&view, run, now, crate::domain::CostReading::Budget)
+                transition::record_run(&view, run, now, goalpost_host::domain::CostReading::Budget)
             {
                 recounted.goal.bounds = before.bounds.clone();
                 change = recounted;
             }
         }
         Mutant::ScheduleIgnoresIterationBound
-            if before.continuation.mode == crate::domain::Mode::Schedule
+            if before.continuation.mode == goalpost_host::domain::Mode::Schedule
                 && closing_state(&change) == Some(GoalState::BoundExceeded)
-                && exhausted(&change.goal, now, crate::domain::CostReading::Budget)
-                    == Some(crate::domain::Bound::Iterations) =>
+                && exhausted(
+                    &change.goal,
+                    now,
+                    goalpost_host::domain::CostReading::Budget,
+                ) == Some(goalpost_host::domain::Bound::Iterations) =>
         {
             reopen(&mut change, now);
         }
@@ -187,7 +190,7 @@ pub(crate) fn record(
             let mut view = change.goal.clone();
             view.state = GoalState::Active;
             view.spent = before.spent;
-            if exhausted(&view, now, crate::domain::CostReading::Budget).is_none() {
+            if exhausted(&view, now, goalpost_host::domain::CostReading::Budget).is_none() {
                 reopen(&mut change, now);
             }
         }
@@ -210,7 +213,7 @@ pub(crate) fn record(
                 let max = view.bounds.max_loop_iterations();
                 view.bounds =
                     with_iterations(&view.bounds, max.map(|max| max.saturating_add(failed)));
-                if exhausted(&view, now, crate::domain::CostReading::Budget).is_none() {
+                if exhausted(&view, now, goalpost_host::domain::CostReading::Budget).is_none() {
                     reopen(&mut change, now);
                 }
             }
@@ -242,7 +245,7 @@ pub(crate) fn record(
         Mutant::BoundBeforeVerdict if closing_state(&change) == Some(GoalState::Satisfied) => {
             let mut view = change.goal.clone();
             view.state = GoalState::Active;
-            if exhausted(&view, now, crate::domain::CostReading::Budget).is_some() {
+            if exhausted(&view, now, goalpost_host::domain::CostReading::Budget).is_some() {
                 set_closing_state(&mut change, GoalState::BoundExceeded);
             }
         }
@@ -298,7 +301,7 @@ pub(crate) fn record(
                         before,
                         &judged,
                         now,
-                        crate::domain::CostReading::Budget,
+                        goalpost_host::domain::CostReading::Budget,
                     );
                 }
             }
@@ -316,7 +319,7 @@ pub(crate) fn record(
                 None,
             )
             .unwrap_or_else(|| view.bounds.clone());
-            if exhausted(&view, now, crate::domain::CostReading::Budget).is_none() {
+            if exhausted(&view, now, goalpost_host::domain::CostReading::Budget).is_none() {
                 reopen(&mut change, now);
             }
         }

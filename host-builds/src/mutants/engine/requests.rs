@@ -3,9 +3,9 @@
 
 use serde_json::{json, Map, Number, Value};
 
-use crate::domain::request::MAX_OBJECTIVE_BYTES;
-use crate::domain::{Goal, GoalState, LastVerdict, Objective, RunId, Tenant};
 use crate::mutants::{Mutant, Switch};
+use goalpost_host::domain::request::MAX_OBJECTIVE_BYTES;
+use goalpost_host::domain::{Goal, GoalState, LastVerdict, Objective, RunId, Tenant};
 
 const TOP: [&str; 4] = ["objective", "completion", "continuation", "bounds"];
 const COMPLETION: [&str; 2] = ["check", "verifierRef"];
@@ -198,9 +198,9 @@ pub(crate) fn events_after(switch: &Switch, after: u64) -> (u64, u64) {
 
 pub(crate) fn events(
     switch: &Switch,
-    mut events: Vec<crate::domain::Event>,
+    mut events: Vec<goalpost_host::domain::Event>,
     after: u64,
-) -> Vec<crate::domain::Event> {
+) -> Vec<goalpost_host::domain::Event> {
     if switch.is(Mutant::EventsSequencePerType) {
         let mut counters = std::collections::HashMap::new();
         for event in &mut events {

@@ -3,10 +3,10 @@
 
 use serde_json::Value;
 
-use crate::domain::commitment::MIN_COMMITMENT_MS;
-use crate::domain::transition::FinishedRun;
-use crate::domain::{Change, GoalState, Judgement, Mode, Timestamp};
 use crate::mutants::{Mutant, Switch};
+use goalpost_host::domain::commitment::MIN_COMMITMENT_MS;
+use goalpost_host::domain::transition::FinishedRun;
+use goalpost_host::domain::{Change, GoalState, Judgement, Mode, Timestamp};
 
 /// The continuation mode the reported-run check sees: under
 /// `reported-runs-any-mode` every goal looks like a `manual` one.

@@ -18,8 +18,8 @@ pub(crate) use requests::{create_body, created, events, events_after, list_filte
 pub(crate) use transitions::{abandon, abandon_cancels, patch, patch_answer, resume, UPSERT_STATE};
 
 use super::Mutant;
-use crate::engine::EngineSettings;
-use crate::webhook::WebhookSecret;
+use goalpost_host::engine::EngineSettings;
+use goalpost_host::webhook::WebhookSecret;
 
 /// How long a webhook call may take under `webhook-no-timeout`: longer than
 /// any answer the suite delays.

@@ -3,7 +3,7 @@
 //! `resolution` in the arm request) is in `webhook.rs`.
 
 use super::{Mutant, Switch};
-use crate::domain::OpenEscalation;
+use goalpost_host::domain::OpenEscalation;
 
 /// The escalation as answered: under `escalation-reason-dropped`, without
 /// its reason.

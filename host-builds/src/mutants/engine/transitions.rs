@@ -4,14 +4,14 @@
 use serde_json::Value;
 
 use super::requests::claimed_verdict;
-use crate::domain::request::MAX_OBJECTIVE_BYTES;
-use crate::domain::transition::{self, Change};
-use crate::domain::{
+use crate::mutants::{Mutant, Switch};
+use goalpost_host::domain::request::MAX_OBJECTIVE_BYTES;
+use goalpost_host::domain::transition::{self, Change};
+use goalpost_host::domain::{
     parse_patch, Bounds, CostCap, Goal, GoalState, MicroUsd, Objective, RequestContext,
     RequestError, Tenant, Timestamp,
 };
-use crate::engine::EngineError;
-use crate::mutants::{Mutant, Switch};
+use goalpost_host::engine::EngineError;
 
 pub(super) fn bumped(goal: &Goal, now: Timestamp) -> Goal {
     let mut goal = goal.clone();
@@ -320,16 +320,18 @@ pub(crate) fn resume(switch: &Switch, goal: &Goal, now: Timestamp) -> Option<Cha
             })
         }
         Mutant::ResumeForgetsSchedule
-            if goal.paused && goal.continuation.mode == crate::domain::Mode::Schedule =>
+            if goal.paused && goal.continuation.mode == goalpost_host::domain::Mode::Schedule =>
         {
             let mut change =
-                transition::resume(goal, now, crate::domain::CostReading::Budget).ok()??;
+                transition::resume(goal, now, goalpost_host::domain::CostReading::Budget)
+                    .ok()??;
             change.goal.next_fire_at = Some(now.saturating_add_ms(FORGOTTEN_MS));
             Some(change)
         }
         Mutant::ResumeResetsProgress if goal.state == GoalState::Escalated => {
             let mut change =
-                transition::resume(goal, now, crate::domain::CostReading::Budget).ok()??;
+                transition::resume(goal, now, goalpost_host::domain::CostReading::Budget)
+                    .ok()??;
             change.goal.progress = Default::default();
             change.goal.spent = MicroUsd::ZERO;
             Some(change)

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::Mutant;
-use crate::domain::Timestamp;
+use goalpost_host::domain::Timestamp;
 
 /// The body actually sent.
 pub(crate) fn request_body(mutant: Option<Mutant>, body: &Value) -> Value {

@@ -5,12 +5,12 @@
 use serde_json::Value;
 
 use super::Mutant;
-use crate::domain::attention::{
+use goalpost_host::domain::attention::{
     approvals, AttentionMode, AttentionState, Authority, BindingStatus, EventKind, Missing, Powers,
 };
-use crate::domain::transition::Change;
-use crate::domain::{EventPayload, Goal};
-use crate::engine::{AttentionFaults, BindingFilter};
+use goalpost_host::domain::transition::Change;
+use goalpost_host::domain::{EventPayload, Goal};
+use goalpost_host::engine::{AttentionFaults, BindingFilter};
 
 pub(crate) struct AttentionMutant(pub Option<Mutant>);
 

@@ -6,12 +6,14 @@ use std::sync::Arc;
 
 use serde_json::{Number, Value};
 
-use crate::arms::{ProbeRequest, RunError, RunReport, RunRequest, Worker};
-use crate::domain::refs::{ArmSpec, VerifierSpec};
-use crate::domain::{exhausted, Bounds, CostCap, Goal, GoalId, GoalState, MicroUsd, Timestamp};
-use crate::future::BoxFuture;
-use crate::judge::{JudgeError, Verifier, VerifyRequest};
 use crate::mutants::{Mutant, Switch};
+use goalpost_host::arms::{ProbeRequest, RunError, RunReport, RunRequest, Worker};
+use goalpost_host::domain::refs::{ArmSpec, VerifierSpec};
+use goalpost_host::domain::{
+    exhausted, Bounds, CostCap, Goal, GoalId, GoalState, MicroUsd, Timestamp,
+};
+use goalpost_host::future::BoxFuture;
+use goalpost_host::judge::{JudgeError, Verifier, VerifyRequest};
 
 /// `Bounds` with another cost cap, in micro-dollars.
 pub(super) fn with_cost(bounds: &Bounds, micros: u64) -> Bounds {
@@ -30,7 +32,8 @@ pub(super) fn with_cost(bounds: &Bounds, micros: u64) -> Bounds {
 pub(super) fn cost_spent(goal: &Goal, now: Timestamp) -> bool {
     let mut view = goal.clone();
     view.state = GoalState::Active;
-    exhausted(&view, now, crate::domain::CostReading::Budget) == Some(crate::domain::Bound::Cost)
+    exhausted(&view, now, goalpost_host::domain::CostReading::Budget)
+        == Some(goalpost_host::domain::Bound::Cost)
 }
 
 /// `Bounds` with another iteration limit.
@@ -54,7 +57,7 @@ pub(crate) fn dispatch_view(
             goal.bounds = with_iterations(&goal.bounds, max.map(|max| max.saturating_add(1)));
         }
         Some(Mutant::ScheduleIgnoresIterationBound)
-            if goal.continuation.mode == crate::domain::Mode::Schedule =>
+            if goal.continuation.mode == goalpost_host::domain::Mode::Schedule =>
         {
             goal.bounds = with_iterations(&goal.bounds, max.map(|_| u64::MAX));
         }
@@ -106,10 +109,10 @@ pub(crate) fn dispatch_view(
         // goes out as if the goal were still on its schedule.
         Some(Mutant::ModeSwitchKeepsTimer)
             if scheduled
-                && goal.continuation.mode == crate::domain::Mode::Manual
+                && goal.continuation.mode == goalpost_host::domain::Mode::Manual
                 && switch.memory().timers.contains(&goal.id) =>
         {
-            goal.continuation.mode = crate::domain::Mode::Schedule;
+            goal.continuation.mode = goalpost_host::domain::Mode::Schedule;
             goal.next_fire_at = None;
         }
         Some(Mutant::ContinueWhilePaused) if continued => goal.paused = false,
@@ -149,7 +152,7 @@ pub(crate) fn dispatch_view(
 pub(super) fn off_schedule(goal: &Goal) -> bool {
     matches!(
         goal.continuation.mode,
-        crate::domain::Mode::Heartbeat | crate::domain::Mode::Commitment
+        goalpost_host::domain::Mode::Heartbeat | goalpost_host::domain::Mode::Commitment
     )
 }
 
@@ -179,7 +182,7 @@ fn fire_queued_at_deadline(switch: &Switch, goal: &mut Goal) {
     let Some(deadline) = goal.deadline() else {
         return;
     };
-    if goal.continuation.mode != crate::domain::Mode::Schedule {
+    if goal.continuation.mode != goalpost_host::domain::Mode::Schedule {
         return;
     }
     let mut memory = switch.memory();
@@ -254,7 +257,7 @@ pub(crate) fn queued_fire(switch: &Switch, goal: &Goal, abandon: bool) {
         Mutant::StaleFireAfterPause
     };
     if !switch.is(mutant)
-        || goal.continuation.mode != crate::domain::Mode::Schedule
+        || goal.continuation.mode != goalpost_host::domain::Mode::Schedule
         || goal.state != GoalState::Active
         || goal.paused
     {
@@ -357,7 +360,7 @@ struct MutantWorker {
     mutant: Mutant,
     inner: Arc<dyn Worker>,
     /// The objective as the goal's first run was sent it.
-    first_objective: crate::domain::Objective,
+    first_objective: goalpost_host::domain::Objective,
     max_cost: Option<MicroUsd>,
     /// Dispatch time + runTimeoutMs: a deadline that moves with every run.
     moving_deadline: Option<Timestamp>,
@@ -451,10 +454,10 @@ impl Verifier for AskedTwice {
     fn verify(
         &self,
         request: VerifyRequest,
-    ) -> BoxFuture<'_, Result<crate::domain::Judgement, JudgeError>> {
+    ) -> BoxFuture<'_, Result<goalpost_host::domain::Judgement, JudgeError>> {
         Box::pin(async move {
             let judgement = self.inner.verify(request.clone()).await?;
-            if !crate::domain::Verdict::aggregate(judgement.clone()).satisfied() {
+            if !goalpost_host::domain::Verdict::aggregate(judgement.clone()).satisfied() {
                 // Whatever the closing verdict says, the run's own stands.
                 let _closing = self.inner.verify(request).await;
             }
@@ -474,13 +477,13 @@ impl Verifier for MutantVerifier {
     fn verify(
         &self,
         mut request: VerifyRequest,
-    ) -> BoxFuture<'_, Result<crate::domain::Judgement, JudgeError>> {
+    ) -> BoxFuture<'_, Result<goalpost_host::domain::Judgement, JudgeError>> {
         Box::pin(async move {
             match self.mutant {
                 Mutant::WorkerClaimCounted
                     if request.output.get("done").and_then(Value::as_bool) == Some(true) =>
                 {
-                    return Ok(crate::domain::Judgement {
+                    return Ok(goalpost_host::domain::Judgement {
                         satisfied: true,
                         confidence: 1.0,
                         criteria: None,

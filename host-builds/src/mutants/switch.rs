@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::Mutant;
-use crate::domain::{ArmRef, Bounds, GoalId, Objective, RunId, Tenant, Timestamp, VerifierRef};
+use goalpost_host::domain::{
+    ArmRef, Bounds, GoalId, Objective, RunId, Tenant, Timestamp, VerifierRef,
+};
 
 #[derive(Debug, Default)]
 pub struct Switch {

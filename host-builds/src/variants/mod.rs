@@ -8,8 +8,8 @@
 //!
 //! A variant is nothing but a value of [`Choices`] (and, for `seams-off`
 //! and `core-only`, the seams switch): the engine and the HTTP layer read
-//! those in every build. Only this registry and the `--variant` flag need
-//! the `variants` cargo feature.
+//! those in every build. Only this registry and the `--variant` flag are
+//! this crate's.
 //!
 //! Every variant makes one choice, but `core-only`: it makes every choice
 //! that narrows what a host offers, at once, down to what `core` needs (its
@@ -17,13 +17,13 @@
 //! policy), so the matrix shows such a host is certified in `core` and in
 //! nothing else, each other profile saying why.
 
-use crate::choices::{
+use goalpost_host::choices::{
     ArmRequestBody, ArmlessSchedule, AttentionBody, AttentionOffer, Choices,
     ConfidenceWithoutVerdict, CreateStatus, EgressPolicy, ErrorCodes, EscalatedContinue, PauseWake,
     ReportedRuns, Unappliable, WebhookSigning,
 };
-use crate::config::Config;
-use crate::domain::{Check, CostReading, Mode};
+use goalpost_host::config::Config;
+use goalpost_host::domain::{Check, CostReading, Mode};
 
 macro_rules! registry {
     ($( $variant:ident $name:literal ),* $(,)?) => {
@@ -339,15 +339,11 @@ mod tests {
 
     #[test]
     fn serve_takes_a_variant_and_refuses_an_unknown_one() {
-        use crate::cli::{Cli, Invocation};
         use clap::Parser;
         let parse = |args: &[&str]| {
-            let mut argv = vec!["goalpost-host", "serve"];
+            let mut argv = vec!["goalpost-host-builds"];
             argv.extend_from_slice(args);
-            Cli::try_parse_from(argv).map(|cli| match cli.invocation() {
-                Invocation::Serve(serve) => serve.config(),
-                Invocation::Goals(_) => panic!("expected serve"),
-            })
+            crate::Cli::try_parse_from(argv).map(|cli| cli.build.assemble(cli.serve.config()).0)
         };
         let plain = parse(&["--conformance-seams"]).expect("valid");
         assert_eq!(plain.choices, Choices::default());

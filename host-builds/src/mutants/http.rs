@@ -16,11 +16,11 @@ use std::sync::Arc;
 
 use super::body::{has_duplicate_keys, saturated};
 use super::{Mutant, Switch};
-use crate::domain::{GoalId, GoalState};
-use crate::http::{AppState, GOALS_BASE};
+use goalpost_host::domain::{GoalId, GoalState};
+use goalpost_host::http::{AppState, GOALS_BASE};
 
 /// Any goal by id, whoever owns it (the mutants check tags themselves).
-async fn load_any(state: &AppState, id: &GoalId) -> Option<crate::domain::Goal> {
+async fn load_any(state: &AppState, id: &GoalId) -> Option<goalpost_host::domain::Goal> {
     let owner = state.engine().owner_of(id).await.ok().flatten()?;
     state.engine().get(&owner, id).await.ok()
 }
@@ -479,7 +479,8 @@ async fn middleware(
             match state.engine().patch(&tenant, &id, &body, None).await {
                 Ok(goal) => json_response(
                     StatusCode::OK,
-                    &serde_json::to_value(crate::domain::wire::goal(&goal)).unwrap_or_default(),
+                    &serde_json::to_value(goalpost_host::domain::wire::goal(&goal))
+                        .unwrap_or_default(),
                 ),
                 Err(_) => next.run(request).await,
             }
@@ -523,7 +524,8 @@ async fn middleware(
             match state.engine().patch(&tenant, &id, &body, None).await {
                 Ok(goal) => json_response(
                     StatusCode::OK,
-                    &serde_json::to_value(crate::domain::wire::goal(&goal)).unwrap_or_default(),
+                    &serde_json::to_value(goalpost_host::domain::wire::goal(&goal))
+                        .unwrap_or_default(),
                 ),
                 Err(_) => next.run(request).await,
             }
@@ -620,7 +622,8 @@ async fn middleware(
             if let Some(object) = body.as_object_mut() {
                 // Only well-formed members are dropped: the bug is in what
                 // the host does with a valid report, not in its parser.
-                let valid = crate::domain::parse_run_report(&Value::Object(object.clone())).is_ok();
+                let valid =
+                    goalpost_host::domain::parse_run_report(&Value::Object(object.clone())).is_ok();
                 match mutant {
                     Mutant::ReportedRunEscalationDropped if valid => {
                         object.remove("escalate");
@@ -865,7 +868,7 @@ async fn middleware(
             for tenant in tenants {
                 if let Ok(goals) = state.engine().list(&tenant, Some(filter)).await {
                     leaked.extend(goals.iter().filter_map(|goal| {
-                        serde_json::to_value(crate::domain::wire::goal(goal)).ok()
+                        serde_json::to_value(goalpost_host::domain::wire::goal(goal)).ok()
                     }));
                 }
             }
@@ -947,7 +950,7 @@ async fn middleware(
                 Some(goal) if goal.state.is_terminal() => json_response(
                     StatusCode::OK,
                     &json!({
-                        "goal": crate::domain::wire::goal(&goal),
+                        "goal": goalpost_host::domain::wire::goal(&goal),
                         "evaluation": null,
                     }),
                 ),
@@ -967,7 +970,8 @@ async fn middleware(
                     goal.state = GoalState::Abandoned;
                     json_response(
                         StatusCode::OK,
-                        &serde_json::to_value(crate::domain::wire::goal(&goal)).unwrap_or_default(),
+                        &serde_json::to_value(goalpost_host::domain::wire::goal(&goal))
+                            .unwrap_or_default(),
                     )
                 }
                 _ => next.run(request).await,
