@@ -32,13 +32,7 @@ pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {
 
 fn page(report: &RunReport) -> String {
     let mut html = String::with_capacity(64 * 1024);
-    html.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    html.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    html.push_str(&format!(
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src '{}'; script-src '{}'; base-uri 'none'; form-action 'none'\">\n",
-        csp_hash(STYLE),
-        csp_hash(SCRIPT)
-    ));
+    open_page(&mut html, STYLE, SCRIPT);
     html.push_str(&format!(
         "<title>{} — goalpost {} conformance report</title>\n",
         escape(&report.host.url),
@@ -605,6 +599,18 @@ fn body_text(body: &RecordedBody) -> String {
         ));
     }
     text
+}
+
+/// The opening of a self-contained page, up to its `<title>`: its only
+/// sources are the inline `style` and `script` it carries, by hash.
+pub(crate) fn open_page(html: &mut String, style: &str, script: &str) {
+    html.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    html.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    html.push_str(&format!(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src '{}'; script-src '{}'; base-uri 'none'; form-action 'none'\">\n",
+        csp_hash(style),
+        csp_hash(script)
+    ));
 }
 
 /// A CSP source expression for an inline block: `sha256-<base64>`.
