@@ -519,3 +519,19 @@ impl Requirement {
         self.capability.iter().copied().filter(|c| c.is_feature())
     }
 }
+
+/// The strings of a JSON array, in order, for documents read leniently (a
+/// host's discovery, a scenario file under lint): an item that is not a
+/// string is passed over, and anything but an array reads as none.
+pub fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
