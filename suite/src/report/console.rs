@@ -113,16 +113,7 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
         // Pad before painting: escape codes have no width on screen.
         let padded = format!("{word:<verdict_width$}");
         let mut line = format!("{name:<name_width$}  {}", style.paint(&padded, colour));
-        let counts = [
-            profile.pass,
-            profile.fail,
-            profile.advisory,
-            profile.not_reached,
-            profile.skip,
-            profile.not_applicable,
-            profile.error,
-        ];
-        for (column, count) in COLUMNS.iter().zip(counts) {
+        for (column, (_, count)) in COLUMNS.iter().zip(profile.counts()) {
             line.push_str(&format!("  {count:>w$}", w = column.len().max(5)));
         }
         writeln!(out, "{line}")?;
