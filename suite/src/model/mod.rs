@@ -420,6 +420,28 @@ pub struct Assertion {
     pub proves: Option<Vec<String>>,
 }
 
+/// How an assertion reads an array, as messages name it: ` where
+/// <pointer>=<value>, …` for its filter, then ` mapped through <pointer>`
+/// for its mapping; empty when it has neither.
+pub fn array_reading<P, V>(filter: impl IntoIterator<Item = (P, V)>, map: Option<&str>) -> String
+where
+    P: fmt::Display,
+    V: fmt::Display,
+{
+    let filter: Vec<String> = filter
+        .into_iter()
+        .map(|(pointer, value)| format!("{pointer}={value}"))
+        .collect();
+    let mut text = String::new();
+    if !filter.is_empty() {
+        text.push_str(&format!(" where {}", filter.join(", ")));
+    }
+    if let Some(map) = map {
+        text.push_str(&format!(" mapped through {map}"));
+    }
+    text
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CompareOp {
     Gt,
