@@ -46,6 +46,18 @@ pub struct Replay {
     pub etag: String,
 }
 
+/// How a transition writes the change it decided.
+#[derive(Debug, Clone, Copy)]
+enum TransitionWrite {
+    /// A versioned write, nothing more.
+    Plain,
+    /// An edit: a change that puts the goal on an arm is written only
+    /// within its owner's armed quota (the limit here), counted in the
+    /// store's write ([`Store::apply_arming`]); any other change is a
+    /// plain write.
+    WithinArmQuota(u64),
+}
+
 /// Keys stored at or before this instant have expired.
 fn keys_expire_at_or_before(now: Timestamp) -> Timestamp {
     Timestamp::from_unix_ms(now.unix_ms().saturating_sub(IDEMPOTENCY_TTL_MS)).unwrap_or(now)
@@ -285,7 +297,8 @@ impl Engine {
             }) if is_armed(*mode) => Some(self.arming.lock(tenant).await),
             _ => None,
         };
-        let limit = self.settings.quotas.active_arms_per_tenant;
+        let arm_quota =
+            TransitionWrite::WithinArmQuota(self.settings.quotas.active_arms_per_tenant);
         // Looked up now, refused in order: after 404 and 412, like any
         // other field of the body.
         let unknown_verifier = match &edit {
@@ -299,7 +312,7 @@ impl Engine {
             _ => None,
         };
         let goal = self
-            .transition_arming(tenant, id, if_match, limit, |goal, now| {
+            .transition(tenant, id, if_match, arm_quota, |goal, now| {
                 // A faulty PATCH changes how a body is applied, not where
                 // the host may call: an egress refusal stands before it.
                 if let Err(error @ crate::domain::RequestError::EgressDenied { .. }) = &edit {
@@ -329,7 +342,7 @@ impl Engine {
         if_match: Option<&IfMatch>,
     ) -> Result<Goal, EngineError> {
         let _guard = self.locks.lock(id).await;
-        self.transition(tenant, id, if_match, |goal, now| {
+        self.transition(tenant, id, if_match, TransitionWrite::Plain, |goal, now| {
             self.faults.closing(goal, false);
             Ok(transition::pause(goal, now)?)
         })
@@ -345,7 +358,7 @@ impl Engine {
         if_match: Option<&IfMatch>,
         note: Option<String>,
     ) -> Result<Goal, EngineError> {
-        self.transition(tenant, id, if_match, |goal, now| {
+        self.transition(tenant, id, if_match, TransitionWrite::Plain, |goal, now| {
             if let Some(change) = self.faults.resume(goal, now) {
                 return Ok(Some(change));
             }
@@ -385,7 +398,7 @@ impl Engine {
         if_match: Option<&IfMatch>,
     ) -> Result<Goal, EngineError> {
         let goal = self
-            .transition(tenant, id, if_match, |goal, now| {
+            .transition(tenant, id, if_match, TransitionWrite::Plain, |goal, now| {
                 self.faults.closing(goal, true);
                 if let Some(decision) = self.faults.abandon(goal, now) {
                     return decision;
@@ -398,13 +411,14 @@ impl Engine {
     }
 
     /// Read (404), check `If-Match` (412), decide (`decide` refuses with
-    /// 400/409/422), write if unchanged. `decide` returning `None` is a no-op
-    /// answered with the goal as it is.
+    /// 400/409/422), write as `write` says if unchanged. `decide` returning
+    /// `None` is a no-op answered with the goal as it is.
     async fn transition<F>(
         &self,
         tenant: &Tenant,
         id: &GoalId,
         if_match: Option<&IfMatch>,
+        write: TransitionWrite,
         decide: F,
     ) -> Result<Goal, EngineError>
     where
@@ -419,7 +433,10 @@ impl Engine {
             let Some(change) = decide(&goal, now)? else {
                 return Ok(goal);
             };
-            if let Written::Done(_) = self.write(change.clone(), goal.version, now).await? {
+            if self
+                .write_transition(&goal, change.clone(), now, write)
+                .await?
+            {
                 return Ok(change.goal);
             }
         }
@@ -428,63 +445,42 @@ impl Engine {
         )))
     }
 
-    /// [`Engine::transition`] of an edit: a change that puts the goal on an
-    /// arm is written only within its owner's armed quota, counted in the
-    /// store's write ([`Store::apply_arming`]).
-    ///
-    /// [`Store::apply_arming`]: crate::storage::Store::apply_arming
-    async fn transition_arming<F>(
+    /// Writes a transition's change over `before`; `false` when the goal
+    /// changed under it (the caller reads again).
+    async fn write_transition(
         &self,
-        tenant: &Tenant,
-        id: &GoalId,
-        if_match: Option<&IfMatch>,
-        limit: u64,
-        decide: F,
-    ) -> Result<Goal, EngineError>
-    where
-        F: Fn(&Goal, Timestamp) -> Result<Option<Change>, EngineError>,
-    {
-        for _ in 0..MAX_ATTEMPTS {
-            let goal = self.load_owned(tenant, id).await?;
-            if if_match.is_some_and(|expected| !expected.matches(goal.version)) {
-                return Err(EngineError::PreconditionFailed);
+        before: &Goal,
+        change: Change,
+        now: Timestamp,
+        write: TransitionWrite,
+    ) -> Result<bool, EngineError> {
+        let version = before.version;
+        let arms = is_armed(change.goal.continuation.mode)
+            && change.goal.state.is_open()
+            && !(is_armed(before.continuation.mode) && before.state.is_open());
+        let limit = match write {
+            TransitionWrite::WithinArmQuota(limit) if arms => limit,
+            _ => {
+                let written = self.write(change, version, now).await?;
+                return Ok(matches!(written, Written::Done(_)));
             }
-            let now = self.clock.now();
-            let Some(change) = decide(&goal, now)? else {
-                return Ok(goal);
-            };
-            let arms = is_armed(change.goal.continuation.mode)
-                && change.goal.state.is_open()
-                && !(is_armed(goal.continuation.mode) && goal.state.is_open());
-            let version = goal.version;
-            let written = if arms {
-                self.write_with(
-                    change.clone(),
-                    now,
-                    |store, change| store.apply_arming(change, version, now, limit),
-                    |written| matches!(written, WrittenIfIdle::Done(_)),
-                )
-                .await?
-            } else {
-                match self.write(change.clone(), version, now).await? {
-                    Written::Done(events) => WrittenIfIdle::Done(events),
-                    Written::Conflict => WrittenIfIdle::Conflict,
-                }
-            };
-            match written {
-                WrittenIfIdle::Done(_) => return Ok(change.goal),
-                WrittenIfIdle::TooManyArmed => {
-                    return Err(EngineError::QuotaExceeded {
-                        quota: Quota::ActiveArmsPerTenant,
-                        limit,
-                    })
-                }
-                WrittenIfIdle::Conflict | WrittenIfIdle::RunInFlight => {}
-            }
+        };
+        let written = self
+            .write_with(
+                change,
+                now,
+                |store, change| store.apply_arming(change, version, now, limit),
+                |written| matches!(written, WrittenIfIdle::Done(_)),
+            )
+            .await?;
+        match written {
+            WrittenIfIdle::Done(_) => Ok(true),
+            WrittenIfIdle::TooManyArmed => Err(EngineError::QuotaExceeded {
+                quota: Quota::ActiveArmsPerTenant,
+                limit,
+            }),
+            WrittenIfIdle::Conflict | WrittenIfIdle::RunInFlight => Ok(false),
         }
-        Err(EngineError::Internal(format!(
-            "goal {id} kept changing under a write"
-        )))
     }
 
     pub(super) async fn write(

@@ -180,25 +180,31 @@ fn client_address(parts: &Parts, proxies: &[Cidr]) -> Option<IpAddr> {
 
 impl Caller {
     fn from_header(parts: &Parts, state: &AppState) -> Result<Caller, ApiError> {
-        let header = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .ok_or_else(ApiError::unauthorized)?;
-        let (scheme, token) = header
-            .trim()
-            .split_once(' ')
-            .ok_or_else(ApiError::unauthorized)?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return Err(ApiError::unauthorized());
-        }
         state
             .tokens
-            .tenant(token.trim())
+            .tenant(bearer_token(parts)?)
             .cloned()
             .map(Caller)
             .ok_or_else(ApiError::unauthorized)
     }
+}
+
+/// The token of the request's `Authorization: Bearer …` header; 401 when
+/// there is none, or the header is unreadable or of another scheme.
+pub(super) fn bearer_token(parts: &Parts) -> Result<&str, ApiError> {
+    let header = parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .ok_or_else(ApiError::unauthorized)?;
+    let (scheme, token) = header
+        .trim()
+        .split_once(' ')
+        .ok_or_else(ApiError::unauthorized)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(ApiError::unauthorized());
+    }
+    Ok(token.trim())
 }
 
 #[cfg(test)]

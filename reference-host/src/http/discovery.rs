@@ -7,8 +7,8 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::goals::MAX_PAGE;
 use super::json::json;
+use super::paging::MAX_PAGE;
 use super::{AppState, EVENTS_STREAM_PATH, GOALS_BASE};
 use crate::choices::{Choices, EgressPolicy, ReportedRuns};
 use crate::domain::Check;

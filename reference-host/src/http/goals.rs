@@ -2,9 +2,8 @@
 
 use std::collections::HashMap;
 
-use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
-use axum::http::header::{HeaderValue, CONTENT_TYPE, ETAG, LINK};
+use axum::http::header::{HeaderValue, ETAG, LINK};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
@@ -13,8 +12,8 @@ use axum::Router;
 use super::auth::Caller;
 use super::error::ApiError;
 use super::json::{created, json, with_etag, JsonBody};
+use super::paging::{self, Page, STREAM_PAGE};
 use super::{goal_id, if_match, AppState, GOALS_BASE};
-use futures_util::StreamExt;
 
 use crate::choices::CreateStatus;
 use crate::domain::{wire, GoalId, GoalState};
@@ -76,13 +75,6 @@ pub fn routes() -> Router<AppState> {
         .route(&format!("{GOALS_BASE}/{{id}}/attention"), get(attention))
 }
 
-/// The largest page `?limit=` gets; a larger `limit` is answered with
-/// pages of this size (the `Link` says where the next one is).
-pub const MAX_PAGE: usize = 1000;
-/// The pages an unpaged list is read and written in: its memory is one
-/// such page, however many goals the tenant has.
-const STREAM_PAGE: usize = 256;
-
 /// The contributing run ids a goal body lists (`--run-ids-shown`).
 fn shown(state: &AppState) -> usize {
     state.engine.settings().run_ids_shown
@@ -108,26 +100,7 @@ fn list_query(query: &HashMap<String, String>) -> Result<ListQuery, ApiError> {
             })
         })
         .transpose()?;
-    // Digits only: `+5` or ` 5` would parse in Rust and mean nothing to
-    // another host.
-    let limit = query
-        .get("limit")
-        .map(|text| {
-            text.bytes()
-                .all(|byte| byte.is_ascii_digit())
-                .then(|| text.parse::<u64>().ok())
-                .flatten()
-                .filter(|limit| *limit >= 1)
-                .map(|limit| usize::try_from(limit).unwrap_or(MAX_PAGE).min(MAX_PAGE))
-                .ok_or_else(|| {
-                    ApiError::invalid_input(
-                        "parameter",
-                        "limit",
-                        "limit must be a whole number of at least 1",
-                    )
-                })
-        })
-        .transpose()?;
+    let limit = paging::limit(query.get("limit"))?;
     let after = query
         .get("after")
         .map(|text| {
@@ -182,81 +155,51 @@ async fn list(
     Ok(response)
 }
 
-/// The unpaged list as a body of chunks, one page of goals each. The
-/// first page is read before answering, so a failing store is still a 500
-/// with an envelope; a failure after that cuts the body short (the status
-/// is already sent), which a client sees as a broken answer, never as a
-/// shorter list. Pages are separate reads: a goal created while the list
-/// streams may appear in it, and none appears twice.
+/// The unpaged list, streamed a page of goals at a time
+/// ([`paging::streamed`]). Pages are separate reads: a goal created while
+/// the list streams may appear in it, and none appears twice.
 async fn stream_list(
     state: AppState,
     tenant: crate::domain::Tenant,
     query: ListQuery,
 ) -> Result<Response, ApiError> {
     let filter = query.state;
+    let shown = shown(&state);
     let first = state
         .engine
-        .list_page(&tenant, filter, query.after.clone(), STREAM_PAGE)
+        .list_page(&tenant, filter, query.after, STREAM_PAGE)
         .await?;
+    let first = goals_page(&first, shown);
     let engine = std::sync::Arc::clone(state.engine());
-    let shown = shown(&state);
-    let opening = page_chunk(&first, true, first.len() < STREAM_PAGE, shown);
-    // The id the next page starts after; `None` once the list is out.
-    let next = continue_after(&first);
-    let rest = futures_util::stream::unfold(next, move |after| {
+    Ok(paging::streamed("goals", first, move |after| {
         let (engine, tenant) = (std::sync::Arc::clone(&engine), tenant.clone());
         async move {
-            let after = after?;
-            match engine
+            engine
                 .list_page(&tenant, filter, Some(after), STREAM_PAGE)
                 .await
-            {
-                Ok(goals) => {
-                    let chunk = page_chunk(&goals, false, goals.len() < STREAM_PAGE, shown);
-                    Some((Ok(chunk), continue_after(&goals)))
-                }
-                Err(error) => Some((Err(std::io::Error::other(error.to_string())), None)),
-            }
+                .map(|goals| goals_page(&goals, shown))
+                .map_err(|error| error.to_string())
         }
-    });
-    let chunks = futures_util::stream::once(std::future::ready(Ok::<_, std::io::Error>(opening)))
-        .chain(rest);
-    let mut response = Response::new(Body::from_stream(chunks));
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    Ok(response)
+    }))
 }
 
-/// Where the page after a full `page` starts; `None` after a short one.
-fn continue_after(page: &[crate::domain::Goal]) -> Option<GoalId> {
-    if page.len() < STREAM_PAGE {
-        return None;
+/// One page of a streamed list: a full page is continued after its last
+/// goal, a short one is the last.
+fn goals_page(goals: &[crate::domain::Goal], shown: usize) -> Page<GoalId> {
+    Page {
+        next: (goals.len() >= STREAM_PAGE)
+            .then(|| goals.last().map(|goal| goal.id.clone()))
+            .flatten(),
+        // Serializing fails only if a wire goal could not be written, which
+        // it never is (no maps with non-string keys).
+        items: goals
+            .iter()
+            .map(|goal| {
+                serde_json::to_vec(&wire::goal_shown(goal, shown))
+                    .unwrap_or_else(|_| b"null".to_vec())
+            })
+            .collect(),
     }
-    page.last().map(|goal| goal.id.clone())
-}
-
-/// One page of a streamed list: `{"goals":[` before the first, commas
-/// between goals and pages, `]}` after the last.
-fn page_chunk(goals: &[crate::domain::Goal], first: bool, last: bool, shown: usize) -> Bytes {
-    let mut chunk = Vec::with_capacity(goals.len() * 768 + 16);
-    if first {
-        chunk.extend_from_slice(b"{\"goals\":[");
-    }
-    for (n, goal) in goals.iter().enumerate() {
-        if n > 0 || !first {
-            chunk.push(b',');
-        }
-        // Writing into a Vec fails only if serialization does, which a
-        // wire goal never does (no maps with non-string keys).
-        if serde_json::to_writer(&mut chunk, &wire::goal_shown(goal, shown)).is_err() {
-            chunk.extend_from_slice(b"null");
-        }
-    }
-    if last {
-        chunk.extend_from_slice(b"]}");
-    }
-    Bytes::from(chunk)
 }
 
 async fn create(

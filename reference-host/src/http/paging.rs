@@ -42,11 +42,12 @@ pub fn limit(text: Option<&String>) -> Result<Option<usize>, ApiError> {
     .transpose()
 }
 
-/// One page of items rendered as JSON text.
-pub struct Page {
+/// One page of items rendered as JSON text; `After` is the cursor a list
+/// pages by (a sequence or iteration number, a goal id).
+pub struct Page<After = u64> {
     pub items: Vec<Vec<u8>>,
     /// Where the page after this one starts; `None` after the last.
-    pub next: Option<u64>,
+    pub next: Option<After>,
 }
 
 /// `{"<member>":[…]}` with `Link: <{path}?after=…&limit=…>; rel="next"`
@@ -70,10 +71,11 @@ pub fn page_response(member: &str, page: &Page, path: &str, limit: usize) -> Res
 /// then what `read` gives for each cursor until a page says it was the
 /// last. A failure after the first page cuts the body short, which a
 /// client sees as a broken answer, never as a shorter list.
-pub fn streamed<F, Fut>(member: &'static str, first: Page, read: F) -> Response
+pub fn streamed<After, F, Fut>(member: &'static str, first: Page<After>, read: F) -> Response
 where
-    F: Fn(u64) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Page, String>> + Send + 'static,
+    After: Send + 'static,
+    F: Fn(After) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Page<After>, String>> + Send + 'static,
 {
     let opening = chunk(member, &first.items, true, first.next.is_none());
     let read = std::sync::Arc::new(read);

@@ -420,6 +420,28 @@ pub struct Assertion {
     pub proves: Option<Vec<String>>,
 }
 
+/// How an assertion reads an array, as messages name it: ` where
+/// <pointer>=<value>, …` for its filter, then ` mapped through <pointer>`
+/// for its mapping; empty when it has neither.
+pub fn array_reading<P, V>(filter: impl IntoIterator<Item = (P, V)>, map: Option<&str>) -> String
+where
+    P: fmt::Display,
+    V: fmt::Display,
+{
+    let filter: Vec<String> = filter
+        .into_iter()
+        .map(|(pointer, value)| format!("{pointer}={value}"))
+        .collect();
+    let mut text = String::new();
+    if !filter.is_empty() {
+        text.push_str(&format!(" where {}", filter.join(", ")));
+    }
+    if let Some(map) = map {
+        text.push_str(&format!(" mapped through {map}"));
+    }
+    text
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CompareOp {
     Gt,
@@ -518,4 +540,20 @@ impl Requirement {
     pub fn features(&self) -> impl Iterator<Item = Capability> + '_ {
         self.capability.iter().copied().filter(|c| c.is_feature())
     }
+}
+
+/// The strings of a JSON array, in order, for documents read leniently (a
+/// host's discovery, a scenario file under lint): an item that is not a
+/// string is passed over, and anything but an array reads as none.
+pub fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }

@@ -113,16 +113,7 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
         // Pad before painting: escape codes have no width on screen.
         let padded = format!("{word:<verdict_width$}");
         let mut line = format!("{name:<name_width$}  {}", style.paint(&padded, colour));
-        let counts = [
-            profile.pass,
-            profile.fail,
-            profile.advisory,
-            profile.not_reached,
-            profile.skip,
-            profile.not_applicable,
-            profile.error,
-        ];
-        for (column, count) in COLUMNS.iter().zip(counts) {
+        for (column, (_, count)) in COLUMNS.iter().zip(profile.counts()) {
             line.push_str(&format!("  {count:>w$}", w = column.len().max(5)));
         }
         writeln!(out, "{line}")?;
@@ -136,11 +127,10 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
         .map(|(name, profile)| (name, scope_line(profile)))
         .collect();
     if !covers.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{}",
-            style.paint("what each verdict covers (scope), or what it needs:", BOLD)
+        heading(
+            &mut out,
+            style,
+            "what each verdict covers (scope), or what it needs:",
         )?;
         for (name, line) in covers {
             writeln!(out, "  {name}: {line}")?;
@@ -152,12 +142,7 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
         .filter(|r| r.disposition.is_blocking_failure())
         .collect();
     if !broken.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{}",
-            style.paint("failed, errored or not reached:", BOLD)
-        )?;
+        heading(&mut out, style, "failed, errored or not reached:")?;
         let width = broken
             .iter()
             .map(|r| r.disposition.as_str().len())
@@ -184,14 +169,10 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
         .filter(|r| r.disposition == DispositionKind::Advisory)
         .collect();
     if !advisories.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{}",
-            style.paint(
-                "advisory (SHOULD requirements not met: counted apart, never block certification):",
-                BOLD
-            )
+        heading(
+            &mut out,
+            style,
+            "advisory (SHOULD requirements not met: counted apart, never block certification):",
         )?;
         for requirement in advisories.iter().take(FAILURES_SHOWN) {
             writeln!(
@@ -204,14 +185,10 @@ pub fn write_styled(report: &RunReport, mut out: impl io::Write, style: Style) -
         more(&mut out, advisories.len())?;
     }
     if !report.legend.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{}",
-            style.paint(
-                "reasons in this run: skips, and what does not apply (and the section that says how to act):",
-                BOLD
-            )
+        heading(
+            &mut out,
+            style,
+            "reasons in this run: skips, and what does not apply (and the section that says how to act):",
         )?;
         for (reason, entry) in super::legend::in_reading_order(&report.legend) {
             writeln!(out, "  {reason}: {} ({})", entry.meaning, entry.section)?;
@@ -267,6 +244,13 @@ fn first_line(message: Option<&str>) -> String {
         .and_then(|m| m.lines().next())
         .map(|line| format!("  {line}"))
         .unwrap_or_default()
+}
+
+/// A blank line, then `text` in bold: how each list after the table
+/// starts.
+fn heading(out: &mut impl io::Write, style: Style, text: &str) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "{}", style.paint(text, BOLD))
 }
 
 fn more(out: &mut impl io::Write, listed: usize) -> io::Result<()> {

@@ -53,18 +53,17 @@ fn summary(report: &RunReport) -> String {
         link(report, &legend::levels_section(), "SHOULD"),
     ));
     for (name, profile) in &report.profiles {
+        let counts: Vec<String> = profile
+            .counts()
+            .iter()
+            .map(|(words, count)| format!("{count} {words}"))
+            .collect();
         md.push_str(&format!(
-            "- {} **{}**: {} ({} pass, {} fail, {} advisory, {} not reached, {} skip, {} not applicable, {} error)\n",
+            "- {} **{}**: {} ({})\n",
             icon(profile),
             text(name),
             verdict(profile),
-            profile.pass,
-            profile.fail,
-            profile.advisory,
-            profile.not_reached,
-            profile.skip,
-            profile.not_applicable,
-            profile.error
+            counts.join(", ")
         ));
     }
     md.push_str(&requirement_list(

@@ -125,6 +125,20 @@ pub struct ProfileReport {
 }
 
 impl ProfileReport {
+    /// Its requirements counted by disposition, each with the words the
+    /// reports name it by, in the order every report lists them.
+    pub fn counts(&self) -> [(&'static str, u32); 7] {
+        [
+            ("pass", self.pass),
+            ("fail", self.fail),
+            ("advisory", self.advisory),
+            ("not reached", self.not_reached),
+            ("skip", self.skip),
+            ("not applicable", self.not_applicable),
+            ("error", self.error),
+        ]
+    }
+
     /// Requirements whose checks ran (everything but skips and
     /// requirements that do not apply).
     pub fn ran(&self) -> u32 {

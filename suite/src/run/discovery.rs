@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::RunError;
 use crate::http::{Http, Outgoing};
+use crate::model::strings;
 
 pub const DISCOVERY_PATH: &str = "/.well-known/openwop";
 /// `{base}` when the host does not name one in `conformanceSeams`.
@@ -79,18 +80,6 @@ impl Capabilities {
     pub fn from_document(document: Option<&Value>) -> Capabilities {
         let goals = document.and_then(|doc| doc.pointer("/agents/goals"));
         let seams = document.and_then(|doc| doc.pointer("/conformanceSeams/goals"));
-        let strings = |value: Option<&Value>| -> Vec<String> {
-            value
-                .and_then(Value::as_array)
-                .map(|items| {
-                    items
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
         let continuation_order = strings(goals.and_then(|g| g.get("continuation")));
         let events = document.and_then(|doc| doc.pointer("/host/events"));
         let events_stream = events

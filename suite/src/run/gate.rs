@@ -15,6 +15,14 @@ pub const PRINCIPAL_TOKEN: &str = "principal-token";
 /// The option `needs.options` names for `--host-authority-token`.
 pub const HOST_AUTHORITY_TOKEN: &str = "host-authority-token";
 
+/// Every suite option `needs.options` can name, as given: what a run with
+/// all of them would be gated by.
+pub fn every_option() -> BTreeSet<String> {
+    [WEBHOOK_SECRET, PRINCIPAL_TOKEN, HOST_AUTHORITY_TOKEN]
+        .map(str::to_string)
+        .into()
+}
+
 /// `None` when the scenario can run; otherwise why it is skipped. Reasons
 /// are checked in a fixed order so the same host always gets the same one:
 /// what the host advertises first, then what the run was given.

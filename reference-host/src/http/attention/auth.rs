@@ -10,7 +10,7 @@ use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
-use super::super::auth::{TokenError, Tokens};
+use super::super::auth::{bearer_token, TokenError, Tokens};
 use super::super::error::ApiError;
 use super::super::AppState;
 use crate::domain::attention::Authority;
@@ -87,19 +87,7 @@ impl FromRequestParts<AppState> for Confirmer {
 }
 
 fn confirmer(parts: &Parts, state: &AppState) -> Result<Confirmer, ApiError> {
-    let header = parts
-        .headers
-        .get(AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .ok_or_else(ApiError::unauthorized)?;
-    let (scheme, token) = header
-        .trim()
-        .split_once(' ')
-        .ok_or_else(ApiError::unauthorized)?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(ApiError::unauthorized());
-    }
-    let token = token.trim();
+    let token = bearer_token(parts)?;
     if let Some((tenant, authority)) = state.authorities.of(token) {
         return Ok(Confirmer {
             tenant,

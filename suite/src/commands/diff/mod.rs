@@ -274,26 +274,14 @@ pub fn write(diff: &Diff, mut out: impl Write) -> io::Result<()> {
         "regressed, SHOULD (advisory, never blocks)",
         &should,
     )?;
-    write_group(
-        &mut out,
-        "recovered",
-        &diff.recovered.iter().collect::<Vec<_>>(),
-    )?;
-    write_group(
-        &mut out,
-        "changed",
-        &diff.changed.iter().collect::<Vec<_>>(),
-    )?;
-    write_group(
-        &mut out,
-        "appeared",
-        &diff.appeared.iter().collect::<Vec<_>>(),
-    )?;
-    write_group(
-        &mut out,
-        "vanished",
-        &diff.vanished.iter().collect::<Vec<_>>(),
-    )?;
+    for (title, changes) in [
+        ("recovered", &diff.recovered),
+        ("changed", &diff.changed),
+        ("appeared", &diff.appeared),
+        ("vanished", &diff.vanished),
+    ] {
+        write_group(&mut out, title, &changes.iter().collect::<Vec<_>>())?;
+    }
     match must.len() {
         0 => writeln!(out, "no MUST requirement regressed")?,
         1 => writeln!(out, "1 MUST requirement regressed")?,

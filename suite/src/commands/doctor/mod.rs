@@ -20,7 +20,7 @@ use crate::http::{Exchange, Http, Outgoing, OutgoingBody, DEFAULT_BODY_CAP};
 use crate::model::Scenario;
 use crate::report::legend::PROFILE_DOCUMENT;
 use crate::run::discovery::{self, Capabilities, Discovery};
-use crate::run::gate::{gate, WEBHOOK_SECRET};
+use crate::run::gate::{every_option, gate};
 use crate::run::ledger::{self, Disposition, ProfileSummary};
 use crate::run::loader::Catalog;
 use crate::run::outcome::SkipReason;
@@ -228,13 +228,7 @@ pub fn readiness(
     second_tenant: bool,
 ) -> Vec<Readiness> {
     let selected = catalog.profiles();
-    let options: BTreeSet<String> = [
-        WEBHOOK_SECRET,
-        crate::run::gate::PRINCIPAL_TOKEN,
-        crate::run::gate::HOST_AUTHORITY_TOKEN,
-    ]
-    .map(str::to_string)
-    .into();
+    let options = every_option();
     let mut by_profile: BTreeMap<String, Readiness> = BTreeMap::new();
     for scenario in &catalog.scenarios {
         let entry = by_profile
@@ -291,13 +285,7 @@ pub fn predict(
 ) -> Vec<Prediction> {
     let selected = catalog.profiles();
     // Every suite option counted as given, as `readiness` counts them.
-    let options: BTreeSet<String> = [
-        WEBHOOK_SECRET,
-        crate::run::gate::PRINCIPAL_TOKEN,
-        crate::run::gate::HOST_AUTHORITY_TOKEN,
-    ]
-    .map(str::to_string)
-    .into();
+    let options = every_option();
     let gated = |scenario: &Scenario| {
         gate(
             scenario,

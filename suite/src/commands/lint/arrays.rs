@@ -16,6 +16,7 @@
 use serde_json::{Map, Value};
 
 use super::required::Shape;
+use crate::model::array_reading;
 
 /// Keys of an assertion besides its predicate: what it looks at, and which
 /// requirements it proves.
@@ -80,17 +81,7 @@ impl Probe<'_> {
             _ => format!("`{}: {}`", self.predicate, self.operand),
         };
         text.push_str(&format!(" over {}", show(self.pointer)));
-        if !self.filter.is_empty() {
-            let filter: Vec<String> = self
-                .filter
-                .iter()
-                .map(|(pointer, value)| format!("{pointer}={value}"))
-                .collect();
-            text.push_str(&format!(" where {}", filter.join(", ")));
-        }
-        if let Some(map) = self.map {
-            text.push_str(&format!(" mapped through {map}"));
-        }
+        text.push_str(&array_reading(self.filter.iter().copied(), self.map));
         text
     }
 

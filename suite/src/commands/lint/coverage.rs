@@ -17,21 +17,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::cli::KNOWN_PROFILES;
 use crate::model::Requirement;
 
 /// Where the map lives, relative to the repository root (the parent of the
 /// scenarios folder).
 pub const COVERAGE_FILE: &str = "docs/COVERAGE.md";
-
-const PROFILES: [&str; 7] = [
-    "core",
-    "behavior",
-    "observed",
-    "hardening",
-    "cluster",
-    "strict",
-    "attention",
-];
 
 /// Where `goalpost lint` looks for the map: `docs/COVERAGE.md` in the
 /// parent of `scenarios`.
@@ -57,7 +48,7 @@ fn spans(line: &str) -> Vec<&str> {
 
 fn profile_prefixed(span: &str, separator: char) -> bool {
     span.split_once(separator)
-        .is_some_and(|(profile, rest)| PROFILES.contains(&profile) && !rest.is_empty())
+        .is_some_and(|(profile, rest)| KNOWN_PROFILES.contains(&profile) && !rest.is_empty())
 }
 
 /// A requirement id: `<profile>.<lowercase words>`.

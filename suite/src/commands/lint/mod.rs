@@ -16,7 +16,7 @@ use goalpost_schemas::Schemas;
 use serde_json::{Map, Value};
 
 use crate::model::capability::applies_to;
-use crate::model::{Requirement, Scenario};
+use crate::model::{strings, Requirement, Scenario};
 use crate::run::loader::{self, LoadError, REQUIREMENTS_FILE};
 
 mod arrays;
@@ -267,7 +267,7 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
         named.push(Named {
             file: path.clone(),
             trial: format!("{profile}::{stem}"),
-            ids: string_list(value.get("requirements")),
+            ids: strings(value.get("requirements")),
         });
         match loader::load_scenario(path, profile, schemas) {
             Ok(scenario) => {
@@ -303,19 +303,6 @@ pub fn lint_dir(dir: &Path, schemas: &Schemas) -> Result<LintReport, LintError> 
         scenarios: files.len(),
         coverage,
     })
-}
-
-fn string_list(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The requirement ids one scenario file names.

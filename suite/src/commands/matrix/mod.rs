@@ -12,7 +12,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::report::escape::markup as escape;
-use crate::report::html::csp_hash;
+use crate::report::html::open_page;
 use crate::report::read::ReadError;
 use crate::report::{ProfileReport, RequirementReport, RunReport};
 use crate::run::outcome::DispositionKind;
@@ -214,13 +214,7 @@ fn profile_versions(columns: &[Column]) -> String {
 pub fn html_page(columns: &[Column]) -> String {
     let rows = rows(columns);
     let mut html = String::with_capacity(64 * 1024);
-    html.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    html.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    html.push_str(&format!(
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src '{}'; script-src '{}'; base-uri 'none'; form-action 'none'\">\n",
-        csp_hash(STYLE),
-        csp_hash(SCRIPT)
-    ));
+    open_page(&mut html, STYLE, SCRIPT);
     html.push_str("<title>goalpost compatibility matrix</title>\n");
     html.push_str(&format!("<style>{STYLE}</style>\n</head>\n<body>\n"));
     html.push_str(&format!(

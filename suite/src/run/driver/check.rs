@@ -16,7 +16,7 @@ use super::{Driver, Place, Tally};
 use crate::assertion::{self, Verdict};
 use crate::error::RunError;
 use crate::http::{Exchange, Outgoing};
-use crate::model::{Assertion, Expect, Target};
+use crate::model::{array_reading, Assertion, Expect, Target};
 use crate::run::driver::attribution::FailedCheck;
 use crate::run::outcome::{CheckKind, CheckResult, VIOLATIONS_SHOWN};
 use crate::template::Vars;
@@ -109,19 +109,15 @@ pub(super) fn exchange_story(exchange: &Exchange, result: &CheckResult) -> Strin
 /// What an assertion checked, as a result names it: its target, with the
 /// filter and mapping it reads through.
 fn describe(assertion: &Assertion) -> String {
-    let mut what = assertion.target.to_string();
-    if !assertion.filter.is_empty() {
-        let filter: Vec<String> = assertion
-            .filter
-            .iter()
-            .map(|(pointer, value)| format!("{pointer}={value}"))
-            .collect();
-        what.push_str(&format!(" where {}", filter.join(", ")));
-    }
-    if let Some(map) = &assertion.map {
-        what.push_str(&format!(" mapped through {map}"));
-    }
-    what
+    let filter = assertion
+        .filter
+        .iter()
+        .map(|(pointer, value)| (pointer, value));
+    format!(
+        "{}{}",
+        assertion.target,
+        array_reading(filter, assertion.map.as_deref())
+    )
 }
 
 /// A claim's result as what was seen names it: the view's prefix in front
