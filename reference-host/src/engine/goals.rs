@@ -430,9 +430,9 @@ impl Engine {
 
     /// [`Engine::transition`] of an edit: a change that puts the goal on an
     /// arm is written only within its owner's armed quota, counted in the
-    /// store's write ([`Store::apply_arming`]).
+    /// store's write ([`Goals::apply_arming`]).
     ///
-    /// [`Store::apply_arming`]: crate::storage::Store::apply_arming
+    /// [`Goals::apply_arming`]: crate::storage::Goals::apply_arming
     async fn transition_arming<F>(
         &self,
         tenant: &Tenant,
@@ -503,7 +503,7 @@ impl Engine {
     }
 
     /// [`Engine::write`], unless a run of the goal is in flight anywhere
-    /// ([`Store::apply_unless_run_in_flight`]).
+    /// ([`Goals::apply_unless_run_in_flight`]).
     pub(super) async fn write_unless_run_in_flight(
         &self,
         change: Change,
@@ -559,9 +559,9 @@ impl Engine {
         }
     }
 
-    /// Reads these goals ahead of their fires (see [`Store::warm`]).
+    /// Reads these goals ahead of their fires (see [`Goals::warm`]).
     ///
-    /// [`Store::warm`]: crate::storage::Store::warm
+    /// [`Goals::warm`]: crate::storage::Goals::warm
     pub async fn warm(&self, ids: Vec<GoalId>) -> Result<usize, EngineError> {
         self.db(move |store| store.warm(&ids)).await
     }
