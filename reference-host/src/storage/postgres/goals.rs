@@ -121,6 +121,45 @@ async fn append_runs(
     Ok(())
 }
 
+/// What a tenant holds: open goals, open goals on an arm (`schedule` and
+/// `heartbeat`), and goals in any state (the quota definitions of
+/// `engine::quota`), as its counts row keeps them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Held {
+    open: u64,
+    armed: u64,
+    total: u64,
+}
+
+/// Locks the tenant's counts row (creating it if the tenant has none yet)
+/// until the transaction ends, and reads it. Every write that checks a
+/// tenant quota takes this lock first, creates and arming writes alike, so
+/// such writes of one tenant queue here on every replica and each counts
+/// what the last one committed.
+async fn lock_tenant_counts(
+    client: &Cached<impl deadpool_postgres::GenericClient>,
+    tenant: &str,
+) -> Result<Held, StoreError> {
+    client
+        .execute(
+            "INSERT INTO tenant_counts (tenant, open, armed) VALUES ($1, 0, 0)
+             ON CONFLICT (tenant) DO NOTHING",
+            &[&tenant],
+        )
+        .await?;
+    let held = client
+        .query_one(
+            "SELECT open, armed, total FROM tenant_counts WHERE tenant = $1 FOR UPDATE",
+            &[&tenant],
+        )
+        .await?;
+    Ok(Held {
+        open: unsigned(held.try_get(0)?)?,
+        armed: unsigned(held.try_get(1)?)?,
+        total: unsigned(held.try_get(2)?)?,
+    })
+}
+
 /// The tenant's open `commitment` goals: armed too ([`crate::domain::Mode::is_armed`]),
 /// counted apart from the counts row, whose trigger (migration 2) counts
 /// `schedule` and `heartbeat` only; a count here keeps the schema as it is.
@@ -209,23 +248,8 @@ impl PostgresStore {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = Cached(client.transaction().await?);
             if let WriteGuard::ArmedBelow(most) = guard {
-                // The owner's counts locked first, as a create locks them:
-                // arming writes of one tenant on every replica queue here,
-                // and each counts what the last one committed.
-                transaction
-                    .execute(
-                        "INSERT INTO tenant_counts (tenant, open, armed) VALUES ($1, 0, 0)
-                         ON CONFLICT (tenant) DO NOTHING",
-                        &[&row.tenant],
-                    )
-                    .await?;
-                let armed = transaction
-                    .query_one(
-                        "SELECT armed FROM tenant_counts WHERE tenant = $1 FOR UPDATE",
-                        &[&row.tenant],
-                    )
-                    .await?;
-                let armed = unsigned(armed.try_get(0)?)?
+                // The owner's counts locked first, as a create locks them.
+                let armed = lock_tenant_counts(&transaction, &row.tenant).await?.armed
                     + open_commitments(&transaction, &row.tenant).await?;
                 if armed >= most {
                     return Ok(WrittenIfIdle::TooManyArmed);
@@ -551,24 +575,11 @@ impl Goals for PostgresStore {
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = Cached(client.transaction().await?);
-            transaction
-                .execute(
-                    "INSERT INTO tenant_counts (tenant, open, armed) VALUES ($1, 0, 0)
-                     ON CONFLICT (tenant) DO NOTHING",
-                    &[&row.tenant],
-                )
-                .await?;
-            let held = transaction
-                .query_one(
-                    "SELECT open, armed, total FROM tenant_counts WHERE tenant = $1 FOR UPDATE",
-                    &[&row.tenant],
-                )
-                .await?;
-            let (open, held_armed, total) = (
-                unsigned(held.try_get(0)?)?,
-                unsigned(held.try_get(1)?)?,
-                unsigned(held.try_get(2)?)?,
-            );
+            let Held {
+                open,
+                armed: held_armed,
+                total,
+            } = lock_tenant_counts(&transaction, &row.tenant).await?;
             if let Some((key, _)) = &guard.key {
                 let expired = guard.keys_expire_at_or_before.unix_ms();
                 if let Some(stored) = stored_key(&transaction, &row.tenant, key, expired).await? {
