@@ -5,7 +5,33 @@
 //! only if nobody changed the goal since it was read (optimistic concurrency
 //! on the goal's version).
 //!
-//! @@LAYOUT@@
+//! # Layout: one trait per aggregate
+//!
+//! The store is cut along what it keeps, one trait per aggregate, each in
+//! the file of its name with the types its calls answer with:
+//! [`Goals`] (`goals.rs`: create, read, list, the versioned change and its
+//! guarded kin, tenant counts, retention; attention lives in the goal's
+//! record, so whether a store serves it is asked here too), [`Runs`]
+//! (`runs.rs`), [`Events`] (`events.rs`: events, evaluations, the tenant
+//! feed, the commit sink), [`Schedule`] (`schedule.rs`: what the scheduler
+//! asks), [`Verifiers`] (`verifiers.rs`: verifiers and scripted judges),
+//! [`Keys`] (`keys.rs`: idempotency keys) and [`Deliveries`]
+//! (`deliveries.rs`: event-webhook claims and cursors).
+//!
+//! Each backend has the same layout: `sqlite/<aggregate>.rs` and
+//! `postgres/<aggregate>.rs` hold that aggregate's queries and its `impl`,
+//! and each backend's `mod.rs` holds the store itself (connections,
+//! runtime, lease) and the helpers every aggregate uses. A write changed on
+//! one backend has its twin at the parallel path.
+//!
+//! [`Store`] is the one object the engine holds: the sum of the aggregate
+//! traits, with a blanket impl. Supertraits rather than a struct of
+//! per-aggregate handles keep every call site as it was (`store.goal(id)`
+//! on a `dyn Store` needs no import and no accessor); only code that calls
+//! a concrete store (tests, benchmarks) imports the aggregate trait it
+//! uses. A transaction that crosses aggregates (a change writes the goal,
+//! its events, its evaluation and ends its run) belongs to the aggregate
+//! that starts it, so it stays one transaction.
 
 mod attention_record;
 mod checkpoint;

@@ -125,7 +125,7 @@ async fn append_runs(
 /// `heartbeat`), and goals in any state (the quota definitions of
 /// `engine::quota`), as its counts row keeps them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Held {
+pub(super) struct Held {
     open: u64,
     armed: u64,
     total: u64,
@@ -133,10 +133,10 @@ struct Held {
 
 /// Locks the tenant's counts row (creating it if the tenant has none yet)
 /// until the transaction ends, and reads it. Every write that checks a
-/// tenant quota takes this lock first, creates and arming writes alike, so
-/// such writes of one tenant queue here on every replica and each counts
-/// what the last one committed.
-async fn lock_tenant_counts(
+/// tenant quota takes this lock first (creates, arming writes, verifier
+/// registrations), so such writes of one tenant queue here on every
+/// replica and each counts what the last one committed.
+pub(super) async fn lock_tenant_counts(
     client: &Cached<impl deadpool_postgres::GenericClient>,
     tenant: &str,
 ) -> Result<Held, StoreError> {

@@ -3,6 +3,7 @@
 use tokio_postgres::Row;
 
 use super::cached::Cached;
+use super::goals::lock_tenant_counts;
 use super::{pool_error, timestamp, unsigned, PostgresStore};
 use crate::domain::{parse_verifier, wire, CriteriaVerifier, GoalId, Tenant, VerifierName};
 use crate::storage::group_commit::Pending;
@@ -50,19 +51,7 @@ impl Verifiers for PostgresStore {
                 // The tenant's counts row locked, as creates lock it: its
                 // registrations on every replica queue here, and each
                 // counts what the last one committed.
-                transaction
-                    .execute(
-                        "INSERT INTO tenant_counts (tenant, open, armed) VALUES ($1, 0, 0)
-                         ON CONFLICT (tenant) DO NOTHING",
-                        &[&tenant],
-                    )
-                    .await?;
-                transaction
-                    .query_one(
-                        "SELECT 1 FROM tenant_counts WHERE tenant = $1 FOR UPDATE",
-                        &[&tenant],
-                    )
-                    .await?;
+                lock_tenant_counts(&transaction, &tenant).await?;
                 let taken = transaction
                     .query_opt(
                         "SELECT 1 FROM verifiers WHERE tenant = $1 AND name = $2",
