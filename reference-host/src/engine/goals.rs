@@ -503,7 +503,7 @@ impl Engine {
     }
 
     /// [`Engine::write`], unless a run of the goal is in flight anywhere
-    /// ([`Goals::apply_unless_run_in_flight`]).
+    /// ([`Goals::apply_unless_run_in_flight`](crate::storage::Goals::apply_unless_run_in_flight)).
     pub(super) async fn write_unless_run_in_flight(
         &self,
         change: Change,

@@ -54,7 +54,7 @@ pub struct CreateGuard {
     /// Keys stored at or before this have expired and are replaced.
     pub keys_expire_at_or_before: Timestamp,
     /// The verifier ref the seam `scriptedJudge` names for the goal
-    /// ([`Verifiers::put_judge_script`]), stored with it.
+    /// ([`Verifiers::put_judge_script`](crate::storage::Verifiers::put_judge_script)), stored with it.
     pub judge_script: Option<String>,
 }
 
@@ -132,7 +132,7 @@ pub trait Goals {
     /// the goal is in flight (reserved and not ended) in any process that
     /// shares the store, a dead one's included. The runs are looked at in
     /// the write's own transaction, after taking the goal's row lock, which
-    /// [`Runs::reserve_run`] holds until its run is stored: a reservation
+    /// [`Runs::reserve_run`](crate::storage::Runs::reserve_run) holds until its run is stored: a reservation
     /// that committed first is seen here, and one that comes after finds
     /// the goal changed. Nothing is written when a run is in flight.
     fn apply_unless_run_in_flight(

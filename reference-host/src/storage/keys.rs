@@ -14,7 +14,7 @@ pub struct StoredKey {
 }
 
 /// `Idempotency-Key`s of creates (a guarded create stores them:
-/// [`Goals::insert_goal_guarded`]).
+/// [`Goals::insert_goal_guarded`](crate::storage::Goals::insert_goal_guarded)).
 pub trait Keys {
     /// The tenant's key, unless stored at or before `expired_at_or_before`.
     fn idempotency_key(

@@ -53,7 +53,7 @@ impl RunEnd {
 pub trait Runs {
     /// Reserves a run if the stored goal is still at `expected_version`.
     /// Holds the goal's row lock (on SQLite, the one writer) from that
-    /// check until the run is stored ([`Goals::apply_unless_run_in_flight`]
+    /// check until the run is stored ([`Goals::apply_unless_run_in_flight`](crate::storage::Goals::apply_unless_run_in_flight)
     /// depends on it).
     fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>>;
 

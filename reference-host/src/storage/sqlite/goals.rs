@@ -319,7 +319,7 @@ fn held(connection: &Connection, tenant: &Tenant) -> Result<Held, StoreError> {
     })
 }
 
-/// The tenant's open goals in an armed mode ([`Mode::is_armed`]): the
+/// The tenant's open goals in an armed mode ([`Mode::is_armed`](crate::domain::Mode::is_armed)): the
 /// `schedule` and `heartbeat` ones its counts row keeps, and its open
 /// `commitment` goals, counted from its open goals' index. The counts
 /// triggers (migration 9) predate commitment goals counting as armed; a
