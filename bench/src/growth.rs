@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use goalpost_host::clock::{Clock, SystemClock};
 use goalpost_host::domain::Tenant;
-use goalpost_host::storage::{SqliteStore, Store};
+use goalpost_host::storage::{Goals, SqliteStore};
 use goalpost_host::DbLocation;
 use serde_json::{json, Value};
 

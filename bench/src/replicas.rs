@@ -32,7 +32,7 @@ use axum::Json;
 use goalpost_host::clock::{Clock, SystemClock};
 use goalpost_host::config::Config;
 use goalpost_host::domain::Timestamp;
-use goalpost_host::storage::{PostgresStore, Store};
+use goalpost_host::storage::{Goals, PostgresStore};
 use goalpost_host::{DbLocation, RunningHost};
 use serde_json::{json, Value};
 

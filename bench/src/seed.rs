@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use goalpost_host::clock::{Clock, SystemClock};
 use goalpost_host::domain::{parse_create, GoalId, GoalState, RequestContext, Tenant, Timestamp};
 use goalpost_host::engine::{Engine, EngineSettings};
-use goalpost_host::storage::{SqliteStore, Store};
+use goalpost_host::storage::{Goals, SqliteStore, Store};
 use goalpost_host::DbLocation;
 use serde_json::{json, Value};
 

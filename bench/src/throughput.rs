@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use axum::routing::get;
 use goalpost_host::clock::{Clock, SystemClock};
 use goalpost_host::domain::{RunId, Tenant};
-use goalpost_host::storage::{SqliteStore, Store};
+use goalpost_host::storage::{Goals, SqliteStore};
 use goalpost_host::{Config, DbLocation, RunningHost};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;

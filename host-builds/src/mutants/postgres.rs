@@ -25,8 +25,9 @@ use goalpost_host::domain::{
     Tenant, Timestamp, VerifierName,
 };
 use goalpost_host::storage::{
-    CreateGuard, EventSink, Inserted, Pending, PostgresStore, Registered, RunReservation, Store,
-    StoreError, StoredKey, StoredRun, WriteGuard, Written, WrittenIfIdle,
+    CreateGuard, Deliveries, EventSink, Events, Goals, Inserted, Keys, Pending, PostgresStore,
+    Registered, RunReservation, Runs, Schedule, Store, StoreError, StoredKey, StoredRun, Verifiers,
+    WriteGuard, Written, WrittenIfIdle,
 };
 
 /// One guard of the PostgreSQL store switched off.
@@ -375,7 +376,7 @@ impl BrokenReplica {
     }
 }
 
-impl Store for BrokenReplica {
+impl Goals for BrokenReplica {
     fn insert_goals(&self, goals: &[Goal]) -> Result<(), StoreError> {
         self.inner.insert_goals(goals)
     }
@@ -462,138 +463,6 @@ impl Store for BrokenReplica {
         self.track_if_idle(change, pending)
     }
 
-    fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>> {
-        let flaws = self.flaws;
-        let pending = if flaws.reserves_without_row_lock || flaws.reserves_without_re_read {
-            self.reserve_unlocked(run, expected_version)
-        } else {
-            self.inner.reserve_run(run, expected_version)
-        };
-        self.track(run.goal_id.clone(), None, pending)
-    }
-
-    fn discard_run(&self, run: &RunId, at: Timestamp) -> Pending<()> {
-        self.inner.discard_run(run, at)
-    }
-
-    fn run(&self, run: &RunId) -> Result<Option<StoredRun>, StoreError> {
-        self.inner.run(run)
-    }
-
-    fn runs_in_flight(&self) -> Result<Vec<RunReservation>, StoreError> {
-        self.inner.runs_in_flight()
-    }
-
-    fn runs_orphaned(&self) -> Result<Vec<RunReservation>, StoreError> {
-        self.inner.runs_orphaned()
-    }
-
-    fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
-        self.inner.events(goal, after)
-    }
-
-    fn events_page(
-        &self,
-        goal: &GoalId,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
-        self.inner.events_page(goal, after, limit)
-    }
-
-    fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
-        self.inner.set_event_sink(sink)
-    }
-
-    fn tenant_events_after(
-        &self,
-        tenant: &Tenant,
-        goal: Option<&GoalId>,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
-        self.inner.tenant_events_after(tenant, goal, after, limit)
-    }
-
-    fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError> {
-        self.inner.evaluations(goal)
-    }
-
-    fn evaluations_page(
-        &self,
-        goal: &GoalId,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Evaluation>, StoreError> {
-        self.inner.evaluations_page(goal, after, limit)
-    }
-
-    /// Keeping goals, the replica schedules the ones it knows of (created
-    /// or read here) from its own copy, as one process with timers would.
-    fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
-        if self.flaws.lists_due_without_claim {
-            return self.due_unclaimed(now, limit);
-        }
-        if !self.keeps_goals() {
-            return self.inner.due_schedule_goals(now, limit);
-        }
-        // As the database's listing: a goal with no next fire yet is due.
-        let mut due: Vec<(Option<Timestamp>, GoalId)> = held(&self.goals)
-            .values()
-            .filter(|goal| {
-                goal.state == GoalState::Active
-                    && !goal.paused
-                    && goal.continuation.mode == Mode::Schedule
-                    && goal.next_fire_at.is_none_or(|at| at <= now)
-            })
-            .map(|goal| (goal.next_fire_at, goal.id.clone()))
-            .collect();
-        due.sort();
-        Ok(due.into_iter().take(limit).map(|(_, id)| id).collect())
-    }
-
-    fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
-        self.inner.goals_past_deadline(now)
-    }
-
-    fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError> {
-        self.inner.next_due_after(after)
-    }
-
-    fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError> {
-        self.inner.heartbeat_goals()
-    }
-
-    fn put_verifier(
-        &self,
-        tenant: &Tenant,
-        verifier: &CriteriaVerifier,
-        replace: bool,
-        max: Option<u64>,
-    ) -> Pending<Registered> {
-        self.inner.put_verifier(tenant, verifier, replace, max)
-    }
-
-    fn verifier(
-        &self,
-        tenant: &Tenant,
-        name: &VerifierName,
-    ) -> Result<Option<CriteriaVerifier>, StoreError> {
-        self.inner.verifier(tenant, name)
-    }
-
-    fn verifiers(&self, tenant: &Tenant) -> Result<Vec<CriteriaVerifier>, StoreError> {
-        self.inner.verifiers(tenant)
-    }
-
-    fn put_judge_script(&self, goal: &GoalId, verifier_ref: &str) -> Pending<bool> {
-        self.inner.put_judge_script(goal, verifier_ref)
-    }
-
-    fn judge_script(&self, goal: &GoalId) -> Result<Option<String>, StoreError> {
-        self.inner.judge_script(goal)
-    }
-
     fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted> {
         let remembered = match (self.remember, &guard.key) {
             (Remember::Keys, Some((key, fingerprint))) => {
@@ -651,25 +520,6 @@ impl Store for BrokenReplica {
         })
     }
 
-    fn idempotency_key(
-        &self,
-        tenant: &Tenant,
-        key: &str,
-        expired_at_or_before: Timestamp,
-    ) -> Result<Option<StoredKey>, StoreError> {
-        if self.remember != Remember::Keys {
-            return self
-                .inner
-                .idempotency_key(tenant, key, expired_at_or_before);
-        }
-        let slot = (tenant.as_str().to_string(), key.to_string());
-        Ok(held(&self.keys).get(&slot).cloned())
-    }
-
-    fn purge_idempotency_keys(&self, at: Timestamp) -> Pending<usize> {
-        self.inner.purge_idempotency_keys(at)
-    }
-
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError> {
         self.inner.open_armed_goals(tenant)
     }
@@ -690,7 +540,170 @@ impl Store for BrokenReplica {
             Ok(purged)
         })
     }
+}
 
+impl Runs for BrokenReplica {
+    fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>> {
+        let flaws = self.flaws;
+        let pending = if flaws.reserves_without_row_lock || flaws.reserves_without_re_read {
+            self.reserve_unlocked(run, expected_version)
+        } else {
+            self.inner.reserve_run(run, expected_version)
+        };
+        self.track(run.goal_id.clone(), None, pending)
+    }
+
+    fn discard_run(&self, run: &RunId, at: Timestamp) -> Pending<()> {
+        self.inner.discard_run(run, at)
+    }
+
+    fn run(&self, run: &RunId) -> Result<Option<StoredRun>, StoreError> {
+        self.inner.run(run)
+    }
+
+    fn runs_in_flight(&self) -> Result<Vec<RunReservation>, StoreError> {
+        self.inner.runs_in_flight()
+    }
+
+    fn runs_orphaned(&self) -> Result<Vec<RunReservation>, StoreError> {
+        self.inner.runs_orphaned()
+    }
+}
+
+impl Events for BrokenReplica {
+    fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
+        self.inner.events(goal, after)
+    }
+
+    fn events_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.inner.events_page(goal, after, limit)
+    }
+
+    fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
+        self.inner.set_event_sink(sink)
+    }
+
+    fn tenant_events_after(
+        &self,
+        tenant: &Tenant,
+        goal: Option<&GoalId>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.inner.tenant_events_after(tenant, goal, after, limit)
+    }
+
+    fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError> {
+        self.inner.evaluations(goal)
+    }
+
+    fn evaluations_page(
+        &self,
+        goal: &GoalId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Evaluation>, StoreError> {
+        self.inner.evaluations_page(goal, after, limit)
+    }
+}
+
+impl Schedule for BrokenReplica {
+    /// Keeping goals, the replica schedules the ones it knows of (created
+    /// or read here) from its own copy, as one process with timers would.
+    fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
+        if self.flaws.lists_due_without_claim {
+            return self.due_unclaimed(now, limit);
+        }
+        if !self.keeps_goals() {
+            return self.inner.due_schedule_goals(now, limit);
+        }
+        // As the database's listing: a goal with no next fire yet is due.
+        let mut due: Vec<(Option<Timestamp>, GoalId)> = held(&self.goals)
+            .values()
+            .filter(|goal| {
+                goal.state == GoalState::Active
+                    && !goal.paused
+                    && goal.continuation.mode == Mode::Schedule
+                    && goal.next_fire_at.is_none_or(|at| at <= now)
+            })
+            .map(|goal| (goal.next_fire_at, goal.id.clone()))
+            .collect();
+        due.sort();
+        Ok(due.into_iter().take(limit).map(|(_, id)| id).collect())
+    }
+
+    fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
+        self.inner.goals_past_deadline(now)
+    }
+
+    fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        self.inner.next_due_after(after)
+    }
+
+    fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError> {
+        self.inner.heartbeat_goals()
+    }
+}
+
+impl Verifiers for BrokenReplica {
+    fn put_verifier(
+        &self,
+        tenant: &Tenant,
+        verifier: &CriteriaVerifier,
+        replace: bool,
+        max: Option<u64>,
+    ) -> Pending<Registered> {
+        self.inner.put_verifier(tenant, verifier, replace, max)
+    }
+
+    fn verifier(
+        &self,
+        tenant: &Tenant,
+        name: &VerifierName,
+    ) -> Result<Option<CriteriaVerifier>, StoreError> {
+        self.inner.verifier(tenant, name)
+    }
+
+    fn verifiers(&self, tenant: &Tenant) -> Result<Vec<CriteriaVerifier>, StoreError> {
+        self.inner.verifiers(tenant)
+    }
+
+    fn put_judge_script(&self, goal: &GoalId, verifier_ref: &str) -> Pending<bool> {
+        self.inner.put_judge_script(goal, verifier_ref)
+    }
+
+    fn judge_script(&self, goal: &GoalId) -> Result<Option<String>, StoreError> {
+        self.inner.judge_script(goal)
+    }
+}
+
+impl Keys for BrokenReplica {
+    fn idempotency_key(
+        &self,
+        tenant: &Tenant,
+        key: &str,
+        expired_at_or_before: Timestamp,
+    ) -> Result<Option<StoredKey>, StoreError> {
+        if self.remember != Remember::Keys {
+            return self
+                .inner
+                .idempotency_key(tenant, key, expired_at_or_before);
+        }
+        let slot = (tenant.as_str().to_string(), key.to_string());
+        Ok(held(&self.keys).get(&slot).cloned())
+    }
+
+    fn purge_idempotency_keys(&self, at: Timestamp) -> Pending<usize> {
+        self.inner.purge_idempotency_keys(at)
+    }
+}
+
+impl Deliveries for BrokenReplica {
     fn configure_event_deliveries(&self, subscriptions: &[(Tenant, String)]) -> Pending<()> {
         self.inner.configure_event_deliveries(subscriptions)
     }

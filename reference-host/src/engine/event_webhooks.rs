@@ -20,7 +20,7 @@ pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 
 impl Engine {
     /// Stores `subscriptions` as the event webhooks delivered (see
-    /// [`crate::storage::Store::configure_event_deliveries`]).
+    /// [`crate::storage::Deliveries::configure_event_deliveries`]).
     pub async fn configure_event_webhooks(
         &self,
         subscriptions: &[EventWebhook],

@@ -499,7 +499,7 @@ impl Engine {
     }
 
     /// [`Engine::write`], unless a run of the goal is in flight anywhere
-    /// ([`Store::apply_unless_run_in_flight`]).
+    /// ([`Goals::apply_unless_run_in_flight`](crate::storage::Goals::apply_unless_run_in_flight)).
     pub(super) async fn write_unless_run_in_flight(
         &self,
         change: Change,
@@ -555,9 +555,9 @@ impl Engine {
         }
     }
 
-    /// Reads these goals ahead of their fires (see [`Store::warm`]).
+    /// Reads these goals ahead of their fires (see [`Goals::warm`]).
     ///
-    /// [`Store::warm`]: crate::storage::Store::warm
+    /// [`Goals::warm`]: crate::storage::Goals::warm
     pub async fn warm(&self, ids: Vec<GoalId>) -> Result<usize, EngineError> {
         self.db(move |store| store.warm(&ids)).await
     }

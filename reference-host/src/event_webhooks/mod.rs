@@ -127,7 +127,7 @@ impl std::fmt::Debug for EventWebhooks {
 impl EventWebhooks {
     /// Stores `hooks` as the subscriptions (a new or changed URL starts
     /// after the tenant's newest event now; see
-    /// [`crate::storage::Store::configure_event_deliveries`]) and returns
+    /// [`crate::storage::Deliveries::configure_event_deliveries`]) and returns
     /// the worker that delivers them. The caller checked them
     /// (`domain::event_webhook::check_subscriptions`, the egress policy).
     pub async fn start(

@@ -56,7 +56,7 @@ pub(super) fn failed<T: Send + 'static>(error: StoreError) -> Pending<T> {
 }
 
 /// A write that was not asked to look at the goal's runs, as
-/// [`super::Store::apply`] answers it: it is written or in conflict.
+/// [`super::Goals::apply`] answers it: it is written or in conflict.
 pub(super) fn written_only<T: Send + 'static>(
     written: Pending<WrittenIfIdle<T>>,
 ) -> Pending<Written<T>> {

@@ -2,7 +2,7 @@
 //! interval binding to run), in memory: every write of a goal tells it
 //! (`Engine::attention_armed`), and a start rebuilds it from the store.
 //! One process must see every write, which is why only a store one
-//! process owns serves attention (`Store::serves_attention`).
+//! process owns serves attention (`Goals::serves_attention`).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};

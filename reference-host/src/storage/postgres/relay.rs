@@ -26,7 +26,7 @@
 //! from storage with their last cursor.
 //!
 //! A write that closes a goal also notifies [`CLOSES`] with the goal's id,
-//! and each replica tells its watcher (`Store::watch_closes`): a run of
+//! and each replica tells its watcher (`Events::watch_closes`): a run of
 //! the goal in flight there is cancelled, as a local abandon cancels it.
 //! A notice lost with the connection leaves such a run to end by itself;
 //! its verdict is then refused as for any closed goal.
@@ -38,7 +38,8 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Pool;
 use tokio_postgres::{AsyncMessage, NoTls};
 
-use super::{event_from_row, pool_error, Cached};
+use super::events::event_from_row;
+use super::{pool_error, Cached};
 use crate::domain::{Event, GoalId, Tenant};
 use crate::storage::{ClosedWatcher, EventSink, StoreError};
 

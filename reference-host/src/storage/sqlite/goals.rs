@@ -1,167 +1,31 @@
-//! The SQLite [`Store`]: one write connection shared by group commit
-//! (`group_commit.rs`: concurrent writes share a transaction, each answered
-//! only once it committed), read-only connections for file databases
-//! (`readers.rs`), WAL for file databases.
-
-use std::time::Duration;
-
-use rusqlite::{params, Connection, OptionalExtension};
+//! Goals on SQLite ([`Goals`]): reads through the goal cache, the
+//! versioned change (goal, events, evaluation and run in one transaction),
+//! the guarded create, the tenant's kept counts, and retention.
 
 use std::sync::Arc;
 
-use super::checkpoint::{self, Checkpointer};
-use super::goal_cache::{GoalCache, Ticket};
-use super::goal_log;
-use super::group_commit::{GroupCommit, Pending};
-use super::migrations::migrate;
-use super::prepared::{failed, written_only, PreparedChange};
-use super::readers::Readers;
-use super::record::{from_json, to_json, EvaluationRecord, EventRecord, GoalRecord};
-use super::{
-    CreateGuard, DbLocation, DeliveryState, EventSink, Inserted, Registered, RunEnd,
-    RunReservation, Store, StoreError, StoredKey, StoredRun, WriteGuard, Written, WrittenIfIdle,
-};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::keys::stored_key;
+use super::{ids, int, unsigned, SqliteStore};
 use crate::domain::{
-    parse_verifier, wire, Change, CriteriaVerifier, Evaluation, Event, EventPayload, Goal, GoalId,
-    GoalState, Mode, RunId, RunIds, Tenant, Timestamp, VerifierName,
+    wire, Change, Event, EventPayload, Goal, GoalId, GoalState, RunId, RunIds, Tenant, Timestamp,
 };
-
-/// More than the distinct statements this store runs.
-const STATEMENT_CACHE: usize = 64;
-
-// A text parameter compared with an indexed column is written
-// `CAST(?n AS TEXT)` where the statement also sorts or aggregates: with the
-// bare parameter, this SQLite build re-prepares the statement on every run
-// (the planner looked at the bound value), and the statement cache saves
-// nothing: `sqlite3Reprepare` was 14% of a GET, and nine of the fourteen
-// parameterised statements re-prepared on 19 runs of 20.
-// `tests::no_statement_is_prepared_twice` holds every statement to it.
-
-/// How much of a file database the write connection maps into memory
-/// (address space, not resident memory). Read connections map none
-/// (`readers.rs` says why). Measured at 100k goals: 192 MiB held the same
-/// resident memory as 256 (280 MiB, within the noise: `RssFile` counts a
-/// page once per connection mapping it); no map and a 128 MiB goal cache
-/// held 80 MiB less but cost 12% more CPU per fire. Page sizes of 1,024 or
-/// 2,048 bytes instead of 4,096 were worse or no better.
-const MMAP_BYTES: i64 = 256 << 20;
-
-/// About how much memory goals kept in memory may take (`goal_cache.rs`):
-/// some 16,000 small goals.
-const GOAL_CACHE_BYTES: usize = 16 << 20;
-
-pub struct SqliteStore {
-    writer: Arc<GroupCommit>,
-    /// Goals as last committed; every goal write goes through this store.
-    cache: Arc<GoalCache>,
-    /// `None` for an in-memory database, which only the write connection
-    /// can see.
-    readers: Option<Readers>,
-    /// WAL checkpoints, for a file database in WAL mode.
-    _checkpointer: Option<Checkpointer>,
-    /// Told about committed events, in commit order.
-    sink: Arc<std::sync::RwLock<Option<Arc<dyn EventSink>>>>,
-}
-
-impl std::fmt::Debug for SqliteStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteStore").finish_non_exhaustive()
-    }
-}
-
-fn int(value: u64) -> Result<i64, StoreError> {
-    i64::try_from(value).map_err(|_| StoreError::Corrupt(format!("{value} does not fit SQLite")))
-}
-
-fn unsigned(value: i64) -> Result<u64, StoreError> {
-    u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative count {value}")))
-}
+use crate::storage::goal_cache::Ticket;
+use crate::storage::goal_log;
+use crate::storage::group_commit::Pending;
+use crate::storage::prepared::{failed, written_only, PreparedChange};
+use crate::storage::record::{from_json, to_json, GoalRecord};
+use crate::storage::{
+    CreateGuard, EventSink, Goals, Inserted, StoreError, WriteGuard, Written, WrittenIfIdle,
+};
 
 impl SqliteStore {
-    /// Opens (creating if needed) and migrates the database.
-    pub fn open(location: &DbLocation) -> Result<SqliteStore, StoreError> {
-        SqliteStore::open_with(location, checkpoint::Thresholds::default())
-    }
-
-    fn open_with(
-        location: &DbLocation,
-        thresholds: checkpoint::Thresholds,
-    ) -> Result<SqliteStore, StoreError> {
-        let opened = match location {
-            DbLocation::Memory => Connection::open_in_memory(),
-            DbLocation::File(path) => Connection::open(path),
-            DbLocation::Postgres(url) => {
-                return Err(StoreError::Open {
-                    location: super::redact(url),
-                    source: "a PostgreSQL URL is opened by the PostgreSQL store".into(),
-                })
-            }
-        };
-        let mut connection = opened.map_err(|source| StoreError::Open {
-            location: location.to_string(),
-            source: Box::new(source),
-        })?;
-        connection.busy_timeout(Duration::from_secs(5))?;
-        // Every statement below is prepared once and reused: parsing SQL on
-        // each call was a quarter of a `continue`'s instructions
-        // (`sqlite3Prepare` 24.5%; per `continue` 1,108k → 795k with the
-        // cache, create 422k → 308k, callgrind).
-        connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        let mut readers = None;
-        let mut checkpointer = None;
-        if let DbLocation::File(path) = location {
-            // `journal_mode` answers with the mode in effect.
-            let mode: String =
-                connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
-            if mode.eq_ignore_ascii_case("wal") {
-                readers = Some(Readers::new(path));
-                let started = Checkpointer::start(path)?;
-                let ask = started.ask();
-                // Replaces SQLite's automatic checkpoint (`checkpoint.rs`).
-                connection.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages: i32| {
-                    checkpoint::after_commit(wal, pages, &ask, thresholds);
-                    Ok(())
-                }))?;
-                checkpointer = Some(started);
-            } else {
-                // Without WAL a reader would block the writer: reads share
-                // the write connection instead.
-                tracing::warn!(mode, "SQLite refused WAL mode");
-            }
-            connection.pragma_update(None, "synchronous", "NORMAL")?;
-            // Pages are read through a memory map rather than a `pread`
-            // each: another connection's commit empties a connection's
-            // page cache, so reads fetch pages often.
-            connection.pragma_update(None, "mmap_size", MMAP_BYTES)?;
-        }
-        connection.pragma_update(None, "foreign_keys", "ON")?;
-        migrate(&mut connection)?;
-        Ok(SqliteStore {
-            writer: Arc::new(GroupCommit::new(connection)),
-            cache: Arc::new(GoalCache::new(GOAL_CACHE_BYTES)),
-            readers,
-            sink: Arc::default(),
-            _checkpointer: checkpointer,
-        })
-    }
-
-    /// Runs a read on a read connection, or on the write connection when
-    /// there is no other.
-    fn read<T>(
-        &self,
-        read: impl FnOnce(&Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        match &self.readers {
-            Some(readers) => readers.read(read),
-            None => read(&self.writer.connection()),
-        }
-    }
-
-    /// Writes `change` ([`Store::apply`]), checking `guard` in the same
+    /// Writes `change` ([`Goals::apply`]), checking `guard` in the same
     /// write transaction: no run of the goal in flight
-    /// ([`Store::apply_unless_run_in_flight`]; the one writer orders it with
+    /// ([`Goals::apply_unless_run_in_flight`]; the one writer orders it with
     /// every reservation), or the owner's armed goals below a quota
-    /// ([`Store::apply_arming`]; the one writer orders it with every other
+    /// ([`Goals::apply_arming`]; the one writer orders it with every other
     /// arming write).
     fn write_change(
         &self,
@@ -426,15 +290,6 @@ fn into_goal((record, pairs): (String, Option<String>)) -> Result<Goal, StoreErr
     from_json::<GoalRecord>(&record)?.into_goal(skipped, &run_ids)
 }
 
-fn verifier_from_row(record: &str, created_ms: i64) -> Result<CriteriaVerifier, StoreError> {
-    let value: serde_json::Value = from_json(record)?;
-    let created_at = Timestamp::from_unix_ms(created_ms)
-        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {created_ms}")))?;
-    parse_verifier(&value)
-        .map(|new| new.into_verifier(created_at))
-        .map_err(|error| StoreError::Corrupt(format!("verifier: {error}")))
-}
-
 /// What a tenant holds open, all of it and on an arm, and what it holds
 /// at all, closed goals included (the quota definitions of
 /// `engine::quota`): kept by migration 9's and 10's triggers in the
@@ -464,7 +319,7 @@ fn held(connection: &Connection, tenant: &Tenant) -> Result<Held, StoreError> {
     })
 }
 
-/// The tenant's open goals in an armed mode ([`Mode::is_armed`]): the
+/// The tenant's open goals in an armed mode ([`Mode::is_armed`](crate::domain::Mode::is_armed)): the
 /// `schedule` and `heartbeat` ones its counts row keeps, and its open
 /// `commitment` goals, counted from its open goals' index. The counts
 /// triggers (migration 9) predate commitment goals counting as armed; a
@@ -478,34 +333,6 @@ fn armed_goals(connection: &Connection, tenant: &Tenant) -> Result<u64, StoreErr
         )?
         .query_row(params![tenant.as_str()], |row| row.get(0))?;
     Ok(held(connection, tenant)?.armed + unsigned(committed)?)
-}
-
-fn stored_key(
-    connection: &Connection,
-    tenant: &Tenant,
-    key: &str,
-    expired_at_or_before: Timestamp,
-) -> Result<Option<StoredKey>, StoreError> {
-    let row: Option<(String, String, String, String)> = connection
-        .prepare_cached(
-            "SELECT goal_id, fingerprint, answer, etag FROM idempotency_keys
-             WHERE tenant = ?1 AND key = ?2 AND created_ms > ?3",
-        )?
-        .query_row(
-            params![tenant.as_str(), key, expired_at_or_before.unix_ms()],
-            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
-        )
-        .optional()?;
-    row.map(|(goal_id, fingerprint, answer, etag)| {
-        Ok(StoredKey {
-            goal_id: GoalId::parse(&goal_id)
-                .ok_or_else(|| StoreError::Corrupt(format!("goal id {goal_id:?}")))?,
-            fingerprint,
-            answer: from_json(&answer)?,
-            etag,
-        })
-    })
-    .transpose()
 }
 
 fn insert_goal_row(connection: &Connection, row: &GoalRow) -> Result<(), StoreError> {
@@ -530,58 +357,7 @@ fn insert_goal_row(connection: &Connection, row: &GoalRow) -> Result<(), StoreEr
     goal_log::Tail::default().runs(connection, &row.id, &row.run_ids)
 }
 
-/// Due schedule goals, longest due first. `COALESCE` is the expression the
-/// index `goals_due` holds: written as `IS NULL OR <=`, SQLite would scan
-/// every active schedule goal. The index holds every column read here, in
-/// this order, so no row of `goals` is read. Built once: the scheduler
-/// asks up to a thousand times a second.
-fn due_sql() -> &'static str {
-    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SQL.get_or_init(|| {
-        format!(
-            "SELECT id FROM goals
-             WHERE state = 'active' AND paused = 0 AND mode = '{}'
-               AND COALESCE(next_fire_ms, 0) <= ?1
-             ORDER BY COALESCE(next_fire_ms, 0), created_ms
-             LIMIT CAST(?2 AS INTEGER)",
-            Mode::Schedule.as_str()
-        )
-    })
-}
-
-/// Due commitment goals (a run committed to a check-in that has come),
-/// longest due first, with when each was due. Answered from the partial
-/// index `goals_committed` alone.
-fn committed_sql() -> &'static str {
-    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SQL.get_or_init(|| {
-        format!(
-            "SELECT id, next_fire_ms FROM goals
-             WHERE state = 'active' AND paused = 0 AND mode = '{}'
-               AND next_fire_ms IS NOT NULL AND next_fire_ms <= ?1
-             ORDER BY next_fire_ms, created_ms
-             LIMIT CAST(?2 AS INTEGER)",
-            Mode::Commitment.as_str()
-        )
-    })
-}
-
-/// The goal ids a query of one `id` column answers, in its order.
-fn ids(
-    connection: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> Result<Vec<GoalId>, StoreError> {
-    let mut statement = connection.prepare_cached(sql)?;
-    let rows = statement.query_map(params, |row| row.get::<_, String>(0))?;
-    rows.map(|row| {
-        let text = row?;
-        GoalId::parse(&text).ok_or_else(|| StoreError::Corrupt(format!("goal id {text:?}")))
-    })
-    .collect()
-}
-
-impl Store for SqliteStore {
+impl Goals for SqliteStore {
     /// One process owns a SQLite database: it sees every attention write.
     fn serves_attention(&self) -> bool {
         true
@@ -737,351 +513,6 @@ impl Store for SqliteStore {
         )
     }
 
-    fn reserve_run(&self, run: &RunReservation, expected_version: u64) -> Pending<Written<()>> {
-        let run_id = run.run_id.as_str().to_string();
-        let goal_id = run.goal_id.as_str().to_string();
-        let started_ms = run.started_at.unix_ms();
-        let report = run.report.clone();
-        let (iteration, expected_version) = match (int(run.iteration), int(expected_version)) {
-            (Ok(iteration), Ok(expected)) => (iteration, expected),
-            (Err(error), _) | (_, Err(error)) => return failed(error),
-        };
-        self.writer.submit(move |connection| {
-            let version: Option<i64> = connection
-                .prepare_cached("SELECT version FROM goals WHERE id = ?1")?
-                .query_row(params![goal_id], |row| row.get(0))
-                .optional()?;
-            if version != Some(expected_version) {
-                return Ok(Written::Conflict);
-            }
-            connection
-                .prepare_cached(
-                    "INSERT INTO runs (run_id, goal_id, iteration, status, started_ms, report) VALUES (?1, ?2, ?3, 'in-flight', ?4, ?5)",
-                )?
-                .execute(params![run_id, goal_id, iteration, started_ms, report])?;
-            Ok(Written::Done(()))
-        })
-    }
-
-    fn discard_run(&self, run: &RunId, at: Timestamp) -> Pending<()> {
-        let run = run.as_str().to_string();
-        let at_ms = at.unix_ms();
-        self.writer.submit(move |connection| {
-            connection
-                .prepare_cached(
-                    "UPDATE runs SET status = 'discarded', ended_ms = ?2 WHERE run_id = ?1 AND status = 'in-flight'",
-                )?
-                .execute(params![run, at_ms])?;
-            Ok(())
-        })
-    }
-
-    fn run(&self, run: &RunId) -> Result<Option<StoredRun>, StoreError> {
-        self.read(|connection| {
-            let row = connection
-                .prepare_cached(
-                    "SELECT goal_id, iteration, status, report FROM runs WHERE run_id = ?1",
-                )?
-                .query_row(params![run.as_str()], |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, String>(2)?,
-                        row.get::<_, Option<String>>(3)?,
-                    ))
-                })
-                .optional()?;
-            let Some((goal_id, iteration, status, report)) = row else {
-                return Ok(None);
-            };
-            let end = RunEnd::from_status(&status)?;
-            Ok(Some(StoredRun {
-                goal_id: GoalId::parse(&goal_id)
-                    .ok_or_else(|| StoreError::Corrupt(format!("goal id {goal_id:?}")))?,
-                iteration: unsigned(iteration)?,
-                end,
-                report,
-            }))
-        })
-    }
-
-    fn runs_in_flight(&self) -> Result<Vec<RunReservation>, StoreError> {
-        self.read(|connection| {
-            let mut statement = connection.prepare_cached(
-                "SELECT run_id, goal_id, iteration, started_ms FROM runs WHERE status = 'in-flight' ORDER BY started_ms",
-            )?;
-            let rows = statement.query_map([], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, i64>(2)?,
-                    row.get::<_, i64>(3)?,
-                ))
-            })?;
-            rows.map(|row| {
-                let (run_id, goal_id, iteration, started_ms) = row?;
-                Ok(RunReservation {
-                    run_id: RunId::parse(&run_id)
-                        .ok_or_else(|| StoreError::Corrupt(format!("run id {run_id:?}")))?,
-                    goal_id: GoalId::parse(&goal_id)
-                        .ok_or_else(|| StoreError::Corrupt(format!("goal id {goal_id:?}")))?,
-                    iteration: unsigned(iteration)?,
-                    started_at: Timestamp::from_unix_ms(started_ms)
-                        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {started_ms}")))?,
-                    // Recovery records the run; its report is not needed.
-                    report: None,
-                })
-            })
-            .collect()
-        })
-    }
-
-    fn events(&self, goal: &GoalId, after: u64) -> Result<Vec<Event>, StoreError> {
-        self.read(|connection| {
-            // Sequences past i64 cannot exist, so clamping keeps the meaning.
-            let after = i64::try_from(after).unwrap_or(i64::MAX);
-            event_rows(
-                connection,
-                goal_log::EVENTS_AFTER,
-                params![goal.as_str(), after],
-            )
-        })
-    }
-
-    fn events_page(
-        &self,
-        goal: &GoalId,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
-        self.read(|connection| {
-            let after = i64::try_from(after).unwrap_or(i64::MAX);
-            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            event_rows(
-                connection,
-                goal_log::EVENTS_PAGE,
-                params![goal.as_str(), after, limit],
-            )
-        })
-    }
-
-    fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
-        let mut slot = match self.sink.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *slot = Some(sink);
-    }
-
-    fn tenant_events_after(
-        &self,
-        tenant: &Tenant,
-        goal: Option<&GoalId>,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
-        // Cursors past i64 cannot exist, so clamping keeps the meaning.
-        let after = i64::try_from(after).unwrap_or(i64::MAX);
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.read(|connection| match goal {
-            // The caller checked the goal is the tenant's.
-            Some(goal) => event_rows(
-                connection,
-                goal_log::GOAL_EVENTS_AFTER_CURSOR,
-                params![goal.as_str(), after, limit],
-            ),
-            None => event_rows(
-                connection,
-                goal_log::TENANT_EVENTS_AFTER,
-                params![tenant.as_str(), after, limit],
-            ),
-        })
-    }
-
-    fn evaluations(&self, goal: &GoalId) -> Result<Vec<Evaluation>, StoreError> {
-        self.read(|connection| {
-            let mut statement = connection.prepare_cached(goal_log::EVALUATIONS)?;
-            let rows =
-                statement.query_map(params![goal.as_str()], |row| row.get::<_, String>(0))?;
-            rows.map(|row| from_json::<EvaluationRecord>(&row?)?.into_evaluation())
-                .collect()
-        })
-    }
-
-    fn evaluations_page(
-        &self,
-        goal: &GoalId,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Evaluation>, StoreError> {
-        self.read(|connection| {
-            let after = i64::try_from(after).unwrap_or(i64::MAX);
-            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let mut statement = connection.prepare_cached(goal_log::EVALUATIONS_PAGE)?;
-            let rows = statement.query_map(params![goal.as_str(), after, limit], |row| {
-                row.get::<_, String>(0)
-            })?;
-            rows.map(|row| from_json::<EvaluationRecord>(&row?)?.into_evaluation())
-                .collect()
-        })
-    }
-
-    fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.read(|connection| {
-            let scheduled = ids(connection, due_sql(), params![now.unix_ms(), limit])?;
-            // Commitments come after the schedule goals due in the same
-            // read, each kind longest due first; a tick that is full of
-            // schedule goals leaves them to the next (the scheduler asks
-            // again at once when it filled a tick).
-            let room = limit.saturating_sub(i64::try_from(scheduled.len()).unwrap_or(i64::MAX));
-            if room == 0 {
-                return Ok(scheduled);
-            }
-            let mut due = scheduled;
-            let mut statement = connection.prepare_cached(committed_sql())?;
-            let rows =
-                statement.query_map(params![now.unix_ms(), room], |row| row.get::<_, String>(0))?;
-            for row in rows {
-                let id = row?;
-                due.push(
-                    GoalId::parse(&id)
-                        .ok_or_else(|| StoreError::Corrupt(format!("goal id {id:?}")))?,
-                );
-            }
-            Ok(due)
-        })
-    }
-
-    fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
-        self.read(|connection| {
-            ids(
-                connection,
-                "SELECT id FROM goals WHERE state = 'active' AND deadline_ms IS NOT NULL AND deadline_ms <= ?1
-                 ORDER BY deadline_ms",
-                params![now.unix_ms()],
-            )
-        })
-    }
-
-    fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError> {
-        self.read(|connection| {
-            ids(
-                connection,
-                "SELECT id FROM goals WHERE state = 'active' AND paused = 0 AND mode = CAST(?1 AS TEXT)
-                 ORDER BY created_ms, rowid",
-                params![Mode::Heartbeat.as_str()],
-            )
-        })
-    }
-
-    fn put_verifier(
-        &self,
-        tenant: &Tenant,
-        verifier: &CriteriaVerifier,
-        replace: bool,
-        max: Option<u64>,
-    ) -> Pending<Registered> {
-        let record = match to_json(&wire::verifier_registration(verifier)) {
-            Ok(record) => record,
-            Err(error) => return failed(error),
-        };
-        let sql = if replace {
-            "INSERT INTO verifiers (tenant, name, created_ms, record) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (tenant, name) DO UPDATE SET created_ms = ?3, record = ?4"
-        } else {
-            "INSERT INTO verifiers (tenant, name, created_ms, record) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (tenant, name) DO NOTHING"
-        };
-        let tenant = tenant.as_str().to_string();
-        let name = verifier.name.as_str().to_string();
-        let created_ms = verifier.created_at.unix_ms();
-        // The one writer serialises registrations: the count below is the
-        // tenant's as it is when the row goes in.
-        self.writer.submit(move |connection| {
-            if let Some(most) = max {
-                let taken = connection
-                    .prepare_cached("SELECT 1 FROM verifiers WHERE tenant = ?1 AND name = ?2")?
-                    .query_row(params![tenant, name], |_| Ok(()))
-                    .optional()?
-                    .is_some();
-                let held: i64 = connection
-                    .prepare_cached("SELECT COUNT(*) FROM verifiers WHERE tenant = ?1")?
-                    .query_row(params![tenant], |row| row.get(0))?;
-                if !taken && unsigned(held)? >= most {
-                    return Ok(Registered::Full);
-                }
-            }
-            let written = connection
-                .prepare_cached(sql)?
-                .execute(params![tenant, name, created_ms, record])?;
-            Ok(if written == 1 {
-                Registered::Done
-            } else {
-                Registered::Taken
-            })
-        })
-    }
-
-    fn verifier(
-        &self,
-        tenant: &Tenant,
-        name: &VerifierName,
-    ) -> Result<Option<CriteriaVerifier>, StoreError> {
-        let row: Option<(String, i64)> = self.read(|connection| {
-            Ok(connection
-                .prepare_cached(
-                    "SELECT record, created_ms FROM verifiers WHERE tenant = ?1 AND name = ?2",
-                )?
-                .query_row(params![tenant.as_str(), name.as_str()], |row| {
-                    Ok((row.get(0)?, row.get(1)?))
-                })
-                .optional()?)
-        })?;
-        row.map(|(record, created_ms)| verifier_from_row(&record, created_ms))
-            .transpose()
-    }
-
-    fn verifiers(&self, tenant: &Tenant) -> Result<Vec<CriteriaVerifier>, StoreError> {
-        self.read(|connection| {
-            let mut statement = connection.prepare_cached(
-                "SELECT record, created_ms FROM verifiers WHERE tenant = CAST(?1 AS TEXT) ORDER BY name",
-            )?;
-            let rows = statement.query_map(params![tenant.as_str()], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
-            })?;
-            rows.map(|row| {
-                let (record, created_ms) = row?;
-                verifier_from_row(&record, created_ms)
-            })
-            .collect()
-        })
-    }
-
-    fn put_judge_script(&self, goal: &GoalId, verifier_ref: &str) -> Pending<bool> {
-        let goal = goal.as_str().to_string();
-        let verifier_ref = verifier_ref.to_string();
-        self.writer.submit(move |connection| {
-            let written = connection
-                .prepare_cached(
-                    "INSERT INTO judge_scripts (goal_id, verifier_ref)
-                     SELECT id, ?2 FROM goals WHERE id = ?1
-                     ON CONFLICT (goal_id) DO UPDATE SET verifier_ref = excluded.verifier_ref",
-                )?
-                .execute(params![goal, verifier_ref])?;
-            Ok(written == 1)
-        })
-    }
-
-    fn judge_script(&self, goal: &GoalId) -> Result<Option<String>, StoreError> {
-        self.read(|connection| {
-            Ok(connection
-                .prepare_cached("SELECT verifier_ref FROM judge_scripts WHERE goal_id = ?1")?
-                .query_row(params![goal.as_str()], |row| row.get(0))
-                .optional()?)
-        })
-    }
-
     fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted> {
         let prepared = (|| -> Result<_, StoreError> {
             // What the key remembers: the create's answer, computed up front.
@@ -1155,24 +586,6 @@ impl Store for SqliteStore {
         }, Some(on_commit))
     }
 
-    fn idempotency_key(
-        &self,
-        tenant: &Tenant,
-        key: &str,
-        expired_at_or_before: Timestamp,
-    ) -> Result<Option<StoredKey>, StoreError> {
-        self.read(|connection| stored_key(connection, tenant, key, expired_at_or_before))
-    }
-
-    fn purge_idempotency_keys(&self, at: Timestamp) -> Pending<usize> {
-        let at_ms = at.unix_ms();
-        self.writer.submit(move |connection| {
-            Ok(connection
-                .prepare_cached("DELETE FROM idempotency_keys WHERE created_ms <= ?1")?
-                .execute(params![at_ms])?)
-        })
-    }
-
     fn open_armed_goals(&self, tenant: &Tenant) -> Result<u64, StoreError> {
         self.read(|connection| armed_goals(connection, tenant))
     }
@@ -1233,86 +646,6 @@ impl Store for SqliteStore {
             Some(on_commit),
         )
     }
-
-    fn next_due_after(&self, after: Timestamp) -> Result<Option<Timestamp>, StoreError> {
-        self.read(|connection| super::next_due::next_due_after(connection, after))
-    }
-
-    fn configure_event_deliveries(&self, subscriptions: &[(Tenant, String)]) -> Pending<()> {
-        let subscriptions: Vec<(String, String)> = subscriptions
-            .iter()
-            .map(|(tenant, url)| (tenant.as_str().to_string(), url.clone()))
-            .collect();
-        self.writer.submit(move |connection| {
-            for (tenant, url) in &subscriptions {
-                connection
-                    .prepare_cached(
-                        "INSERT INTO event_deliveries (tenant, url, delivered, failures, retry_at_ms)
-                         VALUES (?1, ?2,
-                                 COALESCE((SELECT MAX(cursor) FROM tenant_feed
-                                           WHERE tenant = CAST(?1 AS TEXT)), 0),
-                                 0, NULL)
-                         ON CONFLICT (tenant) DO UPDATE
-                         SET url = excluded.url, delivered = excluded.delivered,
-                             failures = 0, retry_at_ms = NULL
-                         WHERE event_deliveries.url <> excluded.url",
-                    )?
-                    .execute(params![tenant, url])?;
-            }
-            let stored: Vec<String> = connection
-                .prepare_cached("SELECT tenant FROM event_deliveries")?
-                .query_map([], |row| row.get(0))?
-                .collect::<Result<_, _>>()?;
-            for tenant in stored {
-                if !subscriptions.iter().any(|(kept, _)| *kept == tenant) {
-                    connection
-                        .prepare_cached("DELETE FROM event_deliveries WHERE tenant = ?1")?
-                        .execute(params![tenant])?;
-                }
-            }
-            Ok(())
-        })
-    }
-
-    /// One process owns a SQLite file: nobody else can hold the claim.
-    fn claim_event_delivery(&self, tenant: &Tenant, url: &str) -> Pending<Option<DeliveryState>> {
-        let read = self.read(|connection| {
-            let row = connection
-                .prepare_cached(
-                    "SELECT delivered, failures, retry_at_ms FROM event_deliveries
-                     WHERE tenant = ?1 AND url = ?2",
-                )?
-                .query_row(params![tenant.as_str(), url], delivery_state)
-                .optional()?;
-            row.map(into_delivery_state).transpose()
-        });
-        Box::pin(std::future::ready(read))
-    }
-
-    fn record_event_delivery(
-        &self,
-        tenant: &Tenant,
-        url: &str,
-        state: &DeliveryState,
-    ) -> Pending<bool> {
-        let (tenant, url) = (tenant.as_str().to_string(), url.to_string());
-        let delivered = match int(state.delivered) {
-            Ok(delivered) => delivered,
-            Err(error) => return failed(error),
-        };
-        let failures = i64::from(state.failures);
-        let retry_at_ms = state.retry_at.map(Timestamp::unix_ms);
-        self.writer.submit(move |connection| {
-            let written = connection
-                .prepare_cached(
-                    "UPDATE event_deliveries
-                     SET delivered = MAX(delivered, ?3), failures = ?4, retry_at_ms = ?5
-                     WHERE tenant = ?1 AND url = ?2",
-                )?
-                .execute(params![tenant, url, delivered, failures, retry_at_ms])?;
-            Ok(written == 1)
-        })
-    }
 }
 
 /// Retention's batch: the longest closed goals, except any whose newest
@@ -1326,26 +659,6 @@ const PURGEABLE: &str = "SELECT id FROM goals WHERE closed_ms <= ?1
                                 WHERE log.goal_id = goals.id AND log.kind = 'event'
                                 ORDER BY log.entry DESC LIMIT 1))
      ORDER BY closed_ms LIMIT ?2";
-
-fn delivery_state(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, i64, Option<i64>)> {
-    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-}
-
-fn into_delivery_state(
-    (delivered, failures, retry_at_ms): (i64, i64, Option<i64>),
-) -> Result<DeliveryState, StoreError> {
-    Ok(DeliveryState {
-        delivered: unsigned(delivered)?,
-        failures: u32::try_from(failures).unwrap_or(u32::MAX),
-        retry_at: match retry_at_ms {
-            None => None,
-            Some(ms) => Some(
-                Timestamp::from_unix_ms(ms)
-                    .ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms}")))?,
-            ),
-        },
-    })
-}
 
 /// The events of one write: sequences on from the goal's `last`, cursors
 /// as their records were numbered.
@@ -1380,314 +693,14 @@ fn read_sink(sink: &std::sync::RwLock<Option<Arc<dyn EventSink>>>) -> Option<Arc
     }
 }
 
-/// Events from a query answering `sequence, at_ms, record, cursor`.
-fn event_rows(
-    connection: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> Result<Vec<Event>, StoreError> {
-    let mut statement = connection.prepare_cached(sql)?;
-    let rows = statement.query_map(params, |row| {
-        Ok((
-            row.get::<_, i64>(0)?,
-            row.get::<_, i64>(1)?,
-            row.get::<_, String>(2)?,
-            row.get::<_, i64>(3)?,
-        ))
-    })?;
-    rows.map(|row| {
-        let (sequence, at_ms, record, cursor) = row?;
-        Ok(Event {
-            sequence: unsigned(sequence)?,
-            cursor: unsigned(cursor)?,
-            at: Timestamp::from_unix_ms(at_ms)
-                .ok_or_else(|| StoreError::Corrupt(format!("timestamp {at_ms}")))?,
-            payload: from_json::<EventRecord>(&record)?.into_payload()?,
-        })
-    })
-    .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use std::ffi::CStr;
-
-    use rusqlite::ffi;
-
-    use super::*;
-    use crate::domain::fixture::{at, goal, unsatisfied, usd};
-    use crate::domain::transition::{pause, record_run, resume};
-    use crate::domain::{CostReading, FinishedRun};
-
-    /// Every statement prepared on the connection and how often SQLite
-    /// had to prepare it again.
-    fn reprepares(connection: &Connection) -> Vec<(String, i32)> {
-        let mut found = Vec::new();
-        // SAFETY: the handle is live while `connection` is borrowed, and
-        // statements are only walked and read, never finalized or stepped.
-        unsafe {
-            let db = connection.handle();
-            let mut statement = ffi::sqlite3_next_stmt(db, std::ptr::null_mut());
-            while !statement.is_null() {
-                let count =
-                    ffi::sqlite3_stmt_status(statement, ffi::SQLITE_STMTSTATUS_REPREPARE, 0);
-                let sql = CStr::from_ptr(ffi::sqlite3_sql(statement))
-                    .to_string_lossy()
-                    .into_owned();
-                found.push((sql, count));
-                statement = ffi::sqlite3_next_stmt(db, statement);
-            }
-        }
-        found
-    }
-
-    /// The statement cache only helps if SQLite keeps the prepared plan:
-    /// a statement whose plan depends on a bound value is prepared again
-    /// on every run. Every store call runs here on several goals and
-    /// tenants (so the bound values change), then no statement may have
-    /// been prepared twice.
-    #[tokio::test]
-    async fn no_statement_is_prepared_twice() {
-        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
-        let tenants = [
-            Tenant::parse("acme").expect("tenant"),
-            Tenant::parse("other").expect("tenant"),
-        ];
-        let mut goals = Vec::new();
-        for (n, tenant) in tenants.iter().cycle().take(4).enumerate() {
-            let mut created = goal(Some(50), Some(60_000), None);
-            created.owner = tenant.clone();
-            let guard = CreateGuard {
-                max_open_goals: 10,
-                max_open_armed: 10,
-                max_stored_goals: 10,
-                key: Some((format!("key-{n}"), format!("print-{n}"))),
-                keys_expire_at_or_before: at(-1),
-                judge_script: None,
-            };
-            assert_eq!(
-                store
-                    .insert_goal_guarded(&created, &guard)
-                    .await
-                    .expect("inserts"),
-                Inserted::Done
-            );
-            goals.push(created);
-        }
-        for round in 1..=3i64 {
-            for current in &mut goals {
-                let now = at(round * 1000);
-                let reservation = RunReservation {
-                    run_id: RunId::generate(),
-                    goal_id: current.id.clone(),
-                    iteration: current.progress.iterations + 1,
-                    started_at: now,
-                    report: None,
-                };
-                let reserved = store.reserve_run(&reservation, current.version).await;
-                assert_eq!(reserved.expect("reserves"), Written::Done(()));
-                let finished = FinishedRun {
-                    run_id: reservation.run_id.clone(),
-                    cost: usd(0.01),
-                    outcome: unsatisfied(),
-                    commitment_ms: None,
-                };
-                let change =
-                    record_run(current, &finished, now, CostReading::Budget).expect("a change");
-                let written = store
-                    .apply(&change, current.version, Some(&reservation.run_id), now)
-                    .await
-                    .expect("applies");
-                assert!(matches!(written, Written::Done(_)));
-                *current = change.goal;
-                let paused = pause(current, now).expect("allowed").expect("a change");
-                let written = store.apply(&paused, current.version, None, now).await;
-                assert!(matches!(written.expect("applies"), Written::Done(_)));
-                let resumed = resume(&paused.goal, now, CostReading::Budget)
-                    .expect("allowed")
-                    .expect("a change");
-                let written = store.apply(&resumed, paused.goal.version, None, now).await;
-                assert!(matches!(written.expect("applies"), Written::Done(_)));
-                *current = store.goal(&current.id).expect("reads").expect("there");
-                let spare = RunId::generate();
-                store.discard_run(&spare, now).await.expect("discards");
-                store.events(&current.id, 1).expect("events");
-                store.evaluations(&current.id).expect("evaluations");
-            }
-            for tenant in &tenants {
-                store.goals(tenant, None).expect("lists");
-                store.goals(tenant, Some(GoalState::Active)).expect("lists");
-                store.open_armed_goals(tenant).expect("counts");
-                store.verifiers(tenant).expect("lists");
-                store
-                    .idempotency_key(tenant, "key-0", at(-1))
-                    .expect("reads");
-            }
-            store
-                .due_schedule_goals(at(round * 1000), 100)
-                .expect("due");
-            store.goals_past_deadline(at(round * 1000)).expect("past");
-            store.heartbeat_goals().expect("heartbeats");
-            store.next_due_after(at(round * 1000)).expect("next");
-            store.runs_in_flight().expect("in flight");
-            store
-                .purge_idempotency_keys(at(-10 - round))
-                .await
-                .expect("purges");
-        }
-        let counts = reprepares(&store.writer.connection());
-        assert!(
-            counts.len() > 20,
-            "the calls above prepared the store's statements: {counts:?}"
-        );
-        let statements: Vec<String> = counts.iter().map(|(sql, _)| sql.clone()).collect();
-        let again: Vec<_> = counts.into_iter().filter(|(_, count)| *count > 0).collect();
-        assert!(again.is_empty(), "prepared again on every run: {again:#?}");
-
-        // Nor may a write build a temporary B-tree each run (an `IN` list
-        // of three or more constants did, in two tables' CHECKs: migration
-        // 8). Reads may: the quota counts walk an index once per value of
-        // their `IN` lists, which SQLite keeps in one.
-        let connection = store.writer.connection();
-        let ephemeral: Vec<&String> = statements
-            .iter()
-            .filter(|sql| {
-                let verb = sql.split_whitespace().next().unwrap_or("");
-                ["INSERT", "UPDATE", "DELETE"].contains(&verb.to_ascii_uppercase().as_str())
-            })
-            .filter(|sql| {
-                crate::storage::opcodes(&connection, sql)
-                    .iter()
-                    .any(|op| op == "OpenEphemeral")
-            })
-            .collect();
-        assert!(ephemeral.is_empty(), "temporary B-trees: {ephemeral:#?}");
-    }
-}
-
-#[cfg(test)]
-mod plan_tests {
-    use super::*;
-
-    /// A resume reads one range of the tenant's feed, in cursor order,
-    /// however many tenants and goals there are.
-    #[test]
-    fn the_tenant_feed_is_read_from_its_index_in_order() {
-        let text = crate::storage::query_plan(goal_log::TENANT_EVENTS_AFTER, params!["t", 0, 10]);
-        assert!(
-            text.contains("SEARCH feed USING PRIMARY KEY (tenant=? AND cursor>?)"),
-            "{text}"
-        );
-        assert!(!text.contains("TEMP B-TREE"), "sorts: {text}");
-    }
-
-    /// The tenant's events after a cursor: in commit order across goals,
-    /// at most `limit`, one goal's when asked, never another tenant's, and
-    /// each with the cursor the write reported.
-    #[tokio::test]
-    async fn tenant_events_follow_the_cursor() {
-        use crate::domain::fixture::{at, goal, unsatisfied};
-        use crate::domain::transition::record_run;
-        use crate::domain::{CostReading, FinishedRun, MicroUsd};
-        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
-        let (mut first, mut second) = (goal(Some(10), None, None), goal(Some(10), None, None));
-        let mut other = goal(Some(10), None, None);
-        let stranger = Tenant::parse("other").expect("a tenant");
-        other.owner = stranger.clone();
-        store
-            .insert_goals(&[first.clone(), second.clone(), other.clone()])
-            .expect("stored");
-        let mut written = Vec::new();
-        for round in 0..3 {
-            for current in [&mut first, &mut other, &mut second] {
-                let finished = FinishedRun {
-                    run_id: RunId::generate(),
-                    cost: MicroUsd::ZERO,
-                    outcome: unsatisfied(),
-                    commitment_ms: None,
-                };
-                let now = at(round * 10);
-                let change =
-                    record_run(current, &finished, now, CostReading::Budget).expect("a change");
-                let Written::Done(events) = store
-                    .apply(&change, current.version, None, now)
-                    .await
-                    .expect("applies")
-                else {
-                    panic!("no conflict here");
-                };
-                if current.owner != stranger {
-                    written.extend(events);
-                }
-                *current = change.goal;
-            }
-        }
-        let tenant = first.owner.clone();
-        let all = store
-            .tenant_events_after(&tenant, None, 0, 100)
-            .expect("reads");
-        assert_eq!(all, written, "the tenant's, in commit order, as written");
-        assert!(all.windows(2).all(|pair| pair[0].cursor < pair[1].cursor));
-        let page = store
-            .tenant_events_after(&tenant, None, all[1].cursor, 2)
-            .expect("reads");
-        assert_eq!(page, all[2..4].to_vec());
-        let mine = store
-            .tenant_events_after(&tenant, Some(&second.id), all[0].cursor, 100)
-            .expect("reads");
-        let expected: Vec<Event> = all
-            .iter()
-            .filter(|event| {
-                matches!(&event.payload, crate::domain::EventPayload::Evaluated { goal_id, .. } if *goal_id == second.id)
-            })
-            .cloned()
-            .collect();
-        assert_eq!(mine, expected);
-        let last = all.last().expect("some").cursor;
-        assert!(store
-            .tenant_events_after(&tenant, None, last, 100)
-            .expect("reads")
-            .is_empty());
-    }
-
-    #[test]
-    fn the_due_listing_reads_only_its_index_in_order() {
-        let text = crate::storage::query_plan(due_sql(), params![0, 10]);
-        assert!(
-            text.contains("SEARCH goals USING COVERING INDEX goals_due"),
-            "{text}"
-        );
-        assert!(!text.contains("TEMP B-TREE"), "sorts: {text}");
-    }
-
-    #[test]
-    fn the_due_listing_is_longest_due_first_and_bounded() {
-        use crate::domain::fixture::{at, goal};
-        let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
-        let goals: Vec<Goal> = [30, 10, 50, 20, 40]
-            .into_iter()
-            .map(|due_ms| {
-                let mut stored = goal(Some(10), None, None);
-                stored.continuation.mode = Mode::Schedule;
-                stored.next_fire_at = Some(at(due_ms));
-                stored
-            })
-            .collect();
-        store.insert_goals(&goals).expect("stored");
-        let listed = store.due_schedule_goals(at(45), 3).expect("listed");
-        let expected: Vec<GoalId> = [1, 3, 0].iter().map(|&i| goals[i].id.clone()).collect();
-        assert_eq!(listed, expected);
-        let all = store.due_schedule_goals(at(45), 100).expect("listed");
-        assert_eq!(all.len(), 4, "the goal due at 50 is not due at 45");
-    }
-}
-
 #[cfg(test)]
 mod warm_tests {
     use super::*;
     use crate::domain::fixture::{at, goal, unsatisfied, usd};
     use crate::domain::transition::record_run;
+    use crate::domain::RunId;
     use crate::domain::{CostReading, FinishedRun};
+    use crate::storage::{DbLocation, Goals, Written};
 
     /// Warming reads what is stored into memory once, and a write after
     /// it is what the next read answers.
@@ -1732,84 +745,12 @@ mod warm_tests {
 }
 
 #[cfg(test)]
-mod file_tests {
-    use std::time::{Duration, Instant};
-
-    use super::*;
-    use crate::domain::fixture::goal;
-    use crate::domain::Objective;
-
-    /// SQLite's own automatic checkpoint is replaced (`checkpoint.rs`): the
-    /// database file must still take in the WAL's pages while the store
-    /// writes, not only when the last connection closes.
-    #[test]
-    fn the_wal_is_checkpointed_into_the_database_while_writing() {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let path = dir.path().join("host.db");
-        // Small thresholds, so a few thousand pages cross them many times.
-        let thresholds = checkpoint::Thresholds {
-            ask: 250,
-            catch_up: 1000,
-        };
-        let store =
-            SqliteStore::open_with(&DbLocation::File(path.clone()), thresholds).expect("opens");
-        let store = Arc::new(store);
-        let wal = path.with_extension("db-wal");
-        // Writers without a pause between commits: two threads, one small
-        // commit after another, about 10,000 pages in all.
-        let writers: Vec<_> = (0..2)
-            .map(|_| {
-                let store = Arc::clone(&store);
-                let wal = wal.clone();
-                std::thread::spawn(move || {
-                    let text = "x".repeat(4000);
-                    let mut largest = 0;
-                    for _ in 0..1500 {
-                        let mut stored = goal(Some(10), None, None);
-                        stored.objective = Objective::new(text.clone());
-                        store.insert_goals(&[stored]).expect("stored");
-                        largest =
-                            largest.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
-                    }
-                    largest
-                })
-            })
-            .collect();
-        let largest_wal = writers
-            .into_iter()
-            .map(|writer| writer.join().expect("no writer panicked"))
-            .max()
-            .unwrap_or(0);
-        // The WAL starts over instead of growing without end. Not close to
-        // the catch-up point: on a loaded machine a catch-up can end busy
-        // and leave the WAL to the next one (once 5,400 pages, under CI's
-        // parallel tests). Without the catch-up it grows past 20,000 pages
-        // here, and the bound is well below that.
-        let bound = 8 * thresholds.catch_up as u64 * 4120;
-        assert!(
-            largest_wal <= bound,
-            "the WAL grew to {largest_wal} bytes (bound {bound})"
-        );
-        // A checkpoint copies the pages into the file. Polled: the
-        // checkpoint runs on its own thread.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        while size() < 8 << 20 {
-            assert!(
-                Instant::now() < deadline,
-                "the database file is still {} bytes (WAL {:?}): nothing was checkpointed",
-                size(),
-                std::fs::metadata(path.with_extension("db-wal")).map(|m| m.len())
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-#[cfg(test)]
 mod count_tests {
     use super::*;
     use crate::domain::fixture::{at, goal};
+    use crate::domain::{Mode, Tenant};
+    use crate::storage::{CreateGuard, DbLocation, Goals, Inserted, Written};
+    use rusqlite::{params, Connection};
 
     /// What the tenants hold, counted from the goals themselves.
     fn recount(connection: &Connection) -> Vec<Counts> {
@@ -2039,7 +980,10 @@ mod retention_tests {
     use super::*;
     use crate::domain::fixture::{at, goal, unsatisfied, usd};
     use crate::domain::transition::record_run;
+    use crate::domain::RunId;
     use crate::domain::{CostReading, FinishedRun};
+    use crate::storage::{CreateGuard, DbLocation, Goals, Inserted, RunReservation, Runs, Written};
+    use rusqlite::{params, Connection};
 
     fn count(connection: &Connection, sql: &str) -> i64 {
         connection
@@ -2175,6 +1119,8 @@ mod retention_tests {
 mod page_tests {
     use super::*;
     use crate::domain::fixture::goal;
+    use crate::domain::Tenant;
+    use crate::storage::{DbLocation, Goals};
 
     /// Pages walk the tenant's goals in id order, each from where the
     /// last ended, filtered or not, and never show another tenant's.
