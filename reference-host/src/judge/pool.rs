@@ -338,24 +338,15 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
-    use crate::domain::criteria::{Predicate, Rule};
-    use crate::domain::{CriteriaVerifier, FailureClass, VerifierName};
+    use crate::domain::fixture::tag_verifier;
+    use crate::domain::CriteriaVerifier;
 
     fn tenant(name: &str) -> Tenant {
         Tenant::parse(name).expect("a tenant")
     }
 
     fn verifier(pattern: &str) -> Arc<CriteriaVerifier> {
-        Arc::new(CriteriaVerifier {
-            name: VerifierName::parse("v").expect("name"),
-            rules: vec![Rule {
-                id: "tag".into(),
-                pointer: "/tag".into(),
-                predicate: Predicate::Matches(pattern.into()),
-                failure_class: FailureClass::Logical,
-            }],
-            created_at: Timestamp::from_unix_ms(0).expect("epoch"),
-        })
+        Arc::new(tag_verifier(pattern))
     }
 
     /// A judgement that needs about `steps` steps of matching and then
