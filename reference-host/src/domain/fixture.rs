@@ -2,6 +2,7 @@
 
 use super::bounds::{Bounds, CostCap};
 use super::criteria::{CriteriaVerifier, Predicate, Rule, VerifierName};
+use super::event::{Event, EventPayload};
 use super::goal::{Check, Completion, Continuation, Goal, GoalState, Mode, Progress};
 use super::ids::{GoalId, Objective, RunId, Tenant};
 use super::money::MicroUsd;
@@ -96,3 +97,16 @@ pub fn tag_verifier(pattern: &str) -> CriteriaVerifier {
     }
 }
 
+/// An event of `goal` numbered `cursor` in both its goal and its tenant
+/// (a close, the plainest payload), at the epoch.
+pub fn closed_event(cursor: u64, goal: &GoalId) -> Event {
+    Event {
+        sequence: cursor,
+        cursor,
+        at: Timestamp::from_unix_ms(0).expect("epoch"),
+        payload: EventPayload::Closed {
+            goal_id: goal.clone(),
+            final_state: GoalState::Abandoned,
+        },
+    }
+}
