@@ -383,14 +383,7 @@ CREATE TABLE judge_scripts (
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     let applied: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    let applied = usize::try_from(applied)
-        .map_err(|_| StoreError::Corrupt(format!("negative schema version {applied}")))?;
-    if applied > MIGRATIONS.len() {
-        return Err(StoreError::Corrupt(format!(
-            "the database has schema version {applied}, newer than this host ({})",
-            MIGRATIONS.len()
-        )));
-    }
+    let applied = super::applied_migrations(applied, MIGRATIONS.len())?;
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
         let transaction = connection.transaction()?;
         transaction.execute_batch(sql)?;

@@ -184,6 +184,20 @@ impl<T> Store for T where
 {
 }
 
+/// How many of the `known` migrations this host ships a database at
+/// schema version `applied` has had; a database that is corrupt (a
+/// negative version) or newer than this host is refused, not migrated.
+fn applied_migrations(applied: i64, known: usize) -> Result<usize, StoreError> {
+    let applied = usize::try_from(applied)
+        .map_err(|_| StoreError::Corrupt(format!("negative schema version {applied}")))?;
+    if applied > known {
+        return Err(StoreError::Corrupt(format!(
+            "the database has schema version {applied}, newer than this host ({known})"
+        )));
+    }
+    Ok(applied)
+}
+
 /// "`column` holds an open state" as SQL, built from the domain's rule
 /// ([`GoalState::is_open`]): `(state = 'active' OR state = 'escalated')`.
 /// The quota triggers state it in a shipped migration, which never
