@@ -827,14 +827,7 @@ mod count_tests {
             if n % 2 == 0 {
                 store.insert_goals(&[created.clone()]).expect("stored");
             } else {
-                let guard = CreateGuard {
-                    max_open_goals: 100,
-                    max_open_armed: 100,
-                    max_stored_goals: 100,
-                    key: None,
-                    keys_expire_at_or_before: at(-1),
-                    judge_script: None,
-                };
+                let guard = CreateGuard::quotas(100, 100, 100);
                 let inserted = store.insert_goal_guarded(&created, &guard).await;
                 assert_eq!(inserted.expect("inserts"), Inserted::Done);
             }
@@ -910,14 +903,7 @@ mod count_tests {
     #[tokio::test]
     async fn the_guard_reads_the_kept_counts() {
         let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
-        let guard = CreateGuard {
-            max_open_goals: 2,
-            max_open_armed: 1,
-            max_stored_goals: 100,
-            key: None,
-            keys_expire_at_or_before: at(-1),
-            judge_script: None,
-        };
+        let guard = CreateGuard::quotas(2, 1, 100);
         let mut first = goal(Some(10), None, None);
         first.continuation.mode = Mode::Schedule;
         let inserted = store.insert_goal_guarded(&first, &guard).await;
@@ -944,14 +930,7 @@ mod count_tests {
     #[tokio::test]
     async fn closed_goals_keep_their_place_in_the_stored_quota() {
         let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
-        let guard = CreateGuard {
-            max_open_goals: 10,
-            max_open_armed: 10,
-            max_stored_goals: 2,
-            key: None,
-            keys_expire_at_or_before: at(-1),
-            judge_script: None,
-        };
+        let guard = CreateGuard::quotas(10, 10, 2);
         let mut first = goal(Some(10), None, None);
         for created in [&first, &goal(Some(10), None, None)] {
             let inserted = store.insert_goal_guarded(created, &guard).await;
@@ -1001,14 +980,7 @@ mod retention_tests {
         let mut goals = Vec::new();
         for n in 0..4 {
             let created = goal(Some(10), None, None);
-            let guard = CreateGuard {
-                max_open_goals: 10,
-                max_open_armed: 10,
-                max_stored_goals: 10,
-                key: Some((format!("key-{n}"), format!("print-{n}"))),
-                keys_expire_at_or_before: at(-1),
-                judge_script: None,
-            };
+            let guard = CreateGuard::quotas(10, 10, 10).keyed(n);
             let inserted = store.insert_goal_guarded(&created, &guard).await;
             assert_eq!(inserted.expect("inserts"), Inserted::Done);
             let mut current = created;
