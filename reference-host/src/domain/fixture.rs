@@ -110,3 +110,8 @@ pub fn closed_event(cursor: u64, goal: &GoalId) -> Event {
         },
     }
 }
+
+/// The tenant named `name`.
+pub fn tenant(name: &str) -> Tenant {
+    Tenant::parse(name).expect("a tenant")
+}

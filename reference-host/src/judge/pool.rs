@@ -325,12 +325,8 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
-    use crate::domain::fixture::tag_verifier;
+    use crate::domain::fixture::{tag_verifier, tenant};
     use crate::domain::CriteriaVerifier;
-
-    fn tenant(name: &str) -> Tenant {
-        Tenant::parse(name).expect("a tenant")
-    }
 
     fn verifier(pattern: &str) -> Arc<CriteriaVerifier> {
         Arc::new(tag_verifier(pattern))
