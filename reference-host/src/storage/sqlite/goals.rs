@@ -7,15 +7,15 @@ use std::sync::Arc;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::keys::stored_key;
-use super::{ids, int, unsigned, SqliteStore};
+use super::{ids, unsigned, SqliteStore};
 use crate::domain::{
-    wire, Change, Event, EventPayload, Goal, GoalId, GoalState, RunId, RunIds, Tenant, Timestamp,
+    Change, Event, EventPayload, Goal, GoalId, GoalState, RunId, Tenant, Timestamp,
 };
 use crate::storage::goal_cache::Ticket;
 use crate::storage::goal_log;
 use crate::storage::group_commit::Pending;
-use crate::storage::prepared::{failed, written_only, PreparedChange};
-use crate::storage::record::{from_json, to_json, GoalRecord};
+use crate::storage::prepared::{failed, written_only, GoalRow, PreparedChange, PreparedCreate};
+use crate::storage::record::{from_json, GoalRecord};
 use crate::storage::{
     CreateGuard, EventSink, Goals, Inserted, StoreError, WriteGuard, Written, WrittenIfIdle,
 };
@@ -36,7 +36,7 @@ impl SqliteStore {
         guard: WriteGuard,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
         let owner = change.goal.owner.clone();
-        let prepared = PreparedChange::new(change, expected_version, run, at, GoalRow::new);
+        let prepared = PreparedChange::new(change, expected_version, run, at);
         let PreparedChange {
             row,
             expected_version,
@@ -133,45 +133,6 @@ impl SqliteStore {
                 WrittenIfIdle::RunInFlight => Ok(WrittenIfIdle::RunInFlight),
                 WrittenIfIdle::TooManyArmed => Ok(WrittenIfIdle::TooManyArmed),
             }
-        })
-    }
-}
-
-/// A goal's columns, computed before the write so the JSON work happens
-/// outside the shared transaction.
-struct GoalRow {
-    id: String,
-    tenant: String,
-    state: &'static str,
-    paused: bool,
-    mode: &'static str,
-    deadline_ms: Option<i64>,
-    next_fire_ms: Option<i64>,
-    created_ms: i64,
-    /// When a closed goal closed (its last update: it never changes
-    /// again); `None` while open. Retention reads it.
-    closed_ms: Option<i64>,
-    version: i64,
-    record: String,
-    run_ids: RunIds,
-}
-
-impl GoalRow {
-    fn new(goal: &Goal) -> Result<GoalRow, StoreError> {
-        Ok(GoalRow {
-            id: goal.id.as_str().to_string(),
-            tenant: goal.owner.as_str().to_string(),
-            state: goal.state.as_str(),
-            paused: goal.paused,
-            mode: goal.continuation.mode.as_str(),
-            deadline_ms: goal.deadline().map(Timestamp::unix_ms),
-            next_fire_ms: goal.next_fire_at.map(Timestamp::unix_ms),
-            created_ms: goal.created_at.unix_ms(),
-            closed_ms: goal.state.is_terminal().then(|| goal.updated_at.unix_ms()),
-            version: int(goal.version)?,
-            record: to_json(&GoalRecord::from_goal(goal))?,
-            // Shares the goal's ids: copying them grew with the goal's age.
-            run_ids: goal.progress.contributing_run_ids.clone(),
         })
     }
 }
@@ -514,15 +475,7 @@ impl Goals for SqliteStore {
     }
 
     fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted> {
-        let prepared = (|| -> Result<_, StoreError> {
-            // What the key remembers: the create's answer, computed up front.
-            let remembered = match &guard.key {
-                Some(_) => Some((to_json(&wire::goal(goal))?, goal.etag())),
-                None => None,
-            };
-            Ok((GoalRow::new(goal)?, remembered))
-        })();
-        let (row, remembered) = match prepared {
+        let PreparedCreate { row, remembered } = match PreparedCreate::new(goal, guard) {
             Ok(prepared) => prepared,
             Err(error) => return failed(error),
         };
