@@ -6,7 +6,9 @@
 use super::group_commit::Pending;
 use super::record::{to_json, ChangeRecords, GoalRecord};
 use super::{CreateGuard, StoreError, Written, WrittenIfIdle};
-use crate::domain::{wire, Change, EventPayload, Goal, RunId, RunIds, Tenant, Timestamp};
+use crate::domain::{
+    wire, Change, CriteriaVerifier, EventPayload, Goal, RunId, RunIds, Tenant, Timestamp,
+};
 
 /// A goal's columns, as both stores keep them.
 pub(super) struct GoalRow {
@@ -65,6 +67,29 @@ impl PreparedCreate {
         Ok(PreparedCreate {
             row: GoalRow::new(goal)?,
             remembered,
+        })
+    }
+}
+
+/// A verifier registration as a store writes it.
+pub(super) struct PreparedVerifier {
+    pub tenant: String,
+    pub name: String,
+    pub created_ms: i64,
+    /// The registration as the wire shows it.
+    pub record: String,
+}
+
+impl PreparedVerifier {
+    pub(super) fn new(
+        tenant: &Tenant,
+        verifier: &CriteriaVerifier,
+    ) -> Result<PreparedVerifier, StoreError> {
+        Ok(PreparedVerifier {
+            tenant: tenant.as_str().to_string(),
+            name: verifier.name.as_str().to_string(),
+            created_ms: verifier.created_at.unix_ms(),
+            record: to_json(&wire::verifier_registration(verifier))?,
         })
     }
 }
