@@ -231,6 +231,22 @@ fn query_plan(sql: &str, params: impl rusqlite::Params) -> String {
     plan.join("\n")
 }
 
+/// Every row `sql` reads on `connection` with `params`, each as the tuple
+/// of its columns: what a test reads back of what was written.
+#[cfg(test)]
+fn rows<T>(connection: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> Vec<T>
+where
+    T: for<'a> TryFrom<&'a rusqlite::Row<'a>, Error = rusqlite::Error>,
+{
+    connection
+        .prepare(sql)
+        .expect("prepares")
+        .query_map(params, |row| T::try_from(row))
+        .expect("queries")
+        .collect::<Result<_, _>>()
+        .expect("reads")
+}
+
 /// The opcodes of `sql`'s program on `connection` (`EXPLAIN`), its
 /// parameters left unbound: the program does not depend on them.
 #[cfg(test)]

@@ -708,35 +708,27 @@ mod count_tests {
     /// What the tenants hold, counted from the goals themselves.
     fn recount(connection: &Connection) -> Vec<Counts> {
         let open = crate::storage::open_state_sql("state");
-        connection
-            .prepare(&format!(
+        crate::storage::rows(
+            connection,
+            &format!(
                 "SELECT tenant, SUM({open}),
                         SUM({open} AND (mode = 'schedule' OR mode = 'heartbeat')),
                         COUNT(*)
                  FROM goals GROUP BY tenant ORDER BY tenant"
-            ))
-            .expect("prepares")
-            .query_map([], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-            })
-            .expect("queries")
-            .collect::<Result<_, _>>()
-            .expect("reads")
+            ),
+            [],
+        )
     }
 
     /// A tenant's open, armed and total counts.
     pub(super) type Counts = (String, i64, i64, i64);
 
     fn kept(connection: &Connection) -> Vec<Counts> {
-        connection
-            .prepare("SELECT tenant, open, armed, total FROM tenant_counts ORDER BY tenant")
-            .expect("prepares")
-            .query_map([], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-            })
-            .expect("queries")
-            .collect::<Result<_, _>>()
-            .expect("reads")
+        crate::storage::rows(
+            connection,
+            "SELECT tenant, open, armed, total FROM tenant_counts ORDER BY tenant",
+            [],
+        )
     }
 
     /// Writes `goal` as changed by `edit`, from its stored version.
