@@ -18,6 +18,7 @@
 //! ```
 
 pub mod arms;
+pub mod bucket;
 pub mod choices;
 pub mod cli;
 pub mod client;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::{Escalation, ProbeRequest, Remaining, RunError, RunReport, RunRequest, Worker};
 use crate::domain::{Feedback, MicroUsd, Tenant};
 use crate::future::BoxFuture;
-use crate::webhook::{Caller, WebhookClient};
+use crate::webhook::{Endpoint, WebhookClient};
 
 /// The largest arm request the host sends. The objective is bounded by the
 /// 64 KiB body limit at create and PATCH, so only a goal stored some other
@@ -18,14 +18,14 @@ pub const MAX_ARM_REQUEST_BYTES: usize = 128 * 1024;
 
 #[derive(Debug)]
 pub struct WebhookArm {
-    client: Arc<WebhookClient>,
-    url: String,
-    owner: Tenant,
+    endpoint: Endpoint,
 }
 
 impl WebhookArm {
     pub fn new(client: Arc<WebhookClient>, url: String, owner: Tenant) -> WebhookArm {
-        WebhookArm { client, url, owner }
+        WebhookArm {
+            endpoint: Endpoint::new(client, url, owner),
+        }
     }
 }
 
@@ -145,16 +145,8 @@ impl Worker for WebhookArm {
                 )));
             }
             let answer = self
-                .client
-                .call(
-                    &self.url,
-                    &body,
-                    "webhook-arm-response",
-                    Caller {
-                        tenant: self.owner.as_str(),
-                        goal: request.goal_id.as_str(),
-                    },
-                )
+                .endpoint
+                .call(&request.goal_id, &body, "webhook-arm-response")
                 .await
                 .map_err(|error| RunError(error.to_string()))?;
             report(answer)
@@ -164,15 +156,11 @@ impl Worker for WebhookArm {
     fn probe(&self, request: ProbeRequest) -> BoxFuture<'_, Result<bool, RunError>> {
         Box::pin(async move {
             let answer = self
-                .client
+                .endpoint
                 .call(
-                    &self.url,
+                    &request.goal_id,
                     &probe_request(&request),
                     "webhook-heartbeat-response",
-                    Caller {
-                        tenant: self.owner.as_str(),
-                        goal: request.goal_id.as_str(),
-                    },
                 )
                 .await
                 .map_err(|error| RunError(error.to_string()))?;

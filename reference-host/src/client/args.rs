@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 
+use crate::domain;
+
 /// Where and as whom; global, so they may follow the subcommand.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Connection")]
@@ -134,11 +136,12 @@ pub enum Check {
     Host,
 }
 
-impl Check {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Check::Verifier => "verifier",
-            Check::Host => "host",
+/// The words on the wire are the host's own ([`domain::Check::as_str`]).
+impl From<Check> for domain::Check {
+    fn from(check: Check) -> domain::Check {
+        match check {
+            Check::Verifier => domain::Check::Verifier,
+            Check::Host => domain::Check::Host,
         }
     }
 }
@@ -155,13 +158,14 @@ pub enum Mode {
     Heartbeat,
 }
 
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Manual => "manual",
-            Mode::Schedule => "schedule",
-            Mode::Commitment => "commitment",
-            Mode::Heartbeat => "heartbeat",
+/// The words on the wire are the host's own ([`domain::Mode::as_str`]).
+impl From<Mode> for domain::Mode {
+    fn from(mode: Mode) -> domain::Mode {
+        match mode {
+            Mode::Manual => domain::Mode::Manual,
+            Mode::Schedule => domain::Mode::Schedule,
+            Mode::Commitment => domain::Mode::Commitment,
+            Mode::Heartbeat => domain::Mode::Heartbeat,
         }
     }
 }

@@ -285,7 +285,7 @@ impl Command<'_> {
 fn create_body(create: &CreateArgs, advertised: &Advertised) -> Value {
     let check = create
         .check
-        .map(|check| check.as_str().to_string())
+        .map(|check| crate::domain::Check::from(check).as_str().to_string())
         .or_else(|| advertised.judge.clone())
         .unwrap_or_else(|| "verifier".into());
     let mut completion = Map::new();
@@ -294,7 +294,10 @@ fn create_body(create: &CreateArgs, advertised: &Advertised) -> Value {
         completion.insert("verifierRef".into(), verifier.clone().into());
     }
     let mut continuation = Map::new();
-    continuation.insert("mode".into(), create.mode.as_str().into());
+    continuation.insert(
+        "mode".into(),
+        crate::domain::Mode::from(create.mode).as_str().into(),
+    );
     if let Some(arm) = &create.arm {
         continuation.insert("armRef".into(), arm.clone().into());
     }

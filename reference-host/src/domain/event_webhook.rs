@@ -147,10 +147,7 @@ pub fn retry_delay_ms(failures: u32, gone: bool, jitter: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn tenant(text: &str) -> Tenant {
-        Tenant::parse(text).expect("a tenant")
-    }
+    use crate::domain::fixture::tenant;
 
     #[test]
     fn a_subscription_is_a_tenant_and_an_http_url() {

@@ -1,10 +1,13 @@
 //! Test goals built without going through HTTP.
 
 use super::bounds::{Bounds, CostCap};
+use super::criteria::{CriteriaVerifier, Predicate, Rule, VerifierName};
+use super::event::{Event, EventPayload};
 use super::goal::{Check, Completion, Continuation, Goal, GoalState, Mode, Progress};
 use super::ids::{GoalId, Objective, RunId, Tenant};
 use super::money::MicroUsd;
 use super::timestamp::Timestamp;
+use super::verdict::FailureClass;
 use super::verdict::{Judgement, RunOutcome, Verdict};
 
 pub const T0_MS: i64 = 1_781_308_800_000;
@@ -78,4 +81,37 @@ pub fn unsatisfied() -> RunOutcome {
         confidence: 0.4,
         criteria: None,
     }))
+}
+
+/// A verifier named `v` of one rule: the output's `tag` matches `pattern`.
+pub fn tag_verifier(pattern: &str) -> CriteriaVerifier {
+    CriteriaVerifier {
+        name: VerifierName::parse("v").expect("name"),
+        rules: vec![Rule {
+            id: "tag".into(),
+            pointer: "/tag".into(),
+            predicate: Predicate::Matches(pattern.into()),
+            failure_class: FailureClass::Logical,
+        }],
+        created_at: Timestamp::from_unix_ms(0).expect("epoch"),
+    }
+}
+
+/// An event of `goal` numbered `cursor` in both its goal and its tenant
+/// (a close, the plainest payload), at the epoch.
+pub fn closed_event(cursor: u64, goal: &GoalId) -> Event {
+    Event {
+        sequence: cursor,
+        cursor,
+        at: Timestamp::from_unix_ms(0).expect("epoch"),
+        payload: EventPayload::Closed {
+            goal_id: goal.clone(),
+            final_state: GoalState::Abandoned,
+        },
+    }
+}
+
+/// The tenant named `name`.
+pub fn tenant(name: &str) -> Tenant {
+    Tenant::parse(name).expect("a tenant")
 }

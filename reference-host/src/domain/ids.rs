@@ -5,6 +5,25 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+/// A name a client chooses for what it may send again (an
+/// `Idempotency-Key`, a reported run's `runId`): 1 to `MAX` visible ASCII
+/// characters, kept as written. It is the client's, not a host id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientKey<const MAX: usize>(String);
+
+impl<const MAX: usize> ClientKey<MAX> {
+    pub fn parse(text: &str) -> Option<ClientKey<MAX>> {
+        let valid = !text.is_empty()
+            && text.len() <= MAX
+            && text.bytes().all(|byte| byte.is_ascii_graphic());
+        valid.then(|| ClientKey(text.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 macro_rules! prefixed_id {
     ($name:ident, $prefix:literal) => {
         /// Shared text: a goal carries every contributing run id, and

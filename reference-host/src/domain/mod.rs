@@ -37,7 +37,7 @@ pub use event::{Event, EventPayload};
 pub use goal::{
     Attention, Check, Completion, Continuation, Goal, GoalState, Mode, Progress, Remaining,
 };
-pub use ids::{BindingId, EvidenceId, GoalId, Objective, RunId, Tenant};
+pub use ids::{BindingId, ClientKey, EvidenceId, GoalId, Objective, RunId, Tenant};
 pub use money::MicroUsd;
 pub use notes::{Escalation, EscalationKind, Feedback, Notes, OpenEscalation, Resolution};
 pub use refs::{ArmRef, ArmSpec, CriterionScript, VerifierRef, VerifierSpec, Webhook};

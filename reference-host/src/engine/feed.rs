@@ -522,19 +522,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{EventPayload, GoalState, Timestamp};
-
-    fn event(cursor: u64, goal: &GoalId) -> Event {
-        Event {
-            sequence: cursor,
-            cursor,
-            at: Timestamp::from_unix_ms(0).expect("epoch"),
-            payload: EventPayload::Closed {
-                goal_id: goal.clone(),
-                final_state: GoalState::Abandoned,
-            },
-        }
-    }
+    use crate::domain::fixture::closed_event as event;
 
     #[test]
     fn the_cap_refuses_one_more_subscriber_and_a_dropped_one_frees_its_place() {

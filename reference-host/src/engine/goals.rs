@@ -10,8 +10,8 @@ use super::{Engine, EngineError, IfMatch, Lookup};
 use crate::choices::ArmlessSchedule;
 use crate::domain::transition::{self, Change, TransitionError};
 use crate::domain::{
-    parse_create, parse_patch, Evaluation, Event, Goal, GoalId, GoalPatch, GoalState, Mode, Tenant,
-    Timestamp,
+    parse_create, parse_patch, CostReading, Evaluation, Event, Goal, GoalId, GoalPatch, GoalState,
+    Mode, Tenant, Timestamp,
 };
 use crate::storage::{CreateGuard, Inserted, Pending, Store, StoredKey, Written, WrittenIfIdle};
 
@@ -481,6 +481,23 @@ impl Engine {
             }),
             WrittenIfIdle::Conflict | WrittenIfIdle::RunInFlight => Ok(false),
         }
+    }
+
+    /// Closes `goal`, read at `now`, because its bounds are used up
+    /// (a dispatch refused as [`Refusal::Exhausted`](crate::domain::Refusal)).
+    /// `false` when there is nothing to close after all or the goal changed
+    /// since it was read: the caller reads it again.
+    pub(super) async fn close_exhausted(
+        &self,
+        goal: &Goal,
+        now: Timestamp,
+        cost_reading: CostReading,
+    ) -> Result<bool, EngineError> {
+        let Some(change) = transition::close_if_exhausted(goal, now, cost_reading) else {
+            return Ok(false);
+        };
+        let written = self.write(change, goal.version, now).await?;
+        Ok(matches!(written, Written::Done(_)))
     }
 
     pub(super) async fn write(

@@ -5,27 +5,15 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::domain::ClientKey;
+
 /// How long a key is remembered.
 pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 60 * 60 * 1000;
 /// The longest key accepted.
 pub const MAX_KEY_CHARS: usize = 255;
 
 /// 1 to 255 visible ASCII characters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdempotencyKey(String);
-
-impl IdempotencyKey {
-    pub fn parse(text: &str) -> Option<IdempotencyKey> {
-        let valid = !text.is_empty()
-            && text.len() <= MAX_KEY_CHARS
-            && text.bytes().all(|byte| byte.is_ascii_graphic());
-        valid.then(|| IdempotencyKey(text.to_string()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
+pub type IdempotencyKey = ClientKey<MAX_KEY_CHARS>;
 
 /// SHA-256 (hex) of the body's canonical JSON.
 pub fn fingerprint(body: &Value) -> String {

@@ -367,13 +367,10 @@ impl Engine {
             match may_dispatch(&goal, now, cost_reading) {
                 Ok(()) => {}
                 Err(Refusal::Exhausted(_)) => {
-                    let Some(change) = close_if_exhausted(&goal, now, cost_reading) else {
-                        continue;
-                    };
-                    match self.write(change, goal.version, now).await? {
-                        Written::Done(_) => return Ok(Reserved::Closed),
-                        Written::Conflict => continue,
+                    if self.close_exhausted(&goal, now, cost_reading).await? {
+                        return Ok(Reserved::Closed);
                     }
+                    continue;
                 }
                 Err(Refusal::Terminal) => return Err(EngineError::Terminal),
                 Err(Refusal::Escalated) => return Err(EngineError::Escalated),

@@ -7,29 +7,23 @@
 //! one client made the host call its verifier 1,304 times a second
 //! against a limit of 100 for fires, a signed relay that hid the client.
 
-use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::bucket::TenantBuckets;
 use crate::domain::{Tenant, Timestamp};
-
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    tokens: f64,
-    at: Timestamp,
-}
 
 #[derive(Debug)]
 pub struct OutboundLimit {
     per_sec: f64,
-    buckets: HashMap<Tenant, Bucket>,
+    buckets: TenantBuckets,
 }
 
 impl OutboundLimit {
     pub fn new(per_sec: u32) -> OutboundLimit {
         OutboundLimit {
             per_sec: f64::from(per_sec.max(1)),
-            buckets: HashMap::new(),
+            buckets: TenantBuckets::default(),
         }
     }
 
@@ -43,19 +37,12 @@ impl OutboundLimit {
     /// when it is not.
     pub fn take(&mut self, tenant: &Tenant, now: Timestamp) -> Result<(), Duration> {
         let per_sec = self.per_sec;
-        let bucket = self.buckets.entry(tenant.clone()).or_insert(Bucket {
-            tokens: per_sec,
-            at: now,
-        });
-        #[allow(clippy::cast_precision_loss)] // milliseconds far below 2^52
-        let elapsed = (now.unix_ms() - bucket.at.unix_ms()).max(0) as f64 / 1000.0;
-        bucket.tokens = (bucket.tokens + elapsed * per_sec).min(per_sec);
-        bucket.at = bucket.at.max(now);
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
+        let bucket = self.buckets.refilled(tenant, now, per_sec);
+        if bucket.level >= 1.0 {
+            bucket.level -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((1.0 - bucket.tokens) / per_sec))
+            Err(Duration::from_secs_f64((1.0 - bucket.level) / per_sec))
         }
     }
 }

@@ -50,6 +50,26 @@ pub struct Page<After = u64> {
     pub next: Option<After>,
 }
 
+impl<After> Page<After> {
+    /// The page of `size` items out of `read`, which was asked for one
+    /// more so that whether it came back says if a page follows (and the
+    /// last item shown is where it starts), without ending on an empty
+    /// page.
+    pub fn from_one_more<T>(
+        mut read: Vec<T>,
+        size: usize,
+        cursor: impl Fn(&T) -> After,
+        render: impl Fn(&T) -> Vec<u8>,
+    ) -> Page<After> {
+        let more = read.len() > size;
+        read.truncate(size);
+        Page {
+            next: more.then(|| read.last().map(cursor)).flatten(),
+            items: read.iter().map(render).collect(),
+        }
+    }
+}
+
 /// `{"<member>":[…]}` with `Link: <{path}?after=…&limit=…>; rel="next"`
 /// when `more`.
 pub fn page_response(member: &str, page: &Page, path: &str, limit: usize) -> Response {

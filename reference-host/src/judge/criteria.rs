@@ -70,21 +70,8 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
-    use crate::domain::criteria::{Predicate, Rule};
-    use crate::domain::{FailureClass, GoalId, RunId, Timestamp, VerifierName};
-
-    fn verifier(pattern: &str) -> CriteriaVerifier {
-        CriteriaVerifier {
-            name: VerifierName::parse("v").expect("name"),
-            rules: vec![Rule {
-                id: "tag".into(),
-                pointer: "/tag".into(),
-                predicate: Predicate::Matches(pattern.into()),
-                failure_class: FailureClass::Logical,
-            }],
-            created_at: Timestamp::from_unix_ms(0).expect("epoch"),
-        }
-    }
+    use crate::domain::fixture::tag_verifier;
+    use crate::domain::{GoalId, RunId};
 
     fn request(tag: &str) -> VerifyRequest {
         VerifyRequest {
@@ -99,10 +86,10 @@ mod tests {
     async fn judges_within_the_budget_and_fails_beyond_it() {
         let pool = JudgePool::new(2, None, Arc::new(ManualClock::fixed()));
         let tenant = Tenant::parse("a").expect("tenant");
-        let judge = CriteriaJudge::new(verifier("v1.*"), pool.clone(), tenant.clone());
+        let judge = CriteriaJudge::new(tag_verifier("v1.*"), pool.clone(), tenant.clone());
         let judgement = judge.verify(request("v1.2")).await.expect("judged");
         assert!(judgement.satisfied);
-        let tight = CriteriaJudge::with_steps(verifier("*x"), 10, pool, tenant);
+        let tight = CriteriaJudge::with_steps(tag_verifier("*x"), 10, pool, tenant);
         assert!(tight.verify(request(&"a".repeat(100))).await.is_err());
     }
 }

@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use crate::bucket::{Bucket, TenantBuckets};
 use crate::clock::Clock;
 use crate::domain::criteria::{Judging, OutOfSteps};
 use crate::domain::{Judgement, Tenant, Timestamp};
@@ -64,14 +65,6 @@ pub enum PoolError {
     Stopped,
 }
 
-/// A tenant's steps: a bucket that fills at the budget's rate up to one
-/// second's worth, and may go into debt by one slice's overshoot.
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    steps: f64,
-    at: Timestamp,
-}
-
 struct Job {
     judging: Judging,
     done: oneshot::Sender<Result<Judgement, OutOfSteps>>,
@@ -86,7 +79,9 @@ struct State {
     /// Slices running per tenant.
     running: HashMap<Tenant, usize>,
     busy: usize,
-    buckets: HashMap<Tenant, Bucket>,
+    /// Each tenant's steps, filled at the budget's rate; a slice's
+    /// overshoot puts them into debt.
+    buckets: TenantBuckets,
     /// A wake-up for a tenant out of budget is planned.
     timer: bool,
 }
@@ -220,7 +215,7 @@ impl JudgePool {
                 let bucket = refilled(&mut state, &tenant, now, per_sec);
                 #[allow(clippy::cast_precision_loss)] // steps far below 2^52
                 {
-                    bucket.steps -= spent as f64;
+                    bucket.level -= spent as f64;
                 }
             }
             match finished {
@@ -274,15 +269,7 @@ fn refilled<'a>(
 ) -> &'a mut Bucket {
     #[allow(clippy::cast_precision_loss)] // steps far below 2^52
     let per_sec = per_sec as f64;
-    let bucket = state.buckets.entry(tenant.clone()).or_insert(Bucket {
-        steps: per_sec,
-        at: now,
-    });
-    #[allow(clippy::cast_precision_loss)] // milliseconds far below 2^52
-    let elapsed = (now.unix_ms() - bucket.at.unix_ms()).max(0) as f64 / 1000.0;
-    bucket.steps = (bucket.steps + elapsed * per_sec).min(per_sec);
-    bucket.at = bucket.at.max(now);
-    bucket
+    state.buckets.refilled(tenant, now, per_sec)
 }
 
 /// The next slice to run: of the tenants with work waiting and steps
@@ -295,9 +282,9 @@ fn pick(state: &mut State, now: Timestamp, per_sec: Option<u64>) -> Picked {
         let tenant = state.turns[index].clone();
         if let Some(per_sec) = per_sec {
             let bucket = refilled(state, &tenant, now, per_sec);
-            if bucket.steps <= 0.0 {
+            if bucket.level <= 0.0 {
                 #[allow(clippy::cast_precision_loss)]
-                let seconds = -bucket.steps / per_sec as f64;
+                let seconds = -bucket.level / per_sec as f64;
                 let wait = Duration::from_secs_f64(seconds.max(0.001));
                 soonest = Some(soonest.map_or(wait, |known: Duration| known.min(wait)));
                 continue;
@@ -338,24 +325,11 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
-    use crate::domain::criteria::{Predicate, Rule};
-    use crate::domain::{CriteriaVerifier, FailureClass, VerifierName};
-
-    fn tenant(name: &str) -> Tenant {
-        Tenant::parse(name).expect("a tenant")
-    }
+    use crate::domain::fixture::{tag_verifier, tenant};
+    use crate::domain::CriteriaVerifier;
 
     fn verifier(pattern: &str) -> Arc<CriteriaVerifier> {
-        Arc::new(CriteriaVerifier {
-            name: VerifierName::parse("v").expect("name"),
-            rules: vec![Rule {
-                id: "tag".into(),
-                pointer: "/tag".into(),
-                predicate: Predicate::Matches(pattern.into()),
-                failure_class: FailureClass::Logical,
-            }],
-            created_at: Timestamp::from_unix_ms(0).expect("epoch"),
-        })
+        Arc::new(tag_verifier(pattern))
     }
 
     /// A judgement that needs about `steps` steps of matching and then
@@ -432,7 +406,7 @@ mod tests {
         let mut state = State::default();
         let now = Timestamp::from_unix_ms(1_000).expect("a time");
         // Tenant a spent two seconds' worth of a budget of 1,000 a second.
-        refilled(&mut state, &a, now, 1_000).steps = -1_000.0;
+        refilled(&mut state, &a, now, 1_000).level = -1_000.0;
         push(&mut state, &a, quick());
         assert!(matches!(
             pick(&mut state, now, Some(1_000)),
@@ -490,7 +464,7 @@ mod tests {
         );
         let _ = long_one.await;
         // ...and ends with its bucket empty.
-        let steps = pool.lock().buckets.get(&a).map(|bucket| bucket.steps);
+        let steps = pool.lock().buckets.get(&a).map(|bucket| bucket.level);
         assert!(steps.is_some_and(|steps| steps <= 0.0), "{steps:?}");
         // ...so its next judgement waits for the clock, while another
         // tenant's does not.

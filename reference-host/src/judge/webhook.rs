@@ -8,18 +8,18 @@ use serde_json::{json, Value};
 use super::{JudgeError, Verifier, VerifyRequest};
 use crate::domain::{Criterion, FailureClass, Judgement, Tenant};
 use crate::future::BoxFuture;
-use crate::webhook::{Caller, WebhookClient};
+use crate::webhook::{Endpoint, WebhookClient};
 
 #[derive(Debug)]
 pub struct WebhookVerifier {
-    client: Arc<WebhookClient>,
-    url: String,
-    owner: Tenant,
+    endpoint: Endpoint,
 }
 
 impl WebhookVerifier {
     pub fn new(client: Arc<WebhookClient>, url: String, owner: Tenant) -> WebhookVerifier {
-        WebhookVerifier { client, url, owner }
+        WebhookVerifier {
+            endpoint: Endpoint::new(client, url, owner),
+        }
     }
 }
 
@@ -92,15 +92,11 @@ impl Verifier for WebhookVerifier {
     fn verify(&self, request: VerifyRequest) -> BoxFuture<'_, Result<Judgement, JudgeError>> {
         Box::pin(async move {
             let answer = self
-                .client
+                .endpoint
                 .call(
-                    &self.url,
+                    &request.goal_id,
                     &verify_request(&request),
                     "webhook-verifier-response",
-                    Caller {
-                        tenant: self.owner.as_str(),
-                        goal: request.goal_id.as_str(),
-                    },
                 )
                 .await
                 .map_err(|error| JudgeError(error.to_string()))?;

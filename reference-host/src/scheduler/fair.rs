@@ -132,10 +132,7 @@ pub fn share(cap: usize, slots: usize, tenants: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn tenant(name: &str) -> Tenant {
-        Tenant::parse(name).expect("a tenant")
-    }
+    use crate::domain::fixture::tenant;
 
     #[test]
     fn tenants_take_turns_and_stay_under_their_cap() {

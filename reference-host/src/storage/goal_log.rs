@@ -245,17 +245,11 @@ mod tests {
     use crate::storage::migrations::migrate;
 
     fn log(connection: &Connection, goal: &str) -> Vec<(i64, String, i64, i64)> {
-        connection
-            .prepare(
-                "SELECT entry, kind, events, runs FROM goal_log WHERE goal_id = ?1 ORDER BY entry",
-            )
-            .expect("prepares")
-            .query_map([goal], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-            })
-            .expect("queries")
-            .collect::<Result<_, _>>()
-            .expect("reads")
+        crate::storage::rows(
+            connection,
+            "SELECT entry, kind, events, runs FROM goal_log WHERE goal_id = ?1 ORDER BY entry",
+            [goal],
+        )
     }
 
     #[test]

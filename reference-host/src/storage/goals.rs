@@ -58,6 +58,29 @@ pub struct CreateGuard {
     pub judge_script: Option<String>,
 }
 
+#[cfg(test)]
+impl CreateGuard {
+    /// A guard of these quotas, remembering no key and scripting no judge.
+    pub fn quotas(max_open_goals: u64, max_open_armed: u64, max_stored_goals: u64) -> CreateGuard {
+        CreateGuard {
+            max_open_goals,
+            max_open_armed,
+            max_stored_goals,
+            key: None,
+            keys_expire_at_or_before: crate::domain::fixture::at(-1),
+            judge_script: None,
+        }
+    }
+
+    /// This guard remembering the `n`th test key.
+    pub fn keyed(self, n: usize) -> CreateGuard {
+        CreateGuard {
+            key: Some((format!("key-{n}"), format!("print-{n}"))),
+            ..self
+        }
+    }
+}
+
 /// The outcome of a guarded create.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inserted {

@@ -383,14 +383,7 @@ CREATE TABLE judge_scripts (
 
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     let applied: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    let applied = usize::try_from(applied)
-        .map_err(|_| StoreError::Corrupt(format!("negative schema version {applied}")))?;
-    if applied > MIGRATIONS.len() {
-        return Err(StoreError::Corrupt(format!(
-            "the database has schema version {applied}, newer than this host ({})",
-            MIGRATIONS.len()
-        )));
-    }
+    let applied = super::applied_migrations(applied, MIGRATIONS.len())?;
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
         let transaction = connection.transaction()?;
         transaction.execute_batch(sql)?;
@@ -453,16 +446,12 @@ mod tests {
             )
             .expect("an old goal");
         migrate(&mut connection).expect("migrates");
-        let rows: Vec<(i64, String)> = connection
-            .prepare(
-                "SELECT runs - 1, run_id FROM goal_log WHERE goal_id = 'g1' AND kind = 'run'
+        let rows: Vec<(i64, String)> = crate::storage::rows(
+            &connection,
+            "SELECT runs - 1, run_id FROM goal_log WHERE goal_id = 'g1' AND kind = 'run'
                  ORDER BY entry",
-            )
-            .expect("prepares")
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .expect("queries")
-            .collect::<Result<_, _>>()
-            .expect("reads");
+            [],
+        );
         assert_eq!(rows, vec![(0, "r-a".to_string()), (1, "r-b".to_string())]);
         let record: String = connection
             .query_row("SELECT record FROM goals WHERE id = 'g1'", [], |row| {
@@ -536,13 +525,11 @@ mod tests {
             )
             .expect("old rows");
         migrate(&mut connection).expect("migrates");
-        let counts: Vec<(String, i64, i64)> = connection
-            .prepare("SELECT tenant, open, armed FROM tenant_counts ORDER BY tenant")
-            .expect("prepares")
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-            .expect("queries")
-            .collect::<Result<_, _>>()
-            .expect("reads");
+        let counts: Vec<(String, i64, i64)> = crate::storage::rows(
+            &connection,
+            "SELECT tenant, open, armed FROM tenant_counts ORDER BY tenant",
+            [],
+        );
         assert_eq!(
             counts,
             vec![("a".to_string(), 3, 2), ("b".to_string(), 0, 0)]
@@ -556,13 +543,11 @@ mod tests {
                  VALUES ('g6', 'c', 'active', 0, 'heartbeat', 0, 1, '{}');",
             )
             .expect("writes");
-        let counts: Vec<(String, i64, i64)> = connection
-            .prepare("SELECT tenant, open, armed FROM tenant_counts ORDER BY tenant")
-            .expect("prepares")
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-            .expect("queries")
-            .collect::<Result<_, _>>()
-            .expect("reads");
+        let counts: Vec<(String, i64, i64)> = crate::storage::rows(
+            &connection,
+            "SELECT tenant, open, armed FROM tenant_counts ORDER BY tenant",
+            [],
+        );
         assert_eq!(
             counts,
             vec![
@@ -589,13 +574,11 @@ mod tests {
             .expect("old rows");
         migrate(&mut connection).expect("migrates");
         let totals = |connection: &Connection| -> Vec<(String, i64)> {
-            connection
-                .prepare("SELECT tenant, total FROM tenant_counts ORDER BY tenant")
-                .expect("prepares")
-                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-                .expect("queries")
-                .collect::<Result<_, _>>()
-                .expect("reads")
+            crate::storage::rows(
+                connection,
+                "SELECT tenant, total FROM tenant_counts ORDER BY tenant",
+                [],
+            )
         };
         assert_eq!(
             totals(&connection),
@@ -634,13 +617,11 @@ mod tests {
             )
             .expect("old rows");
         migrate(&mut connection).expect("migrates");
-        let dated: Vec<(String, Option<i64>)> = connection
-            .prepare("SELECT id, closed_ms FROM goals ORDER BY id")
-            .expect("prepares")
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .expect("queries")
-            .collect::<Result<_, _>>()
-            .expect("reads");
+        let dated: Vec<(String, Option<i64>)> = crate::storage::rows(
+            &connection,
+            "SELECT id, closed_ms FROM goals ORDER BY id",
+            [],
+        );
         assert_eq!(
             dated,
             vec![

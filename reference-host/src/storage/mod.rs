@@ -184,6 +184,20 @@ impl<T> Store for T where
 {
 }
 
+/// How many of the `known` migrations this host ships a database at
+/// schema version `applied` has had; a database that is corrupt (a
+/// negative version) or newer than this host is refused, not migrated.
+fn applied_migrations(applied: i64, known: usize) -> Result<usize, StoreError> {
+    let applied = usize::try_from(applied)
+        .map_err(|_| StoreError::Corrupt(format!("negative schema version {applied}")))?;
+    if applied > known {
+        return Err(StoreError::Corrupt(format!(
+            "the database has schema version {applied}, newer than this host ({known})"
+        )));
+    }
+    Ok(applied)
+}
+
 /// "`column` holds an open state" as SQL, built from the domain's rule
 /// ([`GoalState::is_open`]): `(state = 'active' OR state = 'escalated')`.
 /// The quota triggers state it in a shipped migration, which never
@@ -215,6 +229,22 @@ fn query_plan(sql: &str, params: impl rusqlite::Params) -> String {
         .collect::<Result<_, _>>()
         .expect("the plan rows are text");
     plan.join("\n")
+}
+
+/// Every row `sql` reads on `connection` with `params`, each as the tuple
+/// of its columns: what a test reads back of what was written.
+#[cfg(test)]
+fn rows<T>(connection: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> Vec<T>
+where
+    T: for<'a> TryFrom<&'a rusqlite::Row<'a>, Error = rusqlite::Error>,
+{
+    connection
+        .prepare(sql)
+        .expect("prepares")
+        .query_map(params, |row| T::try_from(row))
+        .expect("queries")
+        .collect::<Result<_, _>>()
+        .expect("reads")
 }
 
 /// The opcodes of `sql`'s program on `connection` (`EXPLAIN`), its

@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::StoreError;
 use crate::domain::{
-    ArmRef, Bounds, Check, Completion, Continuation, CostCap, Criterion, Escalation,
-    EscalationKind, Evaluation, EventPayload, FailureClass, Feedback, Goal, GoalId, GoalState,
-    LastVerdict, MicroUsd, Mode, Notes, Objective, OpenEscalation, Progress, Resolution, RunId,
-    RunIds, Tenant, Timestamp, Verdict, VerifierRef,
+    parse_verifier, ArmRef, Bounds, Check, Completion, Continuation, CostCap, CriteriaVerifier,
+    Criterion, Escalation, EscalationKind, Evaluation, EventPayload, FailureClass, Feedback, Goal,
+    GoalId, GoalState, LastVerdict, MicroUsd, Mode, Notes, Objective, OpenEscalation, Progress,
+    Resolution, RunId, RunIds, Tenant, Timestamp, Verdict, VerifierRef,
 };
 
 fn corrupt(what: impl Into<String>) -> StoreError {
@@ -499,6 +499,18 @@ impl ChangeRecords {
             .transpose()?;
         Ok(ChangeRecords { events, evaluation })
     }
+}
+
+/// A registered verifier from its stored registration and creation time.
+pub(super) fn verifier_from_record(
+    record: &str,
+    created_ms: i64,
+) -> Result<CriteriaVerifier, StoreError> {
+    let value: serde_json::Value = from_json(record)?;
+    let created_at = timestamp(created_ms)?;
+    parse_verifier(&value)
+        .map(|new| new.into_verifier(created_at))
+        .map_err(|error| corrupt(format!("verifier: {error}")))
 }
 
 pub(super) fn to_json<T: Serialize>(value: &T) -> Result<String, StoreError> {

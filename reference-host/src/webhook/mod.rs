@@ -20,6 +20,7 @@ use goalpost_schemas::Schemas;
 use serde_json::Value;
 
 use crate::domain::egress::EgressDenied;
+use crate::domain::{GoalId, Tenant};
 
 pub use faults::{CallFaults, NoCallFaults};
 pub use resolver::SharedEgress;
@@ -94,6 +95,37 @@ impl Signing {
 pub struct Caller<'a> {
     pub tenant: &'a str,
     pub goal: &'a str,
+}
+
+/// A tenant's webhook, an arm's or a verifier's: every call on it is made
+/// for its owner, about one of the owner's goals.
+#[derive(Debug)]
+pub struct Endpoint {
+    client: Arc<WebhookClient>,
+    url: String,
+    owner: Tenant,
+}
+
+impl Endpoint {
+    pub fn new(client: Arc<WebhookClient>, url: String, owner: Tenant) -> Endpoint {
+        Endpoint { client, url, owner }
+    }
+
+    /// [`WebhookClient::call`] of this URL about `goal`.
+    pub async fn call(
+        &self,
+        goal: &GoalId,
+        body: &Value,
+        answer_schema: &'static str,
+    ) -> Result<Value, WebhookError> {
+        let caller = Caller {
+            tenant: self.owner.as_str(),
+            goal: goal.as_str(),
+        };
+        self.client
+            .call(&self.url, body, answer_schema, caller)
+            .await
+    }
 }
 
 /// Why a call produced no usable answer.

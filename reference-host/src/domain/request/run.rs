@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::reader::{child, invalid, non_negative_number, object, only_keys, required, string};
 use super::RequestError;
+use crate::domain::ids::ClientKey;
 use crate::domain::money::MicroUsd;
 
 /// The longest `runId` a reporter may name.
@@ -19,21 +20,7 @@ const ESCALATE: [&str; 2] = ["kind", "reason"];
 
 /// The reporter's own name for the run: 1 to 128 visible ASCII characters.
 /// It makes a report idempotent; it is not the host's run id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunKey(String);
-
-impl RunKey {
-    pub fn parse(text: &str) -> Option<RunKey> {
-        let valid = !text.is_empty()
-            && text.len() <= MAX_RUN_KEY_CHARS
-            && text.bytes().all(|byte| byte.is_ascii_graphic());
-        valid.then(|| RunKey(text.to_string()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
+pub type RunKey = ClientKey<MAX_RUN_KEY_CHARS>;
 
 /// The RFC 0044 interrupt a reported run raised instead of an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

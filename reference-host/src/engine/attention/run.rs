@@ -12,7 +12,7 @@ use crate::arms::RunReport;
 use crate::domain::attention::{
     self, wire, AttentionError, AttentionMode, BindingAnswer, BindingRun, BindingStatus, Policy,
 };
-use crate::domain::transition::{close_if_exhausted, record_run, FinishedRun};
+use crate::domain::transition::{record_run, FinishedRun};
 use crate::domain::{
     may_dispatch, BindingId, Evaluation, EventPayload, Goal, GoalId, MicroUsd, Refusal, RunId,
     RunOutcome, Tenant, Verdict,
@@ -193,13 +193,10 @@ impl Engine {
             match check {
                 Ok(()) => {}
                 Err(Refusal::Exhausted(_)) => {
-                    let Some(change) = close_if_exhausted(&goal, now, cost_reading) else {
-                        continue;
-                    };
-                    match self.write(change, goal.version, now).await? {
-                        Written::Done(_) => return Ok(Reserved::Closed),
-                        Written::Conflict => continue,
+                    if self.close_exhausted(&goal, now, cost_reading).await? {
+                        return Ok(Reserved::Closed);
                     }
+                    continue;
                 }
                 Err(refusal) if matches!(trigger, Trigger::Schedule) => {
                     let _ = refusal;

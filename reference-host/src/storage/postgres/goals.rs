@@ -11,51 +11,14 @@ use super::cached::Cached;
 use super::keys::stored_key;
 use super::{ids, int, pool_error, unsigned, PostgresStore};
 use crate::domain::{
-    wire, Change, Event, EventPayload, Goal, GoalId, GoalState, RunId, RunIds, Tenant, Timestamp,
+    Change, Event, EventPayload, Goal, GoalId, GoalState, RunId, RunIds, Tenant, Timestamp,
 };
 use crate::storage::group_commit::Pending;
-use crate::storage::prepared::{failed, written_only, PreparedChange};
-use crate::storage::record::{from_json, to_json, GoalRecord};
+use crate::storage::prepared::{failed, written_only, GoalRow, PreparedChange, PreparedCreate};
+use crate::storage::record::{from_json, GoalRecord};
 use crate::storage::{
     CreateGuard, Goals, Inserted, StoreError, WriteGuard, Written, WrittenIfIdle,
 };
-
-/// A goal's columns, computed before the write.
-struct GoalRow {
-    id: String,
-    tenant: String,
-    state: &'static str,
-    paused: bool,
-    mode: &'static str,
-    deadline_ms: Option<i64>,
-    next_fire_ms: Option<i64>,
-    created_ms: i64,
-    version: i64,
-    record: String,
-    /// Shares the goal's ids: copying them grew with the goal's age.
-    run_ids: RunIds,
-    /// When a closed goal closed (its last update); `None` while open.
-    closed_ms: Option<i64>,
-}
-
-impl GoalRow {
-    fn new(goal: &Goal) -> Result<GoalRow, StoreError> {
-        Ok(GoalRow {
-            id: goal.id.as_str().to_string(),
-            tenant: goal.owner.as_str().to_string(),
-            state: goal.state.as_str(),
-            paused: goal.paused,
-            mode: goal.continuation.mode.as_str(),
-            deadline_ms: goal.deadline().map(Timestamp::unix_ms),
-            next_fire_ms: goal.next_fire_at.map(Timestamp::unix_ms),
-            created_ms: goal.created_at.unix_ms(),
-            version: int(goal.version)?,
-            record: to_json(&GoalRecord::from_goal(goal))?,
-            closed_ms: goal.state.is_terminal().then(|| goal.updated_at.unix_ms()),
-            run_ids: goal.progress.contributing_run_ids.clone(),
-        })
-    }
-}
 
 /// A goal's record, its run ids in order and the position of the first
 /// (the runs before it were forgotten with their history), read in one
@@ -224,7 +187,7 @@ impl PostgresStore {
         at: Timestamp,
         guard: WriteGuard,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        let prepared = PreparedChange::new(change, expected_version, run, at, GoalRow::new);
+        let prepared = PreparedChange::new(change, expected_version, run, at);
         let PreparedChange {
             row,
             expected_version,
@@ -557,14 +520,7 @@ impl Goals for PostgresStore {
     /// on it whichever replica serves them, so neither a key nor a quota
     /// can be taken twice.
     fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted> {
-        let prepared = (|| -> Result<_, StoreError> {
-            let remembered = match &guard.key {
-                Some(_) => Some((to_json(&wire::goal(goal))?, goal.etag())),
-                None => None,
-            };
-            Ok((GoalRow::new(goal)?, remembered))
-        })();
-        let (row, remembered) = match prepared {
+        let PreparedCreate { row, remembered } = match PreparedCreate::new(goal, guard) {
             Ok(prepared) => prepared,
             Err(error) => return failed(error),
         };

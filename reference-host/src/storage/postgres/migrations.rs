@@ -263,14 +263,7 @@ pub(super) async fn migrate(client: &mut Client) -> Result<usize, StoreError> {
             0
         }
     };
-    let applied = usize::try_from(applied)
-        .map_err(|_| StoreError::Corrupt(format!("negative schema version {applied}")))?;
-    if applied > MIGRATIONS.len() {
-        return Err(StoreError::Corrupt(format!(
-            "the database has schema version {applied}, newer than this host ({})",
-            MIGRATIONS.len()
-        )));
-    }
+    let applied = crate::storage::applied_migrations(applied.into(), MIGRATIONS.len())?;
     for sql in &MIGRATIONS[applied..] {
         transaction.batch_execute(sql).await?;
     }

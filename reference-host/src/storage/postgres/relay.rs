@@ -382,7 +382,8 @@ async fn session(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{EventPayload, GoalId, GoalState, Timestamp};
+    use crate::domain::fixture::closed_event;
+    use crate::domain::GoalId;
 
     #[test]
     fn a_notice_reads_back_as_written_and_nothing_else_reads() {
@@ -422,17 +423,7 @@ mod tests {
 
     fn events(cursors: std::ops::RangeInclusive<u64>) -> Vec<Event> {
         let goal = GoalId::generate();
-        cursors
-            .map(|cursor| Event {
-                sequence: cursor,
-                cursor,
-                at: Timestamp::from_unix_ms(0).expect("epoch"),
-                payload: EventPayload::Closed {
-                    goal_id: goal.clone(),
-                    final_state: GoalState::Abandoned,
-                },
-            })
-            .collect()
+        cursors.map(|cursor| closed_event(cursor, &goal)).collect()
     }
 
     #[test]

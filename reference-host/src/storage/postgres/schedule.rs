@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use super::cached::Cached;
-use super::{ids, ms, pool_error, timestamp, PostgresStore};
+use super::{ids, ms, timestamp, PostgresStore};
 use crate::domain::{GoalId, Timestamp};
 use crate::storage::{Schedule, StoreError};
 
@@ -36,14 +35,8 @@ impl Schedule for PostgresStore {
     fn due_schedule_goals(&self, now: Timestamp, limit: usize) -> Result<Vec<GoalId>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let taken = limit.min(MOST_CLAIMED);
-        let (pool, replica) = (self.pool.clone(), self.replica.clone());
-        let now_ms = now.unix_ms();
-        let claim = ms(CLAIM);
-        self.block(async move {
-            let client = Cached(pool.get().await.map_err(pool_error)?);
-            let rows = client
-                .query(
-                    "WITH now AS (SELECT goalpost_now_ms() AS ms),
+        let mut due = self.rows(
+            "WITH now AS (SELECT goalpost_now_ms() AS ms),
                      mine AS (
                          SELECT g.id, COALESCE(g.next_fire_ms, 0) AS fire, g.created_ms,
                                 g.claim_until_ms
@@ -83,23 +76,25 @@ impl Schedule for PostgresStore {
                      SELECT id, fire, created_ms FROM mine
                      UNION ALL
                      SELECT * FROM claimed",
-                    &[&now_ms, &limit, &replica, &claim, &taken, &ms(RENEW_WITHIN)],
-                )
-                .await?;
-            let mut due = rows
-                .iter()
-                .map(|row| -> Result<_, StoreError> {
-                    Ok((
-                        row.try_get::<_, i64>(1)?,
-                        row.try_get::<_, i64>(2)?,
-                        ids(row)?,
-                    ))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            due.sort_by(|a, b| (a.0, a.1, a.2.as_str()).cmp(&(b.0, b.1, b.2.as_str())));
-            due.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-            Ok(due.into_iter().map(|(_, _, id)| id).collect())
-        })
+            vec![
+                Box::new(now.unix_ms()),
+                Box::new(limit),
+                Box::new(self.replica.clone()),
+                Box::new(ms(CLAIM)),
+                Box::new(taken),
+                Box::new(ms(RENEW_WITHIN)),
+            ],
+            |row| {
+                Ok((
+                    row.try_get::<_, i64>(1)?,
+                    row.try_get::<_, i64>(2)?,
+                    ids(row)?,
+                ))
+            },
+        )?;
+        due.sort_by(|a, b| (a.0, a.1, a.2.as_str()).cmp(&(b.0, b.1, b.2.as_str())));
+        due.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        Ok(due.into_iter().map(|(_, _, id)| id).collect())
     }
 
     fn goals_past_deadline(&self, now: Timestamp) -> Result<Vec<GoalId>, StoreError> {
@@ -143,13 +138,8 @@ impl Schedule for PostgresStore {
     /// of this replica's whose row is locked at the moment (an iteration
     /// writing it) is still listed, renewed on a later tick.
     fn heartbeat_goals(&self) -> Result<Vec<GoalId>, StoreError> {
-        let (pool, replica) = (self.pool.clone(), self.replica.clone());
-        let (claim, renew_within) = (ms(CLAIM), ms(RENEW_WITHIN));
-        self.block(async move {
-            let client = Cached(pool.get().await.map_err(pool_error)?);
-            let rows = client
-                .query(
-                    "WITH now AS (SELECT goalpost_now_ms() AS ms),
+        let mut mine = self.rows(
+            "WITH now AS (SELECT goalpost_now_ms() AS ms),
                      taken AS (
                          SELECT g.id FROM goals g, now
                          WHERE g.mode = 'heartbeat' AND g.state = 'active' AND NOT g.paused
@@ -168,15 +158,14 @@ impl Schedule for PostgresStore {
                      SELECT g.id, g.created_ms FROM goals g, now
                      WHERE g.mode = 'heartbeat' AND g.state = 'active' AND NOT g.paused
                        AND g.claimed_by = $1 AND g.claim_until_ms > now.ms",
-                    &[&replica, &claim, &renew_within],
-                )
-                .await?;
-            let mut mine = rows
-                .iter()
-                .map(|row| -> Result<_, StoreError> { Ok((row.try_get::<_, i64>(1)?, ids(row)?)) })
-                .collect::<Result<Vec<_>, _>>()?;
-            mine.sort_by(|a, b| (a.0, a.1.as_str()).cmp(&(b.0, b.1.as_str())));
-            Ok(mine.into_iter().map(|(_, id)| id).collect())
-        })
+            vec![
+                Box::new(self.replica.clone()),
+                Box::new(ms(CLAIM)),
+                Box::new(ms(RENEW_WITHIN)),
+            ],
+            |row| Ok((row.try_get::<_, i64>(1)?, ids(row)?)),
+        )?;
+        mine.sort_by(|a, b| (a.0, a.1.as_str()).cmp(&(b.0, b.1.as_str())));
+        Ok(mine.into_iter().map(|(_, id)| id).collect())
     }
 }

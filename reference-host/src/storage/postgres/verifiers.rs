@@ -4,21 +4,15 @@ use tokio_postgres::Row;
 
 use super::cached::Cached;
 use super::goals::lock_tenant_counts;
-use super::{pool_error, timestamp, unsigned, PostgresStore};
-use crate::domain::{parse_verifier, wire, CriteriaVerifier, GoalId, Tenant, VerifierName};
+use super::{pool_error, unsigned, PostgresStore};
+use crate::domain::{CriteriaVerifier, GoalId, Tenant, VerifierName};
 use crate::storage::group_commit::Pending;
-use crate::storage::prepared::failed;
-use crate::storage::record::{from_json, to_json};
+use crate::storage::prepared::{failed, PreparedVerifier};
+use crate::storage::record::verifier_from_record;
 use crate::storage::{Registered, StoreError, Verifiers};
 
 fn verifier_from_row(row: &Row) -> Result<CriteriaVerifier, StoreError> {
-    let record: String = row.try_get(0)?;
-    let created_ms: i64 = row.try_get(1)?;
-    let value: serde_json::Value = from_json(&record)?;
-    let created_at = timestamp(created_ms)?;
-    parse_verifier(&value)
-        .map(|new| new.into_verifier(created_at))
-        .map_err(|error| StoreError::Corrupt(format!("verifier: {error}")))
+    verifier_from_record(&row.try_get::<_, String>(0)?, row.try_get(1)?)
 }
 
 impl Verifiers for PostgresStore {
@@ -29,8 +23,13 @@ impl Verifiers for PostgresStore {
         replace: bool,
         max: Option<u64>,
     ) -> Pending<Registered> {
-        let record = match to_json(&wire::verifier_registration(verifier)) {
-            Ok(record) => record,
+        let PreparedVerifier {
+            tenant,
+            name,
+            created_ms,
+            record,
+        } = match PreparedVerifier::new(tenant, verifier) {
+            Ok(prepared) => prepared,
             Err(error) => return failed(error),
         };
         let sql = if replace {
@@ -40,9 +39,6 @@ impl Verifiers for PostgresStore {
             "INSERT INTO verifiers (tenant, name, created_ms, record) VALUES ($1, $2, $3, $4)
              ON CONFLICT (tenant, name) DO NOTHING"
         };
-        let tenant = tenant.as_str().to_string();
-        let name = verifier.name.as_str().to_string();
-        let created_ms = verifier.created_at.unix_ms();
         let pool = self.pool.clone();
         self.pending(async move {
             let mut client = pool.get().await.map_err(pool_error)?;

@@ -7,15 +7,15 @@ use std::sync::Arc;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::keys::stored_key;
-use super::{ids, int, unsigned, SqliteStore};
+use super::{ids, unsigned, SqliteStore};
 use crate::domain::{
-    wire, Change, Event, EventPayload, Goal, GoalId, GoalState, RunId, RunIds, Tenant, Timestamp,
+    Change, Event, EventPayload, Goal, GoalId, GoalState, RunId, Tenant, Timestamp,
 };
 use crate::storage::goal_cache::Ticket;
 use crate::storage::goal_log;
 use crate::storage::group_commit::Pending;
-use crate::storage::prepared::{failed, written_only, PreparedChange};
-use crate::storage::record::{from_json, to_json, GoalRecord};
+use crate::storage::prepared::{failed, written_only, GoalRow, PreparedChange, PreparedCreate};
+use crate::storage::record::{from_json, GoalRecord};
 use crate::storage::{
     CreateGuard, EventSink, Goals, Inserted, StoreError, WriteGuard, Written, WrittenIfIdle,
 };
@@ -36,7 +36,7 @@ impl SqliteStore {
         guard: WriteGuard,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
         let owner = change.goal.owner.clone();
-        let prepared = PreparedChange::new(change, expected_version, run, at, GoalRow::new);
+        let prepared = PreparedChange::new(change, expected_version, run, at);
         let PreparedChange {
             row,
             expected_version,
@@ -133,45 +133,6 @@ impl SqliteStore {
                 WrittenIfIdle::RunInFlight => Ok(WrittenIfIdle::RunInFlight),
                 WrittenIfIdle::TooManyArmed => Ok(WrittenIfIdle::TooManyArmed),
             }
-        })
-    }
-}
-
-/// A goal's columns, computed before the write so the JSON work happens
-/// outside the shared transaction.
-struct GoalRow {
-    id: String,
-    tenant: String,
-    state: &'static str,
-    paused: bool,
-    mode: &'static str,
-    deadline_ms: Option<i64>,
-    next_fire_ms: Option<i64>,
-    created_ms: i64,
-    /// When a closed goal closed (its last update: it never changes
-    /// again); `None` while open. Retention reads it.
-    closed_ms: Option<i64>,
-    version: i64,
-    record: String,
-    run_ids: RunIds,
-}
-
-impl GoalRow {
-    fn new(goal: &Goal) -> Result<GoalRow, StoreError> {
-        Ok(GoalRow {
-            id: goal.id.as_str().to_string(),
-            tenant: goal.owner.as_str().to_string(),
-            state: goal.state.as_str(),
-            paused: goal.paused,
-            mode: goal.continuation.mode.as_str(),
-            deadline_ms: goal.deadline().map(Timestamp::unix_ms),
-            next_fire_ms: goal.next_fire_at.map(Timestamp::unix_ms),
-            created_ms: goal.created_at.unix_ms(),
-            closed_ms: goal.state.is_terminal().then(|| goal.updated_at.unix_ms()),
-            version: int(goal.version)?,
-            record: to_json(&GoalRecord::from_goal(goal))?,
-            // Shares the goal's ids: copying them grew with the goal's age.
-            run_ids: goal.progress.contributing_run_ids.clone(),
         })
     }
 }
@@ -514,15 +475,7 @@ impl Goals for SqliteStore {
     }
 
     fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted> {
-        let prepared = (|| -> Result<_, StoreError> {
-            // What the key remembers: the create's answer, computed up front.
-            let remembered = match &guard.key {
-                Some(_) => Some((to_json(&wire::goal(goal))?, goal.etag())),
-                None => None,
-            };
-            Ok((GoalRow::new(goal)?, remembered))
-        })();
-        let (row, remembered) = match prepared {
+        let PreparedCreate { row, remembered } = match PreparedCreate::new(goal, guard) {
             Ok(prepared) => prepared,
             Err(error) => return failed(error),
         };
@@ -755,35 +708,27 @@ mod count_tests {
     /// What the tenants hold, counted from the goals themselves.
     fn recount(connection: &Connection) -> Vec<Counts> {
         let open = crate::storage::open_state_sql("state");
-        connection
-            .prepare(&format!(
+        crate::storage::rows(
+            connection,
+            &format!(
                 "SELECT tenant, SUM({open}),
                         SUM({open} AND (mode = 'schedule' OR mode = 'heartbeat')),
                         COUNT(*)
                  FROM goals GROUP BY tenant ORDER BY tenant"
-            ))
-            .expect("prepares")
-            .query_map([], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-            })
-            .expect("queries")
-            .collect::<Result<_, _>>()
-            .expect("reads")
+            ),
+            [],
+        )
     }
 
     /// A tenant's open, armed and total counts.
     pub(super) type Counts = (String, i64, i64, i64);
 
     fn kept(connection: &Connection) -> Vec<Counts> {
-        connection
-            .prepare("SELECT tenant, open, armed, total FROM tenant_counts ORDER BY tenant")
-            .expect("prepares")
-            .query_map([], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-            })
-            .expect("queries")
-            .collect::<Result<_, _>>()
-            .expect("reads")
+        crate::storage::rows(
+            connection,
+            "SELECT tenant, open, armed, total FROM tenant_counts ORDER BY tenant",
+            [],
+        )
     }
 
     /// Writes `goal` as changed by `edit`, from its stored version.
@@ -827,14 +772,7 @@ mod count_tests {
             if n % 2 == 0 {
                 store.insert_goals(&[created.clone()]).expect("stored");
             } else {
-                let guard = CreateGuard {
-                    max_open_goals: 100,
-                    max_open_armed: 100,
-                    max_stored_goals: 100,
-                    key: None,
-                    keys_expire_at_or_before: at(-1),
-                    judge_script: None,
-                };
+                let guard = CreateGuard::quotas(100, 100, 100);
                 let inserted = store.insert_goal_guarded(&created, &guard).await;
                 assert_eq!(inserted.expect("inserts"), Inserted::Done);
             }
@@ -910,14 +848,7 @@ mod count_tests {
     #[tokio::test]
     async fn the_guard_reads_the_kept_counts() {
         let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
-        let guard = CreateGuard {
-            max_open_goals: 2,
-            max_open_armed: 1,
-            max_stored_goals: 100,
-            key: None,
-            keys_expire_at_or_before: at(-1),
-            judge_script: None,
-        };
+        let guard = CreateGuard::quotas(2, 1, 100);
         let mut first = goal(Some(10), None, None);
         first.continuation.mode = Mode::Schedule;
         let inserted = store.insert_goal_guarded(&first, &guard).await;
@@ -944,14 +875,7 @@ mod count_tests {
     #[tokio::test]
     async fn closed_goals_keep_their_place_in_the_stored_quota() {
         let store = SqliteStore::open(&DbLocation::Memory).expect("opens");
-        let guard = CreateGuard {
-            max_open_goals: 10,
-            max_open_armed: 10,
-            max_stored_goals: 2,
-            key: None,
-            keys_expire_at_or_before: at(-1),
-            judge_script: None,
-        };
+        let guard = CreateGuard::quotas(10, 10, 2);
         let mut first = goal(Some(10), None, None);
         for created in [&first, &goal(Some(10), None, None)] {
             let inserted = store.insert_goal_guarded(created, &guard).await;
@@ -1001,14 +925,7 @@ mod retention_tests {
         let mut goals = Vec::new();
         for n in 0..4 {
             let created = goal(Some(10), None, None);
-            let guard = CreateGuard {
-                max_open_goals: 10,
-                max_open_armed: 10,
-                max_stored_goals: 10,
-                key: Some((format!("key-{n}"), format!("print-{n}"))),
-                keys_expire_at_or_before: at(-1),
-                judge_script: None,
-            };
+            let guard = CreateGuard::quotas(10, 10, 10).keyed(n);
             let inserted = store.insert_goal_guarded(&created, &guard).await;
             assert_eq!(inserted.expect("inserts"), Inserted::Done);
             let mut current = created;

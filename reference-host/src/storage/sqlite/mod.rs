@@ -231,14 +231,7 @@ mod tests {
         for (n, tenant) in tenants.iter().cycle().take(4).enumerate() {
             let mut created = goal(Some(50), Some(60_000), None);
             created.owner = tenant.clone();
-            let guard = CreateGuard {
-                max_open_goals: 10,
-                max_open_armed: 10,
-                max_stored_goals: 10,
-                key: Some((format!("key-{n}"), format!("print-{n}"))),
-                keys_expire_at_or_before: at(-1),
-                judge_script: None,
-            };
+            let guard = CreateGuard::quotas(10, 10, 10).keyed(n);
             assert_eq!(
                 store
                     .insert_goal_guarded(&created, &guard)

@@ -3,22 +3,11 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::{unsigned, SqliteStore};
-use crate::domain::{
-    parse_verifier, wire, CriteriaVerifier, GoalId, Tenant, Timestamp, VerifierName,
-};
+use crate::domain::{CriteriaVerifier, GoalId, Tenant, VerifierName};
 use crate::storage::group_commit::Pending;
-use crate::storage::prepared::failed;
-use crate::storage::record::{from_json, to_json};
+use crate::storage::prepared::{failed, PreparedVerifier};
+use crate::storage::record::verifier_from_record;
 use crate::storage::{Registered, StoreError, Verifiers};
-
-fn verifier_from_row(record: &str, created_ms: i64) -> Result<CriteriaVerifier, StoreError> {
-    let value: serde_json::Value = from_json(record)?;
-    let created_at = Timestamp::from_unix_ms(created_ms)
-        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {created_ms}")))?;
-    parse_verifier(&value)
-        .map(|new| new.into_verifier(created_at))
-        .map_err(|error| StoreError::Corrupt(format!("verifier: {error}")))
-}
 
 impl Verifiers for SqliteStore {
     fn put_verifier(
@@ -28,8 +17,13 @@ impl Verifiers for SqliteStore {
         replace: bool,
         max: Option<u64>,
     ) -> Pending<Registered> {
-        let record = match to_json(&wire::verifier_registration(verifier)) {
-            Ok(record) => record,
+        let PreparedVerifier {
+            tenant,
+            name,
+            created_ms,
+            record,
+        } = match PreparedVerifier::new(tenant, verifier) {
+            Ok(prepared) => prepared,
             Err(error) => return failed(error),
         };
         let sql = if replace {
@@ -39,9 +33,6 @@ impl Verifiers for SqliteStore {
             "INSERT INTO verifiers (tenant, name, created_ms, record) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (tenant, name) DO NOTHING"
         };
-        let tenant = tenant.as_str().to_string();
-        let name = verifier.name.as_str().to_string();
-        let created_ms = verifier.created_at.unix_ms();
         // The one writer serialises registrations: the count below is the
         // tenant's as it is when the row goes in.
         self.writer.submit(move |connection| {
@@ -84,7 +75,7 @@ impl Verifiers for SqliteStore {
                 })
                 .optional()?)
         })?;
-        row.map(|(record, created_ms)| verifier_from_row(&record, created_ms))
+        row.map(|(record, created_ms)| verifier_from_record(&record, created_ms))
             .transpose()
     }
 
@@ -98,7 +89,7 @@ impl Verifiers for SqliteStore {
             })?;
             rows.map(|row| {
                 let (record, created_ms) = row?;
-                verifier_from_row(&record, created_ms)
+                verifier_from_record(&record, created_ms)
             })
             .collect()
         })
