@@ -3,10 +3,10 @@
 //! them.
 //!
 //! - [`mutants`]: deliberately broken builds, one bug each, that the suite
-//!   must catch (its kill matrix, `suite/tests/it/builds/kill_matrix.rs`).
+//!   must catch (its kill matrix, `suite/tests/it/kill_matrix.rs`).
 //! - [`variants`]: conforming builds that each make one other choice the
 //!   profile allows, that the suite must certify (its variant matrix,
-//!   `suite/tests/it/builds/variant_matrix.rs`).
+//!   `suite/tests/it/variant_matrix.rs`).
 //!
 //! Both are clients of the host's public ports ([`goalpost_host::Ports`],
 //! [`goalpost_host::Config`]): a mutant wraps or replaces a port, a

@@ -165,7 +165,7 @@ const LIST_HELP: &str = "\
 One line per requirement: id, level, how many scenarios name it, whether it is
 mutation-verified and the mutants that prove it (`goalpost-host-builds --mutant
 NAME` serves one); then a summary naming any MUST without a
-mutant. `cargo test` (tests/it/builds/kill_matrix.rs) proves every listed mutant is killed.
+mutant. `cargo test` (tests/it/kill_matrix.rs) proves every listed mutant is killed.
 
 Exit codes: 0 listed; 2 the folder cannot be read.";
 

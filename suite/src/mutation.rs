@@ -1,7 +1,7 @@
 //! Mutation verification: which mutants of the reference host prove that a
 //! requirement's scenarios can fail. The list is data of the profile,
 //! scenarios/mutants.json (embedded like the rest of `scenarios/`);
-//! `tests/it/builds/kill_matrix.rs` runs the suite against every mutant on every
+//! `tests/it/kill_matrix.rs` runs the suite against every mutant on every
 //! `cargo test` and fails unless each one fails exactly the requirements
 //! that file declares, so a requirement listed here is one the bundled
 //! scenarios are known to catch when it is broken.

@@ -2,7 +2,7 @@
 //! each, the way a real implementation gets a rule wrong, that the suite
 //! must catch (its kill matrix). A requirement is **mutation-verified**
 //! when a mutant breaks its rule and the suite's scenarios for it fail
-//! against that mutant; `suite/tests/it/builds/kill_matrix.rs` proves every mutant
+//! against that mutant; `suite/tests/it/kill_matrix.rs` proves every mutant
 //! on every `cargo test`.
 //!
 //! The registry (names and descriptions: what `--mutant` takes) is here.

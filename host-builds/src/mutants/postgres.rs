@@ -4,7 +4,7 @@
 //! [`PostgresStore`], which keeps only the faithful SQL) or by keeping
 //! state in the replica's memory. The registered ones (`postgres-…` in the
 //! registry) are opened by `--mutant NAME --db postgres://…` and killed by
-//! the suite's cluster kill matrix (`suite/tests/it/builds/cluster_matrix.rs`, three
+//! the suite's cluster kill matrix (`suite/tests/it/cluster_matrix.rs`, three
 //! replicas); `tests/it/postgres_cluster.rs` kills the first two at the store.
 //!
 //! [`StoreMutant::ClaimWithoutSkipLocked`] is not registered: it is

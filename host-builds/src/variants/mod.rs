@@ -1,7 +1,7 @@
 //! Conforming variants: builds of this host that each make ONE other choice
 //! the profile allows (PROFILE.md "Conforming variants"). Mutants prove the
 //! suite catches broken hosts; variants prove it certifies correct hosts
-//! that chose differently. `suite/tests/it/builds/variant_matrix.rs` runs the whole
+//! that chose differently. `suite/tests/it/variant_matrix.rs` runs the whole
 //! suite against each one; `scenarios/variants.json` says, per variant,
 //! which section allows the choice, which profiles must certify it and
 //! which `strict` requirements pin the reference host's own choice.

@@ -26,9 +26,9 @@ mod support;
 // The tests, one module per concern.
 mod attribution;
 mod browser;
-mod builds;
 mod ci_example;
 mod cli;
+mod cluster_matrix;
 mod diff;
 mod doctor;
 mod driver;
@@ -38,6 +38,7 @@ mod hostile;
 mod https;
 mod isolation;
 mod judge_host;
+mod kill_matrix;
 mod lint;
 mod matrix_browser;
 mod observed;
@@ -50,6 +51,7 @@ mod run;
 mod scope;
 mod self_contained;
 mod tools;
+mod variant_matrix;
 
 mod layout {
     use std::path::Path;

@@ -115,7 +115,7 @@ fn needs_endpoints() -> Vec<String> {
 /// The cluster run (three replicas on one PostgreSQL database,
 /// `scripts/certify-cluster.sh`) is published beside the reference host's:
 /// every file, and every profile certified. That it is current is checked
-/// by `tests/it/builds/cluster_matrix.rs` (its clean cluster) and by `.ci/run`
+/// by `tests/it/cluster_matrix.rs` (its clean cluster) and by `.ci/run`
 /// (`goalpost diff` against a fresh cluster run).
 #[test]
 fn the_cluster_run_is_published_and_certified() {
