@@ -543,7 +543,18 @@ fn scenario_trial(
 ) -> Trial {
     Trial::test(scenario.name.clone(), move || {
         let started = Instant::now();
-        let mut result = handle.block_on(driver.run(&scenario, &nonce()));
+        // On the runtime's workers, where its I/O driver is: polled from
+        // this thread instead, every response would wake it across threads.
+        let run = async move { driver.run(&scenario, &nonce()).await };
+        let mut result = match handle.block_on(handle.spawn(run)) {
+            Ok(result) => result,
+            // The harness reports a panicking trial as failed, as it would
+            // had the scenario run on this thread.
+            Err(stopped) => match stopped.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(stopped) => panic!("the scenario's task was stopped: {stopped}"),
+            },
+        };
         // The trial's whole time, as the harness reports it too.
         result.duration = started.elapsed();
         let outcome = result.outcome.clone();

@@ -18,6 +18,12 @@
 //! here, or on a new `tests/*.rs` (which cargo would build as one more
 //! binary).
 
+// The matrices run a hundred suites against in-process hosts, many
+// threads allocating at once: the host's own allocator serves them with
+// less contention than the system's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 // Shared helpers.
 mod common;
 mod sample_report;

@@ -11,7 +11,7 @@
 //! does what it no longer advertises, which a host may (advertising less
 //! is a legal choice). The whole suite (`strict` included) runs through the
 //! same library path as `goalpost run`, a few edits at a time
-//! (`GOALPOST_SCOPE_JOBS`, default 3).
+//! (`GOALPOST_SCOPE_JOBS`, default 5: a run mostly waits).
 
 use crate::common;
 
@@ -30,7 +30,7 @@ use goalpost::run::scope::{attention_advertised, Offer};
 use serde_json::{json, Value};
 
 const SECRET: &str = "goalpost-scope-secret";
-const DEFAULT_JOBS: usize = 3;
+const DEFAULT_JOBS: usize = 5;
 /// What the proxy reads of a request body: more than any scenario sends
 /// (the largest is 1.1 MB).
 const BODY_LIMIT: usize = 8 * 1024 * 1024;

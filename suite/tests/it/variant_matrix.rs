@@ -31,9 +31,9 @@
 //! Each host is in-process, both tenants, signing webhooks with the secret
 //! the suite checks when the variant signs at all; the suite is given the
 //! secret either way, as an operator who configured one would. Variants run
-//! a few at a time (`GOALPOST_VARIANT_MATRIX_JOBS`, default 3); one that
-//! looks wrong is run again with less going on, so a timing race lost to
-//! the load is not reported as an over-reach.
+//! several at a time (`GOALPOST_VARIANT_MATRIX_JOBS`, default 6: a run
+//! mostly waits); one that looks wrong is run again with less going on, so
+//! a timing race lost to the load is not reported as an over-reach.
 //!
 //! One host cannot be judged on the `cluster` profile (its scenarios need
 //! several endpoints of one deployment), so the cluster half runs each
@@ -61,7 +61,7 @@ use goalpost::run::scope::{Scope, Status};
 use goalpost_host_builds::variants::{Variant, REGISTRY};
 use serde_json::Value;
 
-const DEFAULT_JOBS: usize = 3;
+const DEFAULT_JOBS: usize = 6;
 /// Runs at once while suspects are checked again.
 const RECHECK_JOBS: usize = 1;
 const SECRET: &str = "goalpost-variant-matrix-secret";
