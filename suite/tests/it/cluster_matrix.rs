@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 
-use common::kills::{verdict, Declared, Dispositions};
+use common::kills::{run_matrix, verdict, Declared, Dispositions};
 use goalpost_host_builds::mutants::{Mutant, Selection};
 use serde_json::Value;
 
@@ -169,22 +169,8 @@ fn a_clean_cluster_certifies_and_every_postgres_mutant_is_killed() {
     let started = Instant::now();
     let levels = levels();
     let declared = declared();
-    let mut work: Vec<Option<&Declared>> = vec![None];
-    work.extend(declared.iter().map(Some));
     let jobs = common::jobs("GOALPOST_CLUSTER_MATRIX_JOBS", DEFAULT_JOBS);
-    let results = common::in_parallel(work, jobs, |info| {
-        let began = Instant::now();
-        let run = run_cluster(&server, info.map(|info| info.mutant));
-        (info, run, began.elapsed())
-    });
-    let mut clean = None;
-    let mut runs = Vec::new();
-    for (info, run, took) in results {
-        match info {
-            None => clean = Some(run),
-            Some(info) => runs.push((info, run, took)),
-        }
-    }
+    let (clean, mut runs) = run_matrix(&declared, jobs, |mutant| run_cluster(&server, mutant));
     let mut clean = clean
         .expect("the clean cluster ran")
         .unwrap_or_else(|error| panic!("the clean cluster's run failed: {error}"));

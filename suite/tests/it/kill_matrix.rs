@@ -31,7 +31,9 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use common::kills::{declared, killed, levels, requirements, verdict, Declared, Dispositions};
+use common::kills::{
+    declared, killed, levels, requirements, run_matrix, verdict, Declared, Dispositions,
+};
 use goalpost_host_builds::mutants::{Mutant, Selection};
 
 const DEFAULT_JOBS: usize = 12;
@@ -147,8 +149,7 @@ fn every_mutant_is_killed_and_changes_nothing_it_does_not_declare() {
     let profiles = all_profiles();
     let levels = levels(|_| true);
     let declared = declared();
-    // The clean host first, in the same pool: it is the yardstick.
-    let mut work: Vec<Option<&Declared>> = vec![None];
+    let mut mutants = Vec::new();
     for info in declared.iter().filter(|info| selected(info)) {
         if info.cluster {
             eprintln!(
@@ -157,22 +158,11 @@ fn every_mutant_is_killed_and_changes_nothing_it_does_not_declare() {
             );
             continue;
         }
-        work.push(Some(info));
+        mutants.push(info);
     }
     let jobs = jobs();
-    let results = common::in_parallel(work, jobs, |info| {
-        let began = Instant::now();
-        let run = run_suite(info.map(|info| info.mutant), &profiles);
-        (info, run, began.elapsed())
-    });
-    let mut clean = None;
-    let mut runs = Vec::new();
-    for (info, run, took) in results {
-        match info {
-            None => clean = Some(run),
-            Some(info) => runs.push((info, run, took)),
-        }
-    }
+    // The clean host runs in the same pool: it is the yardstick.
+    let (clean, mut runs) = run_matrix(mutants, jobs, |mutant| run_suite(mutant, &profiles));
     let mut clean = clean
         .unwrap_or_else(|| Err("the clean host did not run".into()))
         .unwrap_or_else(|error| panic!("the clean host's run failed: {error}"));

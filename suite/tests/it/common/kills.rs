@@ -177,3 +177,29 @@ pub fn verdict(
         Err(error) => vec![format!("{}: {error}", info.name)],
     }
 }
+
+/// The clean build (`None`) and every mutant in `mutants`, run by `run`
+/// `jobs` at a time: the clean build's result, and each mutant's with the
+/// time its run took.
+pub fn run_matrix<'a, R: Send>(
+    mutants: impl IntoIterator<Item = &'a Declared>,
+    jobs: usize,
+    run: impl Fn(Option<Mutant>) -> R + Sync,
+) -> (Option<R>, Vec<(&'a Declared, R, std::time::Duration)>) {
+    let mut work: Vec<Option<&Declared>> = vec![None];
+    work.extend(mutants.into_iter().map(Some));
+    let results = crate::common::in_parallel(work, jobs, |info| {
+        let began = std::time::Instant::now();
+        let result = run(info.map(|info| info.mutant));
+        (info, result, began.elapsed())
+    });
+    let mut clean = None;
+    let mut runs = Vec::new();
+    for (info, result, took) in results {
+        match info {
+            None => clean = Some(result),
+            Some(info) => runs.push((info, result, took)),
+        }
+    }
+    (clean, runs)
+}
