@@ -26,6 +26,8 @@ pub mod runner;
 pub mod shuffle;
 pub mod start;
 pub mod template;
+#[cfg(test)]
+mod testing;
 pub mod timestamp;
 
 pub use config::{HostChoice, RunConfig};

@@ -409,56 +409,20 @@ impl Goals for BrokenReplica {
         self.inner.goals_page(tenant, state, after, limit)
     }
 
-    fn apply(
+    /// Remembered as [`BrokenReplica::track_if_idle`] does.
+    fn apply_guarded(
         &self,
         change: &Change,
         expected_version: u64,
         run: Option<&RunId>,
         at: Timestamp,
-    ) -> Pending<Written<Vec<Event>>> {
-        let pending = match self.write(change, expected_version, run, at, WriteGuard::Nothing) {
-            Some(written) => Box::pin(async move {
-                Ok(match written.await? {
-                    WrittenIfIdle::Done(events) => Written::Done(events),
-                    _ => Written::Conflict,
-                })
-            }),
-            None => self.inner.apply(change, expected_version, run, at),
-        };
-        self.track(change.goal.id.clone(), Some(change.goal.clone()), pending)
-    }
-
-    /// Remembered as [`BrokenReplica::track`] does; a refusal for a run
-    /// in flight wrote nothing and changes nothing here.
-    fn apply_unless_run_in_flight(
-        &self,
-        change: &Change,
-        expected_version: u64,
-        at: Timestamp,
+        guard: WriteGuard,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        let guard = WriteGuard::NoRunInFlight;
         let pending = self
-            .write(change, expected_version, None, at, guard)
+            .write(change, expected_version, run, at, guard)
             .unwrap_or_else(|| {
                 self.inner
-                    .apply_unless_run_in_flight(change, expected_version, at)
-            });
-        self.track_if_idle(change, pending)
-    }
-
-    fn apply_arming(
-        &self,
-        change: &Change,
-        expected_version: u64,
-        at: Timestamp,
-        max_armed: u64,
-    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        let guard = WriteGuard::ArmedBelow(max_armed);
-        let pending = self
-            .write(change, expected_version, None, at, guard)
-            .unwrap_or_else(|| {
-                self.inner
-                    .apply_arming(change, expected_version, at, max_armed)
+                    .apply_guarded(change, expected_version, run, at, guard)
             });
         self.track_if_idle(change, pending)
     }

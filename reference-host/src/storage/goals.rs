@@ -140,30 +140,54 @@ pub trait Goals {
         limit: usize,
     ) -> Result<Vec<Goal>, StoreError>;
 
-    /// Writes `change` if the stored goal is still at `expected_version`,
-    /// appending its events (each with the next per-goal sequence) and its
-    /// evaluation, and ending `run` as recorded, in one transaction.
+    /// Writes `change` if the stored goal is still at `expected_version`
+    /// and `guard` holds, appending its events (each with the next per-goal
+    /// sequence) and its evaluation, and ending `run` as recorded, in one
+    /// transaction. The guard is checked in that transaction, after the
+    /// goal's row lock is taken, so writes on any number of replicas cannot
+    /// slip past it together. The three writes below are this one with
+    /// each guard.
+    fn apply_guarded(
+        &self,
+        change: &Change,
+        expected_version: u64,
+        run: Option<&RunId>,
+        at: Timestamp,
+        guard: WriteGuard,
+    ) -> Pending<WrittenIfIdle<Vec<Event>>>;
+
+    /// [`Goals::apply_guarded`] with no guard but the version.
     fn apply(
         &self,
         change: &Change,
         expected_version: u64,
         run: Option<&RunId>,
         at: Timestamp,
-    ) -> Pending<Written<Vec<Event>>>;
+    ) -> Pending<Written<Vec<Event>>> {
+        written_only(self.apply_guarded(change, expected_version, run, at, WriteGuard::Nothing))
+    }
 
     /// [`Goals::apply`] of a change that records no run, unless a run of
     /// the goal is in flight (reserved and not ended) in any process that
-    /// shares the store, a dead one's included. The runs are looked at in
-    /// the write's own transaction, after taking the goal's row lock, which
-    /// [`Runs::reserve_run`](crate::storage::Runs::reserve_run) holds until its run is stored: a reservation
-    /// that committed first is seen here, and one that comes after finds
-    /// the goal changed. Nothing is written when a run is in flight.
+    /// shares the store, a dead one's included.
+    /// [`Runs::reserve_run`](crate::storage::Runs::reserve_run) holds the
+    /// goal's row lock until its run is stored: a reservation that
+    /// committed first is seen here, and one that comes after finds the
+    /// goal changed. Nothing is written when a run is in flight.
     fn apply_unless_run_in_flight(
         &self,
         change: &Change,
         expected_version: u64,
         at: Timestamp,
-    ) -> Pending<WrittenIfIdle<Vec<Event>>>;
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        self.apply_guarded(
+            change,
+            expected_version,
+            None,
+            at,
+            WriteGuard::NoRunInFlight,
+        )
+    }
 
     /// [`Goals::apply`] of a change that puts the goal on an arm (a PATCH
     /// into an armed mode), only if its owner holds fewer than `max_armed`
@@ -176,7 +200,10 @@ pub trait Goals {
         expected_version: u64,
         at: Timestamp,
         max_armed: u64,
-    ) -> Pending<WrittenIfIdle<Vec<Event>>>;
+    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
+        let guard = WriteGuard::ArmedBelow(max_armed);
+        self.apply_guarded(change, expected_version, None, at, guard)
+    }
 
     /// Stores a new goal (version 1) if `guard` allows it, remembering its
     /// idempotency key, in one transaction.
@@ -198,4 +225,17 @@ pub trait Goals {
         closed_at_or_before: Timestamp,
         limit: usize,
     ) -> Pending<Vec<GoalId>>;
+}
+
+/// A write that was not asked to look at the goal's runs, as
+/// [`Goals::apply`] answers it: it is written or in conflict.
+fn written_only<T: Send + 'static>(written: Pending<WrittenIfIdle<T>>) -> Pending<Written<T>> {
+    Box::pin(async move {
+        Ok(match written.await? {
+            WrittenIfIdle::Done(done) => Written::Done(done),
+            WrittenIfIdle::Conflict | WrittenIfIdle::RunInFlight | WrittenIfIdle::TooManyArmed => {
+                Written::Conflict
+            }
+        })
+    })
 }

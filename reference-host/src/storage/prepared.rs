@@ -5,7 +5,7 @@
 
 use super::group_commit::Pending;
 use super::record::{to_json, ChangeRecords, GoalRecord};
-use super::{CreateGuard, StoreError, Written, WrittenIfIdle};
+use super::{CreateGuard, StoreError};
 use crate::domain::{
     wire, Change, CriteriaVerifier, EventPayload, Goal, RunId, RunIds, Tenant, Timestamp,
 };
@@ -138,19 +138,4 @@ impl PreparedChange {
 /// A write that failed before it was queued.
 pub(super) fn failed<T: Send + 'static>(error: StoreError) -> Pending<T> {
     Box::pin(std::future::ready(Err(error)))
-}
-
-/// A write that was not asked to look at the goal's runs, as
-/// [`super::Goals::apply`] answers it: it is written or in conflict.
-pub(super) fn written_only<T: Send + 'static>(
-    written: Pending<WrittenIfIdle<T>>,
-) -> Pending<Written<T>> {
-    Box::pin(async move {
-        Ok(match written.await? {
-            WrittenIfIdle::Done(done) => Written::Done(done),
-            WrittenIfIdle::Conflict | WrittenIfIdle::RunInFlight | WrittenIfIdle::TooManyArmed => {
-                Written::Conflict
-            }
-        })
-    })
 }

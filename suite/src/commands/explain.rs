@@ -129,6 +129,7 @@ fn suggestions(requirements: &[Requirement], id: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::assert_contains;
 
     /// A catalog loaded from files, as `goalpost explain` loads it.
     fn catalog(dir: &Path) -> Catalog {
@@ -205,13 +206,11 @@ mod tests {
     fn a_should_requirement_says_it_never_blocks() {
         let (code, out, _) = run("core.create.bounds-range");
         assert_eq!(code, 0);
-        assert!(
-            out.contains(
-                "Level: SHOULD (a failure is advisory: it never blocks certification of core)\n\
+        assert_contains(
+            &out,
+            "Level: SHOULD (a failure is advisory: it never blocks certification of core)\n\
                  Section: PROFILE.md#core.create.bounds-range\n\
-                 Applies to: every host that advertises `agents.goals`.\n"
-            ),
-            "{out}"
+                 Applies to: every host that advertises `agents.goals`.\n",
         );
     }
 
@@ -219,9 +218,9 @@ mod tests {
     fn an_unknown_id_suggests_close_ones() {
         let (code, out, err) = run("core.create.bounds");
         assert_eq!((code, out.as_str()), (2, ""));
-        assert!(
-            err.contains("did you mean: core.create.bounds-required, core.create.bounds-range"),
-            "{err}"
+        assert_contains(
+            &err,
+            "did you mean: core.create.bounds-required, core.create.bounds-range",
         );
         let (code, _, err) = run("zzz");
         assert_eq!(code, 2);

@@ -102,6 +102,7 @@ pub fn list(mut out: impl Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::assert_contains;
 
     fn run(schema: &str, files: &[PathBuf], stdin: &str) -> (u8, String, String) {
         let schemas = Schemas::embedded().unwrap();
@@ -144,20 +145,20 @@ mod tests {
         assert!(lines[0].starts_with("(stdin): invalid, "), "{out}");
         assert!(lines.len() >= 3, "{out}");
         assert!(lines[1..].iter().all(|l| l.contains(": ")), "{out}");
-        assert!(out.contains("/error: "), "{out}");
+        assert_contains(&out, "/error: ");
     }
 
     #[test]
     fn unknown_schemas_and_unreadable_input_are_two() {
         let (code, _, err) = run("nope", &[], ERROR);
         assert_eq!(code, 2);
-        assert!(err.contains("known schemas: attention,"), "{err}");
+        assert_contains(&err, "known schemas: attention,");
         let (code, _, err) = run("error", &[], "{");
         assert_eq!(code, 2);
         assert!(err.starts_with("(stdin): not JSON"), "{err}");
         let (code, _, err) = run("error", &[PathBuf::from("/no/such/file.json")], "");
         assert_eq!(code, 2);
-        assert!(err.contains("cannot read"), "{err}");
+        assert_contains(&err, "cannot read");
     }
 
     #[test]

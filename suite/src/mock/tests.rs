@@ -2,6 +2,7 @@
 //! secrets, payload checks, delays cut short when a scenario ends.
 
 use super::*;
+use crate::testing::assert_contains;
 use serde_json::json;
 use time::macros::datetime;
 
@@ -216,8 +217,8 @@ async fn wrong_secrets_and_broken_payloads_are_recorded() {
     assert_eq!(view["unauthenticated"], 2);
     assert_eq!(view["calls"][0]["secret"], "mismatch");
     let problems = view["calls"][1]["problems"].to_string();
-    assert!(problems.contains("Content-Type"), "{problems}");
-    assert!(problems.contains("not JSON"), "{problems}");
+    assert_contains(&problems, "Content-Type");
+    assert_contains(&problems, "not JSON");
     assert_eq!(view["calls"][1]["body"], Value::Null);
     assert_eq!(view["calls"][1]["endpoint"], "arm");
     server.shutdown().await;

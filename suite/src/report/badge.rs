@@ -134,36 +134,26 @@ fn text_width(text: &str) -> u32 {
 mod tests {
     use super::*;
     use crate::report::sample;
+    use crate::testing::assert_contains;
 
     fn badge(profile: ProfileReport) -> String {
         let mut report = sample::report();
         report.profiles.insert("core".to_string(), profile);
-        let mut out = Vec::new();
-        write_profile(&report, "core", &mut out).unwrap();
-        String::from_utf8(out).unwrap()
+        sample::written(|report, out| write_profile(report, "core", out), &report)
     }
 
     #[test]
     fn the_message_follows_the_verdict() {
-        let profile = |certified, pass, fail, skip, error, selected| ProfileReport {
-            certified,
-            pass,
-            fail,
-            skip,
-            error,
-            selected,
-            ..ProfileReport::default()
-        };
-        let certified = badge(profile(true, 5, 0, 0, 0, true));
+        let certified = badge(sample::profile(true, 5, 0, 0, 0, true));
         assert!(certified.contains("<title>goalpost core: certified</title>"));
         assert!(certified.contains(GREEN));
-        let failed = badge(profile(false, 5, 2, 1, 1, true));
+        let failed = badge(sample::profile(false, 5, 2, 1, 1, true));
         assert!(failed.contains("<title>goalpost core: 3 failed</title>"));
         assert!(failed.contains(RED));
-        let skipped = badge(profile(false, 5, 0, 2, 0, true));
+        let skipped = badge(sample::profile(false, 5, 0, 2, 0, true));
         assert!(skipped.contains(": 2 skipped</title>"));
-        assert!(badge(profile(false, 0, 0, 0, 0, false)).contains(": not run</title>"));
-        assert!(badge(profile(false, 0, 0, 4, 0, true)).contains(": not run</title>"));
+        assert!(badge(sample::profile(false, 0, 0, 0, 0, false)).contains(": not run</title>"));
+        assert!(badge(sample::profile(false, 0, 0, 4, 0, true)).contains(": not run</title>"));
     }
 
     #[test]
@@ -184,10 +174,7 @@ mod tests {
             selected: true,
             ..ProfileReport::default()
         });
-        assert!(
-            only_advisory.contains(": 3 skipped</title>"),
-            "{only_advisory}"
-        );
+        assert_contains(&only_advisory, ": 3 skipped</title>");
         let blocked = badge(ProfileReport {
             pass: 2,
             not_reached: 3,
@@ -212,10 +199,9 @@ mod tests {
             },
             ..ProfileReport::default()
         });
-        assert!(
-            certified
-                .contains("<title>goalpost core: certified (judge verifier; mode manual)</title>"),
-            "{certified}"
+        assert_contains(
+            &certified,
+            "<title>goalpost core: certified (judge verifier; mode manual)</title>",
         );
         assert!(certified.contains(GREEN));
         let unattempted = badge(ProfileReport {
@@ -225,17 +211,13 @@ mod tests {
             selected: true,
             ..ProfileReport::default()
         });
-        assert!(
-            unattempted
-                .contains("<title>goalpost core: not attempted (needs 2+ endpoints)</title>"),
-            "{unattempted}"
+        assert_contains(
+            &unattempted,
+            "<title>goalpost core: not attempted (needs 2+ endpoints)</title>",
         );
         assert!(unattempted.contains(GREY));
         // The visible text stays short.
-        assert!(
-            unattempted.contains(">not attempted</text>"),
-            "{unattempted}"
-        );
+        assert_contains(&unattempted, ">not attempted</text>");
     }
 
     #[test]

@@ -30,28 +30,31 @@ pub fn differences(committed: &Value, fresh: &Value) -> Vec<String> {
         profile_summary,
         &mut found,
     );
-    compare(
-        "requirement",
-        &keyed_array(&committed["requirements"], "id"),
-        &keyed_array(&fresh["requirements"], "id"),
-        requirement_summary,
-        &mut found,
-    );
-    compare(
-        "scenario",
-        &keyed_array(&committed["scenarios"], "name"),
-        &keyed_array(&fresh["scenarios"], "name"),
-        scenario_summary,
-        &mut found,
-    );
+    let listed: [(&str, &str, &str, Summary); 2] = [
+        ("requirement", "requirements", "id", requirement_summary),
+        ("scenario", "scenarios", "name", scenario_summary),
+    ];
+    for (kind, list, key, summary) in listed {
+        compare(
+            kind,
+            &keyed_array(&committed[list], key),
+            &keyed_array(&fresh[list], key),
+            summary,
+            &mut found,
+        );
+    }
     found
 }
+
+/// One line that stands for a profile, requirement or scenario: two
+/// entries differ when their summaries do.
+type Summary = fn(&Value) -> String;
 
 fn compare(
     kind: &str,
     committed: &BTreeMap<String, &Value>,
     fresh: &BTreeMap<String, &Value>,
-    summary: fn(&Value) -> String,
+    summary: Summary,
     found: &mut Vec<String>,
 ) {
     for (key, before) in committed {

@@ -632,11 +632,10 @@ pub(crate) fn csp_hash(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::report::sample;
+    use crate::testing::assert_contains;
 
     fn written(report: &RunReport) -> String {
-        let mut out = Vec::new();
-        write(report, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
+        sample::written(|report, out| write(report, out), report)
     }
 
     #[test]
@@ -664,32 +663,22 @@ mod tests {
         let html = written(&sample::report());
         let row = &html[html.find("data-disposition=\"advisory\"").unwrap()..];
         let row = &row[..row.find("</tr>").unwrap()];
-        assert!(
-            row.contains("<span class=\"level SHOULD\">SHOULD</span>"),
-            "{row}"
+        assert_contains(row, "<span class=\"level SHOULD\">SHOULD</span>");
+        assert_contains(
+            row,
+            "<a href=\"../../PROFILE.md#core.create.location\">§2 Bounds required</a>",
         );
-        assert!(
-            row.contains(
-                "<a href=\"../../PROFILE.md#core.create.location\">§2 Bounds required</a>"
-            ),
-            "{row}"
-        );
-        assert!(
-            row.contains("<span class=\"badge advisory\">advisory</span>"),
-            "{row}"
-        );
+        assert_contains(row, "<span class=\"badge advisory\">advisory</span>");
         // Its reason is its own check's, linked to its own article.
-        assert!(
-            row.contains("<a href=\"#requirement-core.create.location\">status: expected 422"),
-            "{row}"
+        assert_contains(
+            row,
+            "<a href=\"#requirement-core.create.location\">status: expected 422",
         );
         let row = &html[html.find("data-disposition=\"not-reached\"").unwrap()..];
         let row = &row[..row.find("</tr>").unwrap()];
-        assert!(
-            row.contains(
-                "not reached: step 1 &quot;create&quot; failed on core.create.bounds-required"
-            ),
-            "{row}"
+        assert_contains(
+            row,
+            "not reached: step 1 &quot;create&quot; failed on core.create.bounds-required",
         );
     }
 
@@ -705,13 +694,13 @@ mod tests {
                 "{disposition}"
             );
         }
-        assert!(
-            legend.contains("<dt id=\"skip-seam-absent\"><code>seam-absent</code></dt>"),
-            "{legend}"
+        assert_contains(
+            legend,
+            "<dt id=\"skip-seam-absent\"><code>seam-absent</code></dt>",
         );
-        assert!(
-            legend.contains("<a href=\"../../PROFILE.md#skip-seam-absent\">How to act.</a>"),
-            "{legend}"
+        assert_contains(
+            legend,
+            "<a href=\"../../PROFILE.md#skip-seam-absent\">How to act.</a>",
         );
         assert!(!legend.contains("skip-filtered"));
         // The skipped requirement's reason links to its legend entry.
@@ -728,23 +717,18 @@ mod tests {
         let html = written(&sample::report());
         let row = &html[html.find("data-disposition=\"advisory\"").unwrap()..];
         let row = &row[..row.find("</tr>").unwrap()];
-        assert!(
-            row.contains("<a href=\"#requirement-core.create.location\">status: expected 422, actual 201</a>"),
-            "{row}"
+        assert_contains(
+            row,
+            "<a href=\"#requirement-core.create.location\">status: expected 422, actual 201</a>",
         );
         let article = &html[html
             .find("<article class=\"failure advisory\" id=\"requirement-core.create.location\">")
             .unwrap()..];
         let article = &article[..article.find("</article>").unwrap()];
-        assert!(
-            article.contains("<pre class=\"curl\" id=\"curl-2\">curl -sS -i"),
-            "{article}"
-        );
-        assert!(
-            article.contains(
-                "<a href=\"../../PROFILE.md#core.create.location\">its section in PROFILE.md</a>"
-            ),
-            "{article}"
+        assert_contains(article, "<pre class=\"curl\" id=\"curl-2\">curl -sS -i");
+        assert_contains(
+            article,
+            "<a href=\"../../PROFILE.md#core.create.location\">its section in PROFILE.md</a>",
         );
         // The advisory is no failure: it is not among the failing steps.
         let failures = &html[html.find("<section id=\"failures\">").unwrap()
@@ -766,9 +750,7 @@ mod tests {
             },
         );
         let html = written(&report);
-        assert!(html.contains(
-            "<li class=\"profile certified\" data-profile=\"core\"><h3>core</h3><p class=\"verdict\">certified, 2 advisory</p>"
-        ), "{html}");
+        assert_contains(&html, "<li class=\"profile certified\" data-profile=\"core\"><h3>core</h3><p class=\"verdict\">certified, 2 advisory</p>");
     }
 
     #[test]
@@ -816,9 +798,7 @@ mod tests {
                 agree: Some(false),
             }];
         let html = written(&report);
-        assert!(html.contains(
-            "<tr><td>arm calls &lt;b&gt;</td><td><code>3</code></td><td><code>4</code></td><td><span class=\"disagree\">differ</span></td></tr>"
-        ), "{html}");
+        assert_contains(&html, "<tr><td>arm calls &lt;b&gt;</td><td><code>3</code></td><td><code>4</code></td><td><span class=\"disagree\">differ</span></td></tr>");
     }
 
     #[test]

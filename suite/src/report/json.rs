@@ -108,26 +108,29 @@ mod tests {
     #[test]
     fn the_schema_holds_the_level_rules() {
         let schemas = Schemas::embedded().unwrap();
-        // A SHOULD requirement never fails.
-        let mut value = written();
-        value["requirements"][4]["disposition"] = Value::from("fail");
-        assert!(schemas.validate("report", &value).is_err());
-        // A MUST requirement is never an advisory.
-        let mut value = written();
-        value["requirements"][0]["disposition"] = Value::from("advisory");
-        assert!(schemas.validate("report", &value).is_err());
-        // A certified profile has no failure.
-        let mut value = written();
-        value["profiles"]["core"]["certified"] = Value::from(true);
-        assert!(schemas.validate("report", &value).is_err());
-        // A skip reason nobody defined.
-        let mut value = written();
-        value["requirements"][3]["reason"] = Value::from("because");
-        assert!(schemas.validate("report", &value).is_err());
-        // A section that is not PROFILE.md's.
-        let mut value = written();
-        value["requirements"][0]["section"] = Value::from("SPEC.md#core.create.ok");
-        assert!(schemas.validate("report", &value).is_err());
+        type Break = fn(&mut Value);
+        let broken: [(&str, Break); 5] = [
+            ("a SHOULD requirement never fails", |value| {
+                value["requirements"][4]["disposition"] = Value::from("fail")
+            }),
+            ("a MUST requirement is never an advisory", |value| {
+                value["requirements"][0]["disposition"] = Value::from("advisory")
+            }),
+            ("a certified profile has no failure", |value| {
+                value["profiles"]["core"]["certified"] = Value::from(true)
+            }),
+            ("a skip reason nobody defined", |value| {
+                value["requirements"][3]["reason"] = Value::from("because")
+            }),
+            ("a section that is not PROFILE.md's", |value| {
+                value["requirements"][0]["section"] = Value::from("SPEC.md#core.create.ok")
+            }),
+        ];
+        for (rule, break_it) in broken {
+            let mut value = written();
+            break_it(&mut value);
+            assert!(schemas.validate("report", &value).is_err(), "{rule}");
+        }
     }
 
     #[test]

@@ -211,11 +211,10 @@ fn requirement_line(requirement: &RequirementReport) -> String {
 mod tests {
     use super::*;
     use crate::report::sample;
+    use crate::testing::assert_contains;
 
     fn written() -> String {
-        let mut out = Vec::new();
-        write(&sample::report(), &mut out).unwrap();
-        String::from_utf8(out).unwrap()
+        sample::written(|report, out| write(report, out), &sample::report())
     }
 
     /// The elements of a document, as (name, attributes text) in order,
@@ -304,22 +303,19 @@ mod tests {
     #[test]
     fn each_case_names_the_requirements_it_proves() {
         let xml = written();
-        assert!(
-            xml.contains(r#"<property name="requirement" value="core.create.bounds-required"/>"#),
-            "{xml}"
+        assert_contains(
+            &xml,
+            r#"<property name="requirement" value="core.create.bounds-required"/>"#,
         );
     }
 
     #[test]
     fn each_case_says_what_became_of_each_requirement_it_names() {
         let xml = written();
-        assert!(
-            xml.contains("<system-out>core.create.ok MUST pass (PROFILE.md#core.create.ok)\ncore.create.location SHOULD advisory: core/create.json step 1 &quot;create&quot;: header location is absent (PROFILE.md#core.create.location)</system-out>"),
-            "{xml}"
-        );
-        assert!(
-            xml.contains("core.lifecycle.abandon MUST not-reached: not reached: step 1"),
-            "{xml}"
+        assert_contains(&xml, "<system-out>core.create.ok MUST pass (PROFILE.md#core.create.ok)\ncore.create.location SHOULD advisory: core/create.json step 1 &quot;create&quot;: header location is absent (PROFILE.md#core.create.location)</system-out>");
+        assert_contains(
+            &xml,
+            "core.lifecycle.abandon MUST not-reached: not reached: step 1",
         );
         // An advisory is no failure: its case has no <failure>.
         let create = &xml[xml.find(r#"name="core::create""#).unwrap()..];
@@ -332,48 +328,40 @@ mod tests {
         let xml = written();
         let core = &xml[xml.find(r#"<testsuite name="core""#).unwrap()..];
         let core = &core[..core.find("<testcase").unwrap()];
-        assert!(
-            core.contains(r#"<property name="verdict" value="not certified"/>"#),
-            "{core}"
+        assert_contains(core, r#"<property name="verdict" value="not certified"/>"#);
+        assert_contains(
+            core,
+            r#"<property name="requirements.advisory" value="1"/>"#,
         );
-        assert!(
-            core.contains(r#"<property name="requirements.advisory" value="1"/>"#),
-            "{core}"
-        );
-        assert!(
-            core.contains(r#"<property name="requirements.not-reached" value="1"/>"#),
-            "{core}"
+        assert_contains(
+            core,
+            r#"<property name="requirements.not-reached" value="1"/>"#,
         );
     }
 
     #[test]
     fn a_skip_says_what_its_reason_means_and_where_to_read_more() {
         let xml = written();
-        assert!(
-            xml.contains(
-                "<skipped message=\"seam-absent\">The host does not list a conformance seam"
-            ),
-            "{xml}"
+        assert_contains(
+            &xml,
+            "<skipped message=\"seam-absent\">The host does not list a conformance seam",
         );
-        assert!(
-            xml.contains("See PROFILE.md#skip-seam-absent.</skipped>"),
-            "{xml}"
-        );
+        assert_contains(&xml, "See PROFILE.md#skip-seam-absent.</skipped>");
     }
 
     #[test]
     fn a_failure_carries_its_curl_command() {
         let xml = written();
         let failure = &xml[xml.find("<failure").unwrap()..xml.find("</failure>").unwrap()];
-        assert!(failure.contains("reproduce:\ncurl -sS -i"), "{failure}");
-        assert!(failure.contains("Bearer $TOKEN"), "{failure}");
+        assert_contains(failure, "reproduce:\ncurl -sS -i");
+        assert_contains(failure, "Bearer $TOKEN");
     }
 
     #[test]
     fn messages_are_escaped() {
         let xml = written();
-        assert!(xml.contains("&lt;&amp;&gt; failed"), "{xml}");
-        assert!(xml.contains("&quot;create&quot;"), "{xml}");
+        assert_contains(&xml, "&lt;&amp;&gt; failed");
+        assert_contains(&xml, "&quot;create&quot;");
         assert!(!xml.contains("<&>"));
     }
 }

@@ -344,36 +344,30 @@ fn longest_run(text: &str, c: char) -> usize {
 mod tests {
     use super::*;
     use crate::report::sample;
+    use crate::testing::assert_contains;
 
     fn written(report: &RunReport) -> String {
-        let mut out = Vec::new();
-        write(report, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
+        sample::written(|report, out| write(report, out), report)
     }
 
     #[test]
     fn one_line_per_profile() {
         let md = written(&sample::report());
-        assert!(md.contains(
-            "- ❌ **core**: not certified — 3 MUST requirements did not pass: 1 error, 1 fail, 1 not-reached (1 pass, 1 fail, 1 advisory, 1 not reached, 0 skip, 0 not applicable, 1 error)\n"
-        ), "{md}");
+        assert_contains(&md, "- ❌ **core**: not certified — 3 MUST requirements did not pass: 1 error, 1 fail, 1 not-reached (1 pass, 1 fail, 1 advisory, 1 not reached, 0 skip, 0 not applicable, 1 error)\n");
         assert!(md.contains(
             "- ⚪ **strict**: opted out (0 pass, 0 fail, 0 advisory, 0 not reached, 0 skip, 0 not applicable, 0 error)\n"
         ));
         assert!(md.contains("0 of 2 attempted profiles certified"));
-        assert!(md.contains("· profile 1.0\n"), "{md}");
-        assert!(md.contains("(3 scenarios ran)"), "{md}");
+        assert_contains(&md, "· profile 1.0\n");
+        assert_contains(&md, "(3 scenarios ran)");
     }
 
     #[test]
     fn failures_name_the_check_and_the_curl() {
         let md = written(&sample::report());
-        assert!(
-            md.contains("- **fail** `core::bounds` (`core.create.bounds-required` fail, `core.lifecycle.abandon` not-reached): step 1 “create”: status: expected `422`, got `201`\n"),
-            "{md}"
-        );
-        assert!(md.contains("  ```sh\n  curl -sS -i \\\n"), "{md}");
-        assert!(md.contains("- **error** `core::discovery`"), "{md}");
+        assert_contains(&md, "- **fail** `core::bounds` (`core.create.bounds-required` fail, `core.lifecycle.abandon` not-reached): step 1 “create”: status: expected `422`, got `201`\n");
+        assert_contains(&md, "  ```sh\n  curl -sS -i \\\n");
+        assert_contains(&md, "- **error** `core::discovery`");
     }
 
     #[test]
@@ -392,20 +386,15 @@ mod tests {
     fn skip_reasons_present_are_explained() {
         let mut report = sample::report();
         let md = written(&report);
-        assert!(
-            md.contains(
-                "#### Why requirements were skipped, or do not apply\n\n- `seam-absent`: The host does not list"
-            ),
-            "{md}"
-        );
+        assert_contains(&md, "#### Why requirements were skipped, or do not apply\n\n- `seam-absent`: The host does not list");
         assert!(
             md.contains("([how to act](../../PROFILE.md#skip-seam-absent))\n"),
             "{md}"
         );
         assert!(!md.contains("`filtered`"));
-        assert!(
-            md.contains("- `mode:heartbeat`: The host does not advertise the \\`heartbeat\\` continuation mode"),
-            "{md}"
+        assert_contains(
+            &md,
+            "- `mode:heartbeat`: The host does not advertise the \\`heartbeat\\` continuation mode",
         );
         assert!(
             md.contains("([how to act](../../PROFILE.md#not-applicable-mode))\n"),
@@ -414,10 +403,7 @@ mod tests {
         // Without PROFILE.md the section is named, not linked.
         report.profile_href = None;
         let md = written(&report);
-        assert!(
-            md.contains("how to act (`PROFILE.md#skip-seam-absent`)"),
-            "{md}"
-        );
+        assert_contains(&md, "how to act (`PROFILE.md#skip-seam-absent`)");
     }
 
     #[test]
@@ -445,7 +431,7 @@ mod tests {
             }
         }
         let md = written(&report);
-        assert!(md.contains("every attempted profile certified"), "{md}");
+        assert_contains(&md, "every attempted profile certified");
         assert!(
             md.contains(
                 "- ✅ **core**: certified, 1 advisory — judge verifier; modes manual, schedule ("
@@ -457,9 +443,9 @@ mod tests {
         (cluster.selected, cluster.status) = (true, Some(Status::NotAttempted));
         cluster.reason = Some("needs 2+ endpoints".to_string());
         let md = written(&report);
-        assert!(
-            md.contains("every attempted profile certified; not attempted: cluster"),
-            "{md}"
+        assert_contains(
+            &md,
+            "every attempted profile certified; not attempted: cluster",
         );
         assert!(
             md.contains("- ⚪ **cluster**: not attempted — needs 2+ endpoints ("),

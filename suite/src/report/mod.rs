@@ -507,6 +507,36 @@ pub(crate) mod sample {
     //! A small report with every outcome and disposition, for writer tests.
     use super::*;
 
+    /// A profile with these counts and nothing else set.
+    pub fn profile(
+        certified: bool,
+        pass: u32,
+        fail: u32,
+        skip: u32,
+        error: u32,
+        selected: bool,
+    ) -> ProfileReport {
+        ProfileReport {
+            certified,
+            pass,
+            fail,
+            skip,
+            error,
+            selected,
+            ..ProfileReport::default()
+        }
+    }
+
+    /// What a writer writes for `report`, as text.
+    pub fn written(
+        write: impl FnOnce(&RunReport, &mut Vec<u8>) -> std::io::Result<()>,
+        report: &RunReport,
+    ) -> String {
+        let mut out = Vec::new();
+        write(report, &mut out).expect("writing to memory");
+        String::from_utf8(out).expect("a writer writes UTF-8")
+    }
+
     pub fn report() -> RunReport {
         let scenario = |name: &str, outcome: OutcomeKind, message: Option<&str>| ScenarioReport {
             name: name.to_string(),
@@ -539,15 +569,6 @@ pub(crate) mod sample {
             reason: reason.map(str::to_string),
             scenarios: vec![scenario.to_string()],
             ..RequirementReport::default()
-        };
-        let profile = |certified, pass, fail, skip, error, selected| ProfileReport {
-            certified,
-            pass,
-            fail,
-            skip,
-            error,
-            selected,
-            ..ProfileReport::default()
         };
         let mut report = RunReport {
             suite: SuiteInfo {

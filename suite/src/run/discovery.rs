@@ -282,29 +282,24 @@ mod tests {
 
     #[test]
     fn reads_judge_and_requires_bounds_into_variables() {
-        let document = json!({"agents": {"goals": {"judge": "host", "continuation": [],
-                                                    "requiresBounds": false}}});
-        let caps = Capabilities::from_document(Some(&document));
-        assert!(!caps.requires_bounds);
-        assert_eq!(
-            caps.variables(),
-            vec![
-                ("discovery.judge", json!("host")),
-                ("discovery.mode", json!("manual")),
-                ("discovery.eventsStream", json!("/"))
-            ]
-        );
+        let plain = json!({"agents": {"goals": {"judge": "host", "continuation": [],
+                                                 "requiresBounds": false}}});
         let odd = json!({"agents": {"goals": {"judge": 3, "requiresBounds": "no"}}});
+        for (document, judge, requires_bounds) in
+            [(&plain, "host", false), (&odd, "verifier", true)]
+        {
+            let caps = Capabilities::from_document(Some(document));
+            assert_eq!(caps.requires_bounds, requires_bounds, "{document}");
+            assert_eq!(
+                caps.variables(),
+                vec![
+                    ("discovery.judge", json!(judge)),
+                    ("discovery.mode", json!("manual")),
+                    ("discovery.eventsStream", json!("/"))
+                ]
+            );
+        }
         let caps = Capabilities::from_document(Some(&odd));
-        assert!(caps.requires_bounds);
-        assert_eq!(
-            caps.variables(),
-            vec![
-                ("discovery.judge", json!("verifier")),
-                ("discovery.mode", json!("manual")),
-                ("discovery.eventsStream", json!("/"))
-            ]
-        );
         let names: Vec<&str> = caps.variables().iter().map(|(name, _)| *name).collect();
         assert_eq!(names, VARIABLES);
     }

@@ -157,19 +157,29 @@ mod tests {
         profiles.iter().map(|p| p.to_string()).collect()
     }
 
+    /// The gate for a run that selects the scenario's own profile and has
+    /// everything the run can be given: a second tenant, every option, one
+    /// endpoint. What is left to decide is the host's side.
+    fn gated(scenario: &Scenario, host: &Capabilities) -> Option<SkipReason> {
+        gate(
+            scenario,
+            host,
+            &selected(&[&scenario.profile]),
+            true,
+            &given(),
+            1,
+        )
+    }
+
     #[test]
     fn attention_runs_only_where_the_extension_is_advertised() {
         let mut wants = needs(&["continue"], &[], 1);
         wants.attention = true;
         let s = scenario("attention", wants);
-        let selection = selected(&["attention"]);
-        assert_eq!(gate(&s, &full_host(), &selection, true, &given(), 1), None);
+        assert_eq!(gated(&s, &full_host()), None);
         let mut silent = full_host();
         silent.attention = false;
-        assert_eq!(
-            gate(&s, &silent, &selection, true, &given(), 1),
-            Some(SkipReason::NotAdvertised)
-        );
+        assert_eq!(gated(&s, &silent), Some(SkipReason::NotAdvertised));
         // Not selected is not selected, advertised or not.
         assert_eq!(
             gate(&s, &full_host(), &selected(&["core"]), true, &given(), 1),
@@ -182,17 +192,13 @@ mod tests {
         let mut wants = needs(&[], &["manual"], 1);
         wants.reported_runs = true;
         let s = scenario("behavior", wants);
-        let selection = selected(&["behavior"]);
-        assert_eq!(gate(&s, &full_host(), &selection, true, &given(), 1), None);
+        assert_eq!(gated(&s, &full_host()), None);
         let mut schedule_only = full_host();
         schedule_only.reported_runs = ["schedule".to_string()].into();
         let mut silent = full_host();
         silent.reported_runs.clear();
         for host in [schedule_only, silent] {
-            assert_eq!(
-                gate(&s, &host, &selection, true, &given(), 1),
-                Some(SkipReason::NotAdvertised)
-            );
+            assert_eq!(gated(&s, &host), Some(SkipReason::NotAdvertised));
         }
     }
 
@@ -201,32 +207,18 @@ mod tests {
         let mut wants = needs(&[], &["manual"], 1);
         wants.host_events = Some("stream".to_string());
         let s = scenario("core", wants);
-        let selection = selected(&["core"]);
         let mut list_only = full_host();
         list_only.host_events = ["goalList".to_string()].into();
-        assert_eq!(
-            gate(&s, &list_only, &selection, true, &given(), 1),
-            Some(SkipReason::NotAdvertised)
-        );
+        assert_eq!(gated(&s, &list_only), Some(SkipReason::NotAdvertised));
         let mut both = list_only.clone();
         both.host_events.insert("stream".to_string());
-        assert_eq!(gate(&s, &both, &selection, true, &given(), 1), None);
+        assert_eq!(gated(&s, &both), None);
     }
 
     #[test]
     fn runs_when_every_need_is_met() {
         let s = scenario("behavior", needs(&["continue"], &["schedule"], 2));
-        assert_eq!(
-            gate(
-                &s,
-                &full_host(),
-                &selected(&["behavior"]),
-                true,
-                &given(),
-                1
-            ),
-            None
-        );
+        assert_eq!(gated(&s, &full_host()), None);
     }
 
     #[test]
@@ -245,22 +237,9 @@ mod tests {
             goals: false,
             ..full_host()
         };
-        assert_eq!(
-            gate(&s, &bare, &selected(&["core"]), true, &given(), 1),
-            Some(SkipReason::NotAdvertised)
-        );
+        assert_eq!(gated(&s, &bare), Some(SkipReason::NotAdvertised));
         let s = scenario("behavior", needs(&["continue"], &["heartbeat"], 1));
-        assert_eq!(
-            gate(
-                &s,
-                &full_host(),
-                &selected(&["behavior"]),
-                true,
-                &given(),
-                1
-            ),
-            Some(SkipReason::NotAdvertised)
-        );
+        assert_eq!(gated(&s, &full_host()), Some(SkipReason::NotAdvertised));
     }
 
     #[test]
@@ -276,26 +255,9 @@ mod tests {
             requires_bounds: false,
             ..full_host()
         };
+        assert_eq!(gated(&wants_true, &full_host()), None);
         assert_eq!(
-            gate(
-                &wants_true,
-                &full_host(),
-                &selected(&["core"]),
-                true,
-                &given(),
-                1
-            ),
-            None
-        );
-        assert_eq!(
-            gate(
-                &wants_true,
-                &relaxed,
-                &selected(&["core"]),
-                true,
-                &given(),
-                1
-            ),
+            gated(&wants_true, &relaxed),
             Some(SkipReason::NotAdvertised)
         );
         let wants_false = Scenario {
@@ -305,26 +267,9 @@ mod tests {
             },
             ..scenario("core", needs(&[], &[], 1))
         };
+        assert_eq!(gated(&wants_false, &relaxed), None);
         assert_eq!(
-            gate(
-                &wants_false,
-                &relaxed,
-                &selected(&["core"]),
-                true,
-                &given(),
-                1
-            ),
-            None
-        );
-        assert_eq!(
-            gate(
-                &wants_false,
-                &full_host(),
-                &selected(&["core"]),
-                true,
-                &given(),
-                1
-            ),
+            gated(&wants_false, &full_host()),
             Some(SkipReason::NotAdvertised)
         );
     }
@@ -335,10 +280,7 @@ mod tests {
         wants.endpoints = 2;
         let s = scenario("cluster", wants);
         let profiles = selected(&["cluster"]);
-        assert_eq!(
-            gate(&s, &full_host(), &profiles, true, &given(), 1),
-            Some(SkipReason::NeedsEndpoints)
-        );
+        assert_eq!(gated(&s, &full_host()), Some(SkipReason::NeedsEndpoints));
         assert_eq!(gate(&s, &full_host(), &profiles, true, &given(), 2), None);
         assert_eq!(gate(&s, &full_host(), &profiles, true, &given(), 3), None);
         assert_eq!(
@@ -352,17 +294,7 @@ mod tests {
     #[test]
     fn missing_seam_is_seam_absent() {
         let s = scenario("behavior", needs(&["continue", "webhooks"], &[], 1));
-        assert_eq!(
-            gate(
-                &s,
-                &full_host(),
-                &selected(&["behavior"]),
-                true,
-                &given(),
-                1
-            ),
-            Some(SkipReason::SeamAbsent)
-        );
+        assert_eq!(gated(&s, &full_host()), Some(SkipReason::SeamAbsent));
     }
 
     #[test]
@@ -391,39 +323,18 @@ mod tests {
             judge: None,
             ..full_host()
         };
-        let profiles = selected(&["behavior"]);
+        assert_eq!(gated(&wants("verifier"), &full_host()), None);
         assert_eq!(
-            gate(
-                &wants("verifier"),
-                &full_host(),
-                &profiles,
-                true,
-                &given(),
-                1
-            ),
-            None
+            gated(&wants("verifier"), &host_judge),
+            Some(SkipReason::NotAdvertised)
         );
+        assert_eq!(gated(&wants("host"), &host_judge), None);
         assert_eq!(
-            gate(
-                &wants("verifier"),
-                &host_judge,
-                &profiles,
-                true,
-                &given(),
-                1
-            ),
+            gated(&wants("host"), &full_host()),
             Some(SkipReason::NotAdvertised)
         );
         assert_eq!(
-            gate(&wants("host"), &host_judge, &profiles, true, &given(), 1),
-            None
-        );
-        assert_eq!(
-            gate(&wants("host"), &full_host(), &profiles, true, &given(), 1),
-            Some(SkipReason::NotAdvertised)
-        );
-        assert_eq!(
-            gate(&wants("verifier"), &no_judge, &profiles, true, &given(), 1),
+            gated(&wants("verifier"), &no_judge),
             Some(SkipReason::NotAdvertised),
             "a host naming no judge advertises neither"
         );
@@ -443,17 +354,20 @@ mod tests {
             seams: seams.iter().map(|seam| seam.to_string()).collect(),
             ..full_host()
         };
-        let profiles = selected(&["behavior"]);
-        let gated = |caps: &Capabilities| gate(&scripted, caps, &profiles, true, &given(), 1);
-        assert_eq!(gated(&full_host()), None, "a verifier host takes the refs");
-        assert_eq!(gated(&host(&["continue", "scriptedJudge"])), None);
+        let scripted_on = |caps: &Capabilities| gated(&scripted, caps);
         assert_eq!(
-            gated(&host(&["continue"])),
+            scripted_on(&full_host()),
+            None,
+            "a verifier host takes the refs"
+        );
+        assert_eq!(scripted_on(&host(&["continue", "scriptedJudge"])), None);
+        assert_eq!(
+            scripted_on(&host(&["continue"])),
             Some(SkipReason::SeamAbsent),
             "a host judge without the seam cannot be scripted"
         );
         assert_eq!(
-            gated(&host(&["scriptedJudge"])),
+            scripted_on(&host(&["scriptedJudge"])),
             Some(SkipReason::SeamAbsent),
             "the scenario's own seams still count"
         );
@@ -461,7 +375,7 @@ mod tests {
             judge: None,
             ..full_host()
         };
-        assert_eq!(gated(&no_judge), Some(SkipReason::NotAdvertised));
+        assert_eq!(scripted_on(&no_judge), Some(SkipReason::NotAdvertised));
     }
 
     #[test]
@@ -478,7 +392,7 @@ mod tests {
             seams: ["webhooks"].map(String::from).into(),
             ..full_host()
         };
-        assert_eq!(gate(&s, &with_webhooks, &profiles, true, &given(), 1), None);
+        assert_eq!(gated(&s, &with_webhooks), None);
         assert_eq!(
             gate(&s, &with_webhooks, &profiles, true, &BTreeSet::new(), 1),
             Some(SkipReason::NotConfigured)

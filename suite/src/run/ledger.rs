@@ -154,6 +154,34 @@ pub fn dispose(
     ledger: &Ledger,
     offer: &Offer,
 ) -> Vec<RequirementResult> {
+    each_applicable(requirements, scenarios, offer, |requirement, names| {
+        let verdicts: Vec<Said> = names
+            .iter()
+            .map(|name| match ledger.get(name) {
+                None => Said::Error(format!("{name} did not run")),
+                Some(result) => match result.requirement(&requirement.id) {
+                    None => match result.outcome {
+                        Outcome::Skip(reason) => Said::Skip(reason),
+                        _ => Said::Error(format!("{name} recorded nothing")),
+                    },
+                    Some(outcome) => said(requirement, outcome),
+                },
+            })
+            .collect();
+        merge(&verdicts)
+    })
+}
+
+/// Each requirement's result: `not-applicable` where it names a feature the
+/// host does not offer, else what `decide` makes of the scenarios naming
+/// it. A `not-advertised` skip's message always says why the suite could
+/// not judge it, whatever `decide` said.
+fn each_applicable(
+    requirements: &[Requirement],
+    scenarios: &[Scenario],
+    offer: &Offer,
+    decide: impl Fn(&Requirement, &[String]) -> (Disposition, Option<String>),
+) -> Vec<RequirementResult> {
     let naming = naming(scenarios);
     requirements
         .iter()
@@ -162,20 +190,7 @@ pub fn dispose(
             if let Some(missing) = missing {
                 return not_applicable(requirement, names, missing);
             }
-            let verdicts: Vec<Said> = names
-                .iter()
-                .map(|name| match ledger.get(name) {
-                    None => Said::Error(format!("{name} did not run")),
-                    Some(result) => match result.requirement(&requirement.id) {
-                        None => match result.outcome {
-                            Outcome::Skip(reason) => Said::Skip(reason),
-                            _ => Said::Error(format!("{name} recorded nothing")),
-                        },
-                        Some(outcome) => said(requirement, outcome),
-                    },
-                })
-                .collect();
-            let (disposition, mut message) = merge(&verdicts);
+            let (disposition, mut message) = decide(requirement, &names);
             if disposition == Disposition::Skip(SkipReason::NotAdvertised) {
                 message = Some(unjudged(scenarios, &names, offer));
             }
@@ -305,34 +320,19 @@ pub fn predict(
     offer: &Offer,
     gated: impl Fn(&Scenario) -> Option<SkipReason>,
 ) -> Vec<RequirementResult> {
-    let naming = naming(scenarios);
-    requirements
-        .iter()
-        .map(|requirement| {
-            let (names, missing) = named(requirement, &naming, offer);
-            if let Some(missing) = missing {
-                return not_applicable(requirement, names, missing);
-            }
-            let gated: Vec<Option<SkipReason>> = scenarios
-                .iter()
-                .filter(|scenario| names.contains(&scenario.name))
-                .map(&gated)
-                .collect();
-            let disposition = match gated.iter().find_map(|reason| *reason) {
-                Some(first) if gated.iter().all(Option::is_some) => Disposition::Skip(first),
-                _ if gated.is_empty() => Disposition::Error,
-                _ => Disposition::Pass,
-            };
-            let message = (disposition == Disposition::Skip(SkipReason::NotAdvertised))
-                .then(|| unjudged(scenarios, &names, offer));
-            RequirementResult {
-                requirement: requirement.clone(),
-                disposition,
-                scenarios: names,
-                message,
-            }
-        })
-        .collect()
+    each_applicable(requirements, scenarios, offer, |_, names| {
+        let gated: Vec<Option<SkipReason>> = scenarios
+            .iter()
+            .filter(|scenario| names.contains(&scenario.name))
+            .map(&gated)
+            .collect();
+        let disposition = match gated.iter().find_map(|reason| *reason) {
+            Some(first) if gated.iter().all(Option::is_some) => Disposition::Skip(first),
+            _ if gated.is_empty() => Disposition::Error,
+            _ => Disposition::Pass,
+        };
+        (disposition, None)
+    })
 }
 
 /// What one scenario said about one requirement at the requirement's
@@ -563,6 +563,7 @@ mod tests {
     use super::*;
     use crate::model::Needs;
     use crate::run::outcome::{Attributed, FailedStep};
+    use crate::testing::assert_contains;
     use std::path::PathBuf;
     use std::time::Duration;
 
@@ -979,16 +980,19 @@ mod tests {
             // still did not pass.
             Disposition::Advisory,
         ] {
-            let summary = summaries_at_levels(
-                &[
-                    ("core.a", "MUST", Disposition::Pass),
-                    ("core.b", "MUST", blocked),
-                    ("core.c", "SHOULD", Disposition::Pass),
-                ],
-                &["core"],
-            );
-            assert!(!summary["core"].certified, "{blocked:?} certified core");
+            let rows = [
+                ("core.a", "MUST", Disposition::Pass),
+                ("core.b", "MUST", blocked),
+                ("core.c", "SHOULD", Disposition::Pass),
+            ];
+            assert!(!core_certified(&rows), "{blocked:?} certified core");
         }
+    }
+
+    /// Whether `core` is certified by requirements of these ids, levels and
+    /// dispositions.
+    fn core_certified(rows: &[(&str, &str, Disposition)]) -> bool {
+        summaries_at_levels(rows, &["core"])["core"].certified
     }
 
     #[test]
@@ -1006,14 +1010,11 @@ mod tests {
 
     #[test]
     fn an_unknown_level_blocks_like_must() {
-        let summary = summaries_at_levels(
-            &[
-                ("core.a", "MUST", Disposition::Pass),
-                ("core.b", "MAY-BE", Disposition::Fail),
-            ],
-            &["core"],
-        );
-        assert!(!summary["core"].certified);
+        let rows = [
+            ("core.a", "MUST", Disposition::Pass),
+            ("core.b", "MAY-BE", Disposition::Fail),
+        ];
+        assert!(!core_certified(&rows));
     }
 
     fn with_capability(id: &str, tokens: &[&str]) -> Requirement {
@@ -1093,15 +1094,10 @@ mod tests {
             Disposition::Skip(SkipReason::NotAdvertised)
         );
         let message = results[0].message.clone().unwrap_or_default();
-        assert!(
-            message.contains("not judged on this host's choices"),
-            "{message}"
-        );
-        assert!(
-            message.contains(
-                "needs something this host does not advertise (judge `host` and mode `schedule`)"
-            ),
-            "{message}"
+        assert_contains(&message, "not judged on this host's choices");
+        assert_contains(
+            &message,
+            "needs something this host does not advertise (judge `host` and mode `schedule`)",
         );
         let profiles: BTreeSet<String> = ["behavior".to_string()].into();
         let summary = &summarize(&results, &profiles, &profiles, &offer)["behavior"];

@@ -7,20 +7,14 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::{credential, json_response, load_any, rewrite, Route};
+use super::{credential, json_response, load_any, rewrite, Call, Route};
 use crate::mutants::Mutant;
 use goalpost_host::domain::{GoalId, GoalState};
-use goalpost_host::http::AppState;
 
 /// Serves `request` with the action bug of `mutant`.
-pub(super) async fn serve(
-    mutant: Mutant,
-    method: &Method,
-    route: &Route,
-    state: &AppState,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, method, route) = (call.mutant, &call.method, &call.route);
+    let state = call.state;
     match (mutant, method, route) {
         (
             Mutant::MissingGoalConflict,

@@ -10,7 +10,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::{buffered, json_response, with_body, Route, READ_LIMIT};
+use super::{buffered, json_response, with_body, Call, Route, READ_LIMIT};
 use crate::mutants::body::{has_duplicate_keys, saturated};
 use crate::mutants::{Mutant, Switch};
 
@@ -59,13 +59,8 @@ fn nesting_depth(bytes: &[u8]) -> usize {
 }
 
 /// Serves `request` with the body-parsing bug of `mutant`.
-pub(super) async fn serve(
-    mutant: Mutant,
-    method: &Method,
-    route: &Route,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, method, route) = (call.mutant, &call.method, &call.route);
     match (mutant, method, route) {
         (
             Mutant::DuplicateKeysLastWins,

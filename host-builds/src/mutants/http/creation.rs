@@ -7,17 +7,12 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::{rewrite, Route};
+use super::{rewrite, Call, Route};
 use crate::mutants::Mutant;
 
 /// Serves `request` with the creation bug of `mutant`.
-pub(super) async fn serve(
-    mutant: Mutant,
-    method: &Method,
-    route: &Route,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, method, route) = (call.mutant, &call.method, &call.route);
     match (mutant, method, route) {
         (Mutant::CreateAnswers200, &Method::POST, Route::Collection) => {
             let mut response = next.run(request).await;

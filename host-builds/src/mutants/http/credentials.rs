@@ -8,17 +8,12 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::json;
 
-use super::{json_response, Route};
+use super::{json_response, Call, Route};
 use crate::mutants::Mutant;
 
 /// Serves `request` with the credential bug of `mutant`.
-pub(super) async fn serve(
-    mutant: Mutant,
-    method: &Method,
-    route: &Route,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, method, route) = (call.mutant, &call.method, &call.route);
     match (mutant, method, route) {
         (Mutant::AnonymousSeams, _, Route::Sub(_, "continue" | "events" | "evaluations"))
             if !request.headers().contains_key(AUTHORIZATION) =>

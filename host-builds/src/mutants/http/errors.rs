@@ -7,7 +7,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::{rewrite_parts, Route};
+use super::{rewrite_parts, Call, Route};
 use crate::mutants::Mutant;
 
 /// The error codes a mutant gets wrong: (status, code) it answers instead.
@@ -48,7 +48,8 @@ fn wrong_error(
 
 /// Serves `request`, then rewrites its client error the way `mutant` gets
 /// it wrong.
-pub(super) async fn serve(mutant: Mutant, route: &Route, request: Request, next: Next) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, route) = (call.mutant, &call.route);
     let response = next.run(request).await;
     if !(response.status().is_client_error()) {
         return response;

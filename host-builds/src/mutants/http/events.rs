@@ -9,21 +9,16 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::{rewrite, Route, READ_LIMIT};
-use crate::mutants::{Mutant, Switch};
+use super::{rewrite, Call, Route, READ_LIMIT};
+use crate::mutants::Mutant;
 use goalpost_host::domain::GoalId;
-use goalpost_host::http::{AppState, GOALS_BASE};
+use goalpost_host::http::GOALS_BASE;
 
 /// Serves `request` with the event bug of `mutant`.
-pub(super) async fn serve(
-    mutant: Mutant,
-    method: &Method,
-    route: &Route,
-    state: &AppState,
-    switch: &Switch,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, method, route) = (call.mutant, &call.method, &call.route);
+    let state = call.state;
+    let switch = call.switch;
     match (mutant, method, route) {
         (Mutant::EventStreamSilent, &Method::GET, Route::Goal(id)) if id == "events" => {
             // Advertised, answered, and silent.

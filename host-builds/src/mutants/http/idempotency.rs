@@ -7,8 +7,8 @@ use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::{buffered, credential, with_body, Route};
-use crate::mutants::{Mutant, Switch};
+use super::{buffered, credential, with_body, Call, Route};
+use crate::mutants::Mutant;
 
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
@@ -25,14 +25,9 @@ fn idempotency_key(request: &Request) -> Option<String> {
 }
 
 /// Serves `request` with the idempotency bug of `mutant`.
-pub(super) async fn serve(
-    mutant: Mutant,
-    method: &Method,
-    route: &Route,
-    switch: &Switch,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, method, route) = (call.mutant, &call.method, &call.route);
+    let switch = call.switch;
     match (mutant, method, route) {
         (Mutant::IdempotencyKeyIgnored, &Method::POST, Route::Collection) => {
             let mut request = request;

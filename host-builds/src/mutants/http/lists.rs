@@ -7,21 +7,15 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::{json_response, rewrite, Route};
-use crate::mutants::{Mutant, Switch};
+use super::{json_response, rewrite, Call, Route};
+use crate::mutants::Mutant;
 use goalpost_host::domain::GoalState;
-use goalpost_host::http::AppState;
 
 /// Serves `request` with the list bug of `mutant`.
-pub(super) async fn serve(
-    mutant: Mutant,
-    method: &Method,
-    route: &Route,
-    state: &AppState,
-    switch: &Switch,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, method, route) = (call.mutant, &call.method, &call.route);
+    let state = call.state;
+    let switch = call.switch;
     match (mutant, method, route) {
         (Mutant::ListPagingIgnored, &Method::GET, Route::Collection) => {
             let mut request = request;

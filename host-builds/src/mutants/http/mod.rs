@@ -25,7 +25,7 @@ mod undefined_routes;
 use axum::body::{to_bytes, Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_LENGTH};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -300,6 +300,16 @@ fn family(mutant: Mutant) -> Option<Family> {
     Some(family)
 }
 
+/// What a family's arms know of the request in hand: the active mutant,
+/// the method and where the request goes, and the host's state and switch.
+struct Call<'a> {
+    mutant: Mutant,
+    method: Method,
+    route: Route,
+    state: &'a AppState,
+    switch: &'a Switch,
+}
+
 /// Serves `request` through the family of the active mutant.
 async fn middleware(
     State(Mounted { state, switch }): State<Mounted>,
@@ -312,34 +322,27 @@ async fn middleware(
     else {
         return next.run(request).await;
     };
-    let method = request.method().clone();
-    let route = route(request.uri().path());
+    let call = Call {
+        mutant,
+        method: request.method().clone(),
+        route: route(request.uri().path()),
+        state: &state,
+        switch: &switch,
+    };
     match family {
-        Family::ErrorCodes => errors::serve(mutant, &route, request, next).await,
-        Family::Credentials => credentials::serve(mutant, &method, &route, request, next).await,
-        Family::Preconditions => {
-            preconditions::serve(mutant, &method, &route, &state, request, next).await
-        }
-        Family::Idempotency => {
-            idempotency::serve(mutant, &method, &route, &switch, request, next).await
-        }
-        Family::ReportedRuns => {
-            reported_runs::serve(mutant, &method, &route, &switch, request, next).await
-        }
-        Family::Bodies => bodies::serve(mutant, &method, &route, request, next).await,
-        Family::Lists => {
-            lists::serve(mutant, &method, &route, &state, &switch, request, next).await
-        }
-        Family::Creation => creation::serve(mutant, &method, &route, request, next).await,
-        Family::Reads => reads::serve(mutant, &method, &route, request, next).await,
-        Family::UndefinedRoutes => {
-            undefined_routes::serve(mutant, &method, &route, &state, request, next).await
-        }
-        Family::Actions => actions::serve(mutant, &method, &route, &state, request, next).await,
-        Family::Attention => attention::serve(mutant, &method, &route, request, next).await,
-        Family::Events => {
-            events::serve(mutant, &method, &route, &state, &switch, request, next).await
-        }
+        Family::ErrorCodes => errors::serve(&call, request, next).await,
+        Family::Credentials => credentials::serve(&call, request, next).await,
+        Family::Preconditions => preconditions::serve(&call, request, next).await,
+        Family::Idempotency => idempotency::serve(&call, request, next).await,
+        Family::ReportedRuns => reported_runs::serve(&call, request, next).await,
+        Family::Bodies => bodies::serve(&call, request, next).await,
+        Family::Lists => lists::serve(&call, request, next).await,
+        Family::Creation => creation::serve(&call, request, next).await,
+        Family::Reads => reads::serve(&call, request, next).await,
+        Family::UndefinedRoutes => undefined_routes::serve(&call, request, next).await,
+        Family::Actions => actions::serve(&call, request, next).await,
+        Family::Attention => attention::serve(&call, request, next).await,
+        Family::Events => events::serve(&call, request, next).await,
     }
 }
 

@@ -8,23 +8,17 @@ use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::{load_any, Route};
+use super::{load_any, Call, Route};
 use crate::mutants::Mutant;
 use goalpost_host::domain::GoalId;
-use goalpost_host::http::AppState;
 
 /// `if-match-checked-apart`: how long its check and its write lie apart.
 const CHECK_TO_WRITE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Serves `request` with the precondition bug of `mutant`.
-pub(super) async fn serve(
-    mutant: Mutant,
-    method: &Method,
-    route: &Route,
-    state: &AppState,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, method, route) = (call.mutant, &call.method, &call.route);
+    let state = call.state;
     match (mutant, method, route) {
         (
             Mutant::EtagMissingOnTransitions,

@@ -7,7 +7,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::{rewrite, Route};
+use super::{rewrite, Call, Route};
 use crate::mutants::Mutant;
 
 /// An RFC 3339 timestamp with its fraction of a second dropped
@@ -19,13 +19,8 @@ fn to_whole_second(at: &str) -> Option<String> {
 }
 
 /// Serves `request` with the read bug of `mutant`.
-pub(super) async fn serve(
-    mutant: Mutant,
-    method: &Method,
-    route: &Route,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, method, route) = (call.mutant, &call.method, &call.route);
     match (mutant, method, route) {
         (Mutant::DiscoveryDuplicateModes, &Method::GET, Route::Discovery) => {
             let response = next.run(request).await;

@@ -8,18 +8,13 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::Value;
 
-use super::{buffered, credential, with_body, Route};
-use crate::mutants::{Mutant, Switch};
+use super::{buffered, credential, with_body, Call, Route};
+use crate::mutants::Mutant;
 
 /// Serves `request` with the reported-run bug of `mutant`.
-pub(super) async fn serve(
-    mutant: Mutant,
-    method: &Method,
-    route: &Route,
-    switch: &Switch,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, method, route) = (call.mutant, &call.method, &call.route);
+    let switch = call.switch;
     match (mutant, method, route) {
         (
             Mutant::ReportedRunEscalationDropped

@@ -7,21 +7,16 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::{buffered, credential, json_response, Route};
+use super::{buffered, credential, json_response, Call, Route};
 use crate::mutants::engine::UPSERT_STATE;
 use crate::mutants::Mutant;
 use goalpost_host::domain::GoalId;
-use goalpost_host::http::{AppState, GOALS_BASE};
+use goalpost_host::http::GOALS_BASE;
 
 /// Serves `request` with the undefined-route bug of `mutant`.
-pub(super) async fn serve(
-    mutant: Mutant,
-    method: &Method,
-    route: &Route,
-    state: &AppState,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn serve(call: &Call<'_>, request: Request, next: Next) -> Response {
+    let (mutant, method, route) = (call.mutant, &call.method, &call.route);
+    let state = call.state;
     match (mutant, method, route) {
         (Mutant::CompleteRouteServed, &Method::POST, Route::Unknown) => {
             // A completion route the RFC says does not exist, served as

@@ -14,11 +14,9 @@ use crate::domain::{
     Change, Event, EventPayload, Goal, GoalId, GoalState, RunId, RunIds, Tenant, Timestamp,
 };
 use crate::storage::group_commit::Pending;
-use crate::storage::prepared::{failed, written_only, GoalRow, PreparedChange, PreparedCreate};
+use crate::storage::prepared::{failed, GoalRow, PreparedChange, PreparedCreate};
 use crate::storage::record::{from_json, GoalRecord};
-use crate::storage::{
-    CreateGuard, Goals, Inserted, StoreError, WriteGuard, Written, WrittenIfIdle,
-};
+use crate::storage::{CreateGuard, Goals, Inserted, StoreError, WriteGuard, WrittenIfIdle};
 
 /// A goal's record, its run ids in order and the position of the first
 /// (the runs before it were forgotten with their history), read in one
@@ -157,28 +155,11 @@ impl PostgresStore {
         &self.pool
     }
 
-    /// [`Goals::apply`] and its guarded kin with `update` in place of
-    /// [`UPDATE_GOAL`] (the rest of the transaction is this store's).
+    /// [`Goals::apply_guarded`] with `update` writing the goal's row: the
+    /// store passes [`UPDATE_GOAL`], a deliberately broken build its own
+    /// (the rest of the transaction is this store's). The guard is looked
+    /// at under the goal's row lock in the same transaction.
     pub fn write_change_with(
-        &self,
-        update: &'static str,
-        change: &Change,
-        expected_version: u64,
-        run: Option<&RunId>,
-        at: Timestamp,
-        guard: WriteGuard,
-    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        self.write_change(update, change, expected_version, run, at, guard)
-    }
-}
-
-impl PostgresStore {
-    /// Writes `change` ([`Goals::apply`]); with `unless_run_in_flight`,
-    /// only if the goal has no run in flight, looked at under the goal's
-    /// row lock in the same transaction
-    /// ([`Goals::apply_unless_run_in_flight`]). `update` writes the goal's
-    /// row ([`UPDATE_GOAL`]; a deliberately broken store passes its own).
-    fn write_change(
         &self,
         update: &'static str,
         change: &Change,
@@ -466,54 +447,15 @@ impl Goals for PostgresStore {
         }
     }
 
-    fn apply(
+    fn apply_guarded(
         &self,
         change: &Change,
         expected_version: u64,
         run: Option<&RunId>,
         at: Timestamp,
-    ) -> Pending<Written<Vec<Event>>> {
-        written_only(self.write_change(
-            UPDATE_GOAL,
-            change,
-            expected_version,
-            run,
-            at,
-            WriteGuard::Nothing,
-        ))
-    }
-
-    fn apply_unless_run_in_flight(
-        &self,
-        change: &Change,
-        expected_version: u64,
-        at: Timestamp,
+        guard: WriteGuard,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        self.write_change(
-            UPDATE_GOAL,
-            change,
-            expected_version,
-            None,
-            at,
-            WriteGuard::NoRunInFlight,
-        )
-    }
-
-    fn apply_arming(
-        &self,
-        change: &Change,
-        expected_version: u64,
-        at: Timestamp,
-        max_armed: u64,
-    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        self.write_change(
-            UPDATE_GOAL,
-            change,
-            expected_version,
-            None,
-            at,
-            WriteGuard::ArmedBelow(max_armed),
-        )
+        self.write_change_with(UPDATE_GOAL, change, expected_version, run, at, guard)
     }
 
     /// The tenant's count row is locked first: creates of one tenant queue

@@ -14,128 +14,11 @@ use crate::domain::{
 use crate::storage::goal_cache::Ticket;
 use crate::storage::goal_log;
 use crate::storage::group_commit::Pending;
-use crate::storage::prepared::{failed, written_only, GoalRow, PreparedChange, PreparedCreate};
+use crate::storage::prepared::{failed, GoalRow, PreparedChange, PreparedCreate};
 use crate::storage::record::{from_json, GoalRecord};
 use crate::storage::{
-    CreateGuard, EventSink, Goals, Inserted, StoreError, WriteGuard, Written, WrittenIfIdle,
+    CreateGuard, EventSink, Goals, Inserted, StoreError, WriteGuard, WrittenIfIdle,
 };
-
-impl SqliteStore {
-    /// Writes `change` ([`Goals::apply`]), checking `guard` in the same
-    /// write transaction: no run of the goal in flight
-    /// ([`Goals::apply_unless_run_in_flight`]; the one writer orders it with
-    /// every reservation), or the owner's armed goals below a quota
-    /// ([`Goals::apply_arming`]; the one writer orders it with every other
-    /// arming write).
-    fn write_change(
-        &self,
-        change: &Change,
-        expected_version: u64,
-        run: Option<&RunId>,
-        at: Timestamp,
-        guard: WriteGuard,
-    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        let owner = change.goal.owner.clone();
-        let prepared = PreparedChange::new(change, expected_version, run, at);
-        let PreparedChange {
-            row,
-            expected_version,
-            records,
-            evaluation,
-            run,
-            at_ms,
-            payloads,
-            tenant,
-        } = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => return failed(error),
-        };
-        let (cache, goal, record_len) = (
-            Arc::clone(&self.cache),
-            change.goal.clone(),
-            row.record.len(),
-        );
-        let sink = Arc::clone(&self.sink);
-        // Runs on the writer thread once the group committed, hooks in
-        // commit order: so the sink sees a tenant's events in cursor order
-        // (the live stream's resume depends on it), before any writer of
-        // the group is answered.
-        let on_commit = Box::new(move |written: &WrittenIfIdle<Result<Vec<Event>, String>>| {
-            let WrittenIfIdle::Done(events) = written else {
-                return;
-            };
-            cache.committed(goal, record_len);
-            if let (Ok(events), Some(sink)) = (events, read_sink(&sink).as_ref()) {
-                if !events.is_empty() {
-                    sink.committed(&tenant, events);
-                }
-            }
-        });
-        let write = self.writer.submit_then(move |connection| {
-            if let WriteGuard::ArmedBelow(most) = guard {
-                if armed_goals(connection, &owner)? >= most {
-                    return Ok(WrittenIfIdle::TooManyArmed);
-                }
-            }
-            if guard == WriteGuard::NoRunInFlight {
-                let in_flight = connection
-                    .prepare_cached(
-                        "SELECT 1 FROM runs WHERE goal_id = ?1 AND status = 'in-flight' LIMIT 1",
-                    )?
-                    .query_row(params![row.id], |_| Ok(()))
-                    .optional()?;
-                if in_flight.is_some() {
-                    return Ok(WrittenIfIdle::RunInFlight);
-                }
-            }
-            if !write_goal_columns(connection, &row, expected_version)? {
-                return Ok(WrittenIfIdle::Conflict);
-            }
-            let mut tail = goal_log::Tail::read(connection, &row.id)?;
-            tail.runs(connection, &row.id, &row.run_ids)?;
-            let last = tail.events;
-            let mut cursors = Vec::with_capacity(records.len());
-            for record in &records {
-                let cursor = tail.event(connection, &row.id, at_ms, record)?;
-                connection
-                    .prepare_cached(
-                        "INSERT INTO tenant_feed (tenant, cursor, goal_id, sequence, at_ms)
-                         VALUES (?1, ?2, ?3, ?4, ?5)",
-                    )?
-                    .execute(params![row.tenant, cursor, row.id, tail.events, at_ms])?;
-                cursors.push(cursor);
-            }
-            if let Some((run_id, iteration, record)) = &evaluation {
-                tail.evaluation(connection, &row.id, run_id, *iteration, record)?;
-            }
-            if let Some(run) = &run {
-                connection
-                    .prepare_cached(
-                        "UPDATE runs SET status = 'recorded', ended_ms = ?2 WHERE run_id = ?1 AND status = 'in-flight'",
-                    )?
-                    .execute(params![run, at_ms])?;
-            }
-            if row.run_ids.trimmed() {
-                let through = i64::try_from(row.run_ids.skipped()).unwrap_or(i64::MAX);
-                goal_log::forget_runs(connection, &row.tenant, &row.id, through)?;
-            }
-            // A numbering that cannot be read back is reported after the
-            // commit rather than failing a write that is already whole.
-            Ok(WrittenIfIdle::Done(
-                numbered(&payloads, last, &cursors, at).map_err(|error| error.to_string()),
-            ))
-        }, Some(on_commit));
-        Box::pin(async move {
-            match write.await? {
-                WrittenIfIdle::Done(Ok(events)) => Ok(WrittenIfIdle::Done(events)),
-                WrittenIfIdle::Done(Err(error)) => Err(StoreError::Corrupt(error)),
-                WrittenIfIdle::Conflict => Ok(WrittenIfIdle::Conflict),
-                WrittenIfIdle::RunInFlight => Ok(WrittenIfIdle::RunInFlight),
-                WrittenIfIdle::TooManyArmed => Ok(WrittenIfIdle::TooManyArmed),
-            }
-        })
-    }
-}
 
 /// Updates the goal if it is still at `expected_version`; `false` when it
 /// is not (nothing written).
@@ -433,45 +316,119 @@ impl Goals for SqliteStore {
         rows.into_iter().map(into_goal).collect()
     }
 
-    fn apply(
+    /// Writes `change` ([`Goals::apply`]), checking `guard` in the same
+    /// write transaction: no run of the goal in flight
+    /// ([`Goals::apply_unless_run_in_flight`]; the one writer orders it with
+    /// every reservation), or the owner's armed goals below a quota
+    /// ([`Goals::apply_arming`]; the one writer orders it with every other
+    /// arming write).
+    fn apply_guarded(
         &self,
         change: &Change,
         expected_version: u64,
         run: Option<&RunId>,
         at: Timestamp,
-    ) -> Pending<Written<Vec<Event>>> {
-        written_only(self.write_change(change, expected_version, run, at, WriteGuard::Nothing))
-    }
-
-    fn apply_unless_run_in_flight(
-        &self,
-        change: &Change,
-        expected_version: u64,
-        at: Timestamp,
+        guard: WriteGuard,
     ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        self.write_change(
-            change,
+        let owner = change.goal.owner.clone();
+        let prepared = PreparedChange::new(change, expected_version, run, at);
+        let PreparedChange {
+            row,
             expected_version,
-            None,
-            at,
-            WriteGuard::NoRunInFlight,
-        )
-    }
-
-    fn apply_arming(
-        &self,
-        change: &Change,
-        expected_version: u64,
-        at: Timestamp,
-        max_armed: u64,
-    ) -> Pending<WrittenIfIdle<Vec<Event>>> {
-        self.write_change(
-            change,
-            expected_version,
-            None,
-            at,
-            WriteGuard::ArmedBelow(max_armed),
-        )
+            records,
+            evaluation,
+            run,
+            at_ms,
+            payloads,
+            tenant,
+        } = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => return failed(error),
+        };
+        let (cache, goal, record_len) = (
+            Arc::clone(&self.cache),
+            change.goal.clone(),
+            row.record.len(),
+        );
+        let sink = Arc::clone(&self.sink);
+        // Runs on the writer thread once the group committed, hooks in
+        // commit order: so the sink sees a tenant's events in cursor order
+        // (the live stream's resume depends on it), before any writer of
+        // the group is answered.
+        let on_commit = Box::new(move |written: &WrittenIfIdle<Result<Vec<Event>, String>>| {
+            let WrittenIfIdle::Done(events) = written else {
+                return;
+            };
+            cache.committed(goal, record_len);
+            if let (Ok(events), Some(sink)) = (events, read_sink(&sink).as_ref()) {
+                if !events.is_empty() {
+                    sink.committed(&tenant, events);
+                }
+            }
+        });
+        let write = self.writer.submit_then(move |connection| {
+            if let WriteGuard::ArmedBelow(most) = guard {
+                if armed_goals(connection, &owner)? >= most {
+                    return Ok(WrittenIfIdle::TooManyArmed);
+                }
+            }
+            if guard == WriteGuard::NoRunInFlight {
+                let in_flight = connection
+                    .prepare_cached(
+                        "SELECT 1 FROM runs WHERE goal_id = ?1 AND status = 'in-flight' LIMIT 1",
+                    )?
+                    .query_row(params![row.id], |_| Ok(()))
+                    .optional()?;
+                if in_flight.is_some() {
+                    return Ok(WrittenIfIdle::RunInFlight);
+                }
+            }
+            if !write_goal_columns(connection, &row, expected_version)? {
+                return Ok(WrittenIfIdle::Conflict);
+            }
+            let mut tail = goal_log::Tail::read(connection, &row.id)?;
+            tail.runs(connection, &row.id, &row.run_ids)?;
+            let last = tail.events;
+            let mut cursors = Vec::with_capacity(records.len());
+            for record in &records {
+                let cursor = tail.event(connection, &row.id, at_ms, record)?;
+                connection
+                    .prepare_cached(
+                        "INSERT INTO tenant_feed (tenant, cursor, goal_id, sequence, at_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                    )?
+                    .execute(params![row.tenant, cursor, row.id, tail.events, at_ms])?;
+                cursors.push(cursor);
+            }
+            if let Some((run_id, iteration, record)) = &evaluation {
+                tail.evaluation(connection, &row.id, run_id, *iteration, record)?;
+            }
+            if let Some(run) = &run {
+                connection
+                    .prepare_cached(
+                        "UPDATE runs SET status = 'recorded', ended_ms = ?2 WHERE run_id = ?1 AND status = 'in-flight'",
+                    )?
+                    .execute(params![run, at_ms])?;
+            }
+            if row.run_ids.trimmed() {
+                let through = i64::try_from(row.run_ids.skipped()).unwrap_or(i64::MAX);
+                goal_log::forget_runs(connection, &row.tenant, &row.id, through)?;
+            }
+            // A numbering that cannot be read back is reported after the
+            // commit rather than failing a write that is already whole.
+            Ok(WrittenIfIdle::Done(
+                numbered(&payloads, last, &cursors, at).map_err(|error| error.to_string()),
+            ))
+        }, Some(on_commit));
+        Box::pin(async move {
+            match write.await? {
+                WrittenIfIdle::Done(Ok(events)) => Ok(WrittenIfIdle::Done(events)),
+                WrittenIfIdle::Done(Err(error)) => Err(StoreError::Corrupt(error)),
+                WrittenIfIdle::Conflict => Ok(WrittenIfIdle::Conflict),
+                WrittenIfIdle::RunInFlight => Ok(WrittenIfIdle::RunInFlight),
+                WrittenIfIdle::TooManyArmed => Ok(WrittenIfIdle::TooManyArmed),
+            }
+        })
     }
 
     fn insert_goal_guarded(&self, goal: &Goal, guard: &CreateGuard) -> Pending<Inserted> {

@@ -1,6 +1,7 @@
 use super::*;
 use crate::report::{ProfileReport, SUITE_NAME};
 use crate::run::scope::Status;
+use crate::testing::assert_contains;
 
 fn requirement(
     id: &str,
@@ -75,17 +76,12 @@ fn a_must_that_now_fails_is_a_regression_and_fails_the_gate() {
     let mut text = Vec::new();
     write(&diff, &mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
-    assert!(text.contains("regressed, MUST (2):\n  core.a MUST: pass → fail: core.a broke\n  core.d MUST: skip (seam-absent) → not-reached: core.d broke\n"), "{text}");
-    assert!(
-        text.contains(
-            "regressed, SHOULD (advisory, never blocks) (1):\n  core.c SHOULD: pass → advisory"
-        ),
-        "{text}"
+    assert_contains(&text, "regressed, MUST (2):\n  core.a MUST: pass → fail: core.a broke\n  core.d MUST: skip (seam-absent) → not-reached: core.d broke\n");
+    assert_contains(
+        &text,
+        "regressed, SHOULD (advisory, never blocks) (1):\n  core.c SHOULD: pass → advisory",
     );
-    assert!(
-        text.contains("recovered (1):\n  core.b MUST: fail → pass\n"),
-        "{text}"
-    );
+    assert_contains(&text, "recovered (1):\n  core.b MUST: fail → pass\n");
     assert!(text.ends_with("2 MUST requirements regressed\n"), "{text}");
 }
 
@@ -155,10 +151,7 @@ fn a_scope_that_shrinks_is_a_regression_and_one_that_grows_a_change() {
     let mut text = Vec::new();
     write(&diff, &mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
-    assert!(
-        text.contains("scope of core shrank (no longer: mode:schedule): judge verifier; modes manual, schedule → judge verifier; mode manual; not offered: schedule\n"),
-        "{text}"
-    );
+    assert_contains(&text, "scope of core shrank (no longer: mode:schedule): judge verifier; modes manual, schedule → judge verifier; mode manual; not offered: schedule\n");
     assert!(
         text.ends_with("scope shrank (a regression): core\n"),
         "{text}"

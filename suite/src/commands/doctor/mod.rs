@@ -448,10 +448,7 @@ pub async fn diagnose(
     probes.push(
         prober
             .expect(
-                "GET",
-                &unknown,
-                Some(&config.token_a),
-                None,
+                Ask::get(unknown, Some(&config.token_a)),
                 "an unknown id",
                 (&[404], Some("error")),
                 "core.lookup.unknown-id",
@@ -461,10 +458,7 @@ pub async fn diagnose(
     probes.push(
         prober
             .expect(
-                "GET",
-                "",
-                None,
-                None,
+                Ask::get("", None),
                 "no credential",
                 (&[401], Some("error")),
                 "core.auth.credential-required",
@@ -503,24 +497,46 @@ struct Prober<'a> {
     base: String,
 }
 
+/// One request a probe sends: a method, a path below the goals
+/// collection, a tenant's token if any and a JSON body if any.
+struct Ask<'a> {
+    method: &'static str,
+    suffix: String,
+    token: Option<&'a str>,
+    body: Option<&'a Value>,
+}
+
+impl<'a> Ask<'a> {
+    fn get(suffix: impl Into<String>, token: Option<&'a str>) -> Self {
+        Self::new("GET", suffix.into(), token)
+    }
+
+    fn post(suffix: impl Into<String>, token: Option<&'a str>) -> Self {
+        Self::new("POST", suffix.into(), token)
+    }
+
+    fn new(method: &'static str, suffix: String, token: Option<&'a str>) -> Self {
+        Ask {
+            method,
+            suffix,
+            token,
+            body: None,
+        }
+    }
+}
+
 impl Prober<'_> {
-    async fn send(
-        &self,
-        method: &str,
-        suffix: &str,
-        token: Option<&str>,
-        body: Option<&Value>,
-    ) -> Result<Exchange, RunError> {
+    async fn send(&self, ask: &Ask<'_>) -> Result<Exchange, RunError> {
         let mut headers = vec![("Accept".to_string(), "application/json".to_string())];
-        if let Some(token) = token {
+        if let Some(token) = ask.token {
             headers.push(("Authorization".to_string(), format!("Bearer {token}")));
         }
         self.http
             .send(&Outgoing {
-                method: method.to_string(),
-                url: format!("{}{suffix}", self.base),
+                method: ask.method.to_string(),
+                url: format!("{}{}", self.base, ask.suffix),
                 headers,
-                body: body.map(|body| OutgoingBody {
+                body: ask.body.map(|body| OutgoingBody {
                     bytes: body.to_string().into_bytes(),
                     content_type: "application/json".to_string(),
                 }),
@@ -529,19 +545,20 @@ impl Prober<'_> {
     }
 
     /// Sends one request and checks its status and, if named, its schema.
-    #[allow(clippy::too_many_arguments)]
     async fn expect(
         &self,
-        method: &str,
-        suffix: &str,
-        token: Option<&str>,
-        body: Option<&Value>,
+        ask: Ask<'_>,
         who: &str,
         (statuses, schema): (&[u16], Option<&str>),
         anchor: &str,
     ) -> Probe {
-        let what = format!("{method} {}{suffix} ({who})", path_of(&self.base));
-        let problem = match self.send(method, suffix, token, body).await {
+        let what = format!(
+            "{} {}{} ({who})",
+            ask.method,
+            path_of(&self.base),
+            ask.suffix
+        );
+        let problem = match self.send(&ask).await {
             Err(error) => Some(error.to_string()),
             Ok(exchange) => judge(&exchange, statuses, schema, self.schemas),
         };
@@ -562,7 +579,7 @@ impl Prober<'_> {
     async fn list(&self, token: &str, who: &str) -> Probe {
         let what = format!("GET {} ({who})", path_of(&self.base));
         let section = format!("{PROFILE_DOCUMENT}#wire-list");
-        let exchange = match self.send("GET", "", Some(token), None).await {
+        let exchange = match self.send(&Ask::get("", Some(token))).await {
             Ok(exchange) => exchange,
             Err(error) => {
                 return Probe {
@@ -593,7 +610,12 @@ impl Prober<'_> {
             "bounds": {"maxLoopIterations": 1}
         });
         let section = format!("{PROFILE_DOCUMENT}#core.create.returns-active-goal");
-        let created = self.send("POST", "", Some(token), Some(&body)).await;
+        let created = self
+            .send(&Ask {
+                body: Some(&body),
+                ..Ask::post("", Some(token))
+            })
+            .await;
         let (create, id) = match created {
             Err(error) => (Some(error.to_string()), None),
             Ok(exchange) => {
@@ -621,9 +643,7 @@ impl Prober<'_> {
                     probes.push(
                         self.seam(
                             "events",
-                            "GET",
-                            &format!("/{id}/{view}"),
-                            token,
+                            Ask::get(format!("/{id}/{view}"), Some(token)),
                             &[200],
                             &format!("the probe goal's {view}"),
                         )
@@ -633,10 +653,7 @@ impl Prober<'_> {
             }
             probes.push(
                 self.expect(
-                    "POST",
-                    &format!("/{id}/abandon"),
-                    Some(token),
-                    None,
+                    Ask::post(format!("/{id}/abandon"), Some(token)),
                     "abandon the probe goal",
                     (&[200, 204], None),
                     "core.lifecycle.abandon",
@@ -649,9 +666,7 @@ impl Prober<'_> {
                 probes.push(
                     self.seam(
                         "continue",
-                        "POST",
-                        &format!("/{id}/continue"),
-                        token,
+                        Ask::post(format!("/{id}/continue"), Some(token)),
                         &[409],
                         "continue the abandoned probe goal",
                     )
@@ -665,25 +680,9 @@ impl Prober<'_> {
     /// Calls a seam discovery advertises: an answer other than `statuses`
     /// means the seam is advertised but absent (PROFILE.md "Advertising the
     /// seams": a route that answers 404, 405 or 501 breaks the promise).
-    async fn seam(
-        &self,
-        seam: &str,
-        method: &str,
-        suffix: &str,
-        token: &str,
-        statuses: &[u16],
-        who: &str,
-    ) -> Probe {
+    async fn seam(&self, seam: &str, ask: Ask<'_>, statuses: &[u16], who: &str) -> Probe {
         let mut probe = self
-            .expect(
-                method,
-                suffix,
-                Some(token),
-                None,
-                who,
-                (statuses, None),
-                &format!("seam-{seam}"),
-            )
+            .expect(ask, who, (statuses, None), &format!("seam-{seam}"))
             .await;
         probe.seam = Some(seam.to_string());
         probe
@@ -697,10 +696,7 @@ impl Prober<'_> {
     async fn attention(&self, token: &str, id: &str) -> Probe {
         let mut probe = self
             .expect(
-                "GET",
-                &format!("/{id}/attention"),
-                Some(token),
-                None,
+                Ask::get(format!("/{id}/attention"), Some(token)),
                 "the probe goal's attention view",
                 (&[200], Some("attention")),
                 "seam-attention",

@@ -1,4 +1,5 @@
 use super::*;
+use crate::testing::assert_contains;
 
 fn catalog() -> Catalog {
     let schemas = Schemas::embedded().expect("schemas");
@@ -35,6 +36,14 @@ fn diagnosis(capabilities: Capabilities) -> Diagnosis {
 }
 
 /// Profile → its predicted status.
+/// The prediction for `profile`; every profile the suite knows has one.
+fn of<'a>(predictions: &'a [Prediction], profile: &str) -> &'a Prediction {
+    predictions
+        .iter()
+        .find(|p| p.profile == profile)
+        .unwrap_or_else(|| panic!("no prediction for {profile}"))
+}
+
 fn statuses(predictions: &[Prediction]) -> BTreeMap<&str, Status> {
     predictions
         .iter()
@@ -71,15 +80,12 @@ fn a_host_offering_everything_would_be_certified_but_in_cluster() {
             ("attention", Status::Certified),
         ])
     );
-    let cluster = predictions.iter().find(|p| p.profile == "cluster").unwrap();
+    let cluster = of(&predictions, "cluster");
     assert_eq!(
         cluster.line(),
         "not attempted — needs 2+ endpoints of one deployment (--host once per replica)"
     );
-    let behavior = predictions
-        .iter()
-        .find(|p| p.profile == "behavior")
-        .unwrap();
+    let behavior = of(&predictions, "behavior");
     assert_eq!(
         behavior.line(),
         "would be certified — judge verifier; modes manual, schedule, heartbeat, commitment; reported runs; host event list; host event stream"
@@ -90,13 +96,7 @@ fn a_host_offering_everything_would_be_certified_but_in_cluster() {
 fn a_missing_token_or_an_absent_seam_is_the_reason_it_cannot_be_certified() {
     let catalog = catalog();
     let predictions = predict(&catalog, &offer(&reference(), false), &BTreeMap::new());
-    let line = |profile: &str| {
-        predictions
-            .iter()
-            .find(|p| p.profile == profile)
-            .map(Prediction::line)
-            .unwrap_or_default()
-    };
+    let line = |profile: &str| of(&predictions, profile).line();
     assert_eq!(
         line("hardening"),
         "not attempted — needs a second tenant's token (--token-b)"
@@ -114,10 +114,7 @@ fn a_missing_token_or_an_absent_seam_is_the_reason_it_cannot_be_certified() {
         "answered 404, expected 200".to_string(),
     )]);
     let predictions = predict(&catalog, &offer(&reference(), true), &absent);
-    let behavior = predictions
-        .iter()
-        .find(|p| p.profile == "behavior")
-        .unwrap();
+    let behavior = of(&predictions, "behavior");
     assert_eq!(behavior.summary.status, Status::NotCertified);
     assert_eq!(
         behavior.blockers,
@@ -140,10 +137,7 @@ fn a_host_without_seams_or_with_its_own_judge_says_what_behavior_needs() {
         &offer(&Capabilities::from_document(Some(&document)), true),
         &BTreeMap::new(),
     );
-    let behavior = predictions
-        .iter()
-        .find(|p| p.profile == "behavior")
-        .unwrap();
+    let behavior = of(&predictions, "behavior");
     assert_eq!(behavior.summary.status, Status::NotAttempted);
     assert!(
         behavior.line().contains("`continue` seam") && behavior.line().contains("scriptedJudge"),
@@ -281,7 +275,7 @@ fn goals_already_in_the_list_are_a_note_never_a_failure() {
     assert_eq!(problem, None);
     let note = note.expect("a note on the goal the schema refuses");
     assert!(note.starts_with("1 of 2 goals"), "{note}");
-    assert!(note.contains("goal-2"), "{note}");
+    assert_contains(&note, "goal-2");
 }
 
 #[test]

@@ -125,6 +125,7 @@ pub fn unresolved(requirement: &Requirement, anchors: Option<&BTreeSet<String>>)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::assert_contains;
 
     fn requirement(clause: &str) -> Requirement {
         Requirement {
@@ -169,7 +170,7 @@ mod tests {
             "{message}"
         );
         let silent = level_mismatch(&requirement("PROFILE.md#core.b"), &found).expect("no level");
-        assert!(silent.contains("states no level"), "{silent}");
+        assert_contains(&silent, "states no level");
         // A clause that does not resolve is `clause-unresolved`'s finding.
         assert_eq!(
             level_mismatch(&requirement("PROFILE.md#core.z"), &found),
@@ -193,9 +194,9 @@ mod tests {
             None
         );
         let missing = unresolved(&requirement("PROFILE.md#core.b"), Some(&known)).unwrap();
-        assert!(missing.contains("`core.b`"), "{missing}");
+        assert_contains(&missing, "`core.b`");
         let old = unresolved(&requirement("§2 Bounds required"), Some(&known)).unwrap();
-        assert!(old.contains("must be `PROFILE.md#<anchor>`"), "{old}");
+        assert_contains(&old, "must be `PROFILE.md#<anchor>`");
         // Without the file, only the form can be judged here.
         assert_eq!(unresolved(&requirement("PROFILE.md#core.b"), None), None);
     }

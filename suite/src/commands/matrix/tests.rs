@@ -1,5 +1,6 @@
 use super::*;
 use crate::report::{FailedCheck, SUITE_NAME};
+use crate::testing::assert_contains;
 
 fn requirement(id: &str, level: &str, disposition: &str) -> RequirementReport {
     RequirementReport {
@@ -87,11 +88,8 @@ fn rows_are_requirements_and_columns_hosts_with_links_to_failures() {
         "{html}"
     );
     let row_a = row(&html, "core.a");
-    assert!(row_a.contains("data-differ=\"true\""), "{row_a}");
-    assert!(
-        row_a.contains("<a href=\"../other/report.html#scenario-core::x\" title=\"it broke\"><span class=\"badge fail\">fail</span></a>"),
-        "{row_a}"
-    );
+    assert_contains(row_a, "data-differ=\"true\"");
+    assert_contains(row_a, "<a href=\"../other/report.html#scenario-core::x\" title=\"it broke\"><span class=\"badge fail\">fail</span></a>");
     assert!(row(&html, "core.b").contains("data-differ=\"false\""));
     // Absent from one report: a dash, and the row differs.
     let row_c = row(&html, "core.c");
@@ -108,15 +106,12 @@ fn rows_are_requirements_and_columns_hosts_with_links_to_failures() {
 #[test]
 fn the_markdown_has_the_same_table() {
     let md = markdown_page(&two_hosts());
-    assert!(md.contains("| profile | [reference-host](../reference-host/report.html) | [other](../other/report.html) |\n|---|---|---|\n| core | certified | not certified |\n"), "{md}");
-    assert!(
-        md.contains("| `core.a` | MUST | pass | [fail](../other/report.html#scenario-core::x) |\n"),
-        "{md}"
+    assert_contains(&md, "| profile | [reference-host](../reference-host/report.html) | [other](../other/report.html) |\n|---|---|---|\n| core | certified | not certified |\n");
+    assert_contains(
+        &md,
+        "| `core.a` | MUST | pass | [fail](../other/report.html#scenario-core::x) |\n",
     );
-    assert!(
-        md.contains("| `core.c` | SHOULD | — | skip (seam-absent) |\n"),
-        "{md}"
-    );
+    assert_contains(&md, "| `core.c` | SHOULD | — | skip (seam-absent) |\n");
 }
 
 #[test]
@@ -154,21 +149,9 @@ fn each_verdict_says_its_scope_or_what_it_needs() {
         },
     );
     let html = html_page(&hosts);
-    assert!(
-        html.contains("<span class=\"badge certified\">certified</span><span class=\"scope\">judge verifier; mode manual; not offered: heartbeat</span>"),
-        "{html}"
-    );
-    assert!(
-        html.contains("<span class=\"badge not-run\">not attempted</span><span class=\"scope\">needs 2+ endpoints</span>"),
-        "{html}"
-    );
+    assert_contains(&html, "<span class=\"badge certified\">certified</span><span class=\"scope\">judge verifier; mode manual; not offered: heartbeat</span>");
+    assert_contains(&html, "<span class=\"badge not-run\">not attempted</span><span class=\"scope\">needs 2+ endpoints</span>");
     let md = markdown_page(&hosts);
-    assert!(
-        md.contains("| core | certified (judge verifier; mode manual; not offered: heartbeat) | not certified |"),
-        "{md}"
-    );
-    assert!(
-        md.contains("| cluster | not attempted (needs 2+ endpoints) | — |"),
-        "{md}"
-    );
+    assert_contains(&md, "| core | certified (judge verifier; mode manual; not offered: heartbeat) | not certified |");
+    assert_contains(&md, "| cluster | not attempted (needs 2+ endpoints) | — |");
 }

@@ -127,6 +127,7 @@ mod tests {
 
     use super::super::{load_scenario, LoadError};
     use crate::model::{Action, Body, Parallel, Scenario};
+    use crate::testing::assert_contains;
 
     fn hardening(steps: Value) -> Value {
         json!({
@@ -202,7 +203,7 @@ mod tests {
         )]));
         let (pointer, message) = refused_at(&header);
         assert_eq!(pointer, "/steps/0/expect/assert/0");
-        assert!(message.contains("aggregate"), "{message}");
+        assert_contains(&message, "aggregate");
         let mut capture = hardening(json!([parallel_step(json!({"status": 200}))]));
         capture["steps"][0]["capture"] = json!({"etag": {"header": "ETag"}});
         let (pointer, _) = refused_at(&capture);
@@ -228,7 +229,7 @@ mod tests {
             .remove("parallel");
         let (pointer, message) = refused_at(&outside);
         assert_eq!(pointer, "/steps/0/request/body");
-        assert!(message.contains("parallel"), "{message}");
+        assert_contains(&message, "parallel");
         let in_assertion = hardening(json!([parallel_step(json!({
             "assert": [{"pointer": "/count", "equals": "{parallel.index}"}]
         }))]));
@@ -241,7 +242,7 @@ mod tests {
         shadow["steps"][0]["capture"] = json!({"padding": {"pointer": "/count"}});
         let (pointer, message) = refused_at(&shadow);
         assert_eq!(pointer, "/steps/0/capture/padding");
-        assert!(message.contains("generated"), "{message}");
+        assert_contains(&message, "generated");
         let mut huge = hardening(json!([parallel_step(json!({"status": 200}))]));
         huge["generate"] = json!({"a": {"repeat": "xy", "times": 2_000_000},
                                   "b": {"repeat": "xy", "times": 200_000}});

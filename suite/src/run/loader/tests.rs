@@ -1,4 +1,5 @@
 use super::*;
+use crate::testing::assert_contains;
 use serde_json::json;
 
 fn schemas() -> Schemas {
@@ -171,7 +172,7 @@ fn checks_the_schema_does_not_cover_are_still_caught_with_pointers() {
             panic!("expected an invalid-file error, got {error:?}")
         };
         assert_eq!(found, pointer, "{error}");
-        assert!(message.contains(words), "{message}");
+        assert_contains(message, words);
     }
 }
 
@@ -419,14 +420,14 @@ fn a_mock_block_needs_the_webhooks_seam() {
     scenario["needs"] = json!({"seams": ["continue"]});
     let (pointer, message) = refused_at(&scenario);
     assert_eq!(pointer, "/mock");
-    assert!(message.contains("webhooks"), "{message}");
+    assert_contains(&message, "webhooks");
 }
 
 #[test]
 fn mock_variables_and_steps_need_the_mock_block() {
     let (pointer, message) = refused_at(&observed(None, json!([create_with_mock()]), json!([])));
     assert_eq!(pointer, "/steps/0/request/body");
-    assert!(message.contains("{mock.verifier}"), "{message}");
+    assert_contains(&message, "{mock.verifier}");
     let (pointer, _) = refused_at(&observed(
         None,
         json!([
@@ -500,7 +501,7 @@ fn windows_take_milliseconds_or_one_variable() {
         .starts_with("/steps/1"));
     let (pointer, message) = refused_at(&window(json!("{later}")));
     assert_eq!(pointer, "/steps/1/mockLog/sinceMs");
-    assert!(message.contains("{later}"), "{message}");
+    assert_contains(&message, "{later}");
     let grace_alone = observed(
         Some(json!({})),
         json!([mock_step(
@@ -527,7 +528,7 @@ fn scripts_are_checked_with_pointers_and_render_only_builtins() {
     );
     let (pointer, message) = refused_at(&captured);
     assert_eq!(pointer, "/mock");
-    assert!(message.contains("{goalId}"), "{message}");
+    assert_contains(&message, "{goalId}");
 }
 
 #[test]
@@ -610,7 +611,7 @@ fn a_proves_id_the_scenario_does_not_name_stops_the_run() {
         panic!("expected an invalid-file error, got {error:?}")
     };
     assert_eq!(pointer, "/steps/0/proves/0");
-    assert!(message.contains("core.b"), "{message}");
+    assert_contains(message, "core.b");
     let assertion_level = scenario(
         &["core.a"],
         json!([{
@@ -882,7 +883,7 @@ fn a_when_that_cannot_be_read_is_refused_at_its_location() {
             found.starts_with(pointer),
             "{found} vs {pointer}: {message}"
         );
-        assert!(message.contains(words), "{message}");
+        assert_contains(&message, words);
     }
     // A class that is none, or a list of nothing, is stopped by the schema
     // at the same place.
@@ -904,7 +905,7 @@ fn a_conditional_step_captures_nothing_and_a_quiet_step_is_never_conditional() {
     capturing["capture"] = json!({"goalId": {"pointer": "/id"}});
     let (pointer, message) = refused(json!([get_step(), capturing]));
     assert_eq!(pointer, "/steps/1/capture");
-    assert!(message.contains("captures nothing"), "{message}");
+    assert_contains(&message, "captures nothing");
     let (pointer, _) = refused(json!([
         get_step(),
         {"name": "wait", "quietMs": 5, "why": "time", "when": {"step": "read", "status": "2xx"}},
@@ -937,7 +938,7 @@ fn a_mock_log_step_may_be_conditional_but_never_read() {
         json!([]),
     ));
     assert_eq!(pointer, "/steps/2/when/step");
-    assert!(message.contains("is a mockLog step"), "{message}");
+    assert_contains(&message, "is a mockLog step");
 }
 
 #[test]

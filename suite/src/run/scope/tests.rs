@@ -113,14 +113,7 @@ fn without_agents_goals_nothing_is_not_applicable_and_nothing_can_be_attempted()
         nothing.missing_feature(&requirement("behavior.x", &["mode:heartbeat"])),
         None
     );
-    for profile in [
-        "core",
-        "behavior",
-        "observed",
-        "hardening",
-        "cluster",
-        "strict",
-    ] {
+    for profile in profiles_but_attention() {
         assert_eq!(nothing.unmet(profile), [Unmet::Goals], "{profile}");
     }
     assert!(nothing.scope("core", std::iter::empty()).is_empty());
@@ -129,14 +122,7 @@ fn without_agents_goals_nothing_is_not_applicable_and_nothing_can_be_attempted()
 #[test]
 fn each_profile_has_its_minimum_scope() {
     let full = offer(&reference(), true, 2);
-    for profile in [
-        "core",
-        "behavior",
-        "observed",
-        "hardening",
-        "cluster",
-        "strict",
-    ] {
+    for profile in profiles_but_attention() {
         assert_eq!(full.unmet(profile), [], "{profile}");
     }
     let one = offer(&reference(), false, 1);
@@ -268,4 +254,13 @@ fn attention_is_attempted_only_where_advertised_with_its_seams() {
     rooted["attention"] = json!({});
     assert!(!attention_advertised(Some(&rooted)));
     assert_eq!(Unmet::Attention.section(), "PROFILE.md#profile-attention");
+}
+
+/// Every profile but `attention`, whose minimum scope also needs the
+/// extension advertised.
+fn profiles_but_attention() -> impl Iterator<Item = &'static str> {
+    crate::cli::KNOWN_PROFILES
+        .iter()
+        .copied()
+        .filter(|profile| *profile != "attention")
 }
