@@ -22,7 +22,11 @@ use crate::run::outcome::exchange::{FailedStep, Header, RecordedBody};
 use crate::run::outcome::DispositionKind;
 use crate::run::scope::Status;
 
-const STYLE: &str = include_str!("html/style.css");
+/// The stylesheet both HTML pages share (`html/page.css`), then this page's own.
+const STYLE: &str = concat!(
+    include_str!("html/page.css"),
+    include_str!("html/style.css")
+);
 const SCRIPT: &str = include_str!("html/filter.js");
 
 pub fn write(report: &RunReport, mut out: impl io::Write) -> io::Result<()> {

@@ -18,7 +18,11 @@ use crate::report::{ProfileReport, RequirementReport, RunReport};
 use crate::run::outcome::DispositionKind;
 use crate::run::scope::Status;
 
-const STYLE: &str = include_str!("style.css");
+/// The stylesheet both HTML pages share, then this page's own.
+const STYLE: &str = concat!(
+    include_str!("../../report/html/page.css"),
+    include_str!("style.css")
+);
 const SCRIPT: &str = include_str!("matrix.js");
 pub const HTML_FILE: &str = "matrix.html";
 pub const MARKDOWN_FILE: &str = "matrix.md";
