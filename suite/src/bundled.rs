@@ -14,6 +14,17 @@ pub const DEFAULT_TOKEN_B: &str = "goalpost-b";
 pub const DEFAULT_PRINCIPAL_TOKEN: &str = "goalpost-principal";
 pub const DEFAULT_HOST_AUTHORITY_TOKEN: &str = "goalpost-host-authority";
 
+/// The credentials the bundled host is started with: the two tenants'
+/// tokens, and tenant A's credentials that hold a principal's and the
+/// host's authority, where the run has them.
+#[derive(Debug, Clone, Copy)]
+pub struct Credentials<'a> {
+    pub token_a: &'a str,
+    pub token_b: &'a str,
+    pub principal: Option<&'a str>,
+    pub host_authority: Option<&'a str>,
+}
+
 #[cfg(feature = "bundled-host")]
 pub use with_host::BundledHost;
 #[cfg(not(feature = "bundled-host"))]
@@ -24,7 +35,7 @@ pub const NOT_BUILT: &str = "this goalpost was built without the bundled referen
 
 #[cfg(feature = "bundled-host")]
 mod with_host {
-    use super::{TENANT_A, TENANT_B};
+    use super::{Credentials, TENANT_A, TENANT_B};
 
     /// A running bundled host; shut it down when the run ends.
     pub struct BundledHost {
@@ -40,23 +51,21 @@ mod with_host {
         /// until [`BundledHost::allow_callback`] names the suite's. Must run
         /// inside the run's tokio runtime.
         pub async fn start(
-            token_a: &str,
-            token_b: &str,
-            authority: &crate::config::AuthorityTokens,
+            credentials: Credentials<'_>,
             webhook_secret: Option<&str>,
         ) -> Result<BundledHost, String> {
             let mut config = goalpost_host::Config::conformance_in_memory(vec![
-                (token_a.to_string(), TENANT_A.to_string()),
-                (token_b.to_string(), TENANT_B.to_string()),
+                (credentials.token_a.to_string(), TENANT_A.to_string()),
+                (credentials.token_b.to_string(), TENANT_B.to_string()),
             ]);
-            let for_a = |token: &Option<String>| {
+            let for_a = |token: Option<&str>| {
                 token
                     .iter()
-                    .map(|token| (token.clone(), TENANT_A.to_string()))
+                    .map(|token| (token.to_string(), TENANT_A.to_string()))
                     .collect::<Vec<_>>()
             };
-            config.principal_tokens = for_a(&authority.principal);
-            config.host_authority_tokens = for_a(&authority.host);
+            config.principal_tokens = for_a(credentials.principal);
+            config.host_authority_tokens = for_a(credentials.host_authority);
             config.webhook_secret = webhook_secret.map(str::to_string);
             config.webhook_allow = Vec::new();
             let host = goalpost_host::RunningHost::start(config)
@@ -101,9 +110,7 @@ mod without_host {
 
     impl BundledHost {
         pub async fn start(
-            _: &str,
-            _: &str,
-            _: &crate::config::AuthorityTokens,
+            _: super::Credentials<'_>,
             _: Option<&str>,
         ) -> Result<BundledHost, String> {
             Err(super::NOT_BUILT.to_string())

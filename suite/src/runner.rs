@@ -13,7 +13,7 @@ use goalpost_schemas::Schemas;
 use libtest_mimic::{Completion, Conclusion, Failed, Trial};
 use time::OffsetDateTime;
 
-use crate::bundled::BundledHost;
+use crate::bundled::{BundledHost, Credentials};
 use crate::config::{HostChoice, RunConfig};
 use crate::error::RunError;
 use crate::http::{Http, DEFAULT_BODY_CAP};
@@ -131,9 +131,12 @@ pub fn run(config: RunConfig) -> Result<RunOutcome, StartError> {
         HostChoice::Bundled => Some(
             runtime
                 .block_on(BundledHost::start(
-                    &config.token_a,
-                    config.token_b.as_deref().unwrap_or_default(),
-                    &config.authority,
+                    Credentials {
+                        token_a: &config.token_a,
+                        token_b: config.token_b.as_deref().unwrap_or_default(),
+                        principal: config.authority.principal.as_deref(),
+                        host_authority: config.authority.host.as_deref(),
+                    },
                     config.callback.secret.as_deref(),
                 ))
                 .map_err(StartError::BundledHost)?,

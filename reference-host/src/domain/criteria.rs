@@ -9,10 +9,6 @@ use serde_json::Value;
 use super::timestamp::Timestamp;
 use super::verdict::{Criterion, FailureClass, Judgement};
 
-/// Most criteria one verifier may hold.
-pub const MAX_CRITERIA: usize = 64;
-/// Longest criterion id.
-pub const MAX_CRITERION_ID: usize = 64;
 /// Longest pointer and longest `matches` pattern.
 pub const MAX_OPERAND: usize = 1024;
 /// Longest verifier name.

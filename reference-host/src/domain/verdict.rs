@@ -156,6 +156,12 @@ impl Verdict {
     }
 }
 
+/// Most criteria one criteria verifier may hold, so the most a verdict of
+/// it names.
+pub const MAX_CRITERIA: usize = 64;
+/// Longest criterion id.
+pub const MAX_CRITERION_ID: usize = 64;
+
 /// How much of a verdict's criteria a host keeps ([`Verdict::kept`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeptCriteria {
@@ -167,11 +173,11 @@ pub struct KeptCriteria {
 
 impl Default for KeptCriteria {
     /// As many as a registered criteria verifier may hold, ids as long as
-    /// theirs may be (`criteria::MAX_CRITERIA`, `MAX_CRITERION_ID`).
+    /// theirs may be ([`MAX_CRITERIA`], [`MAX_CRITERION_ID`]).
     fn default() -> KeptCriteria {
         KeptCriteria {
-            count: super::criteria::MAX_CRITERIA,
-            id_chars: super::criteria::MAX_CRITERION_ID,
+            count: MAX_CRITERIA,
+            id_chars: MAX_CRITERION_ID,
         }
     }
 }

@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use crate::domain::attention::AttentionError;
 use crate::domain::RequestError;
 use crate::engine::EngineError;
 
@@ -271,10 +272,9 @@ impl From<EngineError> for ApiError {
                 "this runId was reported before with a different body",
             )
             .with_details(json!({ "pointer": "/runId" })),
-            // Refused as the seam's body would be, but named by its
-            // header: it is not part of the create's body.
-            EngineError::CreateScript(error) => ApiError::from(error)
-                .with_details(json!({ "header": super::goals::SCRIPTED_JUDGE_HEADER })),
+            // Refused as the seam's body would be; the create's handler
+            // names the header it came in.
+            EngineError::CreateScript(error) => ApiError::from(error),
             EngineError::NotHostJudged => ApiError::new(
                 conflict,
                 "judge_not_host",
@@ -321,7 +321,7 @@ impl From<EngineError> for ApiError {
             )
             .with_details(json!({ "quota": "streams", "limit": limit })),
             EngineError::AttentionNotServed => ApiError::not_found(),
-            EngineError::Attention(error) => super::attention::refusal(error),
+            EngineError::Attention(error) => attention_refusal(error),
             EngineError::AuthorityRequired => ApiError::new(
                 StatusCode::FORBIDDEN,
                 "authority_required",
@@ -349,5 +349,38 @@ impl From<EngineError> for ApiError {
                 ApiError::internal()
             }
         }
+    }
+}
+
+/// An attention rule's refusal, as the envelope says it.
+fn attention_refusal(error: AttentionError) -> ApiError {
+    let conflict = StatusCode::CONFLICT;
+    let message = error.to_string();
+    match error {
+        AttentionError::BindingNotFound | AttentionError::EvidenceNotFound => ApiError::not_found(),
+        AttentionError::Terminal => ApiError::from(EngineError::Terminal),
+        AttentionError::Escalated => ApiError::from(EngineError::Escalated),
+        AttentionError::GoalPaused => ApiError::from(EngineError::Paused),
+        AttentionError::ModeTaken { mode, holder } => {
+            ApiError::new(conflict, "mode_taken", message)
+                .with_details(json!({ "mode": mode, "bindingId": holder.as_str() }))
+        }
+        AttentionError::BindingFinal { status } => {
+            ApiError::new(conflict, "binding_inactive", message)
+                .with_details(json!({ "status": status }))
+        }
+        AttentionError::BindingPaused => ApiError::new(conflict, "binding_paused", message),
+        AttentionError::TooManyBindings { max } => {
+            ApiError::new(conflict, "binding_limit", message).with_details(json!({ "max": max }))
+        }
+        AttentionError::ClosureRefused(missing) => ApiError::new(
+            conflict,
+            "closure_refused",
+            "the completion policy does not allow closing the goal now",
+        )
+        .with_details(json!({
+            "missing": missing.iter().map(|m| m.to_json()).collect::<Vec<_>>(),
+        })),
+        AttentionError::Invalid { pointer, message } => ApiError::invalid(&pointer, message),
     }
 }

@@ -17,7 +17,7 @@ use super::{goal_id, if_match, AppState, GOALS_BASE};
 
 use crate::choices::CreateStatus;
 use crate::domain::{wire, GoalId, GoalState};
-use crate::engine::{IdempotencyKey, MAX_KEY_CHARS};
+use crate::engine::{EngineError, IdempotencyKey, MAX_KEY_CHARS};
 
 /// Names the header a create's idempotency key travels in.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -48,6 +48,16 @@ fn scripted_judge(state: &AppState, headers: &HeaderMap) -> Result<Option<String
                 format!("{SCRIPTED_JUDGE_HEADER} must be a verifier ref in visible ASCII"),
             )
         })
+}
+
+/// A script the host cannot use is refused as the seam's body would be,
+/// but named by its header: it is not part of the create's body.
+fn script_named(error: EngineError) -> ApiError {
+    match error {
+        EngineError::CreateScript(refused) => ApiError::from(refused)
+            .with_details(serde_json::json!({ "header": SCRIPTED_JUDGE_HEADER })),
+        other => ApiError::from(other),
+    }
 }
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
@@ -213,7 +223,8 @@ async fn create(
     let outcome = state
         .engine
         .create_once(&tenant, &body, key.as_ref(), script.as_deref())
-        .await?;
+        .await
+        .map_err(script_named)?;
     let goal = &outcome.goal;
     let location = format!("{GOALS_BASE}/{}", goal.id);
     let status = match state.engine.choices().create_status {

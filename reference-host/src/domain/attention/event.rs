@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::binding::{AttentionMode, BindingStatus};
-use super::closure::{Authority, Policy};
+use super::policy::{Authority, Policy};
 use crate::domain::ids::{BindingId, EvidenceId, GoalId, RunId};
 use crate::domain::timestamp::Timestamp;
 

@@ -12,6 +12,7 @@ mod answer;
 mod binding;
 mod closure;
 mod event;
+mod policy;
 mod state;
 mod transition;
 pub mod wire;
@@ -21,8 +22,9 @@ mod tests;
 
 pub use answer::{Admitted, BindingAnswer, NewEvidence};
 pub use binding::{AttentionMode, Binding, BindingStatus, PauseWake, Powers};
-pub use closure::{approvals, closure, Authority, Missing, Policy, MAX_QUORUM, REQUIRED_POLICIES};
+pub use closure::{approvals, closure, Missing};
 pub use event::{AttentionEvent, EventKind};
+pub use policy::{Authority, Policy, MAX_QUORUM, REQUIRED_POLICIES};
 pub use state::{
     claim_of, AttentionState, Confirmation, Evidence, Vote, MAX_BINDINGS, MAX_EVIDENCE,
     MAX_EVIDENCE_PER_ANSWER,

@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha256};
 
 use super::binding::{AttentionMode, Binding, BindingStatus, PauseWake};
-use super::closure::{Authority, Policy};
+use super::policy::{Authority, Policy};
 use crate::domain::goal::{Goal, GoalState};
 use crate::domain::ids::{BindingId, EvidenceId, Objective};
 use crate::domain::timestamp::Timestamp;

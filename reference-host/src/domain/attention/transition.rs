@@ -9,8 +9,9 @@
 
 use super::answer::Admitted;
 use super::binding::{AttentionMode, Binding, BindingStatus, PauseWake};
-use super::closure::{Authority, Missing, Policy, MAX_QUORUM};
+use super::closure::Missing;
 use super::event::AttentionEvent;
+use super::policy::{Authority, Policy, MAX_QUORUM};
 use super::state::{
     AttentionState, Confirmation, Evidence, Vote, MAX_BINDINGS, MAX_CONFIRMATIONS, MAX_EVIDENCE,
 };

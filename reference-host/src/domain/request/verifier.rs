@@ -8,12 +8,9 @@ use serde_json::Value;
 
 use super::reader::{child, invalid, object, only_keys, required, string};
 use super::RequestError;
-use crate::domain::criteria::{
-    CriteriaVerifier, Op, Predicate, Rule, VerifierName, MAX_CRITERIA, MAX_CRITERION_ID,
-    MAX_OPERAND,
-};
+use crate::domain::criteria::{CriteriaVerifier, Op, Predicate, Rule, VerifierName, MAX_OPERAND};
 use crate::domain::timestamp::Timestamp;
-use crate::domain::verdict::FailureClass;
+use crate::domain::verdict::{FailureClass, MAX_CRITERIA, MAX_CRITERION_ID};
 
 const TOP: [&str; 2] = ["name", "criteria"];
 const CRITERION: [&str; 5] = ["id", "pointer", "op", "value", "failureClass"];

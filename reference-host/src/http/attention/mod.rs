@@ -25,7 +25,7 @@ use super::auth::Caller;
 use super::error::ApiError;
 use super::json::{json, with_etag, JsonBody};
 use super::{goal_id, AppState, GOALS_BASE};
-use crate::domain::attention::{wire, AttentionError, AttentionMode, AttentionState, StatusChange};
+use crate::domain::attention::{wire, AttentionMode, AttentionState, StatusChange};
 use crate::domain::request::{parse_body, parse_confirmation, parse_pause};
 use crate::domain::{BindingId, EvidenceId, Goal, GoalId};
 use crate::engine::{BindingFilter, EngineError, BINDING_STATUSES};
@@ -58,39 +58,6 @@ pub fn routes(seams: bool) -> Router<AppState> {
         routes = routes.route(&format!("{binding}/continue"), post(continue_binding));
     }
     routes
-}
-
-/// An attention rule's refusal, as the envelope says it.
-pub fn refusal(error: AttentionError) -> ApiError {
-    let conflict = StatusCode::CONFLICT;
-    let message = error.to_string();
-    match error {
-        AttentionError::BindingNotFound | AttentionError::EvidenceNotFound => ApiError::not_found(),
-        AttentionError::Terminal => ApiError::from(EngineError::Terminal),
-        AttentionError::Escalated => ApiError::from(EngineError::Escalated),
-        AttentionError::GoalPaused => ApiError::from(EngineError::Paused),
-        AttentionError::ModeTaken { mode, holder } => {
-            ApiError::new(conflict, "mode_taken", message)
-                .with_details(json!({ "mode": mode, "bindingId": holder.as_str() }))
-        }
-        AttentionError::BindingFinal { status } => {
-            ApiError::new(conflict, "binding_inactive", message)
-                .with_details(json!({ "status": status }))
-        }
-        AttentionError::BindingPaused => ApiError::new(conflict, "binding_paused", message),
-        AttentionError::TooManyBindings { max } => {
-            ApiError::new(conflict, "binding_limit", message).with_details(json!({ "max": max }))
-        }
-        AttentionError::ClosureRefused(missing) => ApiError::new(
-            conflict,
-            "closure_refused",
-            "the completion policy does not allow closing the goal now",
-        )
-        .with_details(json!({
-            "missing": missing.iter().map(|m| m.to_json()).collect::<Vec<_>>(),
-        })),
-        AttentionError::Invalid { pointer, message } => ApiError::invalid(&pointer, message),
-    }
 }
 
 fn binding_id(text: &str) -> Result<BindingId, ApiError> {

@@ -3,10 +3,10 @@
 
 use serde_json::{json, Value};
 
-use super::super::openapi::{
+use super::TENANT_BINDINGS;
+use crate::http::openapi::parts::{
     body_response, goal_id_parameter, goal_response, json_content, responses,
 };
-use super::TENANT_BINDINGS;
 use crate::http::GOALS_BASE;
 
 /// The schemas the attention bodies name directly.
