@@ -6,10 +6,14 @@ use serde_json::Value;
 
 use super::Mutant;
 use goalpost_host::domain::attention::{
-    approvals, AttentionMode, AttentionState, Authority, BindingStatus, EventKind, Missing, Powers,
+    self, approvals, AttentionMode, AttentionState, Authority, BindingStatus, EventKind, Missing,
+    Powers, StatusChange,
 };
 use goalpost_host::domain::transition::Change;
-use goalpost_host::domain::{EventPayload, Goal};
+use goalpost_host::domain::{
+    may_dispatch, BindingId, CostReading, EventPayload, Goal, MicroUsd, Refusal, RunId, Tenant,
+    Timestamp,
+};
 use goalpost_host::engine::{AttentionFaults, BindingFilter};
 
 pub(crate) struct AttentionMutant(pub Option<Mutant>);
@@ -28,16 +32,26 @@ impl AttentionFaults for AttentionMutant {
         modes
     }
 
-    fn one_per_mode(&self) -> bool {
-        !self.is(Mutant::AttentionModeTwice)
+    fn mode_holder(&self, state: &AttentionState, mode: AttentionMode) -> Option<BindingId> {
+        if self.is(Mutant::AttentionModeTwice) {
+            return None;
+        }
+        state.holder_id(mode)
     }
 
-    fn final_is_final(&self) -> bool {
-        !self.is(Mutant::AttentionStopReversible)
+    /// A faulty host resumes a binding whatever ended it.
+    fn status_before_change(&self, status: BindingStatus, change: &StatusChange) -> BindingStatus {
+        if self.is(Mutant::AttentionStopReversible)
+            && *change == StatusChange::Resume
+            && status.is_final()
+        {
+            return BindingStatus::Paused { until: None };
+        }
+        status
     }
 
-    fn checks_owner(&self) -> bool {
-        !self.is(Mutant::AttentionOwnerUnchecked)
+    fn visible_to(&self, goal: &Goal, tenant: &Tenant) -> bool {
+        self.is(Mutant::AttentionOwnerUnchecked) || goal.owner == *tenant
     }
 
     fn dispatch_status(&self, status: BindingStatus) -> BindingStatus {
@@ -63,8 +77,37 @@ impl AttentionFaults for AttentionMutant {
         }
     }
 
-    fn bounds_binding_runs(&self) -> bool {
-        !self.is(Mutant::AttentionRunsUnbounded)
+    /// A faulty host lets bindings run past the goal's bounds.
+    fn dispatch_check(
+        &self,
+        goal: &Goal,
+        now: Timestamp,
+        cost: CostReading,
+    ) -> Result<(), Refusal> {
+        match may_dispatch(goal, now, cost) {
+            Err(Refusal::Exhausted(_)) if self.is(Mutant::AttentionRunsUnbounded) => Ok(()),
+            check => check,
+        }
+    }
+
+    /// A faulty host counts the run but never closes the goal on a
+    /// binding's run.
+    fn count_run(
+        &self,
+        goal: &Goal,
+        run_id: &RunId,
+        spent: MicroUsd,
+        now: Timestamp,
+        cost: CostReading,
+    ) -> Option<Change> {
+        let mut change = attention::count_run(goal, run_id, spent, now, cost)?;
+        if self.is(Mutant::AttentionRunsUnbounded) {
+            change.goal.state = goal.state;
+            change
+                .events
+                .retain(|event| !matches!(event, EventPayload::Closed { .. }));
+        }
+        Some(change)
     }
 
     fn projection(&self, goal: &Goal, mut projection: Value) -> Value {
@@ -132,8 +175,11 @@ impl AttentionFaults for AttentionMutant {
         }
     }
 
-    fn wakes_timed_pauses(&self) -> bool {
-        !self.is(Mutant::AttentionPauseNeverWakes)
+    fn woken(&self, goal: &Goal, now: Timestamp) -> Option<Change> {
+        if self.is(Mutant::AttentionPauseNeverWakes) {
+            return None;
+        }
+        attention::wake(goal, now)
     }
 
     fn tenant_authority(&self) -> Option<Authority> {

@@ -23,7 +23,7 @@ use goalpost_host::engine::{
 };
 use goalpost_host::http::{AppState, RouteFaults};
 use goalpost_host::judge::Verifier;
-use goalpost_host::webhook::CallFaults;
+use goalpost_host::webhook::{checked_answer, CallFaults, WebhookError};
 
 /// A host's mutant, as every layer sees it.
 pub(crate) struct MutantFaults {
@@ -213,7 +213,10 @@ impl CallFaults for MutantCalls {
         webhook::status(self.0, status)
     }
 
-    fn lenient_answer(&self, schema: &str, answer: &Value) -> Option<Value> {
-        webhook::lenient_answer(self.0, schema, answer)
+    fn answer(&self, schema: &'static str, answer: Value) -> Result<Value, WebhookError> {
+        match webhook::lenient_answer(self.0, schema, &answer) {
+            Some(taken) => Ok(taken),
+            None => checked_answer(schema, answer),
+        }
     }
 }

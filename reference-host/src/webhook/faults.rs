@@ -6,6 +6,8 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::WebhookError;
+
 /// How a call goes wrong: what is sent and how loosely the answer is read.
 pub trait CallFaults: Send + Sync {
     /// The body actually sent.
@@ -18,9 +20,10 @@ pub trait CallFaults: Send + Sync {
         status
     }
 
-    /// An answer taken without its schema check; `None`: checked as usual.
-    fn lenient_answer(&self, _schema: &str, _answer: &Value) -> Option<Value> {
-        None
+    /// The answer as the client takes it: checked against `schema`
+    /// ([`super::checked_answer`]).
+    fn answer(&self, schema: &'static str, answer: Value) -> Result<Value, WebhookError> {
+        super::checked_answer(schema, answer)
     }
 }
 

@@ -165,6 +165,28 @@ fn schemas() -> Result<&'static Schemas, WebhookError> {
         .map_err(|error| WebhookError::Unavailable(format!("schemas: {error}")))
 }
 
+/// An answer as the client takes it: valid against `schema` (openwop's
+/// answer schemas, compiled once), else refused, naming where it is not.
+pub fn checked_answer(schema: &'static str, answer: Value) -> Result<Value, WebhookError> {
+    let schemas = schemas()?;
+    schemas.validate(schema, &answer).map_err(|violations| {
+        let mut pointers: Vec<&str> = violations
+            .iter()
+            .map(|violation| match violation.pointer.as_str() {
+                "" => "(root)",
+                pointer => pointer,
+            })
+            .collect();
+        pointers.dedup();
+        pointers.truncate(5);
+        WebhookError::Invalid {
+            schema,
+            pointers: pointers.join(", "),
+        }
+    })?;
+    Ok(answer)
+}
+
 pub struct WebhookClient {
     http: Result<reqwest::Client, String>,
     /// `None`: calls are not signed (a choice a conforming host may make).
@@ -250,7 +272,6 @@ impl WebhookClient {
         answer_schema: &'static str,
         caller: Caller<'_>,
     ) -> Result<Value, WebhookError> {
-        let schemas = schemas()?;
         let http = self
             .http
             .as_ref()
@@ -289,27 +310,7 @@ impl WebhookClient {
             .map_err(|_| WebhookError::Timeout(self.timeout))??;
         let answer: Value = serde_json::from_slice(&bytes)
             .map_err(|error| WebhookError::NotJson(error.to_string()))?;
-        if let Some(answer) = self.faults.lenient_answer(answer_schema, &answer) {
-            return Ok(answer);
-        }
-        schemas
-            .validate(answer_schema, &answer)
-            .map_err(|violations| {
-                let mut pointers: Vec<&str> = violations
-                    .iter()
-                    .map(|violation| match violation.pointer.as_str() {
-                        "" => "(root)",
-                        pointer => pointer,
-                    })
-                    .collect();
-                pointers.dedup();
-                pointers.truncate(5);
-                WebhookError::Invalid {
-                    schema: answer_schema,
-                    pointers: pointers.join(", "),
-                }
-            })?;
-        Ok(answer)
+        self.faults.answer(answer_schema, answer)
     }
 }
 

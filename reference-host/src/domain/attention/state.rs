@@ -141,6 +141,11 @@ impl AttentionState {
             .find(|binding| binding.mode == mode && binding.status.is_live())
     }
 
+    /// The id of [`AttentionState::holder_of`].
+    pub fn holder_id(&self, mode: AttentionMode) -> Option<BindingId> {
+        self.holder_of(mode).map(|holder| holder.id.clone())
+    }
+
     /// Blocking evidence not yet resolved, oldest first.
     pub fn unresolved_blocking(&self) -> Vec<EvidenceId> {
         self.evidence

@@ -23,7 +23,7 @@ fn apply(change: Change) -> Goal {
 
 fn bound(goal: &Goal, mode: AttentionMode) -> (Goal, BindingId) {
     let new = NewBinding { mode, arm: arm("") };
-    let (change, id) = create_binding(goal, &new, at(1), true).expect("bound");
+    let (change, id) = create_binding(goal, &new, at(1), AttentionState::holder_id).expect("bound");
     (apply(change), id)
 }
 
@@ -65,7 +65,7 @@ fn a_mode_is_held_by_one_live_binding_of_a_goal() {
         arm: arm(""),
     };
     assert!(matches!(
-        create_binding(&goal, &twice, at(2), true),
+        create_binding(&goal, &twice, at(2), AttentionState::holder_id),
         Err(AttentionError::ModeTaken { holder, .. }) if holder == first
     ));
     // Paused still holds it; stopped frees it.
@@ -78,7 +78,7 @@ fn a_mode_is_held_by_one_live_binding_of_a_goal() {
     )
     .expect("paused")
     .expect("changed");
-    assert!(create_binding(&paused.goal, &twice, at(3), true).is_err());
+    assert!(create_binding(&paused.goal, &twice, at(3), AttentionState::holder_id).is_err());
     let stopped = change_status(
         &paused.goal,
         &first,
@@ -88,7 +88,7 @@ fn a_mode_is_held_by_one_live_binding_of_a_goal() {
     )
     .expect("stopped")
     .expect("changed");
-    assert!(create_binding(&stopped.goal, &twice, at(4), true).is_ok());
+    assert!(create_binding(&stopped.goal, &twice, at(4), AttentionState::holder_id).is_ok());
 }
 
 #[test]
@@ -139,7 +139,8 @@ fn binding_transitions_never_touch_the_goal_and_final_is_final() {
 fn a_superseded_binding_is_replaced_in_its_mode_and_never_eligible() {
     let goal = goal(Some(10), None, None);
     let (goal, old) = bound(&goal, AttentionMode::Pursue);
-    let (change, new) = supersede(&goal, &old, arm(""), None, at(2), true).expect("superseded");
+    let (change, new) = supersede(&goal, &old, arm(""), None, at(2), AttentionState::holder_id)
+        .expect("superseded");
     let state = state(&change.goal);
     let replacement = state.binding(&new).expect("new");
     assert_eq!(replacement.mode, AttentionMode::Pursue);

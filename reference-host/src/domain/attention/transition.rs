@@ -121,23 +121,23 @@ fn new_binding(new: &NewBinding, supersedes: Option<BindingId>, now: Timestamp) 
     }
 }
 
-/// Adds a binding. `one_per_mode` is the rule that a mode is held by one
-/// live binding at a time (a faulty host may skip it).
+/// Adds a binding, refused while `holder` names a live binding holding its
+/// mode ([`AttentionState::holder_of`]: a mode is held by one at a time).
 pub fn create_binding(
     goal: &Goal,
     new: &NewBinding,
     now: Timestamp,
-    one_per_mode: bool,
+    holder: impl Fn(&AttentionState, AttentionMode) -> Option<BindingId>,
 ) -> Result<(Change, BindingId), AttentionError> {
     refuse_closed(goal)?;
     let (next, mut state) = draft(goal);
     if state.bindings.len() >= MAX_BINDINGS {
         return Err(AttentionError::TooManyBindings { max: MAX_BINDINGS });
     }
-    if let Some(holder) = state.holder_of(new.mode).filter(|_| one_per_mode) {
+    if let Some(holder) = holder(&state, new.mode) {
         return Err(AttentionError::ModeTaken {
             mode: new.mode.as_str(),
-            holder: holder.id.clone(),
+            holder,
         });
     }
     let binding = new_binding(new, None, now);
@@ -183,13 +183,14 @@ pub fn change_status(
 
 /// Replaces a live binding by a new one (its mode unless another is
 /// named); the old one ends `superseded` and is never dispatched again.
+/// Refused while `holder` names another live binding holding the mode.
 pub fn supersede(
     goal: &Goal,
     id: &BindingId,
     arm: ArmRef,
     mode: Option<AttentionMode>,
     now: Timestamp,
-    one_per_mode: bool,
+    holder: impl Fn(&AttentionState, AttentionMode) -> Option<BindingId>,
 ) -> Result<(Change, BindingId), AttentionError> {
     refuse_closed(goal)?;
     let (next, mut state) = draft(goal);
@@ -203,13 +204,10 @@ pub fn supersede(
     if state.bindings.len() >= MAX_BINDINGS {
         return Err(AttentionError::TooManyBindings { max: MAX_BINDINGS });
     }
-    if let Some(holder) = state
-        .holder_of(mode)
-        .filter(|holder| holder.id != *id && one_per_mode)
-    {
+    if let Some(holder) = holder(&state, mode).filter(|holder| holder != id) {
         return Err(AttentionError::ModeTaken {
             mode: mode.as_str(),
-            holder: holder.id.clone(),
+            holder,
         });
     }
     let replacement = new_binding(&NewBinding { mode, arm }, Some(id.clone()), now);

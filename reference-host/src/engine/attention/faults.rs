@@ -6,10 +6,13 @@ use serde_json::Value;
 
 use super::BindingFilter;
 use crate::domain::attention::{
-    approvals, AttentionMode, AttentionState, Authority, BindingStatus, Missing, Powers,
+    self, approvals, AttentionMode, AttentionState, Authority, BindingStatus, Missing, Powers,
+    StatusChange,
 };
 use crate::domain::transition::Change;
-use crate::domain::Goal;
+use crate::domain::{
+    may_dispatch, BindingId, CostReading, Goal, MicroUsd, Refusal, RunId, Tenant, Timestamp,
+};
 
 pub trait AttentionFaults: Send + Sync {
     /// The modes discovery lists.
@@ -17,19 +20,22 @@ pub trait AttentionFaults: Send + Sync {
         modes
     }
 
-    /// Whether a mode is held by one live binding of a goal at a time.
-    fn one_per_mode(&self) -> bool {
-        true
+    /// The live binding that holds `mode` on a goal: a mode is held by one
+    /// at a time, so a new binding of it is refused while there is one.
+    fn mode_holder(&self, state: &AttentionState, mode: AttentionMode) -> Option<BindingId> {
+        state.holder_id(mode)
     }
 
-    /// Whether a stopped or superseded binding stays final.
-    fn final_is_final(&self) -> bool {
-        true
+    /// The status a binding's status change starts from: its own (a
+    /// stopped or superseded binding stays final).
+    fn status_before_change(&self, status: BindingStatus, _change: &StatusChange) -> BindingStatus {
+        status
     }
 
-    /// Whether a lookup of a goal's attention checks its owner.
-    fn checks_owner(&self) -> bool {
-        true
+    /// Whether `tenant` may see and change `goal`'s attention: its owner
+    /// only.
+    fn visible_to(&self, goal: &Goal, tenant: &Tenant) -> bool {
+        goal.owner == *tenant
     }
 
     /// The status the fail-closed check before a binding's run sees.
@@ -42,10 +48,29 @@ pub trait AttentionFaults: Send + Sync {
         mode.powers()
     }
 
-    /// Whether a binding's run is held to its goal's bounds (refused, and
-    /// the goal closed, once they are used up).
-    fn bounds_binding_runs(&self) -> bool {
-        true
+    /// The fail-closed check before a binding's run, the goal's own
+    /// ([`may_dispatch`]): its bounds hold the binding's runs too.
+    fn dispatch_check(
+        &self,
+        goal: &Goal,
+        now: Timestamp,
+        cost: CostReading,
+    ) -> Result<(), Refusal> {
+        may_dispatch(goal, now, cost)
+    }
+
+    /// A binding's run that brought no verdict, counted against the goal's
+    /// bounds ([`attention::count_run`]): it closes the goal when they are
+    /// used up.
+    fn count_run(
+        &self,
+        goal: &Goal,
+        run_id: &RunId,
+        spent: MicroUsd,
+        now: Timestamp,
+        cost: CostReading,
+    ) -> Option<Change> {
+        attention::count_run(goal, run_id, spent, now, cost)
     }
 
     /// The projection a binding's arm is sent.
@@ -70,9 +95,10 @@ pub trait AttentionFaults: Send + Sync {
     /// A binding's run as recorded, just before it is written.
     fn recorded(&self, _change: &mut Change) {}
 
-    /// Whether the tick wakes timed pauses whose instant has come.
-    fn wakes_timed_pauses(&self) -> bool {
-        true
+    /// The change that wakes a goal's timed pauses whose instant has come
+    /// ([`attention::wake`]).
+    fn woken(&self, goal: &Goal, now: Timestamp) -> Option<Change> {
+        attention::wake(goal, now)
     }
 
     /// The authority a tenant's own credential carries where confirmations

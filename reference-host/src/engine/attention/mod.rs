@@ -17,7 +17,8 @@ use super::goals::MAX_ATTEMPTS;
 use super::{Engine, EngineError};
 use crate::choices::{AttentionOffer, PauseWake};
 use crate::domain::attention::{
-    self, AttentionError, AttentionState, Authority, Binding, BindingStatus, StatusChange,
+    self, AttentionError, AttentionMode, AttentionState, Authority, Binding, BindingStatus,
+    StatusChange,
 };
 use crate::domain::request::{parse_binding, parse_policy, parse_supersede, PolicyBody};
 use crate::domain::transition::Change;
@@ -181,11 +182,10 @@ impl Engine {
 
     /// The caller's goal (another tenant's is not found).
     async fn attended_goal(&self, tenant: &Tenant, id: &GoalId) -> Result<Goal, EngineError> {
-        if self.attention.faults.checks_owner() {
-            self.load_owned(tenant, id).await
-        } else {
-            self.load(id).await?.ok_or(EngineError::NotFound)
-        }
+        self.load(id)
+            .await?
+            .filter(|goal| self.attention.faults.visible_to(goal, tenant))
+            .ok_or(EngineError::NotFound)
     }
 
     /// Read, decide, write if unchanged (retried when the goal moved); the
@@ -231,7 +231,9 @@ impl Engine {
     ) -> Result<(Goal, BindingId), EngineError> {
         self.served()?;
         let new = parse_binding(body, self.settings.conformance_seams);
-        let one_per_mode = self.attention.faults.one_per_mode();
+        let holder = |state: &AttentionState, mode: AttentionMode| {
+            self.attention.faults.mode_holder(state, mode)
+        };
         let (goal, created) = self
             .attention_write(tenant, id, |goal, now| {
                 let new = new
@@ -239,7 +241,7 @@ impl Engine {
                     .map_err(|error| EngineError::Request(error.clone()))?;
                 self.check_binding_arm(&new.arm)?;
                 let (change, created) =
-                    attention::create_binding(goal, new, now, one_per_mode).map_err(lift)?;
+                    attention::create_binding(goal, new, now, holder).map_err(lift)?;
                 Ok((Some(change), Some(created)))
             })
             .await?;
@@ -258,7 +260,9 @@ impl Engine {
         self.served()?;
         let _guard = self.locks.lock(id).await;
         let parsed = parse_supersede(body, self.settings.conformance_seams);
-        let one_per_mode = self.attention.faults.one_per_mode();
+        let holder = |state: &AttentionState, mode: AttentionMode| {
+            self.attention.faults.mode_holder(state, mode)
+        };
         let (goal, created) = self
             .attention_write(tenant, id, |goal, now| {
                 let (arm, mode) = parsed
@@ -266,7 +270,7 @@ impl Engine {
                     .map_err(|error| EngineError::Request(error.clone()))?;
                 self.check_binding_arm(arm)?;
                 let (change, created) =
-                    attention::supersede(goal, binding, arm.clone(), *mode, now, one_per_mode)
+                    attention::supersede(goal, binding, arm.clone(), *mode, now, holder)
                         .map_err(lift)?;
                 Ok((Some(change), Some(created)))
             })
@@ -287,19 +291,17 @@ impl Engine {
         // answers, no run of the binding is in flight and none will start.
         let _guard = self.locks.lock(id).await;
         let wake = self.pause_wake();
-        let reopens = !self.attention.faults.final_is_final();
         let (goal, ()) = self
             .attention_write(tenant, id, |goal, now| {
                 let mut seen = goal.clone();
-                if reopens && change == StatusChange::Resume {
-                    // A faulty host resumes a binding whatever ended it.
-                    if let Some(state) = seen.notes.attention.as_deref_mut() {
-                        if let Some(item) = state.binding_mut(binding) {
-                            if item.status.is_final() {
-                                item.status = BindingStatus::Paused { until: None };
-                            }
-                        }
-                    }
+                if let Some(item) = seen
+                    .notes
+                    .attention
+                    .as_deref_mut()
+                    .and_then(|state| state.binding_mut(binding))
+                {
+                    let status = std::mem::replace(&mut item.status, BindingStatus::Active);
+                    item.status = self.attention.faults.status_before_change(status, &change);
                 }
                 let change =
                     attention::change_status(&seen, binding, &change, now, wake).map_err(lift)?;
@@ -446,7 +448,7 @@ impl Engine {
                     continue;
                 }
             };
-            let goal = if wake == PauseWake::Tick && self.attention.faults.wakes_timed_pauses() {
+            let goal = if wake == PauseWake::Tick {
                 match self.wake_pauses(goal, now).await {
                     Ok(goal) => goal,
                     Err(error) => {
@@ -496,7 +498,7 @@ impl Engine {
     /// is afterwards.
     async fn wake_pauses(&self, mut goal: Goal, now: Timestamp) -> Result<Goal, EngineError> {
         for _ in 0..MAX_ATTEMPTS {
-            let Some(change) = attention::wake(&goal, now) else {
+            let Some(change) = self.attention.faults.woken(&goal, now) else {
                 return Ok(goal);
             };
             if let Written::Done(_) = self.write(change.clone(), goal.version, now).await? {

@@ -14,8 +14,7 @@ use crate::domain::attention::{
 };
 use crate::domain::transition::{record_run, FinishedRun};
 use crate::domain::{
-    may_dispatch, BindingId, Evaluation, EventPayload, Goal, GoalId, MicroUsd, Refusal, RunId,
-    RunOutcome, Tenant, Verdict,
+    BindingId, Evaluation, Goal, GoalId, MicroUsd, Refusal, RunId, RunOutcome, Tenant, Verdict,
 };
 use crate::engine::FireOutcome;
 use crate::storage::{RunReservation, Written};
@@ -183,14 +182,11 @@ impl Engine {
                 return Ok(Reserved::Skip);
             }
             let cost_reading = self.choices().cost_reading;
-            let check = match may_dispatch(&goal, now, cost_reading) {
-                // A faulty host lets bindings run past the goal's bounds.
-                Err(Refusal::Exhausted(_)) if !self.attention.faults.bounds_binding_runs() => {
-                    Ok(())
-                }
-                check => check,
-            };
-            match check {
+            match self
+                .attention
+                .faults
+                .dispatch_check(&goal, now, cost_reading)
+            {
                 Ok(()) => {}
                 Err(Refusal::Exhausted(_)) => {
                     if self.close_exhausted(&goal, now, cost_reading).await? {
@@ -349,24 +345,13 @@ impl Engine {
                     now,
                     cost_reading,
                 ),
-                None => attention::count_run(
+                None => self.attention.faults.count_run(
                     &goal,
                     &reservation.run_id,
                     answered.cost,
                     now,
                     cost_reading,
-                )
-                .map(|mut change| {
-                    if !self.attention.faults.bounds_binding_runs() {
-                        // A faulty host counts the run but never closes
-                        // the goal on a binding's run.
-                        change.goal.state = goal.state;
-                        change
-                            .events
-                            .retain(|event| !matches!(event, EventPayload::Closed { .. }));
-                    }
-                    change
-                }),
+                ),
             };
             let run = BindingRun {
                 binding: binding.clone(),
