@@ -300,8 +300,10 @@ impl Engine {
                     .as_deref_mut()
                     .and_then(|state| state.binding_mut(binding))
                 {
-                    let status = std::mem::replace(&mut item.status, BindingStatus::Active);
-                    item.status = self.attention.faults.status_before_change(status, &change);
+                    item.status = self
+                        .attention
+                        .faults
+                        .status_before_change(item.status.clone(), &change);
                 }
                 let change =
                     attention::change_status(&seen, binding, &change, now, wake).map_err(lift)?;
